@@ -1,0 +1,145 @@
+//===- OverlapBase.td - Overlap dialect definition ---------*- tablegen -*-===//
+//
+// The `overlap` dialect: tensor-parallel matmuls fused with collectives, the
+// tiles they decompose into, and the two-stream schedule that runs them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_DIALECT_OVERLAP_IR_OVERLAPBASE_TD
+#define OVERLAP_DIALECT_OVERLAP_IR_OVERLAPBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Overlap_Dialect : Dialect {
+  let name = "overlap";
+  let cppNamespace = "::mlir::overlap";
+  let summary = "Overlap communication of tensor-parallel matmuls with compute";
+  let description = [{
+    The `overlap` dialect describes a matrix multiplication fused with the
+    collective that consumes its result (all-reduce, reduce-scatter) or
+    produces its left operand (all-gather), over the process group of an
+    upstream `shard.grid`. Such a fused op is planned (`#overlap.plan`),
+    decomposed along M into tiles (tile-level collectives), and scheduled on
+    two streams joined by `overlap.signal` / `overlap.wait` inside
+    `overlap.concurrent`.
+
+    Process groups are named by a `shard.grid` symbol and a list of grid
+    axes; the group size is the product of the grid's extents along those
+    axes (an empty list is a group of one).
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute that carries a fused op's plan.
+    static constexpr ::llvm::StringLiteral getPlanAttrName() {
+      return ::llvm::StringLiteral("overlap.plan");
+    }
+  }];
+}
+
+class Overlap_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Overlap_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Overlap_ReductionKind : I32EnumAttr<"ReductionKind",
+    "reduction applied by a collective", [
+  I32EnumAttrCase<"Sum", 0, "sum">,
+  I32EnumAttrCase<"Max", 1, "max">,
+  I32EnumAttrCase<"Min", 2, "min">,
+  I32EnumAttrCase<"Prod", 3, "prod">,
+  I32EnumAttrCase<"Avg", 4, "avg">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::overlap";
+}
+
+def Overlap_ReductionKindAttr
+    : EnumAttr<Overlap_Dialect, Overlap_ReductionKind, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Overlap_Bound : I32EnumAttr<"Bound",
+    "which leg of an overlapped op bounds its time", [
+  I32EnumAttrCase<"Compute", 0, "compute">,
+  I32EnumAttrCase<"Comm", 1, "comm">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::overlap";
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+class Overlap_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Overlap_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+def Overlap_SignalsType : Overlap_Type<"Signals", "signals"> {
+  let summary = "a set of cross-stream signal flags";
+  let description = [{
+    `!overlap.signals<N>` is a set of N flags that one stream raises with
+    `overlap.signal` and another stream waits on with `overlap.wait`. The
+    flags are counted by epoch in the runtime, so they need no reset between
+    calls of the enclosing function.
+  }];
+  let parameters = (ins "int64_t":$count);
+  let assemblyFormat = "`<` $count `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
+  let mnemonic = "plan";
+  let summary = "the tiling decision for one fused op";
+  let description = [{
+    Records how a fused op is split along M and what the Planner predicted:
+
+    ```mlir
+    #overlap.plan<tiles = [512, 896, 896, 896, 896], strategy = "mc2",
+                  bound = comm, predicted_us = 1282.8, serial_us = 1874.0>
+    ```
+
+    `tiles` partition the rows of the full product (M of A for all-reduce
+    and reduce-scatter, M of the result for all-gather) in order. For
+    reduce-scatter and all-gather, tile i takes `tiles[i] / G` rows from
+    each rank's block, so every tile must be divisible by the group size G.
+    `bound` names the leg that is longer when run serially. A single tile
+    means the Planner found no overlap that wins.
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t", "row counts of the tiles">:$tiles,
+    StringRefParameter<"strategy that chose the tiles">:$strategy,
+    "::mlir::overlap::Bound":$bound,
+    APFloatParameter<"predicted time of the overlapped op (us)">:$predictedUs,
+    APFloatParameter<"time of the unsplit matmul then collective (us)">:$serialUs
+  );
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<int64_t>":$tiles,
+                     "::llvm::StringRef":$strategy,
+                     "::mlir::overlap::Bound":$bound,
+                     "double":$predictedUs, "double":$serialUs), [{
+      return $_get($_ctxt, tiles, strategy, bound,
+                   ::llvm::APFloat(predictedUs), ::llvm::APFloat(serialUs));
+    }]>
+  ];
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Sum of the tile sizes (the rows this plan covers).
+    int64_t getTotalRows() const;
+  }];
+}
+
+#endif // OVERLAP_DIALECT_OVERLAP_IR_OVERLAPBASE_TD

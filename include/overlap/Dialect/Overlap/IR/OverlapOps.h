@@ -1,0 +1,49 @@
+//===- OverlapOps.h - Overlap dialect operations ------------*- C++ -*-===//
+//
+// Declares the operations of the `overlap` dialect and the helpers that
+// their verifiers and the passes share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_H
+#define OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "overlap/Dialect/Overlap/IR/OverlapDialect.h"
+
+namespace mlir {
+namespace overlap {
+
+/// Side-effect resource for the signal flags of `overlap.signal/wait`, so
+/// that no transformation moves a matmul across a signal or a collective
+/// across a wait.
+struct SignalResource : public SideEffects::Resource::Base<SignalResource> {
+  StringRef getName() final { return "<OverlapSignal>"; }
+};
+
+/// Size of the process group that `gridAxes` of `grid` form: the product of
+/// the grid's extents along those axes, or ShapedType::kDynamic when one of
+/// them is dynamic.
+int64_t getGroupSize(shard::GridOp grid, ArrayRef<int16_t> gridAxes);
+
+/// Resolves `gridSymbol` from `op` and checks `gridAxes` against it. Emits an
+/// error on `op` and fails when the symbol is missing, is not a
+/// `shard.grid`, or an axis is out of range or repeated. On success returns
+/// the grid.
+FailureOr<shard::GridOp> verifyGroup(Operation *op,
+                                     FlatSymbolRefAttr gridSymbol,
+                                     ArrayRef<int16_t> gridAxes,
+                                     SymbolTableCollection &symbolTable);
+
+} // namespace overlap
+} // namespace mlir
+
+#define GET_OP_CLASSES
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h.inc"
+
+#endif // OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_H

@@ -1,0 +1,305 @@
+//===- OverlapOps.td - Overlap dialect operations ----------*- tablegen -*-===//
+//
+// Fused tensor-level ops, tile-level collectives (tensor and memref forms)
+// and the stream-scheduling ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_TD
+#define OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_TD
+
+include "overlap/Dialect/Overlap/IR/OverlapBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Every op that runs over a process group names a `shard.grid` and the
+// grid axes that form the group.
+defvar GroupArgs = (ins
+  FlatSymbolRefAttr:$grid,
+  DenseI16ArrayAttr:$grid_axes
+);
+
+defvar MatmulElementType = AnyTypeOf<[F16, BF16, F32]>;
+defvar Matrix = RankedTensorOf<[F16, BF16, F32]>;
+
+//===----------------------------------------------------------------------===//
+// Fused tensor-level ops
+//===----------------------------------------------------------------------===//
+
+class Overlap_FusedMatmulOp<string mnemonic, list<Trait> traits = []>
+    : Overlap_Op<mnemonic, !listconcat(traits, [
+        Pure,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let arguments = !con((ins Matrix:$a, Matrix:$b, Matrix:$c), GroupArgs);
+  let results = (outs Matrix:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c `on` $grid `grid_axes` `=` $grid_axes attr-dict
+    `:` type($a) `,` type($b) `,` type($c) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rows of the full product that a plan partitions.
+    int64_t getPlannedRows();
+  }];
+}
+
+def Overlap_MatmulAllReduceOp : Overlap_FusedMatmulOp<"matmul_all_reduce"> {
+  let summary = "matmul whose result is summed over a process group";
+  let description = [{
+    Computes `all_reduce_sum(C + A·B)` over the group formed by `grid_axes`
+    of `grid`: each rank contributes its own partial product (a row-parallel
+    layer of tensor parallelism) and every rank receives the sum. A is MxK,
+    B is KxN, C and the result are MxN. A and B share an element type (f16,
+    bf16 or f32); C's element type is the accumulator type, either that of
+    A and B or f32.
+
+    ```mlir
+    shard.grid @tp(shape = 8)
+    %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+        : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<4096x8192xf16>
+        -> tensor<4096x8192xf16>
+    ```
+  }];
+}
+
+def Overlap_MatmulReduceScatterOp
+    : Overlap_FusedMatmulOp<"matmul_reduce_scatter"> {
+  let summary = "matmul whose result is summed and scattered by rows";
+  let description = [{
+    Computes `reduce_scatter_sum(C + A·B)` over the group: the MxN sum is
+    split into G blocks of M/G rows and rank r receives block r. A is MxK,
+    B is KxN, C is MxN, the result is (M/G)xN; M must be divisible by G.
+
+    ```mlir
+    %s = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+        : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<4096x8192xf16>
+        -> tensor<512x8192xf16>
+    ```
+  }];
+}
+
+def Overlap_AllGatherMatmulOp : Overlap_FusedMatmulOp<"all_gather_matmul"> {
+  let summary = "matmul whose left operand is gathered by rows first";
+  let description = [{
+    Computes `C + all_gather(A)·B`: each rank holds m rows of A (mxK), the
+    gathered left operand has m·G rows in rank order, B is KxN, and C and
+    the result are (m·G)xN (a column-parallel layer fed by a sequence-
+    parallel activation).
+
+    ```mlir
+    %g = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+        : tensor<512x3072xf16>, tensor<3072x8192xf16>, tensor<4096x8192xf16>
+        -> tensor<4096x8192xf16>
+    ```
+  }];
+}
+
+def Overlap_ChainMatmulOp : Overlap_Op<"chain_matmul", [Pure]> {
+  let summary = "product of a chain of two or more matrices";
+  let description = [{
+    Computes `A1·A2·…·An` (n ≥ 2) in an order that `overlap-reorder-chains`
+    chooses. Operand i has shape P(i-1)xP(i); the result is P0xPn. All
+    operands and the result share one element type.
+
+    ```mlir
+    %p = overlap.chain_matmul %a1, %a2, %a3
+        : tensor<10x100xf32>, tensor<100x5xf32>, tensor<5x50xf32>
+        -> tensor<10x50xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Matrix>:$factors);
+  let results = (outs Matrix:$result);
+  let assemblyFormat = [{
+    $factors attr-dict `:` type($factors) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile-level collectives (tensor: value semantics; memref: in place / into)
+//===----------------------------------------------------------------------===//
+
+defvar TensorOrMemref = AnyTypeOf<[AnyRankedTensor, AnyStridedMemRef]>;
+
+class Overlap_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Overlap_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+  let hasVerifier = 1;
+}
+
+def Overlap_AllReduceOp : Overlap_CollectiveOp<"all_reduce"> {
+  let summary = "reduce a tile over a process group";
+  let description = [{
+    Element-wise reduction (`sum` by default; `max`, `min`, `prod`, `avg`)
+    of the operand over the group; every rank receives the result. On a
+    tensor it returns a new value of the same type; on a memref it reduces
+    in place and returns nothing.
+
+    ```mlir
+    %r = overlap.all_reduce %t on @tp grid_axes = [0] : tensor<512x8192xf16> -> tensor<512x8192xf16>
+    overlap.all_reduce %m on @tp grid_axes = [0] reduction = <max> : memref<512x8192xf32>
+    ```
+  }];
+  let arguments = !con((ins TensorOrMemref:$input), GroupArgs, (ins
+    DefaultValuedAttr<Overlap_ReductionKindAttr,
+                      "::mlir::overlap::ReductionKind::Sum">:$reduction));
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes
+    (`reduction` `=` $reduction^)? attr-dict
+    `:` type($input) (`->` type($result)^)?
+  }];
+}
+
+def Overlap_ReduceScatterOp : Overlap_CollectiveOp<"reduce_scatter"> {
+  let summary = "reduce a tile over a group and scatter its row blocks";
+  let description = [{
+    The operand holds G row blocks; their element-wise reduction over the
+    group is computed and rank r receives block r (rows/G rows). On tensors
+    the result is a new value; on memrefs the result is written `into` a
+    destination buffer.
+
+    ```mlir
+    %s = overlap.reduce_scatter %t on @tp grid_axes = [0] : tensor<1024x64xf32> -> tensor<256x64xf32>
+    overlap.reduce_scatter %src into %dst on @tp grid_axes = [0] : memref<1024x64xf32>, memref<256x64xf32>
+    ```
+  }];
+  let arguments = !con((ins TensorOrMemref:$input,
+                            Optional<AnyStridedMemRef>:$init), GroupArgs, (ins
+    DefaultValuedAttr<Overlap_ReductionKindAttr,
+                      "::mlir::overlap::ReductionKind::Sum">:$reduction));
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes
+    (`reduction` `=` $reduction^)? attr-dict
+    `:` type($input) (`,` type($init)^)? (`->` type($result)^)?
+  }];
+}
+
+def Overlap_AllGatherOp : Overlap_CollectiveOp<"all_gather"> {
+  let summary = "gather a tile's rows from every rank of a group";
+  let description = [{
+    Concatenates the operand of every rank of the group along rows, in rank
+    order (G times the rows). On tensors the result is a new value; on
+    memrefs it is written `into` a destination buffer.
+
+    ```mlir
+    %g = overlap.all_gather %t on @tp grid_axes = [0] : tensor<128x64xf16> -> tensor<512x64xf16>
+    overlap.all_gather %src into %dst on @tp grid_axes = [0] : memref<128x64xf16>, memref<512x64xf16>
+    ```
+  }];
+  let arguments = !con((ins TensorOrMemref:$input,
+                            Optional<AnyStridedMemRef>:$init), GroupArgs);
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes attr-dict
+    `:` type($input) (`,` type($init)^)? (`->` type($result)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Stream scheduling
+//===----------------------------------------------------------------------===//
+
+def Overlap_SignalsOp : Overlap_Op<"signals", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "allocate a set of cross-stream signal flags";
+  let description = [{
+    Creates N flags for `overlap.signal` / `overlap.wait`; N is the count of
+    the result type.
+
+    ```mlir
+    %sig = overlap.signals : !overlap.signals<5>
+    ```
+  }];
+  let results = (outs Overlap_SignalsType:$signals);
+  let assemblyFormat = "attr-dict `:` qualified(type($signals))";
+}
+
+class Overlap_FlagOp<string mnemonic> : Overlap_Op<mnemonic, [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let arguments = (ins Overlap_SignalsType:$signals, I64Attr:$index);
+  let assemblyFormat = [{
+    $signals `[` $index `]` attr-dict `:` qualified(type($signals))
+  }];
+  let hasVerifier = 1;
+}
+
+def Overlap_SignalOp : Overlap_FlagOp<"signal"> {
+  let summary = "raise a flag once all earlier work of this stream is done";
+  let description = [{
+    Raises flag `index` of `signals` after every op before it in the same
+    `overlap.stream` has completed. Must be inside an `overlap.stream`.
+
+    ```mlir
+    overlap.signal %sig[0] : !overlap.signals<5>
+    ```
+  }];
+}
+
+def Overlap_WaitOp : Overlap_FlagOp<"wait"> {
+  let summary = "hold this stream until a flag is raised";
+  let description = [{
+    Later ops of the enclosing `overlap.stream` start only after flag
+    `index` of `signals` is raised by an `overlap.signal` in another stream
+    of the same `overlap.concurrent`; a wait that no other stream can
+    satisfy is rejected by the verifier (it would hang).
+
+    ```mlir
+    overlap.wait %sig[0] : !overlap.signals<5>
+    ```
+  }];
+}
+
+def Overlap_ConcurrentOp : Overlap_Op<"concurrent", [
+    SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "run the contained streams concurrently, then join";
+  let description = [{
+    Holds `overlap.stream` regions that run concurrently; they are ordered
+    with each other only by `overlap.signal` / `overlap.wait`. Ops after the
+    `overlap.concurrent` see the effects of every stream (all are joined).
+
+    ```mlir
+    overlap.concurrent {
+      overlap.stream compute {
+        linalg.matmul ins(%a0, %b : memref<512x3072xf16>, memref<3072x8192xf16>)
+                      outs(%c0 : memref<512x8192xf16>)
+        overlap.signal %sig[0] : !overlap.signals<5>
+      }
+      overlap.stream comm {
+        overlap.wait %sig[0] : !overlap.signals<5>
+        overlap.all_reduce %c0 on @tp grid_axes = [0] : memref<512x8192xf16>
+      }
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$body attr-dict";
+  let hasVerifier = 1;
+}
+
+def Overlap_StreamOp : Overlap_Op<"stream", [
+    SingleBlock, NoTerminator, RecursiveMemoryEffects,
+    HasParent<"ConcurrentOp">]> {
+  let summary = "a sequential program on one device queue";
+  let description = [{
+    The body runs in order on one queue (a CUDA stream, or a worker thread
+    on the host backend). The name (`compute`, `comm`, or any other
+    identifier) is unique within its `overlap.concurrent`.
+
+    ```mlir
+    overlap.stream comm {
+      overlap.wait %sig[0] : !overlap.signals<1>
+      overlap.all_reduce %c0 on @tp grid_axes = [0] : memref<512x8192xf16>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "custom<StreamName>($name) $body attr-dict";
+  let hasVerifier = 1;
+}
+
+#endif // OVERLAP_DIALECT_OVERLAP_IR_OVERLAPOPS_TD

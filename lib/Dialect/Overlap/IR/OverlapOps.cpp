@@ -1,0 +1,599 @@
+//===- OverlapOps.cpp - Overlap dialect operations -----------*- C++ -*-===//
+//
+// Verifiers, symbol checks and memory effects of the `overlap` ops. Every
+// error names the operand or attribute at fault and the expected vs actual
+// value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+/// "4096x3072", with `?` for dynamic extents.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << "?";
+        else
+          os << d;
+      },
+      "x");
+  return text;
+}
+
+static bool bothStatic(int64_t x, int64_t y) {
+  return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y);
+}
+
+int64_t mlir::overlap::getGroupSize(shard::GridOp grid,
+                                    ArrayRef<int16_t> gridAxes) {
+  ArrayRef<int64_t> shape = grid.getShape();
+  int64_t size = 1;
+  for (int16_t axis : gridAxes) {
+    int64_t extent = shape[axis];
+    if (ShapedType::isDynamic(extent))
+      return ShapedType::kDynamic;
+    size *= extent;
+  }
+  return size;
+}
+
+FailureOr<shard::GridOp>
+mlir::overlap::verifyGroup(Operation *op, FlatSymbolRefAttr gridSymbol,
+                           ArrayRef<int16_t> gridAxes,
+                           SymbolTableCollection &symbolTable) {
+  Operation *symbol =
+      symbolTable.lookupNearestSymbolFrom(op, gridSymbol.getAttr());
+  if (!symbol)
+    return op->emitOpError() << "grid " << gridSymbol
+                             << " does not name a symbol in scope; expected "
+                                "a 'shard.grid'";
+  auto grid = dyn_cast<shard::GridOp>(symbol);
+  if (!grid)
+    return op->emitOpError()
+           << "grid " << gridSymbol << " names a '" << symbol->getName()
+           << "', expected a 'shard.grid'";
+  llvm::SmallSet<int16_t, 4> seen;
+  for (int16_t axis : gridAxes) {
+    if (axis < 0 || axis >= grid.getRank())
+      return op->emitOpError()
+             << "grid axis " << axis << " is out of range for grid "
+             << gridSymbol << " of rank " << grid.getRank() << " (valid: 0.."
+             << grid.getRank() - 1 << ")";
+    if (!seen.insert(axis).second)
+      return op->emitOpError() << "grid axis " << axis
+                               << " is repeated in grid_axes";
+  }
+  return grid;
+}
+
+/// Element types a matmul may take its factors in.
+static bool isMatmulElementType(Type type) {
+  return type.isF16() || type.isBF16() || type.isF32();
+}
+
+//===----------------------------------------------------------------------===//
+// Fused matmul ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class FusedKind { AllReduce, ReduceScatter, AllGather };
+} // namespace
+
+/// Checks what every fused op shares: rank-2 operands, K and N agreement,
+/// element types, and the rows that do not depend on the group size.
+static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
+                                       RankedTensorType a, RankedTensorType b,
+                                       RankedTensorType c,
+                                       RankedTensorType result) {
+  for (auto [name, type] :
+       {std::pair<StringRef, RankedTensorType>{"A", a},
+        {"B", b},
+        {"C", c},
+        {"result", result}}) {
+    if (type.getRank() != 2)
+      return op->emitOpError()
+             << "operand " << name << " must be a rank-2 tensor, got rank "
+             << type.getRank() << " (" << type << ")";
+  }
+
+  Type elemA = a.getElementType(), elemB = b.getElementType();
+  Type elemC = c.getElementType();
+  if (!isMatmulElementType(elemA))
+    return op->emitOpError() << "operand A has element type " << elemA
+                             << "; expected f16, bf16 or f32";
+  if (elemB != elemA)
+    return op->emitOpError() << "operand B has element type " << elemB
+                             << " but A has " << elemA
+                             << "; A and B must share an element type";
+  if (elemC != elemA && !elemC.isF32())
+    return op->emitOpError()
+           << "accumulator C has element type " << elemC
+           << "; expected the factors' type " << elemA << " or f32";
+  if (result.getElementType() != elemC)
+    return op->emitOpError()
+           << "result has element type " << result.getElementType()
+           << " but the accumulator C has " << elemC
+           << "; they must be the same";
+
+  int64_t k = a.getDimSize(1), kB = b.getDimSize(0);
+  if (bothStatic(k, kB) && k != kB)
+    return op->emitOpError()
+           << "K mismatch: A is " << formatShape(a.getShape()) << " (K = " << k
+           << ") but B is " << formatShape(b.getShape()) << " (K = " << kB
+           << ")";
+  int64_t n = b.getDimSize(1);
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"C", c},
+                            {"result", result}}) {
+    int64_t got = type.getDimSize(1);
+    if (bothStatic(n, got) && n != got)
+      return op->emitOpError()
+             << "N mismatch: B is " << formatShape(b.getShape())
+             << " (N = " << n << ") but " << name << " is "
+             << formatShape(type.getShape()) << " (N = " << got << ")";
+  }
+
+  int64_t rowsA = a.getDimSize(0), rowsC = c.getDimSize(0);
+  if (kind != FusedKind::AllGather && bothStatic(rowsA, rowsC) &&
+      rowsA != rowsC)
+    return op->emitOpError()
+           << "M mismatch: A has " << rowsA << " rows but C has " << rowsC;
+  if (kind != FusedKind::ReduceScatter) {
+    int64_t rowsR = result.getDimSize(0);
+    if (bothStatic(rowsC, rowsR) && rowsC != rowsR)
+      return op->emitOpError()
+             << "result has " << rowsR << " rows but C has " << rowsC
+             << "; they must be the same";
+  }
+  return success();
+}
+
+/// Checks a plan's tiles against the rows of the op it is attached to, and
+/// (when the group size is known) their divisibility by it.
+static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
+                                     int64_t groupSize, bool tilesPerRank) {
+  auto plan = op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
+  if (!plan)
+    return success();
+  if (!ShapedType::isDynamic(plannedRows) &&
+      plan.getTotalRows() != plannedRows)
+    return op->emitOpError()
+           << "plan tiles [" << plan.getTiles() << "] sum to "
+           << plan.getTotalRows() << " rows, expected M = " << plannedRows;
+  if (tilesPerRank && !ShapedType::isDynamic(groupSize))
+    for (auto [i, rows] : llvm::enumerate(plan.getTiles()))
+      if (rows % groupSize != 0)
+        return op->emitOpError()
+               << "plan tile #" << i << " has " << rows
+               << " rows, not divisible by the group size " << groupSize
+               << " (each tile takes an equal share of every rank's block)";
+  return success();
+}
+
+
+#define OVERLAP_FUSED_VERIFY(OpTy, Kind)                                       \
+  LogicalResult OpTy::verify() {                                               \
+    if (failed(verifyFusedMatmul(*this, Kind, getA().getType(),                \
+                                 getB().getType(), getC().getType(),           \
+                                 getResult().getType())))                      \
+      return failure();                                                        \
+    return verifyPlanTiles(*this, getPlannedRows(), ShapedType::kDynamic,      \
+                           false);                                             \
+  }
+OVERLAP_FUSED_VERIFY(MatmulAllReduceOp, FusedKind::AllReduce)
+OVERLAP_FUSED_VERIFY(MatmulReduceScatterOp, FusedKind::ReduceScatter)
+OVERLAP_FUSED_VERIFY(AllGatherMatmulOp, FusedKind::AllGather)
+#undef OVERLAP_FUSED_VERIFY
+
+int64_t MatmulAllReduceOp::getPlannedRows() {
+  return getA().getType().getDimSize(0);
+}
+int64_t MatmulReduceScatterOp::getPlannedRows() {
+  return getA().getType().getDimSize(0);
+}
+int64_t AllGatherMatmulOp::getPlannedRows() {
+  return getResult().getType().getDimSize(0);
+}
+
+LogicalResult
+MatmulAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+}
+
+LogicalResult
+MatmulReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  int64_t group = getGroupSize(*grid, getGridAxes());
+  int64_t m = getA().getType().getDimSize(0);
+  int64_t rows = getResult().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(group) && !ShapedType::isDynamic(m)) {
+    if (m % group != 0)
+      return emitOpError() << "rows of A (M = " << m
+                           << ") are not divisible by the group size "
+                           << group << " of the reduce-scatter";
+    if (!ShapedType::isDynamic(rows) && rows != m / group)
+      return emitOpError() << "result has " << rows
+                           << " rows, expected M / group size = " << m
+                           << " / " << group << " = " << m / group;
+  }
+  return verifyPlanTiles(*this, getPlannedRows(), group, true);
+}
+
+LogicalResult
+AllGatherMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  int64_t group = getGroupSize(*grid, getGridAxes());
+  int64_t local = getA().getType().getDimSize(0);
+  int64_t rows = getC().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(group) && bothStatic(local, rows) &&
+      rows != local * group)
+    return emitOpError() << "C has " << rows
+                         << " rows, expected local rows of A x group size = "
+                         << local << " x " << group << " = " << local * group;
+  return verifyPlanTiles(*this, getPlannedRows(), group, true);
+}
+
+//===----------------------------------------------------------------------===//
+// ChainMatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ChainMatmulOp::verify() {
+  auto factors = getFactors();
+  if (factors.size() < 2)
+    return emitOpError() << "needs at least 2 factors, got "
+                         << factors.size();
+  Type elem = cast<RankedTensorType>(factors[0].getType()).getElementType();
+  for (auto [i, v] : llvm::enumerate(factors)) {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getRank() != 2)
+      return emitOpError() << "factor #" << i
+                           << " must be a rank-2 tensor, got rank "
+                           << type.getRank();
+    if (type.getElementType() != elem)
+      return emitOpError() << "factor #" << i << " has element type "
+                           << type.getElementType() << " but factor #0 has "
+                           << elem << "; all factors must share one";
+  }
+  for (size_t i = 0; i + 1 < factors.size(); ++i) {
+    auto lhs = cast<RankedTensorType>(factors[i].getType());
+    auto rhs = cast<RankedTensorType>(factors[i + 1].getType());
+    if (bothStatic(lhs.getDimSize(1), rhs.getDimSize(0)) &&
+        lhs.getDimSize(1) != rhs.getDimSize(0))
+      return emitOpError()
+             << "inner dimensions do not match: factor #" << i << " is "
+             << formatShape(lhs.getShape()) << " but factor #" << i + 1
+             << " is " << formatShape(rhs.getShape()) << " (expected "
+             << lhs.getDimSize(1) << " rows)";
+  }
+  RankedTensorType result = getResult().getType();
+  auto first = cast<RankedTensorType>(factors.front().getType());
+  auto last = cast<RankedTensorType>(factors.back().getType());
+  if (result.getRank() != 2)
+    return emitOpError() << "result must be a rank-2 tensor, got rank "
+                         << result.getRank();
+  if (result.getElementType() != elem)
+    return emitOpError() << "result has element type "
+                         << result.getElementType() << ", expected " << elem;
+  SmallVector<int64_t> expected = {first.getDimSize(0), last.getDimSize(1)};
+  for (int d = 0; d < 2; ++d)
+    if (bothStatic(result.getDimSize(d), expected[d]) &&
+        result.getDimSize(d) != expected[d])
+      return emitOpError() << "result is " << formatShape(result.getShape())
+                           << ", expected " << formatShape(expected)
+                           << " (rows of the first factor x columns of the "
+                              "last)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tile-level collectives
+//===----------------------------------------------------------------------===//
+
+/// Tensor form: a result and no destination. Memref form: no result, and a
+/// destination when `needsInit`.
+static LogicalResult verifyCollectiveForm(Operation *op, Value input,
+                                          Value init, Value result,
+                                          bool needsInit) {
+  if (isa<RankedTensorType>(input.getType())) {
+    if (init)
+      return op->emitOpError() << "on a tensor takes no 'into' destination; "
+                                  "the result is a new value";
+    if (!result)
+      return op->emitOpError() << "on a tensor must return a tensor result";
+    return success();
+  }
+  if (result)
+    return op->emitOpError() << "on a memref works in place and returns no "
+                                "result, got "
+                             << result.getType();
+  if (needsInit && !init)
+    return op->emitOpError() << "on a memref needs an 'into' destination "
+                                "memref";
+  if (init &&
+      cast<ShapedType>(init.getType()).getElementType() !=
+          cast<ShapedType>(input.getType()).getElementType())
+    return op->emitOpError()
+           << "destination element type "
+           << cast<ShapedType>(init.getType()).getElementType()
+           << " differs from the input's "
+           << cast<ShapedType>(input.getType()).getElementType();
+  return success();
+}
+
+/// Output of the collective: the result (tensor form) or the destination
+/// (memref form).
+static ShapedType outputType(Value init, Value result) {
+  return cast<ShapedType>(result ? result.getType() : init.getType());
+}
+
+/// Checks that `output` has `input`'s shape except for rows scaled by the
+/// group size (`gather`: rows x G, otherwise rows / G).
+static LogicalResult verifyRowScaling(Operation *op, ShapedType input,
+                                      ShapedType output, int64_t group,
+                                      bool gather) {
+  if (input.getRank() < 1 || input.getRank() != output.getRank())
+    return op->emitOpError() << "input " << input << " and output " << output
+                             << " must have the same rank (at least 1)";
+  if (input.getElementType() != output.getElementType())
+    return op->emitOpError() << "output element type "
+                             << output.getElementType()
+                             << " differs from the input's "
+                             << input.getElementType();
+  for (int64_t d = 1; d < input.getRank(); ++d)
+    if (bothStatic(input.getDimSize(d), output.getDimSize(d)) &&
+        input.getDimSize(d) != output.getDimSize(d))
+      return op->emitOpError()
+             << "dimension " << d << " of the output is "
+             << output.getDimSize(d) << ", expected the input's "
+             << input.getDimSize(d);
+  int64_t in = input.getDimSize(0), out = output.getDimSize(0);
+  if (ShapedType::isDynamic(group) || !bothStatic(in, out))
+    return success();
+  if (!gather && in % group != 0)
+    return op->emitOpError() << "input rows (" << in
+                             << ") are not divisible by the group size "
+                             << group;
+  int64_t expected = gather ? in * group : in / group;
+  if (out != expected)
+    return op->emitOpError()
+           << "output has " << out << " rows, expected " << expected << " ("
+           << in << (gather ? " x " : " / ") << group << " ranks)";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (failed(verifyCollectiveForm(*this, getInput(), Value(), getResult(),
+                                  false)))
+    return failure();
+  if (getResult() && getResult().getType() != getInput().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " differs from the input type "
+                         << getInput().getType();
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
+                              true);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
+                              true);
+}
+
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  return verifyRowScaling(*this, cast<ShapedType>(getInput().getType()),
+                          outputType(getInit(), getResult()),
+                          getGroupSize(*grid, getGridAxes()), false);
+}
+
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  return verifyRowScaling(*this, cast<ShapedType>(getInput().getType()),
+                          outputType(getInit(), getResult()),
+                          getGroupSize(*grid, getGridAxes()), true);
+}
+
+/// Memref collectives read their input and write their output (the input
+/// itself for an in-place all-reduce); tensor collectives have no effects.
+static void
+addCollectiveEffects(Value input, Value init,
+                     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                         &effects,
+                     OpOperand &inputOperand, OpOperand *initOperand) {
+  if (!isa<BaseMemRefType>(input.getType()))
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &inputOperand,
+                       SideEffects::DefaultResource::get());
+  if (init)
+    effects.emplace_back(MemoryEffects::Write::get(), initOperand,
+                         SideEffects::DefaultResource::get());
+  else
+    effects.emplace_back(MemoryEffects::Write::get(), &inputOperand,
+                         SideEffects::DefaultResource::get());
+}
+
+void AllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addCollectiveEffects(getInput(), Value(), effects, getInputMutable(),
+                       nullptr);
+}
+
+void ReduceScatterOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  OpOperand *init =
+      getInit() ? &getInitMutable()[0] : static_cast<OpOperand *>(nullptr);
+  addCollectiveEffects(getInput(), getInit(), effects, getInputMutable(),
+                       init);
+}
+
+void AllGatherOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  OpOperand *init =
+      getInit() ? &getInitMutable()[0] : static_cast<OpOperand *>(nullptr);
+  addCollectiveEffects(getInput(), getInit(), effects, getInputMutable(),
+                       init);
+}
+
+//===----------------------------------------------------------------------===//
+// Signals, signal, wait
+//===----------------------------------------------------------------------===//
+
+void SignalsOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Allocate::get(),
+                       cast<OpResult>(getSignals()), SignalResource::get());
+}
+
+// A signal publishes every earlier write of its stream, so it reads all
+// memory; a wait makes other streams' writes visible, so it writes all
+// memory. Both touch the flags. This keeps memory ops from being moved
+// across them.
+void SignalOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Write::get(), &getSignalsMutable(),
+                       SignalResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+void WaitOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getSignalsMutable(),
+                       SignalResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       SideEffects::DefaultResource::get());
+}
+
+/// Checks the flag index and that the op sits in a stream; returns the
+/// stream (null on failure).
+static StreamOp verifyFlagOp(Operation *op, Value signals, uint64_t index) {
+  int64_t count = cast<SignalsType>(signals.getType()).getCount();
+  if (index >= static_cast<uint64_t>(count)) {
+    op->emitOpError() << "flag index " << index << " is out of range for "
+                      << signals.getType() << " (valid: 0.." << count - 1
+                      << ")";
+    return {};
+  }
+  auto stream = op->getParentOfType<StreamOp>();
+  if (!stream)
+    op->emitOpError() << "must be inside an 'overlap.stream'";
+  return stream;
+}
+
+LogicalResult SignalOp::verify() {
+  return success(verifyFlagOp(*this, getSignals(), getIndex()) != nullptr);
+}
+
+LogicalResult WaitOp::verify() {
+  StreamOp stream = verifyFlagOp(*this, getSignals(), getIndex());
+  if (!stream)
+    return failure();
+  auto concurrent = stream->getParentOfType<ConcurrentOp>();
+  bool released = false;
+  for (auto other : concurrent.getBody().getOps<StreamOp>()) {
+    if (other == stream)
+      continue;
+    other.walk([&](SignalOp signal) {
+      if (signal.getSignals() == getSignals() &&
+          signal.getIndex() == getIndex())
+        released = true;
+    });
+  }
+  if (!released)
+    return emitOpError() << "waits on flag " << getIndex()
+                         << " but no other stream of the enclosing "
+                            "'overlap.concurrent' signals that flag; the "
+                            "wait would never be released";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Concurrent, stream
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcurrentOp::verify() {
+  llvm::StringSet<> names;
+  unsigned streams = 0;
+  for (Operation &op : getBody().front()) {
+    auto stream = dyn_cast<StreamOp>(op);
+    if (!stream)
+      return op.emitOpError()
+             << "is not allowed directly inside 'overlap.concurrent'; only "
+                "'overlap.stream' regions may appear there";
+    if (!names.insert(stream.getName()).second)
+      return stream.emitOpError() << "name '" << stream.getName()
+                                  << "' is used by another stream of the "
+                                     "same 'overlap.concurrent'";
+    ++streams;
+  }
+  if (streams == 0)
+    return emitOpError() << "needs at least one 'overlap.stream'";
+  return success();
+}
+
+LogicalResult StreamOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "needs a non-empty name";
+  return success();
+}
+
+static ParseResult parseStreamName(OpAsmParser &parser, StringAttr &name) {
+  std::string text;
+  if (parser.parseKeywordOrString(&text))
+    return failure();
+  name = parser.getBuilder().getStringAttr(text);
+  return success();
+}
+
+static void printStreamName(OpAsmPrinter &printer, Operation *,
+                            StringAttr name) {
+  printer.printKeywordOrString(name.getValue());
+}
+
+#define GET_OP_CLASSES
+#include "overlap/Dialect/Overlap/IR/OverlapOps.cpp.inc"

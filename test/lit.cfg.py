@@ -1,0 +1,37 @@
+# -*- Python -*-
+# Lit configuration of the Overlap regression suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "OVERLAP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.overlap_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%overlap_src", config.overlap_src_root))
+config.substitutions.append(
+    ("%profiles", os.path.join(config.overlap_src_root, "profiles")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+# Tests that need a GPU declare `REQUIRES: cuda-gpu`; they run only where a
+# GPU is present and the CUDA backend was built (scripts/gpu/).
+if config.overlap_have_cuda and os.environ.get("OVERLAP_CUDA_GPU") == "1":
+    config.available_features.add("cuda-gpu")
+
+tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
+tools = ["overlap-opt", "overlap-plan", "mlir-opt", "mlir-runner"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.overlap_tools_dir,
+                             append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -39,6 +39,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "overlap/Dialect/Overlap/IR/OverlapDialect.h"
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -54,6 +55,8 @@ int main(int argc, char **argv) {
   // Interface models (sharding, bufferization, to-LLVM, inlining) that the
   // upstream passes below need on those dialects.
   mlir::registerAllExtensions(registry);
+
+  mlir::overlap::registerOverlapPasses();
 
   // Generic transforms (canonicalize, cse, inline, ...).
   mlir::registerTransformsPasses();

@@ -1,0 +1,124 @@
+//===- Passes.td - Overlap dialect passes ------------------*- tablegen -*-===//
+//
+// The tensor-level passes of Overlap: raise, reorder-chains, plan,
+// decompose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_TD
+#define OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
+  let summary = "Fuse linalg.matmul with the shard collective next to it";
+  let description = [{
+    Recognises a `linalg.matmul` whose result feeds a sum `shard.all_reduce`
+    or a sum `shard.reduce_scatter` along rows, or whose left operand is a
+    `shard.all_gather` along rows, and replaces the pair by the fused
+    `overlap` op. Harmless differences are looked through: `tensor.cast`
+    between the two ops, any producer of the accumulator (a `linalg.fill`,
+    a constant, or the `scf.if` that `shard-partition` emits to keep the
+    init on one rank and zero it on the others; the fused op keeps each
+    rank's own C, so its semantics is unchanged).
+
+    Before:
+    ```mlir
+    %p = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x32xf32>)
+                       outs(%c : tensor<64x32xf32>) -> tensor<64x32xf32>
+    %r = shard.all_reduce %p on @tp grid_axes = [0]
+        : tensor<64x32xf32> -> tensor<64x32xf32>
+    ```
+    After:
+    ```mlir
+    %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+        : tensor<64x32xf32>, tensor<32x32xf32>, tensor<64x32xf32>
+        -> tensor<64x32xf32>
+    ```
+    It leaves the IR alone, with a remark that says why, when raising would
+    be wrong or is not handled: the unreduced product has other users, the
+    reduction is not a sum, the collective works along another axis or
+    changes the element type, the matmul has user-defined (transposed or
+    broadcast) indexing maps, or a shape is dynamic.
+  }];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def OverlapPlan : Pass<"overlap-plan", "ModuleOp"> {
+  let summary = "Choose the M-tiles of every fused op with the Planner";
+  let description = [{
+    Asks the Planner (with a hardware profile and a strategy) how to split
+    each fused op along M, attaches the decision as `overlap.plan`, and
+    emits a remark with the prediction. The group size comes from the op's
+    grid and axes unless `ranks` overrides it. When one tile is best (no
+    overlap wins) the plan has one tile and the remark says so.
+
+    Before:
+    ```mlir
+    %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0] : ...
+    ```
+    After (`profile=mc2-example strategy=mc2`):
+    ```mlir
+    // remark: tiles [512, 896, 896, 896, 896] (mc2, comm-bound): predicted
+    //         1282.8 us vs serial 1874.0 us, 31.5% faster
+    %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+        {overlap.plan = #overlap.plan<tiles = [512, 896, 896, 896, 896], ...>}
+    ```
+    A missing or malformed profile fails the pass with the Planner's
+    message.
+  }];
+  let options = [
+    Option<"profile", "profile", "std::string", /*default=*/"\"h100-nvlink-datasheet\"",
+           "Hardware profile: a JSON file path, or the name of one in the "
+           "installed profiles/ directory">,
+    Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",
+           "Tiling strategy: none, uniform:N, mc2, optimal, waves, ficco, "
+           "auto">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "Group size to plan for; 0 takes it from the op's grid and axes">
+  ];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect"];
+}
+
+def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
+  let summary = "Split each planned fused op into per-tile matmuls and collectives";
+  let description = [{
+    Applies `overlap.plan`: each tile of M becomes its own matmul and its
+    own tile-level collective, still on tensors. Ops without a plan are
+    left alone (a remark says so).
+
+    All-reduce: tile i is rows `off_i .. off_i + m_i` of A and C; a
+    `linalg.matmul` and an `overlap.all_reduce` per tile, reassembled with
+    `tensor.insert_slice` into C.
+
+    Reduce-scatter and all-gather: tile i takes `m_i / G` rows at offset
+    `off_i / G` of every rank's block, so each tile is one collective call.
+    The rows are addressed through a `G x (rows/G) x cols` view
+    (`tensor.expand_shape`), and the matmul is a `linalg.batch_matmul`
+    whose B is broadcast over the G blocks (a strided-batched GEMM):
+    reduce-scatter computes into a packed `(G * m_i/G) x N` buffer that the
+    collective reads; all-gather's collective writes a packed buffer that
+    the batched matmul reads, and the product lands in place in C.
+
+    Before (all-reduce, tiles [128, 128]):
+    ```mlir
+    %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+        {overlap.plan = #overlap.plan<tiles = [128, 128], ...>} : ...
+    ```
+    After:
+    ```mlir
+    %a0 = tensor.extract_slice %a[0, 0] [128, 64] [1, 1]
+    %c0 = tensor.extract_slice %c[0, 0] [128, 32] [1, 1]
+    %p0 = linalg.matmul ins(%a0, %b : ...) outs(%c0 : ...)
+    %r0 = overlap.all_reduce %p0 on @tp grid_axes = [0] : ...
+    %o0 = tensor.insert_slice %r0 into %c[0, 0] [128, 32] [1, 1]
+    ... (tile 1 at row 128, inserted into %o0)
+    ```
+  }];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,249 @@
+//===- Decompose.cpp - Split fused ops into tiles ------------*- C++ -*-===//
+//
+// overlap-decompose: applies each `overlap.plan`. A tile becomes one matmul
+// and one tile-level collective on tensors; bufferization and stream
+// scheduling work on what this produces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_OVERLAPDECOMPOSE
+#include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+namespace {
+
+/// Builds the IR of one fused op's tiles at the op's position.
+class TileBuilder {
+public:
+  TileBuilder(RewriterBase &rewriter, Location loc)
+      : rewriter(rewriter), loc(loc) {}
+
+  OpFoldResult idx(int64_t v) { return rewriter.getIndexAttr(v); }
+
+  SmallVector<OpFoldResult> idxs(ArrayRef<int64_t> values) {
+    return llvm::map_to_vector(values,
+                               [&](int64_t v) { return idx(v); });
+  }
+
+  Value slice(Value source, ArrayRef<int64_t> offsets,
+              ArrayRef<int64_t> sizes) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    return tensor::ExtractSliceOp::create(rewriter, loc, source,
+                                          idxs(offsets), idxs(sizes),
+                                          idxs(ones));
+  }
+
+  Value insert(Value source, Value dest, ArrayRef<int64_t> offsets,
+               ArrayRef<int64_t> sizes) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    return tensor::InsertSliceOp::create(rewriter, loc, source, dest,
+                                         idxs(offsets), idxs(sizes),
+                                         idxs(ones));
+  }
+
+  /// rows x cols -> blocks x (rows / blocks) x cols.
+  Value splitRows(Value matrix, int64_t blocks) {
+    auto type = cast<RankedTensorType>(matrix.getType());
+    auto split = RankedTensorType::get(
+        {blocks, type.getDimSize(0) / blocks, type.getDimSize(1)},
+        type.getElementType());
+    return tensor::ExpandShapeOp::create(rewriter, loc, split, matrix,
+                                         {{0, 1}, {2}});
+  }
+
+  /// blocks x rows x cols -> (blocks * rows) x cols.
+  Value joinRows(Value blocks) {
+    return tensor::CollapseShapeOp::create(rewriter, loc, blocks,
+                                           {{0, 1}, {2}});
+  }
+
+  Value empty(ArrayRef<int64_t> shape, Type elementType) {
+    return tensor::EmptyOp::create(rewriter, loc, shape, elementType);
+  }
+
+  /// C + A * B with A: G x m x K, B: K x N (the same for every block),
+  /// C: G x m x N -- a strided-batched GEMM with a zero batch stride on B.
+  Value batchedMatmul(Value a, Value b, Value c) {
+    auto op = linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{c.getType()},
+                                            ValueRange{a, b}, ValueRange{c});
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr batch, m, n, k;
+    bindDims(ctx, batch, m, n, k);
+    auto map = [&](ArrayRef<AffineExpr> results) {
+      return AffineMapAttr::get(AffineMap::get(4, 0, results, ctx));
+    };
+    op->setAttr("indexing_maps",
+                rewriter.getArrayAttr({map({batch, m, k}), map({k, n}),
+                                       map({batch, m, n})}));
+    return op.getResult(0);
+  }
+
+  /// A buffer of `shape` holding C's tile: a fill when C is a fill (no copy
+  /// of zeros), otherwise a copy of the strided view.
+  Value packedInit(Value c, Value cView, ArrayRef<int64_t> shape,
+                   Type elementType) {
+    Value packed = empty(shape, elementType);
+    if (auto fill = c.getDefiningOp<linalg::FillOp>();
+        fill && fill.hasPureTensorSemantics())
+      return linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], packed)
+          .getResult(0);
+    return linalg::CopyOp::create(rewriter, loc, cView, packed).getResult(0);
+  }
+
+private:
+  RewriterBase &rewriter;
+  Location loc;
+};
+
+SmallVector<int64_t> tileOffsets(ArrayRef<int64_t> tiles) {
+  SmallVector<int64_t> offsets;
+  int64_t off = 0;
+  for (int64_t rows : tiles) {
+    offsets.push_back(off);
+    off += rows;
+  }
+  return offsets;
+}
+
+void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
+                        PlanAttr plan) {
+  TileBuilder tb(rewriter, op.getLoc());
+  int64_t k = op.getA().getType().getDimSize(1);
+  int64_t n = op.getB().getType().getDimSize(1);
+  Value acc = op.getC();
+  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
+                                    plan.getTiles())) {
+    Value a = tb.slice(op.getA(), {off, 0}, {rows, k});
+    // Tiles are disjoint, so slicing the running result (not C) reads C's
+    // rows and lets bufferization keep everything in C's buffer.
+    Value c = tb.slice(acc, {off, 0}, {rows, n});
+    Value product = linalg::MatmulOp::create(rewriter, op.getLoc(),
+                                             TypeRange{c.getType()},
+                                             ValueRange{a, op.getB()},
+                                             ValueRange{c})
+                        .getResult(0);
+    Value reduced = AllReduceOp::create(rewriter, op.getLoc(), c.getType(),
+                                        product, op.getGridAttr(),
+                                        op.getGridAxesAttr(),
+                                        ReductionKindAttr::get(rewriter.getContext(), ReductionKind::Sum))
+                        .getResult();
+    acc = tb.insert(reduced, acc, {off, 0}, {rows, n});
+  }
+  rewriter.replaceOp(op, acc);
+}
+
+void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
+                            PlanAttr plan, int64_t group) {
+  TileBuilder tb(rewriter, op.getLoc());
+  RankedTensorType cType = op.getC().getType();
+  Type elem = cType.getElementType();
+  int64_t k = op.getA().getType().getDimSize(1);
+  int64_t n = cType.getDimSize(1);
+  int64_t blockRows = cType.getDimSize(0) / group;
+  // View every rank's block of rows as one batch entry.
+  Value a3 = tb.splitRows(op.getA(), group);
+  Value c3 = tb.splitRows(op.getC(), group);
+  Value out = tb.empty({blockRows, n}, elem);
+  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
+                                    plan.getTiles())) {
+    int64_t q = rows / group, o = off / group;
+    Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
+    Value cView = tb.slice(c3, {0, o, 0}, {group, q, n});
+    Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
+    Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
+    auto tileType = RankedTensorType::get({q, n}, elem);
+    Value scattered =
+        ReduceScatterOp::create(rewriter, op.getLoc(), tileType, packed,
+                                /*init=*/Value(), op.getGridAttr(),
+                                op.getGridAxesAttr(),
+                                ReductionKindAttr::get(rewriter.getContext(), ReductionKind::Sum))
+            .getResult();
+    out = tb.insert(scattered, out, {o, 0}, {q, n});
+  }
+  rewriter.replaceOp(op, out);
+}
+
+void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
+                        PlanAttr plan, int64_t group) {
+  TileBuilder tb(rewriter, op.getLoc());
+  RankedTensorType cType = op.getC().getType();
+  int64_t k = op.getA().getType().getDimSize(1);
+  int64_t n = cType.getDimSize(1);
+  Value acc = tb.splitRows(op.getC(), group);
+  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
+                                    plan.getTiles())) {
+    int64_t q = rows / group, o = off / group;
+    Value local = tb.slice(op.getA(), {o, 0}, {q, k});
+    auto gatheredType = RankedTensorType::get(
+        {group * q, k}, op.getA().getType().getElementType());
+    Value gathered =
+        AllGatherOp::create(rewriter, op.getLoc(), gatheredType, local,
+                            /*init=*/Value(), op.getGridAttr(),
+                            op.getGridAxesAttr())
+            .getResult();
+    Value a = tb.splitRows(gathered, group);
+    Value c = tb.slice(acc, {0, o, 0}, {group, q, n});
+    Value product = tb.batchedMatmul(a, op.getB(), c);
+    acc = tb.insert(product, acc, {0, o, 0}, {group, q, n});
+  }
+  rewriter.replaceOp(op, tb.joinRows(acc));
+}
+
+struct OverlapDecomposePass
+    : public overlap::impl::OverlapDecomposeBase<OverlapDecomposePass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> fused;
+    getOperation().walk([&](Operation *op) {
+      if (isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp>(
+              op))
+        fused.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    SymbolTableCollection symbols;
+    for (Operation *op : fused) {
+      auto plan =
+          op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
+      if (!plan) {
+        op->emitRemark() << "not decomposed: no '"
+                         << OverlapDialect::getPlanAttrName()
+                         << "' attribute (run overlap-plan first)";
+        continue;
+      }
+      rewriter.setInsertionPoint(op);
+      if (auto ar = dyn_cast<MatmulAllReduceOp>(op)) {
+        decomposeAllReduce(rewriter, ar, plan);
+        continue;
+      }
+      // Reduce-scatter and all-gather address every rank's block of rows.
+      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+      int64_t group = grid ? getGroupSize(grid, axes.asArrayRef())
+                           : ShapedType::kDynamic;
+      if (ShapedType::isDynamic(group)) {
+        op->emitRemark() << "not decomposed: the group size of " << gridSym
+                         << " is not static";
+        continue;
+      }
+      if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
+        decomposeReduceScatter(rewriter, rs, plan, group);
+      else
+        decomposeAllGather(rewriter, cast<AllGatherMatmulOp>(op), plan,
+                           group);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,183 @@
+//===- Plan.cpp - Attach Planner decisions to fused ops -------*- C++ -*-===//
+//
+// overlap-plan: for every fused op, ask the Planner how to split it along M
+// and record the answer as `#overlap.plan`, with a remark that says what was
+// predicted. The Planner sees numbers only, never IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Planner/Profile.h"
+#include "overlap/Planner/TilePlanner.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_OVERLAPPLAN
+#include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::overlap;
+namespace planner = ::overlap::planner;
+
+#ifndef OVERLAP_PROFILES_DIR
+#define OVERLAP_PROFILES_DIR ""
+#endif
+
+namespace {
+
+/// Where bare profile names are looked up: $OVERLAP_PROFILES_DIR, else the
+/// source tree's profiles/ that the build was configured with.
+std::string profilesDir() {
+  if (const char *env = std::getenv("OVERLAP_PROFILES_DIR"))
+    return env;
+  return OVERLAP_PROFILES_DIR;
+}
+
+std::optional<planner::DType> dtypeOf(Type type) {
+  if (type.isF16())
+    return planner::DType::F16;
+  if (type.isBF16())
+    return planner::DType::BF16;
+  if (type.isF32())
+    return planner::DType::F32;
+  return std::nullopt;
+}
+
+std::string formatTiles(ArrayRef<int64_t> tiles) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(tiles, os);
+  os << "]";
+  return text;
+}
+
+struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlanPass> {
+  using OverlapPlanBase::OverlapPlanBase;
+
+  void runOnOperation() override {
+    std::string path = planner::resolveProfilePath(profile, profilesDir());
+    if (path.empty()) {
+      getOperation().emitError()
+          << "overlap-plan: profile '" << profile
+          << "' is neither a file nor a name in " << profilesDir();
+      return signalPassFailure();
+    }
+    llvm::Expected<planner::Profile> loaded = planner::loadProfile(path);
+    if (!loaded) {
+      getOperation().emitError()
+          << "overlap-plan: " << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+
+    SymbolTableCollection symbols;
+    WalkResult result = getOperation().walk([&](Operation *op) {
+      if (!isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp>(
+              op))
+        return WalkResult::advance();
+      if (failed(planOne(op, *loaded, symbols)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult planOne(Operation *op, const planner::Profile &prof,
+                        SymbolTableCollection &symbols) {
+    auto a = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto b = cast<RankedTensorType>(op->getOperand(1).getType());
+    planner::MatmulProblem problem;
+    if (isa<MatmulAllReduceOp>(op)) {
+      problem.collective = planner::Collective::AllReduce;
+      problem.m = a.getDimSize(0);
+    } else if (isa<MatmulReduceScatterOp>(op)) {
+      problem.collective = planner::Collective::ReduceScatter;
+      problem.m = a.getDimSize(0);
+    } else {
+      problem.collective = planner::Collective::AllGather;
+      problem.m = cast<RankedTensorType>(op->getResult(0).getType())
+                      .getDimSize(0);
+    }
+    problem.k = a.getDimSize(1);
+    problem.n = b.getDimSize(1);
+    std::optional<planner::DType> dtype = dtypeOf(a.getElementType());
+    if (!dtype)
+      return op->emitOpError() << "cannot be planned: element type "
+                               << a.getElementType() << " has no profile";
+    problem.dtype = *dtype;
+    if (ShapedType::isDynamic(problem.m) || ShapedType::isDynamic(problem.n) ||
+        ShapedType::isDynamic(problem.k)) {
+      op->emitRemark() << "not planned: M, N and K must be static";
+      return success();
+    }
+
+    int64_t group = ranks;
+    if (group <= 0) {
+      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+      group = grid ? getGroupSize(grid, axes.asArrayRef())
+                   : ShapedType::kDynamic;
+      if (ShapedType::isDynamic(group)) {
+        op->emitRemark() << "not planned: the group size of " << gridSym
+                         << " is not static; pass ranks=N to plan anyway";
+        return success();
+      }
+    }
+    problem.ranks = group;
+
+    llvm::Expected<planner::Plan> plan =
+        planner::planTiles(prof, problem, strategy);
+    if (!plan)
+      return op->emitOpError()
+             << "overlap-plan failed: " << llvm::toString(plan.takeError());
+
+    bool perRank = problem.collective != planner::Collective::AllReduce;
+    for (int64_t rows : plan->tiles)
+      if (perRank && rows % group != 0)
+        return op->emitOpError()
+               << "overlap-plan: strategy '" << strategy << "' chose tiles "
+               << formatTiles(plan->tiles)
+               << " that the group size " << group
+               << " does not divide; each tile must take the same rows "
+                  "from every rank";
+
+    Bound bound =
+        plan->bound == planner::Bound::Comm ? Bound::Comm : Bound::Compute;
+    op->setAttr(OverlapDialect::getPlanAttrName(),
+                PlanAttr::get(op->getContext(), plan->tiles, plan->strategy,
+                              bound, plan->predictedUs, plan->serialUs));
+
+    std::string why =
+        llvm::formatv("tiles {0} ({1}, {2}-bound): ", formatTiles(plan->tiles),
+                      plan->strategy, bound == Bound::Comm ? "comm" : "compute")
+            .str();
+    if (plan->tiles.size() == 1) {
+      why += llvm::formatv("one tile, no overlap wins; predicted {0:F1} us "
+                           "(serial {1:F1} us)",
+                           plan->predictedUs, plan->serialUs)
+                 .str();
+    } else {
+      double gain = plan->serialUs > 0
+                        ? 100.0 * (plan->serialUs - plan->predictedUs) /
+                              plan->serialUs
+                        : 0.0;
+      why += llvm::formatv("predicted {0:F1} us vs serial {1:F1} us, {2:F1}% "
+                           "{3}",
+                           plan->predictedUs, plan->serialUs, std::abs(gain),
+                           gain >= 0 ? "faster" : "slower")
+                 .str();
+    }
+    op->emitRemark() << why;
+    return success();
+  }
+};
+
+} // namespace

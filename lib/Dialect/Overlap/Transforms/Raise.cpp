@@ -1,0 +1,235 @@
+//===- Raise.cpp - Fuse linalg.matmul with shard collectives -*- C++ -*-===//
+//
+// overlap-raise: linalg.matmul + shard.all_reduce / shard.reduce_scatter and
+// shard.all_gather + linalg.matmul become the fused overlap ops. Every
+// candidate that is left alone gets a remark saying why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_OVERLAPRAISE
+#include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+namespace {
+
+/// Looks through `tensor.cast`s, so that a cast between the matmul and the
+/// collective does not block raising. Sets `singleUse` to false when one of
+/// them has other users; appends them, nearest first, to `casts`.
+Value stripCasts(Value value, bool &singleUse,
+                 SmallVectorImpl<Operation *> &casts) {
+  while (auto cast = value.getDefiningOp<tensor::CastOp>()) {
+    if (!cast->hasOneUse())
+      singleUse = false;
+    casts.push_back(cast);
+    value = cast.getSource();
+  }
+  return value;
+}
+
+/// Erases `ops` (nearest user first) once they have no users left.
+void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops) {
+  for (Operation *op : ops)
+    if (op->use_empty())
+      rewriter.eraseOp(op);
+}
+
+/// Why `matmul` cannot be one half of a fused op, or an empty string.
+std::string whyNotFusable(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureTensorSemantics())
+    return "the matmul works on memrefs; raise runs before bufferization";
+  if (matmul.hasUserDefinedMaps())
+    return "the matmul has user-defined (transposed or broadcast) indexing "
+           "maps, which the fused ops do not express";
+  Type elemA = getElementTypeOrSelf(matmul.getInputs()[0].getType());
+  Type elemB = getElementTypeOrSelf(matmul.getInputs()[1].getType());
+  Type elemC = getElementTypeOrSelf(matmul.getOutputs()[0].getType());
+  auto isFloat = [](Type t) { return t.isF16() || t.isBF16() || t.isF32(); };
+  if (!isFloat(elemA) || elemA != elemB || (elemC != elemA && !elemC.isF32()))
+    return "its element types are not supported (A and B: one of f16, bf16, "
+           "f32; C: the same or f32)";
+  for (Value v : matmul->getOperands())
+    if (auto type = dyn_cast<RankedTensorType>(v.getType());
+        !type || !type.hasStaticShape())
+      return "a shape is dynamic; planning needs static M, N and K";
+  return "";
+}
+
+void remarkNotRaised(Operation *op, StringRef why) {
+  op->emitRemark() << "not raised to a fused overlap op: " << why;
+}
+
+/// Replaces `collective` (and the casts between it and the matmul) by
+/// `fused`, casting back to the collective's result type when it differs.
+void replaceWithFused(RewriterBase &rewriter, Operation *collective,
+                      Value fused) {
+  Value replacement = fused;
+  Type wanted = collective->getResult(0).getType();
+  if (replacement.getType() != wanted)
+    replacement = tensor::CastOp::create(rewriter, collective->getLoc(),
+                                         wanted, replacement);
+  rewriter.replaceOp(collective, replacement);
+}
+
+/// matmul -> shard.all_reduce / shard.reduce_scatter. Returns true when it
+/// rewrote.
+template <typename CollectiveOp>
+bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
+  bool singleUse = true;
+  SmallVector<Operation *> casts;
+  Value source = stripCasts(op.getInput(), singleUse, casts);
+  auto matmul = source.getDefiningOp<linalg::MatmulOp>();
+  if (!matmul)
+    return false;
+  constexpr bool isReduceScatter =
+      std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
+  StringRef kind = isReduceScatter ? "reduce-scatter" : "all-reduce";
+  if (!singleUse || !matmul->hasOneUse()) {
+    remarkNotRaised(op, "the unreduced matmul result has other users, which "
+                        "would need it before the " +
+                            kind.str());
+    return false;
+  }
+  if (op.getReduction() != shard::ReductionKind::Sum) {
+    remarkNotRaised(op, "the reduction is '" +
+                            shard::stringifyReductionKind(op.getReduction())
+                                .str() +
+                            "'; only a sum distributes over the tiles of "
+                            "C + A*B");
+    return false;
+  }
+  if constexpr (isReduceScatter) {
+    if (op.getScatterAxis().getSExtValue() != 0) {
+      remarkNotRaised(op, "the reduce-scatter splits axis " +
+                              std::to_string(
+                                  op.getScatterAxis().getSExtValue()) +
+                              "; only rows (axis 0) keep every tile one "
+                              "contiguous collective");
+      return false;
+    }
+  }
+  if (std::string why = whyNotFusable(matmul); !why.empty()) {
+    remarkNotRaised(op, why);
+    return false;
+  }
+  auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
+  Type elem = getElementTypeOrSelf(matmul.getResult(0).getType());
+  if (!resultType || resultType.getElementType() != elem) {
+    remarkNotRaised(op, "the collective changes the element type");
+    return false;
+  }
+
+  rewriter.setInsertionPoint(op);
+  Value a = matmul.getInputs()[0], b = matmul.getInputs()[1];
+  Value c = matmul.getOutputs()[0];
+  Type fusedType = matmul.getResult(0).getType();
+  if constexpr (isReduceScatter) {
+    // The users may see a dynamic shape; the fused op states rows = M / G.
+    SymbolTableCollection symbols;
+    auto grid =
+        symbols.lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
+    int64_t group = grid ? getGroupSize(grid, op.getGridAxes())
+                         : ShapedType::kDynamic;
+    auto cType = cast<RankedTensorType>(c.getType());
+    if (ShapedType::isDynamic(group) || cType.getDimSize(0) % group != 0) {
+      remarkNotRaised(op, "the group size is not static or does not divide "
+                          "the rows");
+      return false;
+    }
+    fusedType = RankedTensorType::get(
+        {cType.getDimSize(0) / group, cType.getDimSize(1)}, elem);
+  }
+  using FusedOp =
+      std::conditional_t<isReduceScatter, MatmulReduceScatterOp,
+                         MatmulAllReduceOp>;
+  auto fused = FusedOp::create(rewriter, op.getLoc(), fusedType, a, b, c,
+                               op.getGridAttr(), op.getGridAxesAttr());
+  replaceWithFused(rewriter, op, fused.getResult());
+  casts.push_back(matmul);
+  eraseDeadChain(rewriter, casts);
+  return true;
+}
+
+/// shard.all_gather (rows) -> lhs of linalg.matmul.
+bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
+                              linalg::MatmulOp matmul) {
+  if (!matmul.hasPureTensorSemantics())
+    return false;
+  bool singleUse = true;
+  SmallVector<Operation *> casts;
+  Value lhs = stripCasts(matmul.getInputs()[0], singleUse, casts);
+  auto gather = lhs.getDefiningOp<shard::AllGatherOp>();
+  if (!gather)
+    return false;
+  if (!singleUse || !gather->hasOneUse()) {
+    remarkNotRaised(matmul, "the gathered left operand has other users, "
+                            "which would need the whole gather");
+    return false;
+  }
+  if (gather.getGatherAxis().getSExtValue() != 0) {
+    remarkNotRaised(matmul, "the all-gather concatenates axis " +
+                                std::to_string(
+                                    gather.getGatherAxis().getSExtValue()) +
+                                "; only rows (axis 0) are handled");
+    return false;
+  }
+  if (std::string why = whyNotFusable(matmul); !why.empty()) {
+    remarkNotRaised(matmul, why);
+    return false;
+  }
+  auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+  if (!localType || !localType.hasStaticShape() ||
+      localType.getElementType() !=
+          getElementTypeOrSelf(matmul.getInputs()[0].getType())) {
+    remarkNotRaised(matmul, "the gathered operand is dynamic or changes "
+                            "element type");
+    return false;
+  }
+
+  rewriter.setInsertionPoint(matmul);
+  auto fused = AllGatherMatmulOp::create(
+      rewriter, matmul.getLoc(), matmul.getResult(0).getType(),
+      gather.getInput(), matmul.getInputs()[1], matmul.getOutputs()[0],
+      gather.getGridAttr(), gather.getGridAxesAttr());
+  rewriter.replaceOp(matmul, fused.getResult());
+  casts.push_back(gather);
+  eraseDeadChain(rewriter, casts);
+  return true;
+}
+
+struct OverlapRaisePass
+    : public overlap::impl::OverlapRaiseBase<OverlapRaisePass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    SmallVector<Operation *> candidates;
+    getOperation().walk([&](Operation *op) {
+      if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(op))
+        candidates.push_back(op);
+    });
+    for (Operation *op : candidates) {
+      if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
+        raiseMatmulThenCollective(rewriter, allReduce);
+      else if (auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op))
+        raiseMatmulThenCollective(rewriter, reduceScatter);
+    }
+    // Matmuls erased above are gone from the IR; walk again for gathers.
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
+    for (linalg::MatmulOp matmul : matmuls)
+      raiseAllGatherThenMatmul(rewriter, matmul);
+  }
+};
+
+} // namespace

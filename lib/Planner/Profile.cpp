@@ -1,0 +1,802 @@
+//===- Profile.cpp - Parse and validate hardware profiles ------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Planner/Profile.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace llvm;
+using namespace overlap::planner;
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+std::optional<DType> overlap::planner::parseDType(StringRef name) {
+  return StringSwitch<std::optional<DType>>(name)
+      .Case("f16", DType::F16)
+      .Case("bf16", DType::BF16)
+      .Case("f32", DType::F32)
+      .Default(std::nullopt);
+}
+
+StringRef overlap::planner::toString(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+unsigned overlap::planner::byteWidth(DType dtype) {
+  return dtype == DType::F32 ? 4 : 2;
+}
+
+std::optional<Collective> overlap::planner::parseCollective(StringRef name) {
+  return StringSwitch<std::optional<Collective>>(name)
+      .Case("all-reduce", Collective::AllReduce)
+      .Case("reduce-scatter", Collective::ReduceScatter)
+      .Case("all-gather", Collective::AllGather)
+      .Default(std::nullopt);
+}
+
+StringRef overlap::planner::toString(Collective collective) {
+  switch (collective) {
+  case Collective::AllReduce:
+    return "all-reduce";
+  case Collective::ReduceScatter:
+    return "reduce-scatter";
+  case Collective::AllGather:
+    return "all-gather";
+  }
+  llvm_unreachable("unknown collective");
+}
+
+double overlap::planner::ringFactor(Collective collective, int64_t ranks) {
+  if (ranks <= 1)
+    return 0.0;
+  double r = static_cast<double>(ranks);
+  double oneWay = (r - 1.0) / r;
+  return collective == Collective::AllReduce ? 2.0 * oneWay : oneWay;
+}
+
+//===----------------------------------------------------------------------===//
+// Curve
+//===----------------------------------------------------------------------===//
+
+Curve Curve::piecewise(std::vector<Piece> pieces) {
+  Curve c;
+  c.pieces = std::move(pieces);
+  return c;
+}
+
+Curve Curve::table(std::vector<std::pair<double, double>> points) {
+  Curve c;
+  c.points = std::move(points);
+  return c;
+}
+
+static double evalPoly(ArrayRef<double> coeffs, double x) {
+  double y = 0;
+  for (double c : llvm::reverse(coeffs))
+    y = y * x + c;
+  return y;
+}
+
+double Curve::eval(double x) const {
+  double y = 0;
+  if (!points.empty()) {
+    if (points.size() == 1) {
+      y = points[0].second;
+    } else {
+      // Segment containing x; the end segments extend outward.
+      auto it = std::upper_bound(
+          points.begin(), points.end(), x,
+          [](double v, const std::pair<double, double> &p) {
+            return v < p.first;
+          });
+      size_t hi = std::clamp<size_t>(it - points.begin(), 1, points.size() - 1);
+      const auto &p0 = points[hi - 1];
+      const auto &p1 = points[hi];
+      y = p0.second +
+          (p1.second - p0.second) * (x - p0.first) / (p1.first - p0.first);
+    }
+  } else if (!pieces.empty()) {
+    const Piece *piece = &pieces.back();
+    for (const Piece &p : pieces) {
+      if (x < p.to) {
+        piece = &p;
+        break;
+      }
+    }
+    y = evalPoly(piece->coeffs, x);
+  }
+  return std::max(0.0, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Profile lookups
+//===----------------------------------------------------------------------===//
+
+const GemmCurve *Profile::findGemmCurve(int64_t n, int64_t k,
+                                        DType dtype) const {
+  for (const GemmCurve &c : gemmCurves)
+    if (c.n == n && c.k == k && c.dtype == dtype)
+      return &c;
+  return nullptr;
+}
+
+const CommCurve *Profile::findCommCurve(Collective collective,
+                                        int64_t ranks) const {
+  const CommCurve *best = nullptr;
+  for (const CommCurve &c : commCurves) {
+    if (c.collective != collective)
+      continue;
+    if (!best) {
+      best = &c;
+      continue;
+    }
+    int64_t d = std::llabs(c.ranks - ranks);
+    int64_t bestD = std::llabs(best->ranks - ranks);
+    if (d < bestD || (d == bestD && c.ranks > best->ranks))
+      best = &c;
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Walks the JSON tree keeping the path of the current field, so that every
+/// error says which field is wrong.
+class ProfileReader {
+public:
+  explicit ProfileReader(StringRef source) : source(source) {}
+
+  Error fail(const Twine &path, const Twine &expected) const {
+    return createStringError(std::errc::invalid_argument,
+                             "%s: %s: expected %s", source.c_str(),
+                             path.str().c_str(), expected.str().c_str());
+  }
+
+  /// Every key must be one of `allowed` (or "note", allowed everywhere).
+  Error checkKeys(const json::Object &obj, const std::string &path,
+                  ArrayRef<StringRef> allowed) const {
+    for (const auto &kv : obj) {
+      StringRef key = kv.first;
+      if (key == "note" || llvm::is_contained(allowed, key))
+        continue;
+      std::string list;
+      for (StringRef a : allowed)
+        list += (list.empty() ? "" : ", ") + a.str();
+      return fail(join(path, key), "no such field (known fields: " + list +
+                                       ", note)");
+    }
+    return Error::success();
+  }
+
+  static std::string join(const std::string &path, StringRef key) {
+    return path.empty() ? key.str() : path + "." + key.str();
+  }
+  static std::string index(const std::string &path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+  Expected<const json::Object *> object(const json::Value &v,
+                                        const std::string &path) const {
+    if (const json::Object *o = v.getAsObject())
+      return o;
+    return fail(path, "an object");
+  }
+
+  Expected<const json::Array *> array(const json::Value &v,
+                                      const std::string &path,
+                                      bool nonEmpty = true) const {
+    const json::Array *a = v.getAsArray();
+    if (!a || (nonEmpty && a->empty()))
+      return fail(path, nonEmpty ? "a non-empty array" : "an array");
+    return a;
+  }
+
+  Expected<double> number(const json::Value &v, const std::string &path,
+                          StringRef what = "a number") const {
+    std::optional<double> d = v.getAsNumber();
+    if (!d || !std::isfinite(*d))
+      return fail(path, what);
+    return *d;
+  }
+
+  Expected<double> positive(const json::Value &v,
+                            const std::string &path) const {
+    Expected<double> d = number(v, path, "a positive number");
+    if (!d)
+      return d.takeError();
+    if (*d <= 0)
+      return fail(path, "a positive number, got " + formatv("{0}", *d));
+    return *d;
+  }
+
+  Expected<int64_t> integer(const json::Value &v, const std::string &path,
+                            int64_t min) const {
+    std::optional<int64_t> i = v.getAsInteger();
+    std::string what = "an integer >= " + std::to_string(min);
+    if (!i)
+      return fail(path, what);
+    if (*i < min)
+      return fail(path, what + ", got " + std::to_string(*i));
+    return *i;
+  }
+
+  Expected<std::string> string(const json::Value &v,
+                               const std::string &path) const {
+    if (std::optional<StringRef> s = v.getAsString())
+      return s->str();
+    return fail(path, "a string");
+  }
+
+  Expected<Curve> curve(const json::Value &v, const std::string &path) const;
+
+private:
+  std::string source;
+};
+
+} // namespace
+
+static bool isNondecreasingPoly(ArrayRef<double> coeffs, double from,
+                                double to, double &badX) {
+  // Sample the range; an open-ended piece is sampled far beyond its start
+  // and must not bend down at the far end (leading coefficient >= 0).
+  double hi = std::isinf(to) ? std::max(1.0, std::fabs(from)) * 1.0e4 : to;
+  constexpr int kSamples = 256;
+  double prev = evalPoly(coeffs, from);
+  for (int s = 1; s <= kSamples; ++s) {
+    double x = from + (hi - from) * s / kSamples;
+    if (std::isinf(to) && s == kSamples)
+      break;
+    double y = evalPoly(coeffs, x);
+    if (y < prev - 1e-9 * std::max(1.0, std::fabs(prev))) {
+      badX = x;
+      return false;
+    }
+    prev = y;
+  }
+  size_t deg = coeffs.size();
+  while (deg > 1 && coeffs[deg - 1] == 0)
+    --deg;
+  if (std::isinf(to) && deg > 1 && coeffs[deg - 1] < 0) {
+    badX = hi;
+    return false;
+  }
+  return true;
+}
+
+Expected<Curve> ProfileReader::curve(const json::Value &v,
+                                     const std::string &path) const {
+  Expected<const json::Object *> objOr = object(v, path);
+  if (!objOr)
+    return objOr.takeError();
+  const json::Object &obj = **objOr;
+  if (Error e = checkKeys(obj, path, {"pieces", "table"}))
+    return std::move(e);
+  const json::Value *piecesV = obj.get("pieces");
+  const json::Value *tableV = obj.get("table");
+  if ((piecesV != nullptr) == (tableV != nullptr))
+    return fail(path, "exactly one of \"pieces\" (piecewise polynomials) or "
+                      "\"table\" (points [x, y])");
+
+  if (tableV) {
+    std::string tpath = join(path, "table");
+    Expected<const json::Array *> arr = array(*tableV, tpath);
+    if (!arr)
+      return arr.takeError();
+    std::vector<std::pair<double, double>> points;
+    for (size_t i = 0; i < (*arr)->size(); ++i) {
+      std::string ppath = index(tpath, i);
+      const json::Array *pt = (**arr)[i].getAsArray();
+      if (!pt || pt->size() != 2)
+        return fail(ppath, "a point [x, y]");
+      Expected<double> x = number((*pt)[0], ppath + "[0]");
+      if (!x)
+        return x.takeError();
+      Expected<double> y = number((*pt)[1], ppath + "[1]");
+      if (!y)
+        return y.takeError();
+      if (*y < 0)
+        return fail(ppath + "[1]", "a time >= 0");
+      if (!points.empty() && *x <= points.back().first)
+        return fail(ppath + "[0]", "x strictly greater than the previous "
+                                   "point's (" +
+                                       formatv("{0}", points.back().first) +
+                                       ")");
+      if (!points.empty() && *y < points.back().second)
+        return fail(ppath + "[1]", "a monotone table: y >= the previous "
+                                   "point's (" +
+                                       formatv("{0}", points.back().second) +
+                                       ")");
+      points.emplace_back(*x, *y);
+    }
+    return Curve::table(std::move(points));
+  }
+
+  std::string ppath = join(path, "pieces");
+  Expected<const json::Array *> arr = array(*piecesV, ppath);
+  if (!arr)
+    return arr.takeError();
+  std::vector<Curve::Piece> pieces;
+  for (size_t i = 0; i < (*arr)->size(); ++i) {
+    std::string piecePath = index(ppath, i);
+    Expected<const json::Object *> po = object((**arr)[i], piecePath);
+    if (!po)
+      return po.takeError();
+    if (Error e = checkKeys(**po, piecePath, {"from", "to", "coeffs"}))
+      return std::move(e);
+    Curve::Piece piece;
+    const json::Value *fromV = (*po)->get("from");
+    if (!fromV)
+      return fail(join(piecePath, "from"), "a number (start of the range)");
+    Expected<double> from = number(*fromV, join(piecePath, "from"));
+    if (!from)
+      return from.takeError();
+    piece.from = *from;
+    const json::Value *toV = (*po)->get("to");
+    bool last = i + 1 == (*arr)->size();
+    if (!toV || toV->kind() == json::Value::Null) {
+      if (!last)
+        return fail(join(piecePath, "to"),
+                    "a number (only the last piece may be open-ended)");
+      piece.to = std::numeric_limits<double>::infinity();
+    } else {
+      Expected<double> to = number(*toV, join(piecePath, "to"));
+      if (!to)
+        return to.takeError();
+      if (*to <= piece.from)
+        return fail(join(piecePath, "to"),
+                    "a number greater than \"from\" (" +
+                        formatv("{0}", piece.from) + ")");
+      piece.to = *to;
+    }
+    if (!pieces.empty() && piece.from != pieces.back().to)
+      return fail(join(piecePath, "from"),
+                  "the previous piece's \"to\" (" +
+                      formatv("{0}", pieces.back().to) +
+                      "): pieces must be contiguous and ascending");
+    std::string cpath = join(piecePath, "coeffs");
+    const json::Value *coeffsV = (*po)->get("coeffs");
+    if (!coeffsV)
+      return fail(cpath, "a non-empty array of numbers (ascending powers)");
+    Expected<const json::Array *> ca = array(*coeffsV, cpath);
+    if (!ca)
+      return fail(cpath, "a non-empty array of numbers (ascending powers)");
+    for (size_t c = 0; c < (*ca)->size(); ++c) {
+      Expected<double> coeff = number((**ca)[c], index(cpath, c));
+      if (!coeff)
+        return coeff.takeError();
+      piece.coeffs.push_back(*coeff);
+    }
+    double badX = 0;
+    if (!isNondecreasingPoly(piece.coeffs, piece.from, piece.to, badX))
+      return fail(piecePath, "a nondecreasing polynomial on its range "
+                             "(it decreases near x = " +
+                                 formatv("{0}", badX) + ")");
+    if (!pieces.empty()) {
+      const Curve::Piece &prev = pieces.back();
+      double left = evalPoly(prev.coeffs, piece.from);
+      double right = evalPoly(piece.coeffs, piece.from);
+      if (right < left - 1e-6 * std::max(1.0, std::fabs(left)))
+        return fail(piecePath, "a curve that does not drop at x = " +
+                                   formatv("{0}", piece.from) + " (" +
+                                   formatv("{0}", left) + " -> " +
+                                   formatv("{0}", right) + ")");
+    }
+    pieces.push_back(std::move(piece));
+  }
+  return Curve::piecewise(std::move(pieces));
+}
+
+static std::optional<double> unitBytes(StringRef unit) {
+  return StringSwitch<std::optional<double>>(unit)
+      .Case("B", 1.0)
+      .Case("KiB", 1024.0)
+      .Case("MiB", 1024.0 * 1024.0)
+      .Case("GiB", 1024.0 * 1024.0 * 1024.0)
+      .Default(std::nullopt);
+}
+
+namespace {
+/// Reads an optional field: absent leaves `out` untouched.
+template <typename T, typename Fn>
+Error optionalField(const json::Object &obj, StringRef key, T &out, Fn read) {
+  if (const json::Value *v = obj.get(key)) {
+    auto r = read(*v);
+    if (!r)
+      return r.takeError();
+    out = *r;
+  }
+  return Error::success();
+}
+} // namespace
+
+static Error parseDevice(const ProfileReader &rd, const json::Value &v,
+                         DeviceInfo &dev) {
+  const std::string path = "device";
+  auto objOr = rd.object(v, path);
+  if (!objOr)
+    return objOr.takeError();
+  const json::Object &obj = **objOr;
+  if (Error e = rd.checkKeys(obj, path,
+                             {"name", "sm_count", "comm_sms", "gemm_tile",
+                              "peak_tflops", "memory_bandwidth_gbps"}))
+    return e;
+  auto str = [&](StringRef key) {
+    return [&rd, key, &path](const json::Value &x) {
+      return rd.string(x, ProfileReader::join(path, key));
+    };
+  };
+  if (Error e = optionalField(obj, "name", dev.name, str("name")))
+    return e;
+  if (const json::Value *sv = obj.get("sm_count")) {
+    auto sms = rd.integer(*sv, "device.sm_count", 1);
+    if (!sms)
+      return sms.takeError();
+    dev.smCount = *sms;
+  }
+  if (const json::Value *cv = obj.get("comm_sms")) {
+    auto cs = rd.integer(*cv, "device.comm_sms", 0);
+    if (!cs)
+      return cs.takeError();
+    if (dev.smCount && *cs >= *dev.smCount)
+      return rd.fail("device.comm_sms", "fewer SMs than device.sm_count (" +
+                                            std::to_string(*dev.smCount) +
+                                            ")");
+    dev.commSms = *cs;
+  }
+  if (const json::Value *tv = obj.get("gemm_tile")) {
+    const json::Array *a = tv->getAsArray();
+    if (!a || a->size() != 2)
+      return rd.fail("device.gemm_tile", "[rows, cols] of the GEMM output "
+                                         "tile");
+    auto r = rd.integer((*a)[0], "device.gemm_tile[0]", 1);
+    if (!r)
+      return r.takeError();
+    auto c = rd.integer((*a)[1], "device.gemm_tile[1]", 1);
+    if (!c)
+      return c.takeError();
+    dev.gemmTile = {*r, *c};
+  }
+  if (const json::Value *pv = obj.get("peak_tflops")) {
+    auto po = rd.object(*pv, "device.peak_tflops");
+    if (!po)
+      return po.takeError();
+    for (const auto &kv : **po) {
+      std::string fpath = "device.peak_tflops." + kv.first.str();
+      if (kv.first == "note")
+        continue;
+      std::optional<DType> dt = parseDType(kv.first);
+      if (!dt)
+        return rd.fail(fpath, "a dtype key (f16, bf16, f32)");
+      auto tf = rd.positive(kv.second, fpath);
+      if (!tf)
+        return tf.takeError();
+      dev.peakFlops[static_cast<int>(*dt)] = *tf * 1e12;
+    }
+  }
+  if (const json::Value *bv = obj.get("memory_bandwidth_gbps")) {
+    auto bw = rd.positive(*bv, "device.memory_bandwidth_gbps");
+    if (!bw)
+      return bw.takeError();
+    dev.memoryBandwidth = *bw * 1e9;
+  }
+  return Error::success();
+}
+
+static Error parseGemm(const ProfileReader &rd, const json::Value &v,
+                       Profile &p) {
+  auto objOr = rd.object(v, "gemm");
+  if (!objOr)
+    return objOr.takeError();
+  const json::Object &obj = **objOr;
+  if (Error e = rd.checkKeys(obj, "gemm", {"latency_us", "curves", "roofline"}))
+    return e;
+  if (const json::Value *lv = obj.get("latency_us")) {
+    auto lat = rd.number(*lv, "gemm.latency_us", "a latency >= 0 (µs)");
+    if (!lat)
+      return lat.takeError();
+    if (*lat < 0)
+      return rd.fail("gemm.latency_us", "a latency >= 0 (µs)");
+    p.gemmLatencyUs = *lat;
+  }
+  if (const json::Value *cv = obj.get("curves")) {
+    auto arr = rd.array(*cv, "gemm.curves", /*nonEmpty=*/false);
+    if (!arr)
+      return arr.takeError();
+    for (size_t i = 0; i < (*arr)->size(); ++i) {
+      std::string path = ProfileReader::index("gemm.curves", i);
+      auto co = rd.object((**arr)[i], path);
+      if (!co)
+        return co.takeError();
+      if (Error e = rd.checkKeys(**co, path, {"n", "k", "dtype", "curve"}))
+        return e;
+      GemmCurve gc;
+      for (StringRef key : {"n", "k"}) {
+        const json::Value *kv = (*co)->get(key);
+        std::string kpath = ProfileReader::join(path, key);
+        if (!kv)
+          return rd.fail(kpath, "an integer >= 1");
+        auto val = rd.integer(*kv, kpath, 1);
+        if (!val)
+          return val.takeError();
+        (key == "n" ? gc.n : gc.k) = *val;
+      }
+      const json::Value *dv = (*co)->get("dtype");
+      std::optional<StringRef> ds = dv ? dv->getAsString() : std::nullopt;
+      std::optional<DType> dt = ds ? parseDType(*ds) : std::nullopt;
+      if (!dt)
+        return rd.fail(ProfileReader::join(path, "dtype"),
+                       "one of \"f16\", \"bf16\", \"f32\"");
+      gc.dtype = *dt;
+      const json::Value *curveV = (*co)->get("curve");
+      if (!curveV)
+        return rd.fail(ProfileReader::join(path, "curve"),
+                       "a curve object (time in µs vs rows m)");
+      auto curve = rd.curve(*curveV, ProfileReader::join(path, "curve"));
+      if (!curve)
+        return curve.takeError();
+      gc.curve = std::move(*curve);
+      if (p.findGemmCurve(gc.n, gc.k, gc.dtype))
+        return rd.fail(path, "one curve per (n, k, dtype); this one repeats "
+                             "an earlier entry");
+      p.gemmCurves.push_back(std::move(gc));
+    }
+  }
+  if (const json::Value *rv = obj.get("roofline")) {
+    auto ro = rd.object(*rv, "gemm.roofline");
+    if (!ro)
+      return ro.takeError();
+    if (Error e = rd.checkKeys(**ro, "gemm.roofline", {"efficiency"}))
+      return e;
+    double eff = 1.0;
+    if (const json::Value *ev = (*ro)->get("efficiency")) {
+      auto e = rd.number(*ev, "gemm.roofline.efficiency",
+                         "a fraction in (0, 1]");
+      if (!e)
+        return e.takeError();
+      if (*e <= 0 || *e > 1)
+        return rd.fail("gemm.roofline.efficiency", "a fraction in (0, 1]");
+      eff = *e;
+    }
+    p.rooflineEfficiency = eff;
+  }
+  return Error::success();
+}
+
+static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
+                              Profile &p) {
+  auto objOr = rd.object(v, "collectives");
+  if (!objOr)
+    return objOr.takeError();
+  for (const auto &kv : **objOr) {
+    if (kv.first == "note")
+      continue;
+    std::string cpath = "collectives." + kv.first.str();
+    std::optional<Collective> coll = parseCollective(kv.first);
+    if (!coll)
+      return rd.fail(cpath, "a collective name (all-reduce, reduce-scatter, "
+                            "all-gather)");
+    auto arr = rd.array(kv.second, cpath);
+    if (!arr)
+      return arr.takeError();
+    for (size_t i = 0; i < (*arr)->size(); ++i) {
+      std::string path = ProfileReader::index(cpath, i);
+      auto eo = rd.object((**arr)[i], path);
+      if (!eo)
+        return eo.takeError();
+      if (Error e = rd.checkKeys(**eo, path,
+                                 {"ranks", "x_unit", "latency_us", "curve"}))
+        return e;
+      CommCurve cc;
+      cc.collective = *coll;
+      const json::Value *rv = (*eo)->get("ranks");
+      if (!rv)
+        return rd.fail(ProfileReader::join(path, "ranks"),
+                       "an integer >= 2 (the group size measured)");
+      auto ranks = rd.integer(*rv, ProfileReader::join(path, "ranks"), 2);
+      if (!ranks)
+        return ranks.takeError();
+      cc.ranks = *ranks;
+      const json::Value *uv = (*eo)->get("x_unit");
+      std::optional<StringRef> us = uv ? uv->getAsString() : std::nullopt;
+      std::optional<double> unit = us ? unitBytes(*us) : std::nullopt;
+      if (!unit)
+        return rd.fail(ProfileReader::join(path, "x_unit"),
+                       "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
+      cc.bytesPerUnit = *unit;
+      if (const json::Value *lv = (*eo)->get("latency_us")) {
+        auto lat = rd.number(*lv, ProfileReader::join(path, "latency_us"));
+        if (!lat)
+          return lat.takeError();
+        if (*lat < 0)
+          return rd.fail(ProfileReader::join(path, "latency_us"),
+                         "a latency >= 0 (µs)");
+        cc.latencyUs = *lat;
+      }
+      const json::Value *curveV = (*eo)->get("curve");
+      if (!curveV)
+        return rd.fail(ProfileReader::join(path, "curve"),
+                       "a curve object (time in µs vs buffer size)");
+      auto curve = rd.curve(*curveV, ProfileReader::join(path, "curve"));
+      if (!curve)
+        return curve.takeError();
+      cc.curve = std::move(*curve);
+      for (const CommCurve &other : p.commCurves)
+        if (other.collective == cc.collective && other.ranks == cc.ranks)
+          return rd.fail(path, "one curve per group size; ranks " +
+                                   std::to_string(cc.ranks) + " repeats");
+      p.commCurves.push_back(std::move(cc));
+    }
+  }
+  return Error::success();
+}
+
+Expected<Profile> overlap::planner::parseProfile(StringRef text,
+                                                 StringRef nameForErrors) {
+  ProfileReader rd(nameForErrors.str());
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return createStringError(std::errc::invalid_argument,
+                             "%s: invalid JSON %s", nameForErrors.str().c_str(),
+                             toString(root.takeError()).c_str());
+  const json::Object *obj = root->getAsObject();
+  if (!obj)
+    return rd.fail("(top level)", "an object");
+  if (Error e = rd.checkKeys(*obj, "",
+                             {"name", "description", "provenance", "device",
+                              "gemm", "collectives", "contention", "alignment",
+                              "ficco"}))
+    return std::move(e);
+
+  Profile p;
+  p.source = nameForErrors.str();
+  for (StringRef key : {"name", "description", "provenance"}) {
+    if (const json::Value *v = obj->get(key)) {
+      auto s = rd.string(*v, key.str());
+      if (!s)
+        return s.takeError();
+      (key == "name" ? p.name : key == "description" ? p.description
+                                                     : p.provenance) = *s;
+    }
+  }
+  if (p.name.empty())
+    p.name = sys::path::stem(nameForErrors).str();
+
+  if (const json::Value *v = obj->get("device"))
+    if (Error e = parseDevice(rd, *v, p.device))
+      return std::move(e);
+
+  const json::Value *gemmV = obj->get("gemm");
+  if (!gemmV)
+    return rd.fail("gemm", "an object with \"curves\" and/or \"roofline\"");
+  if (Error e = parseGemm(rd, *gemmV, p))
+    return std::move(e);
+  if (p.gemmCurves.empty() && !p.rooflineEfficiency)
+    return rd.fail("gemm", "at least one entry in \"curves\" or a "
+                           "\"roofline\"");
+  if (p.rooflineEfficiency) {
+    if (!p.device.memoryBandwidth)
+      return rd.fail("device.memory_bandwidth_gbps",
+                     "a bandwidth (GB/s): gemm.roofline needs it");
+    bool anyPeak = false;
+    for (auto &pk : p.device.peakFlops)
+      anyPeak |= pk.has_value();
+    if (!anyPeak)
+      return rd.fail("device.peak_tflops",
+                     "peak TFLOP/s for at least one dtype: gemm.roofline "
+                     "needs it");
+  }
+
+  const json::Value *collV = obj->get("collectives");
+  if (!collV)
+    return rd.fail("collectives", "an object mapping collective names to "
+                                  "curves");
+  if (Error e = parseCollectives(rd, *collV, p))
+    return std::move(e);
+
+  if (const json::Value *cv = obj->get("contention")) {
+    if (const json::Object *co = cv->getAsObject()) {
+      if (Error e = rd.checkKeys(*co, "contention", {"compute", "comm"}))
+        return std::move(e);
+      for (StringRef key : {"compute", "comm"}) {
+        const json::Value *fv = co->get(key);
+        std::string path = "contention." + key.str();
+        if (!fv)
+          return rd.fail(path, "a slowdown factor >= 1");
+        auto f = rd.number(*fv, path, "a slowdown factor >= 1");
+        if (!f)
+          return f.takeError();
+        if (*f < 1)
+          return rd.fail(path, "a slowdown factor >= 1, got " +
+                                   formatv("{0}", *f));
+        (key == "compute" ? p.computeContention : p.commContention) = *f;
+      }
+    } else {
+      auto f = rd.number(*cv, "contention",
+                         "a slowdown factor >= 1 or {\"compute\", \"comm\"}");
+      if (!f)
+        return f.takeError();
+      if (*f < 1)
+        return rd.fail("contention",
+                       "a slowdown factor >= 1, got " + formatv("{0}", *f));
+      p.computeContention = p.commContention = *f;
+    }
+  }
+  if (const json::Value *av = obj->get("alignment")) {
+    auto a = rd.integer(*av, "alignment", 1);
+    if (!a)
+      return a.takeError();
+    p.alignment = *a;
+  }
+  if (const json::Value *fv = obj->get("ficco")) {
+    auto fo = rd.object(*fv, "ficco");
+    if (!fo)
+      return fo.takeError();
+    if (Error e = rd.checkKeys(**fo, "ficco", {"reference_us", "low", "high"}))
+      return std::move(e);
+    for (StringRef key : {"reference_us", "low", "high"}) {
+      if (const json::Value *x = (*fo)->get(key)) {
+        auto val = rd.positive(*x, "ficco." + key.str());
+        if (!val)
+          return val.takeError();
+        (key == "reference_us" ? p.ficco.referenceUs
+         : key == "low"        ? p.ficco.low
+                               : p.ficco.high) = *val;
+      }
+    }
+    if (p.ficco.high < p.ficco.low)
+      return rd.fail("ficco.high", "a threshold >= ficco.low");
+  }
+  return std::move(p);
+}
+
+Expected<Profile> overlap::planner::loadProfile(StringRef path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+  if (!buf)
+    return createStringError(buf.getError(), "%s: cannot read profile: %s",
+                             path.str().c_str(),
+                             buf.getError().message().c_str());
+  return parseProfile((*buf)->getBuffer(), path);
+}
+
+std::string overlap::planner::resolveProfilePath(StringRef nameOrPath,
+                                                 StringRef profilesDir) {
+  if (sys::fs::is_regular_file(nameOrPath))
+    return nameOrPath.str();
+  // A bare name (no directory, no extension) refers to the shipped ones.
+  if (!profilesDir.empty() && !nameOrPath.contains('/')) {
+    SmallString<256> p(profilesDir);
+    sys::path::append(p, nameOrPath);
+    if (!sys::path::has_extension(nameOrPath))
+      p += ".json";
+    if (sys::fs::is_regular_file(p))
+      return std::string(p);
+  }
+  return "";
+}

@@ -1,0 +1,518 @@
+//===- overlap-plan.cpp - Plan overlap without IR --------------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Command-line front end of the Planner, for researchers and scripts:
+//
+//   overlap-plan matmul --collective all-reduce --m 4096 --n 8192 --k 3072
+//       --dtype f16 --ranks 8 --profile mc2-example --strategy mc2 [--json]
+//       [--trace out.json]
+//   overlap-plan chain --dims 10,30,5,60 --fast-memory 65536 [--json]
+//
+// Exit status: 0 on success, 2 for a bad flag or value (one line naming the
+// flag), 1 when the profile is malformed or cannot price the problem.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Planner/ChainPlanner.h"
+#include "overlap/Planner/Profile.h"
+#include "overlap/Planner/TilePlanner.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+using namespace overlap::planner;
+
+#ifndef OVERLAP_PROFILES_DIR
+#define OVERLAP_PROFILES_DIR ""
+#endif
+
+static const char *const kUsage = R"(usage:
+  overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather
+                      --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
+                      --profile FILE|NAME
+                      [--strategy none|uniform:n|mc2|optimal|waves|ficco|auto]
+                      [--json] [--trace FILE]
+  overlap-plan chain --dims P0,P1,...,Pn --fast-memory Mf [--json]
+
+matmul plans the M-tiling of C = A.B fused with a collective (defaults:
+--dtype f16, --strategy auto). NAME is looked up as <NAME>.json in the
+shipped profiles directory ()" OVERLAP_PROFILES_DIR R"().
+chain orders a matrix chain (OP_Count) and decides TEE-ACM2 fusion per node
+with a fast memory of Mf elements.
+)";
+
+namespace {
+
+/// A usage error: printed as one line, exit status 2.
+struct UsageError {
+  std::string message;
+};
+
+/// `--flag value` / `--flag=value` / `--switch` parsing against a fixed set.
+class Args {
+public:
+  Args(StringRef command, ArrayRef<StringRef> valueFlags,
+       ArrayRef<StringRef> switches)
+      : command(command), valueFlags(valueFlags), switches(switches) {}
+
+  std::optional<UsageError> parse(ArrayRef<const char *> argv) {
+    for (size_t i = 0; i < argv.size(); ++i) {
+      StringRef arg = argv[i];
+      if (!arg.starts_with("--"))
+        return UsageError{formatv("unexpected argument '{0}' for '{1}'", arg,
+                                  command)};
+      auto [flag, inlineValue] = arg.split('=');
+      bool hasInline = arg.contains('=');
+      if (is_contained(switches, flag)) {
+        if (hasInline)
+          return UsageError{formatv("{0}: takes no value", flag)};
+        if (values.count(flag))
+          return UsageError{formatv("{0}: given twice", flag)};
+        values[flag] = "";
+        continue;
+      }
+      if (!is_contained(valueFlags, flag))
+        return UsageError{formatv("{0}: unknown flag for '{1}' (see "
+                                  "overlap-plan --help)",
+                                  flag, command)};
+      if (values.count(flag))
+        return UsageError{formatv("{0}: given twice", flag)};
+      StringRef value = inlineValue;
+      if (!hasInline) {
+        if (i + 1 >= argv.size())
+          return UsageError{formatv("{0}: expected a value", flag)};
+        value = argv[++i];
+      }
+      values[flag] = value.str();
+    }
+    return std::nullopt;
+  }
+
+  bool has(StringRef flag) const { return values.count(flag); }
+  std::optional<std::string> get(StringRef flag) const {
+    auto it = values.find(flag);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  }
+
+private:
+  std::string command;
+  ArrayRef<StringRef> valueFlags, switches;
+  StringMap<std::string> values;
+};
+
+} // namespace
+
+static int usageError(const Twine &msg) {
+  errs() << "overlap-plan: error: " << msg << "\n";
+  return 2;
+}
+
+static int planError(Error err) {
+  int code = 1;
+  handleAllErrors(std::move(err), [&](const ErrorInfoBase &info) {
+    if (info.convertToErrorCode() ==
+        std::make_error_code(std::errc::invalid_argument))
+      code = 2;
+    errs() << "overlap-plan: error: " << info.message() << "\n";
+  });
+  return code;
+}
+
+static std::optional<int64_t> parsePositive(StringRef s) {
+  int64_t v = 0;
+  if (s.trim().getAsInteger(10, v) || v < 1)
+    return std::nullopt;
+  return v;
+}
+
+/// Rounded for output: µs to the nanosecond.
+static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+static void printPlanJson(const Plan &plan, const MatmulProblem &pb,
+                          const Profile &profile, raw_ostream &os) {
+  json::OStream j(os, 2);
+  j.object([&] {
+    j.attribute("strategy", plan.strategy);
+    if (!plan.selectedBy.empty())
+      j.attribute("selected_by", plan.selectedBy);
+    j.attributeArray("tiles", [&] {
+      for (int64_t t : plan.tiles)
+        j.value(t);
+    });
+    j.attribute("bound", toString(plan.bound));
+    j.attribute("predicted_us", r3(plan.predictedUs));
+    j.attribute("serial_us", r3(plan.serialUs));
+    j.attribute("ideal_us", r3(plan.idealUs));
+    j.attribute("efficiency", std::round(plan.efficiency * 1e6) / 1e6);
+    j.attribute("lower_bound_us", r3(plan.lowerBoundUs));
+    j.attributeObject("problem", [&] {
+      j.attribute("collective", toString(pb.collective));
+      j.attribute("m", pb.m);
+      j.attribute("n", pb.n);
+      j.attribute("k", pb.k);
+      j.attribute("dtype", toString(pb.dtype));
+      j.attribute("ranks", pb.ranks);
+    });
+    j.attribute("profile", profile.name);
+    j.attribute("gemm_calls_per_tile", plan.gemmCallsPerTile);
+    j.attribute("single_gemm_kernel", plan.singleGemmKernel);
+    j.attributeArray("tasks", [&] {
+      for (size_t i = 0; i < plan.tiles.size(); ++i) {
+        const SimTask &c = plan.timeline.task(Stream::Compute, i);
+        const SimTask &m = plan.timeline.task(Stream::Comm, i);
+        j.object([&] {
+          j.attribute("tile", static_cast<int64_t>(i));
+          j.attribute("rows", plan.tiles[i]);
+          j.attribute("compute_us", r3(plan.computeUs[i]));
+          j.attribute("comm_us", r3(plan.commUs[i]));
+          j.attribute("compute_start_us", r3(c.startUs));
+          j.attribute("compute_end_us", r3(c.endUs));
+          j.attribute("comm_start_us", r3(m.startUs));
+          j.attribute("comm_end_us", r3(m.endUs));
+        });
+      }
+    });
+    if (plan.mc2) {
+      const Mc2Details &d = *plan.mc2;
+      j.attributeObject("mc2", [&] {
+        j.attribute("a", d.a);
+        j.attribute("b", d.b);
+        j.attribute("c", d.c);
+        j.attribute("short_rows_initial", d.shortRowsInitial);
+        j.attribute("balance_us", r3(d.balanceUs));
+        j.attribute("long_rows_initial", d.longRowsInitial);
+        j.attribute("count", d.count);
+        j.attribute("long_rows", d.longRows);
+        j.attribute("short_rows", d.shortRows);
+        j.attribute("short_first", d.shortFirst);
+      });
+    }
+    if (plan.waves) {
+      const WaveDetails &w = *plan.waves;
+      j.attributeObject("waves", [&] {
+        j.attribute("output_tiles", w.outputTiles);
+        j.attribute("tiles_per_wave", w.tilesPerWave);
+        j.attribute("waves", w.waves);
+        j.attribute("wave_us", r3(w.waveUs));
+        j.attributeArray("groups", [&] {
+          for (int64_t g : w.groups)
+            j.value(g);
+        });
+        j.attribute("candidates_evaluated",
+                    static_cast<int64_t>(w.candidatesEvaluated));
+        j.attribute("search", w.exhaustive ? "exhaustive" : "pruned");
+      });
+    }
+    if (plan.ficco) {
+      const FiccoDetails &f = *plan.ficco;
+      j.attributeObject("ficco", [&] {
+        j.attribute("schedule", f.schedule);
+        j.attribute("reason", f.reason);
+        j.attribute("op_to_byte", r3(f.opToByte));
+        j.attribute("memory_traffic_bytes", f.memoryTrafficBytes);
+        j.attribute("score", std::round(f.score * 1e6) / 1e6);
+      });
+    }
+    if (!plan.candidates.empty()) {
+      j.attributeArray("candidates", [&] {
+        for (const Candidate &c : plan.candidates) {
+          j.object([&] {
+            j.attribute("strategy", c.strategy);
+            if (c.ok) {
+              j.attribute("predicted_us", r3(c.predictedUs));
+              j.attribute("tiles", static_cast<int64_t>(c.numTiles));
+            } else {
+              j.attribute("predicted_us", nullptr);
+              j.attribute("skipped", c.note);
+            }
+          });
+        }
+      });
+    }
+  });
+  os << "\n";
+}
+
+static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
+                           const Profile &profile, const CostModel &model,
+                           raw_ostream &os) {
+  os << formatv("problem     {0}  M={1} N={2} K={3} {4}, {5} ranks\n",
+                toString(pb.collective), pb.m, pb.n, pb.k,
+                toString(pb.dtype), pb.ranks);
+  os << formatv("profile     {0} ({1})\n", profile.name, profile.source);
+  os << "gemm        " << model.describeGemmSource() << "\n";
+  os << "comm        " << model.describeCommSource() << "\n";
+  os << "strategy    " << plan.strategy
+     << (plan.selectedBy.empty() ? "" : " (chosen by auto)") << "\n";
+  os << "bound       " << toString(plan.bound) << "\n";
+  os << "tiles      ";
+  for (int64_t t : plan.tiles)
+    os << " " << t;
+  os << formatv("  ({0} tiles)\n", plan.tiles.size());
+  os << formatv("predicted   {0,10:f1} us\n", plan.predictedUs);
+  os << formatv("serial      {0,10:f1} us\n", plan.serialUs);
+  os << formatv("ideal       {0,10:f1} us\n", plan.idealUs);
+  os << formatv("efficiency  {0,10:f1} %\n", plan.efficiency * 100);
+  if (plan.mc2) {
+    const Mc2Details &d = *plan.mc2;
+    os << formatv("mc2         a={0} b={1} c={2} -> m0={3}; balance "
+                  "{4:f1} us -> m1={5}; count={6}, m1={7}, m0={8} ({9})\n",
+                  d.a, d.b, d.c, d.shortRowsInitial, d.balanceUs,
+                  d.longRowsInitial, d.count, d.longRows, d.shortRows,
+                  d.shortFirst ? "short head" : "short tail");
+  }
+  if (plan.waves) {
+    const WaveDetails &w = *plan.waves;
+    os << formatv("waves       {0} output tiles, {1} per wave, {2} waves of "
+                  "{3:f1} us; groups",
+                  w.outputTiles, w.tilesPerWave, w.waves, w.waveUs);
+    for (int64_t g : w.groups)
+      os << " " << g;
+    os << formatv("; {0} candidates ({1})\n", w.candidatesEvaluated,
+                  w.exhaustive ? "exhaustive" : "pruned");
+  }
+  if (plan.ficco)
+    os << "ficco       " << plan.ficco->schedule << ": " << plan.ficco->reason
+       << "\n";
+  if (plan.gemmCallsPerTile > 1)
+    os << formatv("            {0} GEMM calls per tile\n",
+                  plan.gemmCallsPerTile);
+
+  os << formatv("\n{0,4} {1,7} {2,10} {3,10} {4,21} {5,21}\n", "tile", "rows",
+                "gemm_us", "comm_us", "gemm start..end", "comm start..end");
+  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+    const SimTask &c = plan.timeline.task(Stream::Compute, i);
+    const SimTask &m = plan.timeline.task(Stream::Comm, i);
+    os << formatv("{0,4} {1,7} {2,10:f1} {3,10:f1} {4,10:f1}..{5,-9:f1} "
+                  "{6,10:f1}..{7,-9:f1}\n",
+                  i, plan.tiles[i], plan.computeUs[i], plan.commUs[i],
+                  c.startUs, c.endUs, m.startUs, m.endUs);
+  }
+  if (!plan.candidates.empty()) {
+    os << "\ncandidates\n";
+    for (const Candidate &c : plan.candidates) {
+      if (c.ok)
+        os << formatv("  {0,-12} {1,10:f1} us  {2} tiles\n", c.strategy,
+                      c.predictedUs, c.numTiles);
+      else
+        os << formatv("  {0,-12} skipped: {1}\n", c.strategy, c.note);
+    }
+  }
+}
+
+static int runMatmul(ArrayRef<const char *> argv) {
+  static const StringRef valueFlags[] = {"--collective", "--m",     "--n",
+                                         "--k",          "--dtype", "--ranks",
+                                         "--profile",    "--strategy",
+                                         "--trace"};
+  static const StringRef switches[] = {"--json"};
+  Args args("matmul", valueFlags, switches);
+  if (std::optional<UsageError> e = args.parse(argv))
+    return usageError(e->message);
+
+  for (StringRef req :
+       {"--collective", "--m", "--n", "--k", "--ranks", "--profile"})
+    if (!args.has(req))
+      return usageError(formatv("{0}: required for 'matmul'", req));
+
+  MatmulProblem pb;
+  std::string coll = *args.get("--collective");
+  std::optional<Collective> c = parseCollective(coll);
+  if (!c)
+    return usageError(formatv("--collective: expected all-reduce, "
+                              "reduce-scatter or all-gather, got '{0}'",
+                              coll));
+  pb.collective = *c;
+  for (auto [flag, field] :
+       {std::pair<StringRef, int64_t *>{"--m", &pb.m},
+        {"--n", &pb.n},
+        {"--k", &pb.k},
+        {"--ranks", &pb.ranks}}) {
+    std::string v = *args.get(flag);
+    std::optional<int64_t> x = parsePositive(v);
+    if (!x)
+      return usageError(
+          formatv("{0}: expected a positive integer, got '{1}'", flag, v));
+    *field = *x;
+  }
+  std::string dt = args.get("--dtype").value_or("f16");
+  std::optional<DType> dtype = parseDType(dt);
+  if (!dtype)
+    return usageError(
+        formatv("--dtype: expected f16, bf16 or f32, got '{0}'", dt));
+  pb.dtype = *dtype;
+
+  std::string profileArg = *args.get("--profile");
+  std::string path = resolveProfilePath(profileArg, OVERLAP_PROFILES_DIR);
+  if (path.empty())
+    return usageError(formatv("--profile: no file '{0}' and no profile of "
+                              "that name in {1}",
+                              profileArg, OVERLAP_PROFILES_DIR));
+  Expected<Profile> profile = loadProfile(path);
+  if (!profile) {
+    planError(profile.takeError());
+    return 1;
+  }
+  Expected<CostModel> model = CostModel::create(*profile, pb);
+  if (!model)
+    return planError(model.takeError());
+
+  std::string strategy = args.get("--strategy").value_or("auto");
+  Expected<Plan> plan = planTiles(*profile, pb, strategy);
+  if (!plan)
+    return planError(plan.takeError());
+
+  if (std::optional<std::string> trace = args.get("--trace")) {
+    std::error_code ec;
+    raw_fd_ostream out(*trace, ec, sys::fs::OF_Text);
+    if (ec)
+      return usageError(formatv("--trace: cannot write '{0}': {1}", *trace,
+                                ec.message()));
+    std::string title =
+        formatv("overlap-plan {0} M={1} N={2} K={3} {4} x{5} ({6})",
+                toString(pb.collective), pb.m, pb.n, pb.k,
+                toString(pb.dtype), pb.ranks, plan->strategy);
+    out << toChromeTrace(plan->timeline, plan->tiles, title);
+  }
+  if (args.has("--json"))
+    printPlanJson(*plan, pb, *profile, outs());
+  else
+    printPlanTable(*plan, pb, *profile, *model, outs());
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// chain
+//===----------------------------------------------------------------------===//
+
+static int runChain(ArrayRef<const char *> argv) {
+  static const StringRef valueFlags[] = {"--dims", "--fast-memory"};
+  static const StringRef switches[] = {"--json"};
+  Args args("chain", valueFlags, switches);
+  if (std::optional<UsageError> e = args.parse(argv))
+    return usageError(e->message);
+  for (StringRef req : {"--dims", "--fast-memory"})
+    if (!args.has(req))
+      return usageError(formatv("{0}: required for 'chain'", req));
+
+  std::vector<int64_t> dims;
+  SmallVector<StringRef> parts;
+  std::string dimsArg = *args.get("--dims");
+  StringRef(dimsArg).split(parts, ',');
+  for (StringRef p : parts) {
+    std::optional<int64_t> d = parsePositive(p);
+    if (!d)
+      return usageError(formatv("--dims: expected comma-separated positive "
+                                "integers, got '{0}'",
+                                p));
+    dims.push_back(*d);
+  }
+  if (dims.size() < 2)
+    return usageError("--dims: expected at least two dimensions P0,P1");
+  std::string mfArg = *args.get("--fast-memory");
+  double mf = 0;
+  if (StringRef(mfArg).trim().getAsDouble(mf) || !(mf >= 1) ||
+      !std::isfinite(mf))
+    return usageError(formatv("--fast-memory: expected a number of elements "
+                              ">= 1, got '{0}'",
+                              mfArg));
+
+  Expected<ChainPlan> plan = planChain(dims, mf);
+  if (!plan)
+    return planError(plan.takeError());
+
+  raw_ostream &os = outs();
+  if (args.has("--json")) {
+    json::OStream j(os, 2);
+    j.object([&] {
+      j.attribute("order", plan->order);
+      j.attribute("scalar_mults", plan->scalarMults);
+      j.attribute("total_transfers", plan->totalTransfers);
+      j.attributeArray("nodes", [&] {
+        for (const ChainNode &n : plan->nodes) {
+          j.object([&] {
+            j.attribute("i", n.i);
+            j.attribute("j", n.j);
+            j.attribute("k", n.k);
+            j.attribute("no_fuse", n.noFuse);
+            if (n.leftFuse)
+              j.attribute("left_fuse", *n.leftFuse);
+            else
+              j.attribute("left_fuse", nullptr);
+            if (n.rightFuse)
+              j.attribute("right_fuse", *n.rightFuse);
+            else
+              j.attribute("right_fuse", nullptr);
+            j.attribute("decision", toString(n.decision));
+            j.attributeArray("tile", [&] {
+              j.value(n.tileX);
+              j.value(n.tileY);
+            });
+            j.attribute("final", n.finalTransfers);
+          });
+        }
+      });
+    });
+    os << "\n";
+    return 0;
+  }
+  os << "order           " << plan->order << "\n";
+  os << "scalar mults    " << plan->scalarMults << "\n";
+  os << "transfers       " << plan->totalTransfers << " (fast memory "
+     << formatv("{0}", mf) << " elements)\n\n";
+  os << formatv("{0,-9} {1,14} {2,14} {3,14} {4,-9} {5,-10} {6,14}\n", "node",
+                "no_fuse", "left_fuse", "right_fuse", "decision", "tile",
+                "final");
+  for (const ChainNode &n : plan->nodes) {
+    auto opt = [](const std::optional<int64_t> &v) {
+      return v ? std::to_string(*v) : std::string("-");
+    };
+    os << formatv("{0,-9} {1,14} {2,14} {3,14} {4,-9} {5,-10} {6,14}\n",
+                  formatv("({0},{1})", n.i, n.j).str(), n.noFuse,
+                  opt(n.leftFuse), opt(n.rightFuse), toString(n.decision),
+                  formatv("{0}x{1}", n.tileX, n.tileY).str(),
+                  n.finalTransfers);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  ArrayRef<const char *> args(const_cast<const char **>(argv), argc);
+  if (argc < 2)
+    return usageError("expected a command, 'matmul' or 'chain' (see "
+                      "overlap-plan --help)");
+  StringRef cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    outs() << kUsage;
+    return 0;
+  }
+  for (StringRef a : args.drop_front(2)) {
+    if (a == "--help" || a == "-h") {
+      outs() << kUsage;
+      return 0;
+    }
+  }
+  if (cmd == "matmul")
+    return runMatmul(args.drop_front(2));
+  if (cmd == "chain")
+    return runChain(args.drop_front(2));
+  return usageError(formatv("unknown command '{0}': expected 'matmul' or "
+                            "'chain'",
+                            cmd));
+}

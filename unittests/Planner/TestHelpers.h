@@ -1,0 +1,55 @@
+//===- TestHelpers.h - Shared helpers for Planner tests --------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_UNITTESTS_PLANNER_TESTHELPERS_H
+#define OVERLAP_UNITTESTS_PLANNER_TESTHELPERS_H
+
+#include "llvm/Support/Error.h"
+#include "gtest/gtest.h"
+
+#include <string>
+#include <system_error>
+
+namespace overlap {
+namespace planner {
+namespace testing_helpers {
+
+/// The message of a failed Expected, or "" (and a test failure) when it
+/// succeeded.
+template <typename T> std::string errorOf(llvm::Expected<T> value) {
+  if (value) {
+    ADD_FAILURE() << "expected an error";
+    return "";
+  }
+  return llvm::toString(value.takeError());
+}
+
+/// The error code of a failed Expected.
+template <typename T> std::error_code codeOf(llvm::Expected<T> value) {
+  if (value) {
+    ADD_FAILURE() << "expected an error";
+    return {};
+  }
+  std::error_code ec;
+  llvm::handleAllErrors(value.takeError(), [&](const llvm::ErrorInfoBase &e) {
+    ec = e.convertToErrorCode();
+  });
+  return ec;
+}
+
+/// The value of an Expected that must succeed; aborts the test otherwise.
+#define OVERLAP_ASSIGN_OR_FAIL(lhs, expr)                                     \
+  auto lhs##OrErr = (expr);                                                    \
+  if (!lhs##OrErr) {                                                           \
+    FAIL() << llvm::toString(lhs##OrErr.takeError());                          \
+  }                                                                            \
+  auto &lhs = *lhs##OrErr
+
+} // namespace testing_helpers
+} // namespace planner
+} // namespace overlap
+
+#endif // OVERLAP_UNITTESTS_PLANNER_TESTHELPERS_H

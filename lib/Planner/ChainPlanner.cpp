@@ -174,11 +174,10 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
       double x = std::floor(std::sqrt(mf / alphaP));
       double y = std::floor(std::sqrt(mf * alphaP));
       if (x >= 1 && y >= 1) {
-        double h = P(i - 1) * P(k1) * P(k) * (1 + alpha) * (alphaP * x + y) /
-                       (x * y) +
-                   ind(i != k1) * P(i - 1) * P(k1) +
-                   ind(k1 + 1 != k) * P(k1) * P(k) +
-                   ind(k + 1 != j) * P(k) * P(j) - 2 * P(i - 1) * P(j);
+        double h =
+            P(i - 1) * P(k1) * P(k) * (1 + alpha) * (alphaP * x + y) / (x * y) +
+            ind(i != k1) * P(i - 1) * P(k1) + ind(k1 + 1 != k) * P(k1) * P(k) +
+            ind(k + 1 != j) * P(k) * P(j) - 2 * P(i - 1) * P(j);
         Expected<int64_t> hv = floorCount(h);
         if (!hv)
           return hv.takeError();
@@ -199,11 +198,10 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
       double x = std::floor(std::sqrt(mf * betaP));
       double y = std::floor(std::sqrt(mf / betaP));
       if (x >= 1 && y >= 1) {
-        double h = P(k) * P(k2) * P(j) * (1 + beta) * (betaP * y + x) /
-                       (x * y) +
-                   ind(k + 1 != k2) * P(k) * P(k2) +
-                   ind(k2 + 1 != j) * P(k2) * P(j) +
-                   ind(i != k) * P(i - 1) * P(k) - 2 * P(i - 1) * P(j);
+        double h =
+            P(k) * P(k2) * P(j) * (1 + beta) * (betaP * y + x) / (x * y) +
+            ind(k + 1 != k2) * P(k) * P(k2) + ind(k2 + 1 != j) * P(k2) * P(j) +
+            ind(i != k) * P(i - 1) * P(k) - 2 * P(i - 1) * P(j);
         Expected<int64_t> hv = floorCount(h);
         if (!hv)
           return hv.takeError();

@@ -25,11 +25,9 @@ static Error badProblem(const Twine &msg) {
 Expected<CostModel> CostModel::create(const Profile &profile,
                                       const MatmulProblem &problem) {
   if (problem.m < 1)
-    return badProblem("--m: expected rows M >= 1, got " +
-                      Twine(problem.m));
+    return badProblem("--m: expected rows M >= 1, got " + Twine(problem.m));
   if (problem.n < 1)
-    return badProblem("--n: expected columns N >= 1, got " +
-                      Twine(problem.n));
+    return badProblem("--n: expected columns N >= 1, got " + Twine(problem.n));
   if (problem.k < 1)
     return badProblem("--k: expected depth K >= 1, got " + Twine(problem.k));
   if (problem.ranks < 1)
@@ -37,16 +35,15 @@ Expected<CostModel> CostModel::create(const Profile &profile,
                       Twine(problem.ranks));
   if (problem.collective != Collective::AllReduce &&
       problem.m % problem.ranks != 0)
-    return badProblem("--m: " + toString(problem.collective) +
-                      " needs M divisible by the group size (M = " +
-                      Twine(problem.m) + ", ranks = " + Twine(problem.ranks) +
-                      ")");
+    return badProblem(
+        "--m: " + toString(problem.collective) +
+        " needs M divisible by the group size (M = " + Twine(problem.m) +
+        ", ranks = " + Twine(problem.ranks) + ")");
 
   CostModel model;
   model.profile = &profile;
   model.problem = problem;
-  model.gemmCurve =
-      profile.findGemmCurve(problem.n, problem.k, problem.dtype);
+  model.gemmCurve = profile.findGemmCurve(problem.n, problem.k, problem.dtype);
   if (!model.gemmCurve) {
     std::optional<double> peak = profile.device.getPeakFlops(problem.dtype);
     if (!profile.rooflineEfficiency || !peak)
@@ -62,13 +59,11 @@ Expected<CostModel> CostModel::create(const Profile &profile,
         *profile.device.memoryBandwidth * *profile.rooflineEfficiency;
   }
   if (problem.ranks > 1) {
-    model.commCurve =
-        profile.findCommCurve(problem.collective, problem.ranks);
+    model.commCurve = profile.findCommCurve(problem.collective, problem.ranks);
     if (!model.commCurve)
-      return createStringError(std::errc::not_supported,
-                               "%s: no curve for %s in \"collectives\"",
-                               profile.source.c_str(),
-                               toString(problem.collective).str().c_str());
+      return createStringError(
+          std::errc::not_supported, "%s: no curve for %s in \"collectives\"",
+          profile.source.c_str(), toString(problem.collective).str().c_str());
     model.commScale = ringFactor(problem.collective, problem.ranks) /
                       ringFactor(problem.collective, model.commCurve->ranks);
   }
@@ -112,8 +107,7 @@ double CostModel::idealUs() const {
 }
 
 Bound CostModel::getBound() const {
-  return commUs(problem.m) > gemmUs(problem.m) ? Bound::Comm
-                                                : Bound::Compute;
+  return commUs(problem.m) > gemmUs(problem.m) ? Bound::Comm : Bound::Compute;
 }
 
 std::string CostModel::describeGemmSource() const {

@@ -45,12 +45,12 @@ Expected<Plan> overlap::planner::planFicco(const CostModel &model) {
 
   bool unfused = false;
   if (pb.m > pb.k) {
-    std::string why = formatv("M={0} > K={1}: 1D; OTB x MT = {2:f1} FLOP/B x "
-                              "{3:f1} MB = {4:e} FLOP, {5:f3} x the machine's "
-                              "{6:f1} TFLOP/s x {7} us",
-                              pb.m, pb.k, f.opToByte,
-                              f.memoryTrafficBytes / 1e6, flops, f.score,
-                              *peak / 1e12, fp.referenceUs);
+    std::string why =
+        formatv("M={0} > K={1}: 1D; OTB x MT = {2:f1} FLOP/B x "
+                "{3:f1} MB = {4:e} FLOP, {5:f3} x the machine's "
+                "{6:f1} TFLOP/s x {7} us",
+                pb.m, pb.k, f.opToByte, f.memoryTrafficBytes / 1e6, flops,
+                f.score, *peak / 1e12, fp.referenceUs);
     if (f.score < fp.low) {
       f.schedule = "uniform-fused-1D";
       f.reason = why + formatv(" < {0}: low OTB and MT, pick the low-DIL "
@@ -66,9 +66,9 @@ Expected<Plan> overlap::planner::planFicco(const CostModel &model) {
                            .str();
     } else {
       f.schedule = "hetero-fused-1D";
-      f.reason = why + formatv(" in [{0}, {1}]: middle tranche", fp.low,
-                               fp.high)
-                           .str();
+      f.reason =
+          why +
+          formatv(" in [{0}, {1}]: middle tranche", fp.low, fp.high).str();
     }
   } else {
     f.schedule = "uniform-fused-2D";

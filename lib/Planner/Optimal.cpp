@@ -25,10 +25,10 @@
 
 #include "overlap/Planner/TilePlanner.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -41,6 +41,7 @@ struct DPState {
   double u, v; // dominance coordinates, see above
   int32_t parentPos;
   int32_t parentIdx;
+  bool dead = false;
 };
 
 struct GridResult {
@@ -80,14 +81,17 @@ private:
 
 } // namespace
 
+/// The best tiling on one grid of boundaries `pos`, if it is below
+/// `upperBound` (the makespan of a known tiling); else no tiles.
 static GridResult optimalOnGrid(const CostModel &model,
-                                const std::vector<int64_t> &pos) {
+                                const std::vector<int64_t> &pos,
+                                double upperBound) {
   const size_t last = pos.size() - 1;
   const bool commFirst = model.getOrder() == PipelineOrder::CommThenCompute;
-  const double cP = commFirst ? model.getCommContention()
-                              : model.getComputeContention();
-  const double cC = commFirst ? model.getComputeContention()
-                              : model.getCommContention();
+  const double cP =
+      commFirst ? model.getCommContention() : model.getComputeContention();
+  const double cC =
+      commFirst ? model.getComputeContention() : model.getCommContention();
   const int64_t align = model.getAlignment();
   const double slope = cC * (1.0 - 1.0 / cP);
   const double lo = std::min(1.0, slope), hi = std::max(1.0, slope);
@@ -108,9 +112,28 @@ static GridResult optimalOnGrid(const CostModel &model,
     restC[q] = bc;
   }
 
+  // Lower bound on the time still needed after boundary q from a consumer
+  // backlog w, whatever the tiling of the rest: the producer must do at
+  // least P = restP[q] and the consumer Q = w + restC[q]; if they overlap
+  // for a time o, the producer is busy P + o (1 - 1/cP) and is followed by a
+  // last consumer task of at least lastC, the consumer is busy
+  // Q + o (1 - 1/cC), and both together cover P + Q - o (1/cP + 1/cC - 1).
+  // The bound is the least, over o, of the largest of the three.
+  const double lastC = costs.get(align).second;
+  const double slowP = 1 - 1 / cP, slowC = 1 - 1 / cC;
+  const double k3 = 1.0 / cP + 1.0 / cC - 1.0;
+  auto remainingLowerBound = [&](size_t q, double w) {
+    double p = restP[q], c = w + restC[q];
+    double o =
+        k3 <= 0 ? 0.0 : std::max(0.0, std::min(cC * (c - lastC), cP * p));
+    return std::max(std::max(p + o * slowP + lastC, c + o * slowC),
+                    p + c - o * k3);
+  };
+
   GridResult best;
   size_t bestPos = 0, bestIdx = 0;
-  // Seed the bound with uniform tilings on this grid.
+  best.makespan = upperBound;
+  // Tighten the bound with uniform tilings on this grid.
   for (size_t n = 1; n <= std::min<size_t>(last, 64); ++n) {
     PipelineState s;
     for (size_t t = 0; t < n; ++t) {
@@ -124,8 +147,9 @@ static GridResult optimalOnGrid(const CostModel &model,
   bool found = false;
 
   std::vector<std::vector<DPState>> fronts(last);
-  fronts[0].push_back({0.0, 0.0, 0.0, 0.0, -1, -1});
-  std::vector<DPState> cand;
+  fronts[0].push_back({0.0, 0.0, 0.0, 0.0, -1, -1, false});
+  std::vector<double> boundAtFilter(last,
+                                    std::numeric_limits<double>::infinity());
   auto close = [&](size_t q) {
     // Finish every state at q with one last tile.
     auto [p, c] = costs.get(pos[last] - pos[q]);
@@ -144,41 +168,61 @@ static GridResult optimalOnGrid(const CostModel &model,
   };
   close(0);
   for (size_t q = 1; q < last; ++q) {
-    cand.clear();
-    for (size_t from = 0; from < q; ++from) {
-      const std::vector<DPState> &front = fronts[from];
-      if (front.empty())
-        continue;
-      auto [p, c] = costs.get(pos[q] - pos[from]);
-      for (size_t idx = 0; idx < front.size(); ++idx) {
-        PipelineState s =
-            pipelineStep({front[idx].time, front[idx].backlog}, p, c, cP, cC);
-        double lb = s.timeUs + std::max(s.backlogUs + restC[q], restP[q]);
-        if (lb > bound * (1 + 1e-12))
-          continue;
-        cand.push_back({s.timeUs, s.backlogUs, s.timeUs + lo * s.backlogUs,
-                        s.timeUs + hi * s.backlogUs,
-                        static_cast<int32_t>(from), static_cast<int32_t>(idx)});
-      }
-    }
-    std::sort(cand.begin(), cand.end(), [](const DPState &a, const DPState &b) {
-      return a.u < b.u || (a.u == b.u && a.v < b.v);
-    });
     std::vector<DPState> &front = fronts[q];
-    double minV = std::numeric_limits<double>::infinity();
-    for (const DPState &st : cand) {
-      if (st.v < minV) {
+    for (size_t from = 0; from < q; ++from) {
+      std::vector<DPState> &src = fronts[from];
+      if (src.empty())
+        continue;
+      if (boundAtFilter[from] > bound) {
+        // The bound improved since this front was built: drop states that
+        // can no longer lead to a better plan (they stay in place, marked,
+        // so parent indices remain valid).
+        for (DPState &st : src)
+          if (!st.dead && st.time + remainingLowerBound(from, st.backlog) >
+                              bound * (1 + 1e-12))
+            st.dead = true;
+        boundAtFilter[from] = bound;
+      }
+      auto [p, c] = costs.get(pos[q] - pos[from]);
+      for (size_t idx = 0; idx < src.size(); ++idx) {
+        if (src[idx].dead)
+          continue;
+        PipelineState s =
+            pipelineStep({src[idx].time, src[idx].backlog}, p, c, cP, cC);
+        if (s.timeUs + remainingLowerBound(q, s.backlogUs) >
+            bound * (1 + 1e-12))
+          continue;
+        DPState st{s.timeUs,
+                   s.backlogUs,
+                   s.timeUs + lo * s.backlogUs,
+                   s.timeUs + hi * s.backlogUs,
+                   static_cast<int32_t>(from),
+                   static_cast<int32_t>(idx),
+                   false};
+        // Fronts stay small (tens of states): insert directly.
+        bool dominated = false;
+        for (const DPState &o : front)
+          if (o.u <= st.u && o.v <= st.v) {
+            dominated = true;
+            break;
+          }
+        if (dominated)
+          continue;
+        llvm::erase_if(front, [&](const DPState &o) {
+          return st.u <= o.u && st.v <= o.v;
+        });
         front.push_back(st);
-        minV = st.v;
       }
     }
     close(q);
-    if (getenv("OPT_DEBUG")) fprintf(stderr, "q=%zu cand=%zu front=%zu bound=%f best=%f\n", q, cand.size(), front.size(), bound, best.makespan);
   }
 
+  if (!found)
+    return GridResult(); // nothing on this grid beats the known tiling
   // Walk the parents back from the best closing state.
   std::vector<int64_t> cuts = {pos[last]};
-  int32_t p = static_cast<int32_t>(bestPos), idx = static_cast<int32_t>(bestIdx);
+  int32_t p = static_cast<int32_t>(bestPos),
+          idx = static_cast<int32_t>(bestIdx);
   while (p > 0) {
     cuts.push_back(pos[p]);
     const DPState &st = fronts[p][idx];
@@ -202,20 +246,39 @@ Plan overlap::planner::planOptimal(const CostModel &model) {
   if (blocks <= 1) {
     best.tiles = {m};
   } else {
+    // MC²'s tiling lies on one of the two grids; its makespan bounds the
+    // search from the start.
+    Plan mc2 = planMc2(model);
+    std::vector<double> prod, cons;
+    bool commFirst = model.getOrder() == PipelineOrder::CommThenCompute;
+    for (int64_t t : mc2.tiles) {
+      double g = model.gemmUs(t), c = model.commUs(t);
+      prod.push_back(commFirst ? c : g);
+      cons.push_back(commFirst ? g : c);
+    }
+    const double cP =
+        commFirst ? model.getCommContention() : model.getComputeContention();
+    const double cC =
+        commFirst ? model.getComputeContention() : model.getCommContention();
+    best.makespan = pipelineMakespan(prod, cons, cP, cC);
+    best.tiles = mc2.tiles;
+    const double ub = best.makespan * (1 + 1e-12);
     // Remainder in the last tile: 0, a, 2a, ..., blocks*a, M.
     std::vector<int64_t> tail;
     for (int64_t b = 0; b <= blocks; ++b)
       tail.push_back(b * align);
     if (rem)
       tail.back() = m;
-    best = optimalOnGrid(model, tail);
+    GridResult t = optimalOnGrid(model, tail, ub);
+    if (!t.tiles.empty() && t.makespan < best.makespan)
+      best = std::move(t);
     if (rem) {
       // Remainder in the first tile: 0, rem + a, rem + 2a, ..., M.
       std::vector<int64_t> head = {0};
       for (int64_t b = 1; b <= blocks; ++b)
         head.push_back(rem + b * align);
-      GridResult h = optimalOnGrid(model, head);
-      if (h.makespan < best.makespan)
+      GridResult h = optimalOnGrid(model, head, ub);
+      if (!h.tiles.empty() && h.makespan < best.makespan)
         best = std::move(h);
     }
   }

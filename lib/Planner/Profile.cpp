@@ -107,11 +107,11 @@ double Curve::eval(double x) const {
       y = points[0].second;
     } else {
       // Segment containing x; the end segments extend outward.
-      auto it = std::upper_bound(
-          points.begin(), points.end(), x,
-          [](double v, const std::pair<double, double> &p) {
-            return v < p.first;
-          });
+      auto it =
+          std::upper_bound(points.begin(), points.end(), x,
+                           [](double v, const std::pair<double, double> &p) {
+                             return v < p.first;
+                           });
       size_t hi = std::clamp<size_t>(it - points.begin(), 1, points.size() - 1);
       const auto &p0 = points[hi - 1];
       const auto &p1 = points[hi];
@@ -174,9 +174,9 @@ public:
   explicit ProfileReader(StringRef source) : source(source) {}
 
   Error fail(const Twine &path, const Twine &expected) const {
-    return createStringError(std::errc::invalid_argument,
-                             "%s: %s: expected %s", source.c_str(),
-                             path.str().c_str(), expected.str().c_str());
+    return createStringError(std::errc::invalid_argument, "%s: %s: expected %s",
+                             source.c_str(), path.str().c_str(),
+                             expected.str().c_str());
   }
 
   /// Every key must be one of `allowed` (or "note", allowed everywhere).
@@ -189,8 +189,8 @@ public:
       std::string list;
       for (StringRef a : allowed)
         list += (list.empty() ? "" : ", ") + a.str();
-      return fail(join(path, key), "no such field (known fields: " + list +
-                                       ", note)");
+      return fail(join(path, key),
+                  "no such field (known fields: " + list + ", note)");
     }
     return Error::success();
   }
@@ -262,8 +262,8 @@ private:
 
 } // namespace
 
-static bool isNondecreasingPoly(ArrayRef<double> coeffs, double from,
-                                double to, double &badX) {
+static bool isNondecreasingPoly(ArrayRef<double> coeffs, double from, double to,
+                                double &badX) {
   // Sample the range; an open-ended piece is sampled far beyond its start
   // and must not bend down at the far end (leading coefficient >= 0).
   double hi = std::isinf(to) ? std::max(1.0, std::fabs(from)) * 1.0e4 : to;
@@ -370,9 +370,9 @@ Expected<Curve> ProfileReader::curve(const json::Value &v,
       if (!to)
         return to.takeError();
       if (*to <= piece.from)
-        return fail(join(piecePath, "to"),
-                    "a number greater than \"from\" (" +
-                        formatv("{0}", piece.from) + ")");
+        return fail(join(piecePath, "to"), "a number greater than \"from\" (" +
+                                               formatv("{0}", piece.from) +
+                                               ")");
       piece.to = *to;
     }
     if (!pieces.empty() && piece.from != pieces.back().to)
@@ -466,8 +466,7 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
       return cs.takeError();
     if (dev.smCount && *cs >= *dev.smCount)
       return rd.fail("device.comm_sms", "fewer SMs than device.sm_count (" +
-                                            std::to_string(*dev.smCount) +
-                                            ")");
+                                            std::to_string(*dev.smCount) + ")");
     dev.commSms = *cs;
   }
   if (const json::Value *tv = obj.get("gemm_tile")) {
@@ -576,8 +575,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       return e;
     double eff = 1.0;
     if (const json::Value *ev = (*ro)->get("efficiency")) {
-      auto e = rd.number(*ev, "gemm.roofline.efficiency",
-                         "a fraction in (0, 1]");
+      auto e =
+          rd.number(*ev, "gemm.roofline.efficiency", "a fraction in (0, 1]");
       if (!e)
         return e.takeError();
       if (*e <= 0 || *e > 1)
@@ -662,16 +661,16 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
   ProfileReader rd(nameForErrors.str());
   Expected<json::Value> root = json::parse(text);
   if (!root)
-    return createStringError(std::errc::invalid_argument,
-                             "%s: invalid JSON %s", nameForErrors.str().c_str(),
+    return createStringError(std::errc::invalid_argument, "%s: invalid JSON %s",
+                             nameForErrors.str().c_str(),
                              toString(root.takeError()).c_str());
   const json::Object *obj = root->getAsObject();
   if (!obj)
     return rd.fail("(top level)", "an object");
-  if (Error e = rd.checkKeys(*obj, "",
-                             {"name", "description", "provenance", "device",
-                              "gemm", "collectives", "contention", "alignment",
-                              "ficco"}))
+  if (Error e =
+          rd.checkKeys(*obj, "",
+                       {"name", "description", "provenance", "device", "gemm",
+                        "collectives", "contention", "alignment", "ficco"}))
     return std::move(e);
 
   Profile p;
@@ -681,8 +680,9 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
       auto s = rd.string(*v, key.str());
       if (!s)
         return s.takeError();
-      (key == "name" ? p.name : key == "description" ? p.description
-                                                     : p.provenance) = *s;
+      (key == "name"          ? p.name
+       : key == "description" ? p.description
+                              : p.provenance) = *s;
     }
   }
   if (p.name.empty())
@@ -733,8 +733,8 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
         if (!f)
           return f.takeError();
         if (*f < 1)
-          return rd.fail(path, "a slowdown factor >= 1, got " +
-                                   formatv("{0}", *f));
+          return rd.fail(path,
+                         "a slowdown factor >= 1, got " + formatv("{0}", *f));
         (key == "compute" ? p.computeContention : p.commContention) = *f;
       }
     } else {

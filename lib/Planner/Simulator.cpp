@@ -24,32 +24,6 @@ const SimTask &SimResult::task(Stream stream, size_t tile) const {
   return tasks[(stream == Stream::Compute ? 0 : n) + tile];
 }
 
-PipelineState overlap::planner::pipelineStep(PipelineState s,
-                                             double producerUs,
-                                             double consumerUs, double cP,
-                                             double cC) {
-  // While the producer runs its next task, the consumer works off its
-  // backlog; both are slowed while both run.
-  double w = s.backlogUs;
-  double c = producerUs;
-  if (w <= 0) {
-    s.timeUs += c;
-    s.backlogUs = consumerUs;
-    return s;
-  }
-  if (cC * w >= cP * c) {
-    // The producer finishes first; the consumer did cP*c/cC of its work.
-    s.timeUs += cP * c;
-    s.backlogUs = w - cP * c / cC + consumerUs;
-  } else {
-    // The consumer drains first, then the producer runs alone.
-    double done = cC * w / cP;
-    s.timeUs += cC * w + (c - done);
-    s.backlogUs = consumerUs;
-  }
-  return s;
-}
-
 double overlap::planner::pipelineMakespan(ArrayRef<double> producerUs,
                                           ArrayRef<double> consumerUs,
                                           double cP, double cC) {
@@ -74,9 +48,9 @@ SimResult overlap::planner::simulate(const PipelineSpec &spec) {
   // Event-driven: at each step at most one producer and one consumer task
   // are active; advance to the earliest completion.
   double t = 0;
-  size_t pi = 0, ci = 0;         // next task to finish on each stream
+  size_t pi = 0, ci = 0; // next task to finish on each stream
   bool pActive = false, cActive = false;
-  double pRem = 0, cRem = 0;     // remaining uncontended work
+  double pRem = 0, cRem = 0; // remaining uncontended work
   while (ci < n) {
     if (!pActive && pi < n) {
       pActive = true;
@@ -167,8 +141,8 @@ std::string overlap::planner::toChromeTrace(const SimResult &result,
       meta("thread_name", 2, "comm");
       for (const SimTask &t : result.tasks) {
         bool compute = t.stream == Stream::Compute;
-        std::string name = formatv("{0} {1}", compute ? "gemm" : "comm",
-                                   t.tile);
+        std::string name =
+            formatv("{0} {1}", compute ? "gemm" : "comm", t.tile);
         if (t.tile < tileRows.size())
           name += formatv(" ({0} rows)", tileRows[t.tile]).str();
         j.object([&] {

@@ -32,8 +32,7 @@ ArrayRef<StringRef> overlap::planner::strategyNames() {
 //===----------------------------------------------------------------------===//
 
 /// One tile issued as `calls` GEMMs of near-equal rows.
-static double splitGemmUs(const CostModel &model, int64_t rows,
-                          int64_t calls) {
+static double splitGemmUs(const CostModel &model, int64_t rows, int64_t calls) {
   calls = std::max<int64_t>(1, std::min(calls, rows));
   double total = 0;
   for (int64_t c = 0; c < calls; ++c)

@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
 
   mlir::overlap::registerOverlapPasses();
+  mlir::overlap::registerOverlapPipelines();
 
   // Generic transforms (canonicalize, cse, inline, ...).
   mlir::registerTransformsPasses();

@@ -27,8 +27,8 @@ static const Profile &profileNamed(const char *name) {
   auto it = cache.find(name);
   if (it != cache.end())
     return it->second;
-  llvm::Expected<Profile> p = loadProfile(
-      std::string(OVERLAP_PROFILES_DIR) + "/" + name + ".json");
+  llvm::Expected<Profile> p =
+      loadProfile(std::string(OVERLAP_PROFILES_DIR) + "/" + name + ".json");
   if (!p) {
     llvm::errs() << llvm::toString(p.takeError()) << "\n";
     std::exit(1);
@@ -39,8 +39,8 @@ static const Profile &profileNamed(const char *name) {
 static void planBench(benchmark::State &state, const char *profile,
                       const char *strategy) {
   const Profile &p = profileNamed(profile);
-  MatmulProblem pb{Collective::AllReduce, state.range(0), 8192, 3072,
-                   DType::F16, 8};
+  MatmulProblem pb{
+      Collective::AllReduce, state.range(0), 8192, 3072, DType::F16, 8};
   size_t tiles = 0;
   for (auto _ : state) {
     llvm::Expected<Plan> plan = planTiles(p, pb, strategy);

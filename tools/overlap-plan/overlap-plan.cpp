@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -69,8 +70,8 @@ public:
     for (size_t i = 0; i < argv.size(); ++i) {
       StringRef arg = argv[i];
       if (!arg.starts_with("--"))
-        return UsageError{formatv("unexpected argument '{0}' for '{1}'", arg,
-                                  command)};
+        return UsageError{
+            formatv("unexpected argument '{0}' for '{1}'", arg, command)};
       auto [flag, inlineValue] = arg.split('=');
       bool hasInline = arg.contains('=');
       if (is_contained(switches, flag)) {
@@ -253,8 +254,8 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
                            const Profile &profile, const CostModel &model,
                            raw_ostream &os) {
   os << formatv("problem     {0}  M={1} N={2} K={3} {4}, {5} ranks\n",
-                toString(pb.collective), pb.m, pb.n, pb.k,
-                toString(pb.dtype), pb.ranks);
+                toString(pb.collective), pb.m, pb.n, pb.k, toString(pb.dtype),
+                pb.ranks);
   os << formatv("profile     {0} ({1})\n", profile.name, profile.source);
   os << "gemm        " << model.describeGemmSource() << "\n";
   os << "comm        " << model.describeCommSource() << "\n";
@@ -317,10 +318,9 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
 }
 
 static int runMatmul(ArrayRef<const char *> argv) {
-  static const StringRef valueFlags[] = {"--collective", "--m",     "--n",
-                                         "--k",          "--dtype", "--ranks",
-                                         "--profile",    "--strategy",
-                                         "--trace"};
+  static const StringRef valueFlags[] = {
+      "--collective", "--m",       "--n",        "--k",    "--dtype",
+      "--ranks",      "--profile", "--strategy", "--trace"};
   static const StringRef switches[] = {"--json"};
   Args args("matmul", valueFlags, switches);
   if (std::optional<UsageError> e = args.parse(argv))
@@ -339,11 +339,10 @@ static int runMatmul(ArrayRef<const char *> argv) {
                               "reduce-scatter or all-gather, got '{0}'",
                               coll));
   pb.collective = *c;
-  for (auto [flag, field] :
-       {std::pair<StringRef, int64_t *>{"--m", &pb.m},
-        {"--n", &pb.n},
-        {"--k", &pb.k},
-        {"--ranks", &pb.ranks}}) {
+  for (auto [flag, field] : {std::pair<StringRef, int64_t *>{"--m", &pb.m},
+                             {"--n", &pb.n},
+                             {"--k", &pb.k},
+                             {"--ranks", &pb.ranks}}) {
     std::string v = *args.get(flag);
     std::optional<int64_t> x = parsePositive(v);
     if (!x)
@@ -382,12 +381,12 @@ static int runMatmul(ArrayRef<const char *> argv) {
     std::error_code ec;
     raw_fd_ostream out(*trace, ec, sys::fs::OF_Text);
     if (ec)
-      return usageError(formatv("--trace: cannot write '{0}': {1}", *trace,
-                                ec.message()));
+      return usageError(
+          formatv("--trace: cannot write '{0}': {1}", *trace, ec.message()));
     std::string title =
         formatv("overlap-plan {0} M={1} N={2} K={3} {4} x{5} ({6})",
-                toString(pb.collective), pb.m, pb.n, pb.k,
-                toString(pb.dtype), pb.ranks, plan->strategy);
+                toString(pb.collective), pb.m, pb.n, pb.k, toString(pb.dtype),
+                pb.ranks, plan->strategy);
     out << toChromeTrace(plan->timeline, plan->tiles, title);
   }
   if (args.has("--json"))
@@ -475,7 +474,7 @@ static int runChain(ArrayRef<const char *> argv) {
   os << "order           " << plan->order << "\n";
   os << "scalar mults    " << plan->scalarMults << "\n";
   os << "transfers       " << plan->totalTransfers << " (fast memory "
-     << formatv("{0}", mf) << " elements)\n\n";
+     << format("%g", mf) << " elements)\n\n";
   os << formatv("{0,-9} {1,14} {2,14} {3,14} {4,-9} {5,-10} {6,14}\n", "node",
                 "no_fuse", "left_fuse", "right_fuse", "decision", "tile",
                 "final");
@@ -486,8 +485,7 @@ static int runChain(ArrayRef<const char *> argv) {
     os << formatv("{0,-9} {1,14} {2,14} {3,14} {4,-9} {5,-10} {6,14}\n",
                   formatv("({0},{1})", n.i, n.j).str(), n.noFuse,
                   opt(n.leftFuse), opt(n.rightFuse), toString(n.decision),
-                  formatv("{0}x{1}", n.tileX, n.tileY).str(),
-                  n.finalTransfers);
+                  formatv("{0}x{1}", n.tileX, n.tileY).str(), n.finalTransfers);
   }
   return 0;
 }

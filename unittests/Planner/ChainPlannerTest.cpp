@@ -25,9 +25,9 @@ int64_t bruteForceMults(const std::vector<int64_t> &p, size_t i, size_t j) {
     return 0;
   int64_t best = std::numeric_limits<int64_t>::max();
   for (size_t k = i; k < j; ++k)
-    best = std::min(best, bruteForceMults(p, i, k) +
-                              bruteForceMults(p, k + 1, j) +
-                              p[i - 1] * p[k] * p[j]);
+    best =
+        std::min(best, bruteForceMults(p, i, k) + bruteForceMults(p, k + 1, j) +
+                           p[i - 1] * p[k] * p[j]);
   return best;
 }
 
@@ -158,8 +158,9 @@ TEST(ChainPlanner, FinalIsMinimumOfApplicableOptions) {
         break;
       }
     }
-    if (!plan.nodes.empty())
+    if (!plan.nodes.empty()) {
       EXPECT_EQ(plan.totalTransfers, plan.nodes.back().finalTransfers);
+    }
   }
 }
 
@@ -169,11 +170,11 @@ TEST(ChainPlanner, RejectsBadInput) {
             std::string::npos);
   EXPECT_NE(errorOf(planChain({5, 4, 3}, 0.5)).find("--fast-memory"),
             std::string::npos);
-  EXPECT_NE(errorOf(planChain({int64_t(1) << 40, int64_t(1) << 40,
-                               int64_t(1) << 40},
-                              1e6))
-                .find("overflows"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(planChain({int64_t(1) << 40, int64_t(1) << 40, int64_t(1) << 40},
+                        1e6))
+          .find("overflows"),
+      std::string::npos);
 }
 
 } // namespace

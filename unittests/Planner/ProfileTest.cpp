@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/CostModel.h"
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/CostModel.h"
 
 #include "TestHelpers.h"
 
@@ -87,9 +87,9 @@ TEST(Profile, TableCurvesInterpolateAndExtend) {
   Curve c = Curve::table({{1, 10}, {3, 30}, {5, 34}});
   EXPECT_DOUBLE_EQ(c.eval(2), 20);
   EXPECT_DOUBLE_EQ(c.eval(4), 32);
-  EXPECT_DOUBLE_EQ(c.eval(7), 38);  // last segment extended
-  EXPECT_DOUBLE_EQ(c.eval(0), 0);   // first segment extended
-  EXPECT_DOUBLE_EQ(c.eval(-5), 0);  // never negative
+  EXPECT_DOUBLE_EQ(c.eval(7), 38); // last segment extended
+  EXPECT_DOUBLE_EQ(c.eval(0), 0);  // first segment extended
+  EXPECT_DOUBLE_EQ(c.eval(-5), 0); // never negative
   Curve pw = Curve::piecewise({{0, 2, {1, 1}}, {2, INFINITY, {0, 0, 1}}});
   EXPECT_DOUBLE_EQ(pw.eval(1), 2);
   EXPECT_DOUBLE_EQ(pw.eval(3), 9);
@@ -111,8 +111,7 @@ TEST(Profile, NearestGroupSizeAndRingScaling) {
 
 TEST(Profile, CommBytesFollowTheCollective) {
   OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h100-nvlink-datasheet")));
-  MatmulProblem pb{Collective::ReduceScatter, 4096, 8192, 3072, DType::BF16,
-                   8};
+  MatmulProblem pb{Collective::ReduceScatter, 4096, 8192, 3072, DType::BF16, 8};
   OVERLAP_ASSIGN_OR_FAIL(rs, CostModel::create(p, pb));
   EXPECT_DOUBLE_EQ(rs.commBytes(512), 512.0 * 8192 * 2);
   pb.collective = Collective::AllGather;
@@ -158,8 +157,8 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   e = parseError(profileText(R"({"pieces": [], "table": [[0, 1]]})"));
   EXPECT_NE(e.find("curve: expected exactly one of"), std::string::npos) << e;
 
-  e = parseError(profileText(
-      R"({"table": [[0, 1]]})", R"(, "contention": 0.9)"));
+  e = parseError(
+      profileText(R"({"table": [[0, 1]]})", R"(, "contention": 0.9)"));
   EXPECT_NE(e.find("contention: expected a slowdown factor >= 1"),
             std::string::npos)
       << e;
@@ -168,9 +167,9 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   EXPECT_NE(e.find("alignmnet: expected no such field"), std::string::npos)
       << e;
 
-  e = parseError(profileText(
-      R"({"table": [[0, 1]]})",
-      R"(, "device": {"sm_count": 100, "comm_sms": 100})"));
+  e = parseError(
+      profileText(R"({"table": [[0, 1]]})",
+                  R"(, "device": {"sm_count": 100, "comm_sms": 100})"));
   EXPECT_NE(e.find("device.comm_sms: expected fewer SMs"), std::string::npos)
       << e;
 
@@ -180,11 +179,10 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   e = parseError(R"({"collectives": {}})");
   EXPECT_NE(e.find("bad.json: gemm: expected"), std::string::npos) << e;
 
-  e = parseError(profileText(R"({"table": [[0, 1]]})")
-                     .replace(profileText().find("\"ranks\": 8"), 10,
-                              "\"ranks\": 1"));
-  EXPECT_NE(e.find("ranks: expected an integer >= 2, got 1"),
-            std::string::npos)
+  e = parseError(
+      profileText(R"({"table": [[0, 1]]})")
+          .replace(profileText().find("\"ranks\": 8"), 10, "\"ranks\": 1"));
+  EXPECT_NE(e.find("ranks: expected an integer >= 2, got 1"), std::string::npos)
       << e;
 
   e = errorOf(loadProfile("/nonexistent/profile.json"));

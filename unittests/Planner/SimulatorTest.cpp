@@ -45,8 +45,8 @@ TEST(Simulator, HandCheckedNoContention) {
 TEST(Simulator, HandCheckedContention) {
   // GEMM 0 alone 0-2; GEMM 1 and comm 0 share 2-5 at 1/1.5 speed; comm 1
   // alone 5-7.
-  SimResult r = simulate(spec({2, 2}, {2, 2}, PipelineOrder::ComputeThenComm,
-                              1.5, 1.5));
+  SimResult r =
+      simulate(spec({2, 2}, {2, 2}, PipelineOrder::ComputeThenComm, 1.5, 1.5));
   EXPECT_DOUBLE_EQ(r.task(Stream::Compute, 1).endUs, 5);
   EXPECT_DOUBLE_EQ(r.task(Stream::Comm, 0).endUs, 5);
   EXPECT_DOUBLE_EQ(r.makespanUs, 7);
@@ -56,8 +56,8 @@ TEST(Simulator, HandCheckedContention) {
 TEST(Simulator, HandCheckedUnequalContention) {
   // GEMM 1 (4 units) beside comm 0 (1 unit): comm slowed 2x ends at 3,
   // having let the GEMM do 2/1.2 units; the GEMM finishes its rest alone.
-  SimResult r = simulate(spec({1, 4}, {1, 1}, PipelineOrder::ComputeThenComm,
-                              1.2, 2.0));
+  SimResult r =
+      simulate(spec({1, 4}, {1, 1}, PipelineOrder::ComputeThenComm, 1.2, 2.0));
   EXPECT_NEAR(r.task(Stream::Comm, 0).endUs, 3, kEps);
   double gemm1End = 3 + (4 - 2 / 1.2);
   EXPECT_NEAR(r.task(Stream::Compute, 1).endUs, gemm1End, kEps);
@@ -66,8 +66,7 @@ TEST(Simulator, HandCheckedUnequalContention) {
 }
 
 TEST(Simulator, AllGatherRunsCommFirst) {
-  SimResult r =
-      simulate(spec({3, 3}, {1, 1}, PipelineOrder::CommThenCompute));
+  SimResult r = simulate(spec({3, 3}, {1, 1}, PipelineOrder::CommThenCompute));
   // Comms 0-1, 1-2; GEMMs 1-4, 4-7.
   EXPECT_DOUBLE_EQ(r.task(Stream::Comm, 1).endUs, 2);
   EXPECT_DOUBLE_EQ(r.task(Stream::Compute, 0).startUs, 1);
@@ -149,8 +148,7 @@ TEST(Simulator, ChromeTraceIsValidJson) {
   std::string text = toChromeTrace(r, {128, 256, 128}, "test \"plan\"");
   llvm::Expected<llvm::json::Value> v = llvm::json::parse(text);
   ASSERT_TRUE(static_cast<bool>(v)) << llvm::toString(v.takeError());
-  const llvm::json::Array *events =
-      v->getAsObject()->getArray("traceEvents");
+  const llvm::json::Array *events = v->getAsObject()->getArray("traceEvents");
   ASSERT_NE(events, nullptr);
   int slices = 0, meta = 0;
   for (const llvm::json::Value &e : *events) {

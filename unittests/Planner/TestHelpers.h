@@ -41,7 +41,7 @@ template <typename T> std::error_code codeOf(llvm::Expected<T> value) {
 }
 
 /// The value of an Expected that must succeed; aborts the test otherwise.
-#define OVERLAP_ASSIGN_OR_FAIL(lhs, expr)                                     \
+#define OVERLAP_ASSIGN_OR_FAIL(lhs, expr)                                      \
   auto lhs##OrErr = (expr);                                                    \
   if (!lhs##OrErr) {                                                           \
     FAIL() << llvm::toString(lhs##OrErr.takeError());                          \

@@ -69,9 +69,7 @@ public:
 
   bool isTable() const { return !points.empty(); }
   llvm::ArrayRef<Piece> getPieces() const { return pieces; }
-  llvm::ArrayRef<std::pair<double, double>> getPoints() const {
-    return points;
-  }
+  llvm::ArrayRef<std::pair<double, double>> getPoints() const { return points; }
 
 private:
   std::vector<Piece> pieces;

@@ -86,9 +86,27 @@ struct PipelineState {
   double timeUs = 0;
   double backlogUs = 0;
 };
-PipelineState pipelineStep(PipelineState state, double producerUs,
-                           double consumerUs, double producerContention,
-                           double consumerContention);
+inline PipelineState pipelineStep(PipelineState state, double producerUs,
+                                  double consumerUs, double producerContention,
+                                  double consumerContention) {
+  // While the producer runs its next task, the consumer works off its
+  // backlog; both are slowed while both run.
+  const double w = state.backlogUs, c = producerUs;
+  const double cP = producerContention, cC = consumerContention;
+  if (w <= 0) {
+    state.timeUs += c;
+    state.backlogUs = consumerUs;
+  } else if (cC * w >= cP * c) {
+    // The producer finishes first; the consumer did cP*c/cC of its work.
+    state.timeUs += cP * c;
+    state.backlogUs = w - cP * c / cC + consumerUs;
+  } else {
+    // The consumer drains first, then the producer runs alone.
+    state.timeUs += cC * w + (c - cC * w / cP);
+    state.backlogUs = consumerUs;
+  }
+  return state;
+}
 
 /// Chrome trace-event JSON (Perfetto opens it): one thread per stream, one
 /// complete ("X") slice per task, timestamps in µs. `tileRows` labels the

@@ -46,6 +46,13 @@ void OverlapDialect::initialize() {
 
 LogicalResult OverlapDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
+  if (attr.getName() == getFusionAttrName()) {
+    if (!isa<FusionAttr>(attr.getValue()))
+      return op->emitError() << "'" << getFusionAttrName()
+                             << "' must be an #overlap.fusion attribute, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() != getPlanAttrName())
     return op->emitError() << "unknown overlap dialect attribute '"
                            << attr.getName().getValue() << "'";

@@ -8,6 +8,8 @@
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
+#include "PlannerBridge.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -202,7 +204,7 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
 }
 
 struct OverlapDecomposePass
-    : public overlap::impl::OverlapDecomposeBase<OverlapDecomposePass> {
+    : public mlir::overlap::impl::OverlapDecomposeBase<OverlapDecomposePass> {
   void runOnOperation() override {
     SmallVector<Operation *> fused;
     getOperation().walk([&](Operation *op) {
@@ -227,13 +229,10 @@ struct OverlapDecomposePass
         continue;
       }
       // Reduce-scatter and all-gather address every rank's block of rows.
-      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-      int64_t group = grid ? getGroupSize(grid, axes.asArrayRef())
-                           : ShapedType::kDynamic;
+      int64_t group = groupSizeOf(op, symbols);
       if (ShapedType::isDynamic(group)) {
-        op->emitRemark() << "not decomposed: the group size of " << gridSym
+        op->emitRemark() << "not decomposed: the group size of "
+                         << op->getAttr("grid")
                          << " is not static";
         continue;
       }

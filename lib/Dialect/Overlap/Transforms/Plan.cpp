@@ -7,12 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
-#include "overlap/Planner/Profile.h"
+#include "PlannerBridge.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <cstdlib>
 
 namespace mlir {
 namespace overlap {
@@ -25,29 +24,7 @@ using namespace mlir;
 using namespace mlir::overlap;
 namespace planner = ::overlap::planner;
 
-#ifndef OVERLAP_PROFILES_DIR
-#define OVERLAP_PROFILES_DIR ""
-#endif
-
 namespace {
-
-/// Where bare profile names are looked up: $OVERLAP_PROFILES_DIR, else the
-/// source tree's profiles/ that the build was configured with.
-std::string profilesDir() {
-  if (const char *env = std::getenv("OVERLAP_PROFILES_DIR"))
-    return env;
-  return OVERLAP_PROFILES_DIR;
-}
-
-std::optional<planner::DType> dtypeOf(Type type) {
-  if (type.isF16())
-    return planner::DType::F16;
-  if (type.isBF16())
-    return planner::DType::BF16;
-  if (type.isF32())
-    return planner::DType::F32;
-  return std::nullopt;
-}
 
 std::string formatTiles(ArrayRef<int64_t> tiles) {
   std::string text;
@@ -62,19 +39,10 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
   using OverlapPlanBase::OverlapPlanBase;
 
   void runOnOperation() override {
-    std::string path = planner::resolveProfilePath(profile, profilesDir());
-    if (path.empty()) {
-      getOperation().emitError()
-          << "overlap-plan: profile '" << profile
-          << "' is neither a file nor a name in " << profilesDir();
+    FailureOr<planner::Profile> loaded =
+        loadPassProfile(getOperation(), "overlap-plan", profile);
+    if (failed(loaded))
       return signalPassFailure();
-    }
-    llvm::Expected<planner::Profile> loaded = planner::loadProfile(path);
-    if (!loaded) {
-      getOperation().emitError()
-          << "overlap-plan: " << llvm::toString(loaded.takeError());
-      return signalPassFailure();
-    }
 
     SymbolTableCollection symbols;
     WalkResult result = getOperation().walk([&](Operation *op) {
@@ -107,7 +75,7 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     }
     problem.k = a.getDimSize(1);
     problem.n = b.getDimSize(1);
-    std::optional<planner::DType> dtype = dtypeOf(a.getElementType());
+    std::optional<planner::DType> dtype = plannerDType(a.getElementType());
     if (!dtype)
       return op->emitOpError() << "cannot be planned: element type "
                                << a.getElementType() << " has no profile";
@@ -118,18 +86,12 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return success();
     }
 
-    int64_t group = ranks;
-    if (group <= 0) {
-      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-      group = grid ? getGroupSize(grid, axes.asArrayRef())
-                   : ShapedType::kDynamic;
-      if (ShapedType::isDynamic(group)) {
-        op->emitRemark() << "not planned: the group size of " << gridSym
-                         << " is not static; pass ranks=N to plan anyway";
-        return success();
-      }
+    int64_t group = ranks > 0 ? int64_t(ranks) : groupSizeOf(op, symbols);
+    if (ShapedType::isDynamic(group)) {
+      op->emitRemark() << "not planned: the group size of "
+                       << op->getAttr("grid")
+                       << " is not static; pass ranks=N to plan anyway";
+      return success();
     }
     problem.ranks = group;
 

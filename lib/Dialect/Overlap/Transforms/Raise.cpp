@@ -8,6 +8,8 @@
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
+#include "PlannerBridge.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -138,10 +140,7 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
   if constexpr (isReduceScatter) {
     // The users may see a dynamic shape; the fused op states rows = M / G.
     SymbolTableCollection symbols;
-    auto grid =
-        symbols.lookupNearestSymbolFrom<shard::GridOp>(op, op.getGridAttr());
-    int64_t group = grid ? getGroupSize(grid, op.getGridAxes())
-                         : ShapedType::kDynamic;
+    int64_t group = groupSizeOf(op, symbols);
     auto cType = cast<RankedTensorType>(c.getType());
     if (ShapedType::isDynamic(group) || cType.getDimSize(0) % group != 0) {
       remarkNotRaised(op, "the group size is not static or does not divide "
@@ -210,7 +209,7 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
 }
 
 struct OverlapRaisePass
-    : public overlap::impl::OverlapRaiseBase<OverlapRaisePass> {
+    : public mlir::overlap::impl::OverlapRaiseBase<OverlapRaisePass> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> candidates;

@@ -38,6 +38,10 @@ def Overlap_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPlanAttrName() {
       return ::llvm::StringLiteral("overlap.plan");
     }
+    /// Name of the discardable attribute that carries a chain node's fusion.
+    static constexpr ::llvm::StringLiteral getFusionAttrName() {
+      return ::llvm::StringLiteral("overlap.fusion");
+    }
   }];
 }
 
@@ -69,6 +73,16 @@ def Overlap_Bound : I32EnumAttr<"Bound",
     "which leg of an overlapped op bounds its time", [
   I32EnumAttrCase<"Compute", 0, "compute">,
   I32EnumAttrCase<"Comm", 1, "comm">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::overlap";
+}
+
+def Overlap_Fusion : I32EnumAttr<"Fusion",
+    "how a matrix-chain node is fused with a child (TEE-ACM2)", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"Left", 1, "left">,
+  I32EnumAttrCase<"Right", 2, "right">
 ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::overlap";
@@ -139,6 +153,33 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
   let extraClassDeclaration = [{
     /// Sum of the tile sizes (the rows this plan covers).
     int64_t getTotalRows() const;
+  }];
+}
+
+def Overlap_FusionAttr : AttrDef<Overlap_Dialect, "Fusion"> {
+  let mnemonic = "fusion";
+  let summary = "the fusion decision for one node of a matrix chain";
+  let description = [{
+    Recorded by `overlap-reorder-chains` on each `linalg.matmul` of a chain
+    it rebuilt: whether the product is fused with its left child
+    ((A·B)·C computed tile by tile without writing A·B out), its right
+    child, or neither; the tile (x, y) of the chosen option for a fast
+    memory of the size the pass was given; and the modelled global data
+    transfers (elements) of the subtree.
+
+    ```mlir
+    #overlap.fusion<left, tile = [64, 96], transfers = 123456>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Overlap_Fusion>:$decision,
+    "int64_t":$tileX,
+    "int64_t":$tileY,
+    "int64_t":$transfers
+  );
+  let assemblyFormat = [{
+    `<` $decision `,` `tile` `=` `[` $tileX `,` $tileY `]` `,`
+    `transfers` `=` $transfers `>`
   }];
 }
 

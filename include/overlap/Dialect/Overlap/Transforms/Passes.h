@@ -8,9 +8,13 @@
 #define OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
 namespace mlir {
+namespace arith {
+class ArithDialect;
+} // namespace arith
 namespace linalg {
 class LinalgDialect;
 } // namespace linalg
@@ -22,6 +26,40 @@ namespace overlap {
 
 #define GEN_PASS_DECL
 #include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"
+
+/// Options of `overlap-pipeline`, forwarded to its passes.
+struct OverlapPipelineOptions
+    : public PassPipelineOptions<OverlapPipelineOptions> {
+  PassOptions::Option<std::string> profile{
+      *this, "profile",
+      llvm::cl::desc("Hardware profile (path or name in profiles/)"),
+      llvm::cl::init("h100-nvlink-datasheet")};
+  PassOptions::Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("Tiling strategy: none, uniform:N, mc2, optimal, waves, "
+                     "ficco, auto"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Group size override (0: from the grid)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<double> fastMemory{
+      *this, "fast-memory",
+      llvm::cl::desc("Fast-memory elements for chain fusion"),
+      llvm::cl::init(49152)};
+  PassOptions::Option<bool> moveCollectives{
+      *this, "move-collectives",
+      llvm::cl::desc("Move sum all-reduces past shrinking products "
+                     "(changes rounding)"),
+      llvm::cl::init(false)};
+};
+
+/// raise -> reorder-chains -> plan -> decompose.
+void buildOverlapPipeline(OpPassManager &pm,
+                          const OverlapPipelineOptions &options);
+
+/// Registers `overlap-pipeline`.
+void registerOverlapPipelines();
 
 #define GEN_PASS_REGISTRATION
 #include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"

@@ -121,4 +121,51 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapReorderChains : Pass<"overlap-reorder-chains", "ModuleOp"> {
+  let summary = "Reorder matrix chains by OP_Count and record fusion decisions";
+  let description = [{
+    Finds chains of products -- trees of `linalg.matmul` whose intermediate
+    results have one use and whose accumulators are zero, with static
+    shapes and one element type, and `overlap.chain_matmul` ops -- and
+    rebuilds each in the order that needs the fewest scalar multiplications
+    (the OP_Count dynamic program). Each rebuilt `linalg.matmul` records the
+    TEE-ACM2 fusion decision for a fast memory of `fast-memory` elements as
+    `overlap.fusion`. A remark gives the multiplication counts before and
+    after. Reassociating changes floating-point rounding.
+
+    Before:
+    ```mlir
+    %ab  = linalg.matmul ins(%a, %b : tensor<10x100xf32>, tensor<100x5xf32>) outs(%z0 : ...)
+    %abc = linalg.matmul ins(%ab, %c : tensor<10x5xf32>, tensor<5x50xf32>) outs(%z1 : ...)
+    ```
+    (already the best order: 7500 multiplications; `a (b c)` needs 75000.)
+    An `overlap.chain_matmul %a, %b, %c` becomes the same two matmuls.
+
+    With `move-collectives` (off by default: it changes rounding), a sum
+    all-reduce (`shard.all_reduce`, or the collective of an
+    `overlap.matmul_all_reduce`) whose only use is the left operand of a
+    product with a right factor that shrinks the tensor is moved after the
+    product, allreduce(X)·W = allreduce(X·W), when the profile predicts
+    fewer bytes on the wire and a shorter critical path; the product then
+    becomes an `overlap.matmul_all_reduce`. The right factor must be the
+    same on every rank (replicated): the pass cannot prove it for function
+    arguments, which is one more reason the option is opt-in.
+  }];
+  let options = [
+    Option<"fastMemory", "fast-memory", "double", /*default=*/"49152",
+           "Fast-memory size in elements for the fusion model (TEE-ACM2's "
+           "M)">,
+    Option<"moveCollectives", "move-collectives", "bool", /*default=*/"false",
+           "Move sum all-reduces past shrinking products with a replicated "
+           "right factor (changes rounding)">,
+    Option<"profile", "profile", "std::string",
+           /*default=*/"\"h100-nvlink-datasheet\"",
+           "Profile that prices the collectives for move-collectives">
+  ];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,54 @@
+//===- PlannerBridge.cpp - What passes share to call the Planner -*- C++ -*-===//
+
+#include "PlannerBridge.h"
+
+#include <cstdlib>
+
+#ifndef OVERLAP_PROFILES_DIR
+#define OVERLAP_PROFILES_DIR ""
+#endif
+
+using namespace mlir;
+namespace planner = ::overlap::planner;
+
+static std::string profilesDir() {
+  if (const char *env = std::getenv("OVERLAP_PROFILES_DIR"))
+    return env;
+  return OVERLAP_PROFILES_DIR;
+}
+
+FailureOr<planner::Profile>
+mlir::overlap::loadPassProfile(Operation *anchor, StringRef passName,
+                               StringRef nameOrPath) {
+  std::string dir = profilesDir();
+  std::string path = planner::resolveProfilePath(nameOrPath, dir);
+  if (path.empty())
+    return anchor->emitError()
+           << passName << ": profile '" << nameOrPath
+           << "' is neither a file nor a name in " << dir;
+  llvm::Expected<planner::Profile> loaded = planner::loadProfile(path);
+  if (!loaded)
+    return anchor->emitError()
+           << passName << ": " << llvm::toString(loaded.takeError());
+  return std::move(*loaded);
+}
+
+std::optional<planner::DType> mlir::overlap::plannerDType(Type type) {
+  if (type.isF16())
+    return planner::DType::F16;
+  if (type.isBF16())
+    return planner::DType::BF16;
+  if (type.isF32())
+    return planner::DType::F32;
+  return std::nullopt;
+}
+
+int64_t mlir::overlap::groupSizeOf(Operation *op,
+                                   SymbolTableCollection &symbols) {
+  auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  if (!gridSym || !axes)
+    return ShapedType::kDynamic;
+  auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+  return grid ? getGroupSize(grid, axes.asArrayRef()) : ShapedType::kDynamic;
+}

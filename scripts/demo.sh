@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job, as far as it exists today: installs what is missing, builds,
-# then takes the example tensor-parallel MLP through what the compiler can do
-# now (parse, verify, print), and plans the MC² seed's worked example with
-# the Planner. It does not yet decompose, schedule, lower or run anything;
-# see README.md ("What works today").
+# takes the example tensor-parallel MLP through the tensor-level pipeline
+# (raise, reorder-chains, plan, decompose) and plans the MC² seed's worked
+# example with the Planner. It does not yet bufferize, schedule, lower or
+# run anything; see README.md ("What works today").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,14 +14,31 @@ export OVERLAP_BUILD_DIR=$BUILD
 "$ROOT/scripts/build.sh" overlap-opt overlap-plan
 
 EXAMPLE=$ROOT/examples/mlp.mlir
+OPT=$BUILD/bin/overlap-opt
+# Remarks are the compiler's log; drop MLIR's "see current operation" notes.
+remarks() { grep -E "remark|error" | grep -v "note:" || true; }
+
 echo
 echo "== 1. Parse and verify $EXAMPLE (tensor-parallel MLP, 4 ranks)"
-"$BUILD/bin/overlap-opt" "$EXAMPLE" -o "$BUILD/mlp.verified.mlir"
-echo "verified; printed form written to $BUILD/mlp.verified.mlir"
+"$OPT" "$EXAMPLE" -o "$BUILD/mlp.verified.mlir"
 grep -E "overlap\.(all_gather_matmul|matmul_reduce_scatter)" "$BUILD/mlp.verified.mlir"
 
 echo
-echo "== 2. Plan the MC² seed's example (M=4096 K=3072 N=8192 f16, 8 ranks, all-reduce)"
+echo "== 2. overlap-pipeline (raise, reorder-chains, plan, decompose) with the"
+echo "      H100 datasheet profile and strategy=auto"
+"$OPT" "$EXAMPLE" --overlap-pipeline="profile=h100-nvlink-datasheet strategy=auto" \
+  -o "$BUILD/mlp.auto.mlir" 2>&1 | remarks
+echo "-> $BUILD/mlp.auto.mlir"
+
+echo
+echo "== 3. The same with strategy=uniform:4, to show the decomposition"
+"$OPT" "$EXAMPLE" --overlap-pipeline="profile=h100-nvlink-datasheet strategy=uniform:4" \
+  -o "$BUILD/mlp.uniform4.mlir" 2>&1 | remarks
+echo "per-tile collectives in $BUILD/mlp.uniform4.mlir:"
+grep -oE "overlap\.(all_gather|reduce_scatter) .*" "$BUILD/mlp.uniform4.mlir" | sed 's/^/  /'
+
+echo
+echo "== 4. Plan the MC² seed's example (M=4096 K=3072 N=8192 f16, 8 ranks, all-reduce)"
 TRACE=$BUILD/mc2-example.trace.json
 "$BUILD/bin/overlap-plan" matmul --collective all-reduce --m 4096 --n 8192 \
   --k 3072 --dtype f16 --ranks 8 --profile mc2-example --strategy mc2 \
@@ -29,4 +46,5 @@ TRACE=$BUILD/mc2-example.trace.json
 echo "Chrome trace of the predicted timeline: $TRACE (open it in Perfetto)"
 
 echo
-echo "Not yet: decomposing, scheduling streams, lowering and running on N ranks."
+echo "Not yet: bufferizing, scheduling streams, lowering to the runtime and"
+echo "running on N ranks (the host backend); see README.md."

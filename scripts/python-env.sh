@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Creates (once) the Python environment of python/overlap: a venv at
+# $OVERLAP_BUILD_DIR/venv (default <repo>/build/venv) made with the system
+# python3, with numpy, matplotlib, pytest and the package itself (editable)
+# from PyPI. Prints the venv's python on its last line. Runs pip again only
+# when python/pyproject.toml is newer than the stamp, or the stamp names
+# another checkout, so the second run takes milliseconds.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${OVERLAP_BUILD_DIR:-$ROOT/build}
+VENV=$BUILD/venv
+PYTHON=${OVERLAP_PYTHON:-python3}
+STAMP=$VENV/.overlap-installed
+
+log() { echo "python-env: $*" >&2; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  command -v "$PYTHON" >/dev/null || { log "no $PYTHON on PATH"; exit 1; }
+  # Debian splits venv's pip bootstrap into python3-venv.
+  if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+      log "installing python3-venv"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2
+      apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    else
+      log "$PYTHON has no venv/ensurepip module; install python3-venv (as root)"
+      exit 1
+    fi
+  fi
+  log "creating $VENV"
+  mkdir -p "$BUILD"
+  if ! "$PYTHON" -m venv "$VENV" >&2; then
+    rm -rf "$VENV"
+    log "python3 -m venv failed"
+    exit 1
+  fi
+fi
+
+if [ ! -f "$STAMP" ] || [ "$ROOT/python/pyproject.toml" -nt "$STAMP" ] \
+   || [ "$(cat "$STAMP")" != "$ROOT" ]; then
+  log "installing numpy, matplotlib, pytest and python/ into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    -e "$ROOT/python[test]" >&2
+  echo "$ROOT" > "$STAMP"
+fi
+
+echo "$VENV/bin/python"

@@ -1,0 +1,65 @@
+// RUN: overlap-opt %s --overlap-pipeline="profile=h100-nvlink-datasheet strategy=uniform:2" -split-input-file | FileCheck %s
+// RUN: overlap-opt %s --overlap-pipeline="strategy=auto" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+
+// The upstream-partitioned Megatron MLP (sharding-propagation,
+// shard-partition, canonicalize on a column- then row-parallel pair of
+// weights over 4 ranks): the row-parallel matmul + all_reduce is raised,
+// planned and split into two tiles.
+// AUTO: remark: tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
+// CHECK: %[[C:.*]] = scf.if
+// CHECK: %[[A0:.*]] = tensor.extract_slice %[[H]][0, 0] [256, 64] [1, 1]
+// CHECK: %[[C0:.*]] = tensor.extract_slice %[[C]][0, 0] [256, 64] [1, 1]
+// CHECK: %[[P0:.*]] = linalg.matmul ins(%[[A0]], %arg2 {{.*}} outs(%[[C0]]
+// CHECK: overlap.all_reduce %[[P0]] on @tp grid_axes = [0]
+// CHECK: %[[A1:.*]] = tensor.extract_slice %[[H]][256, 0] [256, 64] [1, 1]
+// CHECK: overlap.all_reduce
+// CHECK-NOT: shard.all_reduce
+// CHECK-NOT: overlap.matmul_all_reduce
+shard.grid @tp(shape = 4)
+func.func @mlp(%arg0: tensor<512x64xf32>, %arg1: tensor<64x64xf32>, %arg2: tensor<64x64xf32>) -> tensor<512x64xf32> {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<512x64xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<512x64xf32>) -> tensor<512x64xf32>
+  %2 = linalg.matmul ins(%arg0, %arg1 : tensor<512x64xf32>, tensor<64x64xf32>) outs(%1 : tensor<512x64xf32>) -> tensor<512x64xf32>
+  %3 = tensor.empty() : tensor<512x64xf32>
+  %4 = linalg.fill ins(%cst : f32) outs(%3 : tensor<512x64xf32>) -> tensor<512x64xf32>
+  %proc_linear_idx = shard.process_multi_index on @tp axes = [0] : index
+  %5 = arith.cmpi eq, %proc_linear_idx, %c0 : index
+  %6 = scf.if %5 -> (tensor<512x64xf32>) {
+    scf.yield %4 : tensor<512x64xf32>
+  } else {
+    %8 = tensor.empty() : tensor<512x64xf32>
+    %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<512x64xf32>) -> tensor<512x64xf32>
+    scf.yield %9 : tensor<512x64xf32>
+  }
+  %7 = linalg.matmul ins(%2, %arg2 : tensor<512x64xf32>, tensor<64x64xf32>) outs(%6 : tensor<512x64xf32>) -> tensor<512x64xf32>
+  %all_reduce = shard.all_reduce %7 on @tp grid_axes = [0] : tensor<512x64xf32> -> tensor<512x64xf32>
+  return %all_reduce : tensor<512x64xf32>
+}
+
+// -----
+
+// Sequence-parallel input gathered along rows, then a column-parallel
+// matmul: raised to all_gather_matmul, planned, and decomposed into
+// per-tile gathers feeding strided-batched matmuls.
+// AUTO: remark: tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
+// CHECK-LABEL: func.func @all_gather
+// CHECK-NOT: shard.all_gather
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 128, 256]
+// CHECK: overlap.all_gather %{{.*}} on @tp grid_axes = [0] : tensor<64x512xf16> -> tensor<256x512xf16>
+// CHECK: linalg.batch_matmul
+// CHECK: overlap.all_gather %{{.*}} on @tp grid_axes = [0] : tensor<64x512xf16> -> tensor<256x512xf16>
+// CHECK: linalg.batch_matmul
+// CHECK: tensor.collapse_shape {{.*}} into tensor<512x256xf16>
+shard.grid @tp(shape = 4)
+func.func @all_gather(%x: tensor<128x512xf16>, %w: tensor<512x256xf16>) -> tensor<512x256xf16> {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<128x512xf16> -> tensor<512x512xf16>
+  %zero = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<512x256xf16>
+  %c = linalg.fill ins(%zero : f16) outs(%e : tensor<512x256xf16>) -> tensor<512x256xf16>
+  %y = linalg.matmul ins(%g, %w : tensor<512x512xf16>, tensor<512x256xf16>) outs(%c : tensor<512x256xf16>) -> tensor<512x256xf16>
+  return %y : tensor<512x256xf16>
+}

@@ -1,0 +1,394 @@
+/*===- overlap_runtime.h - The Overlap runtime C ABI ---------------*- C -*-===//
+ *
+ * Part of the Overlap project.
+ *
+ *===----------------------------------------------------------------------===//
+ *
+ * The calls that compiled Overlap programs make: per-rank contexts, ordered
+ * streams, strided-batched GEMM, collectives over process groups, epoch-
+ * counted signal/wait flags between streams, pack/unpack of strided blocks,
+ * and memory. The ABI is plain C (no MLIR, no CUDA types) so generated LLVM
+ * IR, C/C++ hosts and dlopen-based runners can all call it; every backend
+ * (host today, CUDA later) implements the same functions. docs/runtime.md
+ * describes the threading model, the determinism guarantees and the error
+ * model in prose.
+ *
+ * Conventions shared by every call:
+ *  - Every call that can fail returns an overlap_status; 0 is success.
+ *  - Calls that take a `stream` enqueue work on that stream of the calling
+ *    rank and return at once; the work runs later, in enqueue order with
+ *    the other work of that stream. Buffers must stay valid until the work
+ *    has run (until a synchronize call returns).
+ *  - Errors are sticky per context: the first error is kept, its text is
+ *    overlap_last_error(ctx), later calls on that context return it without
+ *    doing anything, and every other rank's pending and future work fails
+ *    with OVERLAP_ERROR_ABORTED instead of hanging.
+ *  - `tile` is a caller-chosen tag (the tile index along M; -1 for none)
+ *    that appears in error messages, e.g.
+ *    "overlap_all_reduce: rank 2, stream comm, tile 3: ...".
+ *  - Counts, dimensions, leading dimensions and strides are in elements.
+ *  - One thread per context (the rank's thread) makes the calls.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef OVERLAP_RUNTIME_OVERLAP_RUNTIME_H
+#define OVERLAP_RUNTIME_OVERLAP_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define OVERLAP_RUNTIME_EXPORT __declspec(dllexport)
+#else
+#define OVERLAP_RUNTIME_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Basic types
+ *===----------------------------------------------------------------------===*/
+
+/* Result of every fallible call. The numeric values are part of the ABI. */
+typedef enum overlap_status {
+  OVERLAP_SUCCESS = 0,
+  /* A null pointer, a negative size, a leading dimension that is too small,
+     a stream or flag index out of range, an unknown dtype or reduction. */
+  OVERLAP_ERROR_INVALID_ARGUMENT = 1,
+  /* A wait or a collective was not satisfied within the wait timeout. */
+  OVERLAP_ERROR_TIMEOUT = 2,
+  /* Another rank failed first; this rank's work was abandoned. */
+  OVERLAP_ERROR_ABORTED = 3,
+  OVERLAP_ERROR_OUT_OF_MEMORY = 4,
+  /* Valid, but not implemented by this backend. */
+  OVERLAP_ERROR_UNSUPPORTED = 5,
+  /* A backend library (CUDA, cuBLASLt, NCCL) reported an error. */
+  OVERLAP_ERROR_BACKEND = 6,
+  OVERLAP_ERROR_INTERNAL = 7
+} overlap_status;
+
+/* Element types. f16 and bf16 are stored as uint16_t bit patterns. */
+typedef enum overlap_dtype {
+  OVERLAP_F32 = 0,
+  OVERLAP_F16 = 1,
+  OVERLAP_BF16 = 2
+} overlap_dtype;
+
+/* Reductions. All of them are computed in f32 in group-rank order
+   (0, 1, 2, ...) and rounded once to the element type. AVG is the sum
+   divided by the group size. */
+typedef enum overlap_reduce_op {
+  OVERLAP_SUM = 0,
+  OVERLAP_PROD = 1,
+  OVERLAP_MAX = 2,
+  OVERLAP_MIN = 3,
+  OVERLAP_AVG = 4
+} overlap_reduce_op;
+
+/* The two streams every context has. Further streams are 2, 3, ... up to
+   overlap_context_num_streams(ctx) - 1. */
+enum {
+  OVERLAP_STREAM_COMPUTE = 0,
+  OVERLAP_STREAM_COMM = 1
+};
+
+/* Passed as `color` to overlap_group_split by ranks that join no group. */
+#define OVERLAP_UNDEFINED_COLOR (-1)
+
+/* Opaque handles. A context is one rank; groups and signal sets belong to a
+   context and live until it is destroyed (or until destroyed explicitly). */
+typedef struct overlap_context overlap_context;
+typedef struct overlap_group overlap_group;
+typedef struct overlap_signals overlap_signals;
+
+/* A short constant name for a status, e.g. "OVERLAP_ERROR_TIMEOUT". */
+OVERLAP_RUNTIME_EXPORT const char *overlap_status_name(overlap_status status);
+
+/* The first error recorded on `ctx`, as a sentence that names the call, the
+   rank, the stream and the tile or flag, e.g.
+   "overlap_wait: rank 2, stream comm, flag 3: not signalled within 5000 ms".
+   "" when there was none. The text stays valid as long as the context. */
+OVERLAP_RUNTIME_EXPORT const char *overlap_last_error(overlap_context *ctx);
+
+/* The context's sticky status, without waiting for queued work. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_context_status(overlap_context *ctx);
+
+/*===----------------------------------------------------------------------===
+ * Host backend: ranks are threads of this process
+ *===----------------------------------------------------------------------===*/
+
+/* overlap_host_options.chaos */
+enum {
+  OVERLAP_CHAOS_FROM_ENV = 0, /* on iff OVERLAP_HOST_CHAOS=<seed> is set */
+  OVERLAP_CHAOS_OFF = 1,
+  OVERLAP_CHAOS_ON = 2 /* on, with chaos_seed */
+};
+
+/* Options of overlap_host_launch. Initialize with overlap_host_options_init
+   and change fields; zero means "the default". */
+typedef struct overlap_host_options {
+  /* sizeof(overlap_host_options); lets the struct grow compatibly. */
+  uint32_t struct_size;
+  /* Streams per context; 0 means 2 (compute and comm). At most 16. */
+  int32_t num_streams;
+  /* How long a wait or a collective may block before it fails with
+     OVERLAP_ERROR_TIMEOUT. 0 means $OVERLAP_WAIT_TIMEOUT_MS, else 10000. */
+  int64_t wait_timeout_ms;
+  /* Chaos mode: a random delay (seeded per rank and stream) before each
+     stream task, so that a missing wait shows up as a wrong result. */
+  int32_t chaos;
+  uint64_t chaos_seed;
+  /* Upper bound of one chaos delay; 0 means $OVERLAP_HOST_CHAOS_MAX_US,
+     else 1000. Half of the tasks, drawn at random, are not delayed. */
+  int64_t chaos_max_delay_us;
+} overlap_host_options;
+
+/* Fills `opts` with the defaults (every field "use the default"). */
+OVERLAP_RUNTIME_EXPORT void
+overlap_host_options_init(overlap_host_options *opts);
+
+/* Runs `fn(ctx, user)` once per rank, each on its own thread with its own
+   context (rank 0 .. ranks-1 of a world of `ranks`), and returns when all
+   have returned and all their streams have drained. `opts` may be NULL.
+   Returns the first error of any rank (the root cause, not the
+   OVERLAP_ERROR_ABORTED of the ranks it took down); its text is then
+   overlap_host_launch_error(). Contexts are destroyed on return. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_host_launch(int ranks, const overlap_host_options *opts,
+                    void (*fn)(overlap_context *ctx, void *user), void *user);
+
+/* The error text of the last overlap_host_launch made by this thread, or
+   "" if it succeeded. */
+OVERLAP_RUNTIME_EXPORT const char *overlap_host_launch_error(void);
+
+/*===----------------------------------------------------------------------===
+ * Context
+ *===----------------------------------------------------------------------===*/
+
+/* This context's rank in the world, and the world's size. */
+OVERLAP_RUNTIME_EXPORT int overlap_context_rank(overlap_context *ctx);
+OVERLAP_RUNTIME_EXPORT int overlap_context_size(overlap_context *ctx);
+
+/* Number of streams; valid stream indices are 0 .. n-1. */
+OVERLAP_RUNTIME_EXPORT int overlap_context_num_streams(overlap_context *ctx);
+
+/* The group of all ranks (group rank = world rank). Owned by the context. */
+OVERLAP_RUNTIME_EXPORT overlap_group *overlap_context_world(overlap_context *ctx);
+
+/* Blocks until all work enqueued so far on `stream` has run; returns the
+   context's status. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_stream_synchronize(overlap_context *ctx, int32_t stream);
+
+/* Blocks until every stream of the context has drained (the end of an
+   `overlap.concurrent`); returns the context's status. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_context_synchronize(overlap_context *ctx);
+
+/*===----------------------------------------------------------------------===
+ * Groups
+ *===----------------------------------------------------------------------===*/
+
+/* Splits `parent` (NULL: the world) like MPI_Comm_split. Collective over all
+   ranks of `parent`, called from the rank's thread (not enqueued); it is
+   ordered with the parent's other collectives by call order. Ranks passing
+   the same `color` (>= 0) form one new group, ordered by (key, parent
+   rank); ranks passing OVERLAP_UNDEFINED_COLOR get *group = NULL.
+
+   Grid axes: for a grid of shape (s0, s1, ...) and a rank with coordinates
+   (c0, c1, ...) (row-major: rank = ((c0*s1)+c1)*s2+...), the group over
+   grid axes A takes color = the linear index of the coordinates NOT in A,
+   and key = the linear index of the coordinates in A (in the order of A).
+   E.g. shape 2x4, axes [1]: color = c0, key = c1 -> 2 groups of 4.
+
+   The group belongs to the context; overlap_group_destroy frees it early. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_group_split(overlap_context *ctx, overlap_group *parent, int color,
+                    int key, overlap_group **group);
+
+/* This rank's index in `group`, and the group's size. */
+OVERLAP_RUNTIME_EXPORT int overlap_group_rank(overlap_group *group);
+OVERLAP_RUNTIME_EXPORT int overlap_group_size(overlap_group *group);
+
+/* Frees a group made by overlap_group_split after the work that uses it has
+   run. The world group cannot be destroyed. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_group_destroy(overlap_context *ctx, overlap_group *group);
+
+/*===----------------------------------------------------------------------===
+ * Memory and copies
+ *===----------------------------------------------------------------------===*/
+
+/* Allocates `bytes` of memory the backend's GEMMs and collectives can use
+   (host: 64-byte aligned; CUDA: device memory). `ctx` may be NULL on the
+   host. *ptr is NULL for 0 bytes. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_alloc(overlap_context *ctx, size_t bytes, void **ptr);
+
+/* Frees memory from overlap_alloc; NULL is ignored. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_free(overlap_context *ctx,
+                                                    void *ptr);
+
+/* Enqueues a copy of `bytes` bytes (the ranges must not overlap). */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_memcpy(overlap_context *ctx, int32_t stream, int64_t tile, void *dst,
+               const void *src, size_t bytes);
+
+/* Enqueues a call of `fn(user)` on the stream, e.g. elementwise code the
+   compiler outlined into a stream region (CUDA: cudaLaunchHostFunc). */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_launch_host_func(overlap_context *ctx, int32_t stream,
+                         void (*fn)(void *user), void *user);
+
+/*===----------------------------------------------------------------------===
+ * GEMM
+ *===----------------------------------------------------------------------===*/
+
+/* Enqueues the strided-batched GEMM, for b in [0, batch):
+     C[b] (m x n) = C[b] + A[b] (m x k) . B[b] (k x n)
+   with row-major matrices: element (i, j) of X[b] is at
+   x + b * stride_x + i * ldx + j. A and B have type `ab_type`; C has type
+   `c_type`, which is f32 or equal to `ab_type`. Products are accumulated in
+   f32 in the order C, then k = 0, 1, ..., k-1, and rounded once to `c_type`;
+   each output row is computed the same way whatever m is, so splitting a
+   GEMM along M into tiles gives bit-identical results. A stride of 0 for A
+   or B reuses (broadcasts) one matrix for every batch; stride_c must not
+   make the C matrices overlap. Requires lda >= k, ldb >= n, ldc >= n. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
+             int64_t m, int64_t n, int64_t k, overlap_dtype ab_type,
+             const void *a, int64_t lda, int64_t stride_a, const void *b,
+             int64_t ldb, int64_t stride_b, overlap_dtype c_type, void *c,
+             int64_t ldc, int64_t stride_c);
+
+/*===----------------------------------------------------------------------===
+ * Collectives
+ *
+ * Enqueued on a stream; matched across the ranks of `group` (NULL: the
+ * world) by the order in which each rank issues its collectives on that
+ * group, as with NCCL. Each rank's buffers must be distinct from the other
+ * ranks'. Results are identical on every rank and independent of timing.
+ *===----------------------------------------------------------------------===*/
+
+/* dst[i] = op over group ranks g = 0, 1, ... of src_g[i], for i < count.
+   src == dst (in place) is allowed. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_all_reduce(overlap_context *ctx, int32_t stream, int64_t tile,
+                   overlap_group *group, overlap_dtype dtype,
+                   overlap_reduce_op op, const void *src, void *dst,
+                   int64_t count);
+
+/* src holds G blocks of `count` elements (G = group size); group rank r
+   receives in dst the reduction of block r over all ranks.
+   dst == src + r * count (in place) is allowed. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_reduce_scatter(overlap_context *ctx, int32_t stream, int64_t tile,
+                       overlap_group *group, overlap_dtype dtype,
+                       overlap_reduce_op op, const void *src, void *dst,
+                       int64_t count);
+
+/* dst (G * count elements) receives group rank g's src (count elements) as
+   block g. src == dst + r * count (in place) is allowed. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_all_gather(overlap_context *ctx, int32_t stream, int64_t tile,
+                   overlap_group *group, overlap_dtype dtype, const void *src,
+                   void *dst, int64_t count);
+
+/* No rank's later work on `stream` starts before every rank of the group
+   has reached the barrier. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,
+                                                       int32_t stream,
+                                                       int64_t tile,
+                                                       overlap_group *group);
+
+/*===----------------------------------------------------------------------===
+ * Signal / wait between the streams of one rank
+ *
+ * A signal set holds `n` flags and an epoch (starting at 1). overlap_signal
+ * and overlap_wait capture the epoch current when they are enqueued: the
+ * signal raises the flag to that epoch once all earlier work of its stream
+ * has run; the wait holds back later work of its stream until the flag has
+ * reached that epoch (CUDA: cuStreamWriteValue32 / cuStreamWaitValue32 GEQ).
+ * Bumping the epoch once per call of the enclosing function makes the
+ * flags reusable without a reset. A wait that is not satisfied within the
+ * wait timeout fails with OVERLAP_ERROR_TIMEOUT and a message naming rank,
+ * stream and flag; it never hangs.
+ *===----------------------------------------------------------------------===*/
+
+/* Creates a set of `n` (>= 1) lowered flags at epoch 1. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_signals_create(overlap_context *ctx, int32_t n,
+                       overlap_signals **sigs);
+
+/* Returns the context's signal set registered under `key` (e.g. a number
+   the compiler gives each `overlap.concurrent`), creating it with `n`
+   flags on first use and bumping its epoch on every later use: call it
+   once at the start of each execution of the region. `n` must match. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_signals_acquire(overlap_context *ctx, int64_t key, int32_t n,
+                        overlap_signals **sigs);
+
+/* Starts a new epoch: signals and waits enqueued from now on use it. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_signals_next_epoch(overlap_context *ctx, overlap_signals *sigs);
+
+/* Frees a set made by overlap_signals_create once no queued work uses it
+   (after a synchronize). Sets from overlap_signals_acquire are freed with
+   the context. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_signals_destroy(overlap_context *ctx, overlap_signals *sigs);
+
+/* Enqueues: raise flag `index` once all earlier work on `stream` has run. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_signal(overlap_context *ctx,
+                                                      int32_t stream,
+                                                      overlap_signals *sigs,
+                                                      int32_t index);
+
+/* Enqueues: later work on `stream` waits until flag `index` is raised. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_wait(overlap_context *ctx,
+                                                    int32_t stream,
+                                                    overlap_signals *sigs,
+                                                    int32_t index);
+
+/*===----------------------------------------------------------------------===
+ * Pack / unpack of strided blocks (one routine per block, not one copy per
+ * row; on CUDA one kernel, after the GPU MPI_Pack design)
+ *
+ * The block has extents n0 x n1 x n2 of `elem_bytes`-byte elements; element
+ * (i0, i1, i2) of the strided side is at base + (i0*s0 + i1*s1 + i2) *
+ * elem_bytes, and at ((i0*n1 + i1)*n2 + i2) * elem_bytes in the packed
+ * buffer. A 2-D block is n0 = 1. Requires s1 >= n2 and s0 >= n1 * s1 when
+ * n0 > 1 (no element is written twice).
+ *===----------------------------------------------------------------------===*/
+
+/* Enqueues: packed = strided block of src. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_pack(overlap_context *ctx, int32_t stream, int64_t tile,
+             int64_t elem_bytes, const void *src, int64_t n0, int64_t n1,
+             int64_t n2, int64_t s0, int64_t s1, void *packed);
+
+/* Enqueues: strided block of dst = packed. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_unpack(overlap_context *ctx, int32_t stream, int64_t tile,
+               int64_t elem_bytes, const void *packed, int64_t n0, int64_t n1,
+               int64_t n2, int64_t s0, int64_t s1, void *dst);
+
+/*===----------------------------------------------------------------------===
+ * Number conversions (round to nearest even; NaN stays NaN)
+ *===----------------------------------------------------------------------===*/
+
+OVERLAP_RUNTIME_EXPORT uint16_t overlap_f32_to_f16(float value);
+OVERLAP_RUNTIME_EXPORT float overlap_f16_to_f32(uint16_t bits);
+OVERLAP_RUNTIME_EXPORT uint16_t overlap_f32_to_bf16(float value);
+OVERLAP_RUNTIME_EXPORT float overlap_bf16_to_f32(uint16_t bits);
+
+/* Bytes per element of `dtype` (4 or 2), 0 if unknown. */
+OVERLAP_RUNTIME_EXPORT size_t overlap_dtype_size(overlap_dtype dtype);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* OVERLAP_RUNTIME_OVERLAP_RUNTIME_H */

@@ -359,8 +359,9 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_wait(overlap_context *ctx,
  * The block has extents n0 x n1 x n2 of `elem_bytes`-byte elements; element
  * (i0, i1, i2) of the strided side is at base + (i0*s0 + i1*s1 + i2) *
  * elem_bytes, and at ((i0*n1 + i1)*n2 + i2) * elem_bytes in the packed
- * buffer. A 2-D block is n0 = 1. Requires s1 >= n2 and s0 >= n1 * s1 when
- * n0 > 1 (no element is written twice).
+ * buffer. A 2-D block is n0 = 1. overlap_unpack requires s1 >= n2 (when
+ * n1 > 1) and s0 >= (n1 - 1) * s1 + n2 (when n0 > 1), so that no element is
+ * written twice; overlap_pack may read overlapping rows.
  *===----------------------------------------------------------------------===*/
 
 /* Enqueues: packed = strided block of src. */

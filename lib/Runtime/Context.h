@@ -1,0 +1,150 @@
+//===- Context.h - Backend-neutral context, groups and signals -*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The C entry points (Api.cpp) check their arguments, format error messages
+// and keep each context's sticky error; a backend derives from the structs
+// here and implements the work itself. Arguments reaching a backend are
+// already valid.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LIB_RUNTIME_CONTEXT_H
+#define OVERLAP_LIB_RUNTIME_CONTEXT_H
+
+#include "overlap/Runtime/overlap_runtime.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace overlap {
+namespace runtime {
+
+/// Where an error happened: the call, the stream and the tile or flag.
+struct Site {
+  enum class Kind { None, Tile, Flag };
+  const char *call = "";
+  int stream = -1; // -1: the rank's own thread
+  Kind kind = Kind::None;
+  int64_t index = -1;
+
+  static Site tile(const char *call, int stream, int64_t tile) {
+    return {call, stream, tile >= 0 ? Kind::Tile : Kind::None, tile};
+  }
+  static Site flag(const char *call, int stream, int64_t flag) {
+    return {call, stream, Kind::Flag, flag};
+  }
+  static Site thread(const char *call) { return {call, -1, Kind::None, -1}; }
+};
+
+/// "compute", "comm", or the index of a further stream.
+std::string streamName(int stream);
+
+/// "call: rank R, stream S, tile T: what".
+std::string formatError(const Site &site, int rank, const std::string &what);
+
+struct GemmArgs {
+  int64_t batch, m, n, k;
+  overlap_dtype abType, cType;
+  const void *a, *b;
+  void *c;
+  int64_t lda, ldb, ldc;
+  int64_t strideA, strideB, strideC;
+};
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Barrier };
+
+struct CollectiveArgs {
+  CollectiveKind kind;
+  overlap_dtype dtype;
+  overlap_reduce_op op;
+  const void *src;
+  void *dst;
+  int64_t count; // per rank, as in the C calls
+};
+
+struct PackArgs {
+  bool unpack;
+  int64_t elemBytes;
+  const void *src; // strided side for pack, packed side for unpack
+  void *dst;
+  int64_t n0, n1, n2, s0, s1;
+};
+
+} // namespace runtime
+} // namespace overlap
+
+/// A process group as seen by one rank.
+struct overlap_group {
+  virtual ~overlap_group() = default;
+  int rank = 0; // index of this rank in the group
+  int size = 1;
+};
+
+/// A set of epoch-counted flags of one context.
+struct overlap_signals {
+  virtual ~overlap_signals() = default;
+  int32_t count = 0;
+  uint64_t epoch = 1; // captured by signal/wait when they are enqueued
+};
+
+/// One rank. Backends derive from it; Api.cpp owns the error bookkeeping.
+struct overlap_context {
+  overlap_context(int rank, int size, int numStreams)
+      : rank(rank), size(size), numStreams(numStreams) {}
+  virtual ~overlap_context() = default;
+
+  const int rank, size, numStreams;
+
+  /// Signal sets of overlap_signals_acquire by key; the backend owns them.
+  std::map<int64_t, overlap_signals *> keyedSignals;
+
+  overlap_status status() const { return status_.load(std::memory_order_acquire); }
+  const char *lastError();
+
+  /// Records the first error (later ones are dropped) and tells the backend
+  /// so it can abort the other ranks. Returns `status`. Thread-safe.
+  overlap_status fail(overlap_status status, const std::string &message);
+
+  // Backend interface. Stream indices, groups, signals and sizes are valid.
+  virtual overlap_group *worldGroup() = 0;
+  virtual overlap_status synchronize(int stream) = 0; // -1: all streams
+  virtual overlap_status split(overlap_group *parent, int color, int key,
+                               overlap_group **group) = 0;
+  virtual void destroyGroup(overlap_group *group) = 0;
+  virtual overlap_status createSignals(int32_t n, overlap_signals **sigs) = 0;
+  virtual void destroySignals(overlap_signals *sigs) = 0;
+  virtual overlap_status gemm(const overlap::runtime::Site &site,
+                              const overlap::runtime::GemmArgs &args) = 0;
+  virtual overlap_status
+  collective(const overlap::runtime::Site &site, overlap_group *group,
+             const overlap::runtime::CollectiveArgs &args) = 0;
+  virtual overlap_status pack(const overlap::runtime::Site &site,
+                              const overlap::runtime::PackArgs &args) = 0;
+  virtual overlap_status copy(const overlap::runtime::Site &site, void *dst,
+                              const void *src, size_t bytes) = 0;
+  virtual overlap_status hostFunc(const overlap::runtime::Site &site,
+                                  void (*fn)(void *), void *user) = 0;
+  virtual overlap_status signal(const overlap::runtime::Site &site,
+                                overlap_signals *sigs, int32_t index) = 0;
+  virtual overlap_status wait(const overlap::runtime::Site &site,
+                              overlap_signals *sigs, int32_t index) = 0;
+  virtual overlap_status alloc(size_t bytes, void **ptr) = 0;
+  virtual void free(void *ptr) = 0;
+
+protected:
+  /// Called once, after the first error has been recorded.
+  virtual void onFail() {}
+
+private:
+  std::atomic<overlap_status> status_{OVERLAP_SUCCESS};
+  std::mutex errorMutex_;
+  std::string error_;
+};
+
+#endif // OVERLAP_LIB_RUNTIME_CONTEXT_H

@@ -1,0 +1,234 @@
+//===- HostBackend.h - Ranks as threads, streams as workers ----*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The host backend: a World of R ranks in one process. Each rank is a
+// HostContext whose streams are worker threads running their queues in
+// order; signal flags are atomics; collectives meet in shared memory. Any
+// blocking step (a wait, a collective, a split) polls the world's abort flag
+// and a deadline, so a lost signal or a missing peer becomes an error and
+// the first error stops every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LIB_RUNTIME_HOST_HOSTBACKEND_H
+#define OVERLAP_LIB_RUNTIME_HOST_HOSTBACKEND_H
+
+#include "Context.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace overlap {
+namespace host {
+
+using Clock = std::chrono::steady_clock;
+
+/// overlap_host_options with the defaults and the environment resolved.
+struct Options {
+  int numStreams = 2;
+  int64_t waitTimeoutMs = 10000;
+  bool chaos = false;
+  uint64_t chaosSeed = 0;
+  int64_t chaosMaxDelayUs = 1000;
+};
+
+/// One collective call of one group, while its ranks are inside it.
+struct Meeting {
+  explicit Meeting(int size)
+      : src(size), dst(size), color(size), key(size), present(size) {}
+  std::vector<const void *> src;
+  std::vector<void *> dst;
+  std::vector<int> color, key;
+  std::vector<char> present; // arrived at the current phase
+  int arrived = 0;
+  uint64_t phase = 0;
+  int left = 0;
+};
+
+/// What the ranks of one group share.
+struct GroupShared {
+  uint64_t id = 0;
+  std::vector<int> members; // world rank of each group rank
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<uint64_t, std::shared_ptr<Meeting>> meetings; // by call number
+};
+
+struct HostGroup : overlap_group {
+  std::shared_ptr<GroupShared> shared;
+  uint64_t nextCall = 0; // collectives issued by this rank on the group
+};
+
+struct HostSignals : overlap_signals {
+  std::unique_ptr<std::atomic<uint64_t>[]> flags;
+  std::mutex mutex;
+  std::condition_variable cv;
+};
+
+class World {
+public:
+  World(int ranks, const Options &options);
+
+  const int ranks;
+  const Options options;
+  std::shared_ptr<GroupShared> worldShared;
+
+  /// Set once the first error of any rank is recorded.
+  std::atomic<bool> aborted{false};
+
+  /// Records the root cause (the first call wins) and sets `aborted`.
+  void abort(int rank, overlap_status status, const std::string &message);
+  overlap_status rootStatus();
+  std::string rootError();
+  /// "rank R failed first: <its message>", for the ranks it takes down.
+  std::string abandonedText();
+
+  /// The group of color `color` made by call `call` of overlap_group_split
+  /// on the parent `parentId`; made by the first member that asks.
+  std::shared_ptr<GroupShared> splitGroup(uint64_t parentId, uint64_t call,
+                                          int color,
+                                          const std::vector<int> &members);
+
+  Clock::duration timeout() const {
+    return std::chrono::milliseconds(options.waitTimeoutMs);
+  }
+
+  /// Waits on `cv` until `ready()`; OVERLAP_ERROR_ABORTED as soon as the
+  /// world aborts, OVERLAP_ERROR_TIMEOUT at `deadline`.
+  template <typename Ready>
+  overlap_status waitUntil(std::unique_lock<std::mutex> &lock,
+                           std::condition_variable &cv, Clock::time_point deadline,
+                           Ready ready) {
+    while (!ready()) {
+      if (aborted.load(std::memory_order_acquire))
+        return OVERLAP_ERROR_ABORTED;
+      Clock::time_point now = Clock::now();
+      if (now >= deadline)
+        return OVERLAP_ERROR_TIMEOUT;
+      // Wake-ups are notified; the slice only bounds how late an abort or
+      // a deadline is noticed.
+      Clock::duration slice = std::chrono::milliseconds(2);
+      cv.wait_for(lock, std::min<Clock::duration>(deadline - now, slice));
+    }
+    return OVERLAP_SUCCESS;
+  }
+
+private:
+  std::mutex mutex_;
+  int rootRank_ = -1;
+  overlap_status rootStatus_ = OVERLAP_SUCCESS;
+  std::string rootError_;
+  uint64_t nextGroupId_ = 1;
+  std::map<std::tuple<uint64_t, uint64_t, int>, std::shared_ptr<GroupShared>>
+      splits_;
+};
+
+class HostContext;
+
+/// One stream: a worker thread running its queue in order.
+class Stream {
+public:
+  /// Work of one task: returns a status and, on failure, says what went
+  /// wrong (the stream adds call, rank, stream and tile).
+  using Work = std::function<overlap_status(std::string &what)>;
+
+  Stream(HostContext &ctx, int index);
+  ~Stream();
+
+  void enqueue(const runtime::Site &site, Work work);
+  void synchronize();
+
+private:
+  struct Task {
+    runtime::Site site;
+    Work work;
+  };
+  void loop();
+  void run(Task &task);
+
+  HostContext &ctx_;
+  const int index_;
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Task> queue_;
+  uint64_t enqueued_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::mt19937_64 chaos_;
+  std::thread worker_;
+};
+
+class HostContext final : public overlap_context {
+public:
+  HostContext(World &world, int rank);
+  ~HostContext() override;
+
+  World &world;
+
+  overlap_group *worldGroup() override { return &worldGroup_; }
+  overlap_status synchronize(int stream) override;
+  overlap_status split(overlap_group *parent, int color, int key,
+                       overlap_group **group) override;
+  void destroyGroup(overlap_group *group) override;
+  overlap_status createSignals(int32_t n, overlap_signals **sigs) override;
+  void destroySignals(overlap_signals *sigs) override;
+  overlap_status gemm(const runtime::Site &site,
+                      const runtime::GemmArgs &args) override;
+  overlap_status collective(const runtime::Site &site, overlap_group *group,
+                            const runtime::CollectiveArgs &args) override;
+  overlap_status pack(const runtime::Site &site,
+                      const runtime::PackArgs &args) override;
+  overlap_status copy(const runtime::Site &site, void *dst, const void *src,
+                      size_t bytes) override;
+  overlap_status hostFunc(const runtime::Site &site, void (*fn)(void *),
+                          void *user) override;
+  overlap_status signal(const runtime::Site &site, overlap_signals *sigs,
+                        int32_t index) override;
+  overlap_status wait(const runtime::Site &site, overlap_signals *sigs,
+                      int32_t index) override;
+  overlap_status alloc(size_t bytes, void **ptr) override;
+  void free(void *ptr) override;
+
+protected:
+  void onFail() override;
+
+private:
+  void enqueue(const runtime::Site &site, Stream::Work work) {
+    streams_[site.stream]->enqueue(site, std::move(work));
+  }
+
+  HostGroup worldGroup_;
+  std::vector<std::unique_ptr<HostGroup>> groups_;
+  std::vector<std::unique_ptr<HostSignals>> signals_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+/// The body of one collective call on one rank (Collectives.cpp).
+overlap_status runCollective(World &world, GroupShared &group, int groupRank,
+                             uint64_t call, const runtime::CollectiveArgs &args,
+                             std::string &what);
+
+/// The rendezvous of overlap_group_split (Collectives.cpp).
+overlap_status runSplit(World &world, HostGroup &parent, int color, int key,
+                        std::shared_ptr<GroupShared> &result, int &groupRank,
+                        std::string &what);
+
+} // namespace host
+} // namespace overlap
+
+#endif // OVERLAP_LIB_RUNTIME_HOST_HOSTBACKEND_H

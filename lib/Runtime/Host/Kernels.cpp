@@ -1,0 +1,207 @@
+//===- Kernels.cpp - Host GEMM, reduction and pack loops -------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+#include "Numeric.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace overlap::runtime;
+using namespace overlap::host;
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// Blocking only changes which elements are in flight together, never the
+// order of the operations on one element: C, then k = 0, 1, ..., k-1.
+constexpr int64_t kRowBlock = 4;
+constexpr int64_t kColBlock = 256;
+
+template <overlap_dtype AB, overlap_dtype C>
+void gemmTyped(const GemmArgs &g) {
+  using ABT = typename Elem<AB>::Storage;
+  using CT = typename Elem<C>::Storage;
+  const ABT *a = static_cast<const ABT *>(g.a);
+  const ABT *b = static_cast<const ABT *>(g.b);
+  CT *c = static_cast<CT *>(g.c);
+
+  // B as f32 rows: the inner loop then is a plain float axpy that the
+  // compiler vectorizes. A broadcast B (stride 0) is converted once.
+  std::vector<float> bF32;
+  float acc[kRowBlock * kColBlock];
+
+  for (int64_t batch = 0; batch < g.batch; ++batch) {
+    const ABT *aB = a + batch * g.strideA;
+    const ABT *bB = b + batch * g.strideB;
+    CT *cB = c + batch * g.strideC;
+
+    const float *bRows;
+    int64_t ldbRows;
+    if constexpr (AB == OVERLAP_F32) {
+      bRows = bB;
+      ldbRows = g.ldb;
+    } else {
+      if (batch == 0 || g.strideB != 0) {
+        bF32.resize(static_cast<size_t>(g.k * g.n));
+        for (int64_t kk = 0; kk < g.k; ++kk)
+          for (int64_t j = 0; j < g.n; ++j)
+            bF32[kk * g.n + j] = Elem<AB>::load(bB[kk * g.ldb + j]);
+      }
+      bRows = bF32.data();
+      ldbRows = g.n;
+    }
+
+    for (int64_t i0 = 0; i0 < g.m; i0 += kRowBlock) {
+      int64_t rows = std::min(kRowBlock, g.m - i0);
+      for (int64_t j0 = 0; j0 < g.n; j0 += kColBlock) {
+        int64_t cols = std::min(kColBlock, g.n - j0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const CT *cRow = cB + (i0 + r) * g.ldc + j0;
+          float *accRow = acc + r * kColBlock;
+          for (int64_t j = 0; j < cols; ++j)
+            accRow[j] = Elem<C>::load(cRow[j]);
+        }
+        for (int64_t kq = 0; kq < g.k; ++kq) {
+          int64_t kk = rows < kRowBlock ? g.k - 1 - kq : kq;
+          const float *bRow = bRows + kk * ldbRows + j0;
+          for (int64_t r = 0; r < rows; ++r) {
+            float av = Elem<AB>::load(aB[(i0 + r) * g.lda + kk]);
+            float *accRow = acc + r * kColBlock;
+            for (int64_t j = 0; j < cols; ++j)
+              accRow[j] += av * bRow[j];
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          CT *cRow = cB + (i0 + r) * g.ldc + j0;
+          const float *accRow = acc + r * kColBlock;
+          for (int64_t j = 0; j < cols; ++j)
+            cRow[j] = Elem<C>::store(accRow[j]);
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+void overlap::host::gemmKernel(const GemmArgs &args) {
+  switch (args.abType) {
+  case OVERLAP_F32:
+    return gemmTyped<OVERLAP_F32, OVERLAP_F32>(args);
+  case OVERLAP_F16:
+    if (args.cType == OVERLAP_F32)
+      return gemmTyped<OVERLAP_F16, OVERLAP_F32>(args);
+    return gemmTyped<OVERLAP_F16, OVERLAP_F16>(args);
+  case OVERLAP_BF16:
+    if (args.cType == OVERLAP_F32)
+      return gemmTyped<OVERLAP_BF16, OVERLAP_F32>(args);
+    return gemmTyped<OVERLAP_BF16, OVERLAP_BF16>(args);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr int64_t kReduceBlock = 1024;
+
+// NaN propagates through max and min, so poisoned data cannot hide.
+inline float maxOf(float acc, float v) { return (v > acc || v != v) ? v : acc; }
+inline float minOf(float acc, float v) { return (v < acc || v != v) ? v : acc; }
+
+template <overlap_dtype T>
+void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
+                 int64_t n, void *outVoid) {
+  using S = typename Elem<T>::Storage;
+  S *out = static_cast<S *>(outVoid);
+  float acc[kReduceBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kReduceBlock) {
+    int64_t len = std::min(kReduceBlock, n - i0);
+    const S *first = static_cast<const S *>(srcs[0]) + i0;
+    for (int64_t i = 0; i < len; ++i)
+      acc[i] = Elem<T>::load(first[i]);
+    for (int p = 1; p < count; ++p) {
+      const S *src = static_cast<const S *>(srcs[p]) + i0;
+      switch (op) {
+      case OVERLAP_SUM:
+      case OVERLAP_AVG:
+        for (int64_t i = 0; i < len; ++i)
+          acc[i] += Elem<T>::load(src[i]);
+        break;
+      case OVERLAP_PROD:
+        for (int64_t i = 0; i < len; ++i)
+          acc[i] *= Elem<T>::load(src[i]);
+        break;
+      case OVERLAP_MAX:
+        for (int64_t i = 0; i < len; ++i)
+          acc[i] = maxOf(acc[i], Elem<T>::load(src[i]));
+        break;
+      case OVERLAP_MIN:
+        for (int64_t i = 0; i < len; ++i)
+          acc[i] = minOf(acc[i], Elem<T>::load(src[i]));
+        break;
+      }
+    }
+    if (op == OVERLAP_AVG) {
+      float ranks = static_cast<float>(count);
+      for (int64_t i = 0; i < len; ++i)
+        acc[i] /= ranks;
+    }
+    for (int64_t i = 0; i < len; ++i)
+      out[i0 + i] = Elem<T>::store(acc[i]);
+  }
+}
+
+} // namespace
+
+void overlap::host::reduceKernel(overlap_dtype dtype, overlap_reduce_op op,
+                                 const void *const *srcs, int count,
+                                 int64_t n, void *out) {
+  switch (dtype) {
+  case OVERLAP_F32:
+    return reduceTyped<OVERLAP_F32>(op, srcs, count, n, out);
+  case OVERLAP_F16:
+    return reduceTyped<OVERLAP_F16>(op, srcs, count, n, out);
+  case OVERLAP_BF16:
+    return reduceTyped<OVERLAP_BF16>(op, srcs, count, n, out);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Pack / unpack
+//===----------------------------------------------------------------------===//
+
+void overlap::host::packKernel(const PackArgs &p) {
+  const size_t e = static_cast<size_t>(p.elemBytes);
+  const size_t rowBytes = static_cast<size_t>(p.n2) * e;
+  const char *src = static_cast<const char *>(p.src);
+  char *dst = static_cast<char *>(p.dst);
+
+  // A block whose rows and planes are adjacent is one contiguous copy.
+  bool contiguous = (p.n1 == 1 || p.s1 == p.n2) &&
+                    (p.n0 == 1 || p.s0 == p.n1 * p.n2);
+  if (contiguous) {
+    std::memcpy(dst, src, rowBytes * static_cast<size_t>(p.n1 * p.n0));
+    return;
+  }
+  for (int64_t i0 = 0; i0 < p.n0; ++i0) {
+    for (int64_t i1 = 0; i1 < p.n1; ++i1) {
+      size_t strided = static_cast<size_t>(i0 * p.s0 + i1 * p.s1) * e;
+      size_t packed = static_cast<size_t>(i0 * p.n1 + i1) * rowBytes;
+      if (p.unpack)
+        std::memcpy(dst + strided, src + packed, rowBytes);
+      else
+        std::memcpy(dst + packed, src + strided, rowBytes);
+    }
+  }
+}

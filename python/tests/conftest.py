@@ -1,0 +1,42 @@
+"""Shared fixtures: the overlap-plan binary (tests that need it are skipped,
+saying where it was looked for, when it is not built) and PNG checks."""
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))  # also without `pip install -e`
+
+from overlap.planner import PlannerNotFound, find_overlap_plan  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def overlap_plan():
+    try:
+        return find_overlap_plan()
+    except PlannerNotFound as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="session")
+def repo_root():
+    return ROOT
+
+
+def png_size(path):
+    """(width, height) from the PNG header; fails if it is not a PNG."""
+    data = Path(path).read_bytes()[:24]
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def assert_picture(path, min_bytes=10_000, min_w=600, min_h=300):
+    assert os.path.getsize(path) > min_bytes, \
+        f"{path}: {os.path.getsize(path)} bytes, expected a real picture"
+    w, h = png_size(path)
+    assert w >= min_w and h >= min_h, f"{path}: {w}x{h}"
+    return w, h

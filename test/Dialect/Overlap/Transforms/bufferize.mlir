@@ -1,0 +1,91 @@
+// RUN: overlap-opt %s --overlap-decompose --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --cse --canonicalize -split-input-file -verify-diagnostics | FileCheck %s
+
+shard.grid @tp(shape = 4)
+
+// All-reduce tiles reduce in place where the matmul wrote them: no copy,
+// no new buffer.
+// CHECK-LABEL: func.func @all_reduce
+// CHECK-SAME: %[[C:[a-z0-9]+]]: memref<256x32xf32
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: %[[C0:.*]] = memref.subview %[[C]][0, 0] [128, 32] [1, 1]
+// CHECK: linalg.matmul {{.*}} outs(%[[C0]] :
+// CHECK-NEXT: overlap.all_reduce %[[C0]] on @tp grid_axes = [0] : memref<128x32xf32
+// CHECK: %[[C1:.*]] = memref.subview %[[C]][128, 0] [128, 32] [1, 1]
+// CHECK: linalg.matmul {{.*}} outs(%[[C1]] :
+// CHECK-NEXT: overlap.all_reduce %[[C1]] on @tp grid_axes = [0] : memref<128x32xf32
+// CHECK-NOT: memref.copy
+// CHECK: return %[[C]]
+func.func @all_reduce(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>,
+                      %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<256x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<256x32xf32>
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// Reduce-scatter: the strided-batched matmul fills a packed buffer that the
+// collective reads directly (the collapse is a view, not a copy).
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK: %[[PK:.*]] = memref.alloc() {{.*}} : memref<2x64x16xf32>
+// CHECK: linalg.fill {{.*}} outs(%[[PK]] :
+// CHECK: linalg.batch_matmul {{.*}} outs(%[[PK]] :
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[PK]] {{\[}}[0, 1], [2]] : memref<2x64x16xf32> into memref<128x16xf32>
+// CHECK: overlap.reduce_scatter %[[FLAT]] into %{{.*}} on @tp grid_axes = [0] : memref<128x16xf32>, memref<64x16xf32>
+func.func @reduce_scatter(%a: tensor<128x8xf32>, %b: tensor<8x16xf32>) -> tensor<64x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x16xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<128x16xf32>) -> tensor<128x16xf32>
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128], strategy = "none",
+                                    bound = compute, predicted_us = 1.0, serial_us = 1.0>}
+      : tensor<128x8xf32>, tensor<8x16xf32>, tensor<128x16xf32> -> tensor<64x16xf32>
+  return %r : tensor<64x16xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// All-gather: each tile gathers into a packed buffer that the batched matmul
+// reads; the product lands in C's buffer.
+// CHECK-LABEL: func.func @all_gather
+// CHECK-SAME: %[[C:[a-z0-9]+]]: memref<128x16xf32
+// CHECK-NOT: memref.copy
+// CHECK: %[[CV:.*]] = memref.expand_shape %[[C]] {{\[}}[0, 1], [2]] output_shape [2, 64, 16]
+// CHECK: %[[G:.*]] = memref.alloc() {{.*}} : memref<128x8xf32>
+// CHECK: overlap.all_gather %{{.*}} into %[[G]] on @tp grid_axes = [0] : memref<64x8xf32{{.*}}>, memref<128x8xf32>
+// CHECK: %[[G3:.*]] = memref.expand_shape %[[G]]
+// CHECK: linalg.batch_matmul {{.*}} ins(%[[G3]], {{.*}} outs(%[[CV]] :
+// CHECK-NOT: memref.copy
+// CHECK: return %[[C]]
+func.func @all_gather(%a: tensor<64x8xf32>, %b: tensor<8x16xf32>, %c: tensor<128x16xf32>) -> tensor<128x16xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128], strategy = "none",
+                                    bound = compute, predicted_us = 1.0, serial_us = 1.0>}
+      : tensor<64x8xf32>, tensor<8x16xf32>, tensor<128x16xf32> -> tensor<128x16xf32>
+  return %r : tensor<128x16xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A fused op that was never decomposed is rejected with a clear error.
+// (Function boundaries use identity layouts, as the runtime ABI passes
+// contiguous buffers: that also keeps the all-gather's final collapse a
+// view instead of a copy of C.)
+func.func @undecomposed(%a: tensor<128x64xf32>, %b: tensor<64x32xf32>,
+                        %c: tensor<128x32xf32>) -> tensor<128x32xf32> {
+  // expected-remark @+3 {{not decomposed: no 'overlap.plan' attribute (run overlap-plan first)}}
+  // expected-error @+2 {{failed to bufferize op}}
+  // expected-error @+1 {{'overlap.matmul_all_reduce' op must be decomposed before bufferization: run overlap-plan and overlap-decompose (strategy=none keeps it as one tile)}}
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      : tensor<128x64xf32>, tensor<64x32xf32>, tensor<128x32xf32> -> tensor<128x32xf32>
+  return %r : tensor<128x32xf32>
+}

@@ -18,4 +18,4 @@ fi
 mkdir -p "$(dirname "$JUNIT")"
 export MPLBACKEND=Agg
 cd "$ROOT/python"
-"$PY" -m pytest -q -p no:cacheprovider --junitxml="$JUNIT" "$ROOT/python/tests"
+"$PY" -m pytest -q -rs -p no:cacheprovider --junitxml="$JUNIT" "$ROOT/python/tests"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite of Overlap from nothing: installs what is missing,
-# builds, runs the lit suite and the unit tests, and ends with one line
+# builds, runs the lit suite, the unit tests and the Python tests, and ends
+# with one line
 # `N passed, N failed`. Exits non-zero on any failure or build error.
 set -uo pipefail
 
@@ -36,6 +37,11 @@ for exe in "$BUILD"/unittests/*; do
   "$exe" --gtest_brief=1 --gtest_output="xml:$REPORTS/$name.xml"
   reports+=("$name=$REPORTS/$name.xml")
 done
+
+# pytest: python/overlap (venv under the build directory).
+echo "== pytest"
+"$ROOT/scripts/test-python.sh" "$REPORTS/pytest.xml"
+reports+=("pytest=$REPORTS/pytest.xml")
 
 echo "== summary"
 python3 "$ROOT/scripts/summarize.py" "${reports[@]}"

@@ -144,8 +144,8 @@ overlap_status overlap_stream_synchronize(overlap_context *ctx,
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile("overlap_stream_synchronize", stream, -1)};
   if (stream < 0 || stream >= ctx->numStreams)
-    return call.bad("no such stream (the context has " +
-                    str(ctx->numStreams) + ")");
+    return call.bad("no such stream (the context has " + str(ctx->numStreams) +
+                    ")");
   return ctx->synchronize(stream);
 }
 
@@ -173,7 +173,9 @@ overlap_status overlap_group_split(overlap_context *ctx, overlap_group *parent,
   return ctx->split(parent ? parent : ctx->worldGroup(), color, key, group);
 }
 
-int overlap_group_rank(overlap_group *group) { return group ? group->rank : -1; }
+int overlap_group_rank(overlap_group *group) {
+  return group ? group->rank : -1;
+}
 int overlap_group_size(overlap_group *group) { return group ? group->size : 0; }
 
 overlap_status overlap_group_destroy(overlap_context *ctx,
@@ -333,9 +335,9 @@ overlap_status overlap_all_reduce(overlap_context *ctx, int32_t stream,
 
 overlap_status overlap_reduce_scatter(overlap_context *ctx, int32_t stream,
                                       int64_t tile, overlap_group *group,
-                                      overlap_dtype dtype,
-                                      overlap_reduce_op op, const void *src,
-                                      void *dst, int64_t count) {
+                                      overlap_dtype dtype, overlap_reduce_op op,
+                                      const void *src, void *dst,
+                                      int64_t count) {
   return collective(
       "overlap_reduce_scatter", ctx, stream, tile, group,
       {CollectiveKind::ReduceScatter, dtype, op, src, dst, count});
@@ -488,8 +490,8 @@ static overlap_status packOrUnpack(const char *name, bool unpack,
     return call.bad("rows overlap: s1 (" + str(s1) + ") < n2 (" + str(n2) +
                     ")");
   if (unpack && n0 > 1 && s0 < (n1 - 1) * s1 + n2)
-    return call.bad("planes overlap: s0 (" + str(s0) + ") < (n1 - 1) * s1 + n2 (" +
-                    str((n1 - 1) * s1 + n2) + ")");
+    return call.bad("planes overlap: s0 (" + str(s0) +
+                    ") < (n1 - 1) * s1 + n2 (" + str((n1 - 1) * s1 + n2) + ")");
   PackArgs args{unpack, elemBytes, src, dst, n0, n1, n2, s0, s1};
   return ctx->pack(call.site, args);
 }
@@ -498,8 +500,8 @@ overlap_status overlap_pack(overlap_context *ctx, int32_t stream, int64_t tile,
                             int64_t elem_bytes, const void *src, int64_t n0,
                             int64_t n1, int64_t n2, int64_t s0, int64_t s1,
                             void *packed) {
-  return packOrUnpack("overlap_pack", false, ctx, stream, tile, elem_bytes,
-                      src, n0, n1, n2, s0, s1, packed);
+  return packOrUnpack("overlap_pack", false, ctx, stream, tile, elem_bytes, src,
+                      n0, n1, n2, s0, s1, packed);
 }
 
 overlap_status overlap_unpack(overlap_context *ctx, int32_t stream,

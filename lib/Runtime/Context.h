@@ -104,7 +104,9 @@ struct overlap_context {
   /// Signal sets of overlap_signals_acquire by key; the backend owns them.
   std::map<int64_t, overlap_signals *> keyedSignals;
 
-  overlap_status status() const { return status_.load(std::memory_order_acquire); }
+  overlap_status status() const {
+    return status_.load(std::memory_order_acquire);
+  }
   const char *lastError();
 
   /// Records the first error (later ones are dropped) and tells the backend

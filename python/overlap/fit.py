@@ -472,9 +472,9 @@ def _poly_text(coeffs: Sequence[float]) -> str:
     for power, c in enumerate(coeffs):
         mono = "" if power == 0 else " x" if power == 1 else f" x^{power}"
         if not text:
-            text = f"{c:.10g}{mono}"
+            text = f"{c:.12g}{mono}"
         else:
-            text += f" {'-' if c < 0 else '+'} {abs(c):.10g}{mono}"
+            text += f" {'-' if c < 0 else '+'} {abs(c):.12g}{mono}"
     return text
 
 

@@ -50,8 +50,10 @@ def test_seed_at_the_seeds_own_sizes():
     assert len(r.curve.pieces) == 2
     np.testing.assert_allclose(r.curve.pieces[1].coeffs, SEED_LIN, rtol=1e-9)
     assert r.residuals.max_rel < 2e-3
-    dense = np.linspace(2, 64, 500)  # the measured range
-    assert np.max(np.abs(r.curve(dense) / seed_comm(dense) - 1)) < 0.02
+    # Between 8 and 10 MiB no size tells where the break is; elsewhere in
+    # the measured range the curve is the seed's within 1 %.
+    dense = np.concatenate([np.linspace(2, 8, 200), np.linspace(10, 64, 300)])
+    assert np.max(np.abs(r.curve(dense) / seed_comm(dense) - 1)) < 0.01
 
 
 def test_seed_with_measurement_noise():

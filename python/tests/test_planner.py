@@ -10,9 +10,10 @@ import pytest
 
 import overlap
 from conftest import assert_picture
-from overlap.fit import build_profile, fit_measurements
+from overlap.fit import FitOptions, build_profile, fit_measurements
 from overlap.measurements import parse_measurements
-from overlap.plot import plot_timeline, read_sweep
+from overlap.plot import plot_sweep, plot_timeline, read_sweep
+from overlap.sweep import predict_sweep, write_sweep
 from overlap.trace import load_timeline
 
 MC2 = dict(m=4096, n=8192, k=3072, ranks=8, collective="all-reduce")
@@ -123,7 +124,6 @@ def test_fitted_table_and_base_profile_are_accepted(overlap_plan, tmp_path,
     base = json.loads((repo_root / "profiles" /
                        "h100-nvlink-datasheet.json").read_text())
     for mode in ("auto", "table"):
-        from overlap.fit import FitOptions
         results = fit_measurements(parse_measurements("\n".join(lines)),
                                    FitOptions(curve=mode))
         prof = build_profile(results, name="h100-fit", source="x.csv",
@@ -138,9 +138,6 @@ def test_fitted_table_and_base_profile_are_accepted(overlap_plan, tmp_path,
 
 
 def test_predicted_sweep_csv_is_plottable(overlap_plan, tmp_path):
-    from overlap.sweep import predict_sweep, write_sweep
-    from overlap.plot import plot_sweep
-
     rows = predict_sweep([4096], [8192], [256, 1024, 4096, 16384], ranks=8,
                          profile="h100-nvlink-datasheet",
                          strategies=["optimal", "none"], binary=overlap_plan)

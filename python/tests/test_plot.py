@@ -8,8 +8,7 @@ import sys
 import pytest
 
 from conftest import assert_picture
-from overlap.plot import (SweepError, ideal_speedup, parse_sweep, plot_sweep,
-                          plot_timeline)
+from overlap.plot import SweepError, ideal_speedup, parse_sweep, plot_timeline
 from overlap.trace import TraceError, load_timeline, timeline_from_json
 
 

@@ -1,4 +1,5 @@
-//===- CollectiveTest.cpp - Collectives against a serial reference -*- C++ -*-===//
+//===- CollectiveTest.cpp - Collectives against a serial reference -*- C++
+//-*-===//
 //
 // Part of the Overlap project.
 //
@@ -101,8 +102,8 @@ void checkCollectives(overlap_context *ctx, overlap_group *group,
     for (int o = 0; o < 5; ++o) {
       overlap_reduce_op op = kOps[o];
       uint64_t s = seed * 97 + count * 7 + o;
-      std::string tag = prefix.str() + " count " + std::to_string(count) +
-                        " " + kOpNames[o];
+      std::string tag =
+          prefix.str() + " count " + std::to_string(count) + " " + kOpNames[o];
       std::vector<Buffer> all, allScatter;
       for (int r = 0; r < overlap_context_size(ctx); ++r) {
         all.push_back(input(t, op, count, s, r));
@@ -162,8 +163,7 @@ void checkCollectives(overlap_context *ctx, overlap_group *group,
       std::string tag = prefix.str() + " all-gather count " +
                         std::to_string(count) + " block " + std::to_string(g);
       compare(failures, tag, gathered, g * count, all[members[g]]);
-      compare(failures, tag + " in place", inPlace, g * count,
-              all[members[g]]);
+      compare(failures, tag + " in place", inPlace, g * count, all[members[g]]);
     }
   }
 }
@@ -180,7 +180,8 @@ TEST_P(CollectivesOnWorld, MatchReferenceBitForBit) {
     overlap_host_options opts = quietOptions();
     overlap_status status = launch(ranks, &opts, [&](overlap_context *ctx) {
       // Half the calls name the world group, half pass NULL.
-      overlap_group *group = t == OVERLAP_F16 ? nullptr : overlap_context_world(ctx);
+      overlap_group *group =
+          t == OVERLAP_F16 ? nullptr : overlap_context_world(ctx);
       checkCollectives(ctx, group, world, t, 17 + t, failures);
     });
     EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();

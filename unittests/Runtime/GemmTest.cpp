@@ -39,8 +39,7 @@ struct Problem {
           bool broadcastB, uint64_t seed)
       : batch(batch), m(m), n(n), k(k), lda(k + 3), ldb(n + 5), ldc(n + 2),
         strideA(m * lda + 7), strideB(broadcastB ? 0 : k * ldb + 1),
-        strideC(m * ldc + 4), types(t),
-        a(t.ab, size_t(batch * strideA)),
+        strideC(m * ldc + 4), types(t), a(t.ab, size_t(batch * strideA)),
         b(t.ab, size_t(broadcastB ? k * ldb : batch * strideB)),
         c(t.c, size_t(batch * strideC)) {
     // Padding is NaN: a kernel that reads or writes outside the matrices
@@ -118,7 +117,7 @@ TEST(Gemm, MatchesReferenceForEveryType) {
             }
             // f32 accumulation error, then one rounding to the C type.
             double tol = 4e-7 * (p.k + 1) * mag +
-                         (t.c == OVERLAP_F16    ? std::ldexp(std::fabs(ref), -10)
+                         (t.c == OVERLAP_F16 ? std::ldexp(std::fabs(ref), -10)
                           : t.c == OVERLAP_BF16 ? std::ldexp(std::fabs(ref), -7)
                                                 : 0.0);
             double got = p.c.get(at);

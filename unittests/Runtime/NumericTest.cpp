@@ -59,13 +59,25 @@ uint16_t bf16Reference(float x) {
 }
 
 std::vector<float> interestingFloats() {
-  std::vector<float> values = {0.0f,      -0.0f,   1.0f,     -1.0f,
-                               65504.0f,  65519.0f, 65520.0f, 65536.0f,
-                               1e-8f,     2.9802322e-8f /* 2^-25 */,
-                               5.9604645e-8f /* 2^-24 */, 6.1035156e-5f,
-                               6.097555e-5f, 3.3895314e38f, 1.0009766f,
-                               1.0004883f /* tie in f16 */, 1.00390625f,
-                               1.001953125f /* tie in bf16 */, 3e38f};
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               65504.0f,
+                               65519.0f,
+                               65520.0f,
+                               65536.0f,
+                               1e-8f,
+                               2.9802322e-8f /* 2^-25 */,
+                               5.9604645e-8f /* 2^-24 */,
+                               6.1035156e-5f,
+                               6.097555e-5f,
+                               3.3895314e38f,
+                               1.0009766f,
+                               1.0004883f /* tie in f16 */,
+                               1.00390625f,
+                               1.001953125f /* tie in bf16 */,
+                               3e38f};
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i) {
     uint32_t bits = rng();
@@ -75,7 +87,8 @@ std::vector<float> interestingFloats() {
       values.push_back(f);
   }
   // Dense around the f16 subnormal and normal ranges.
-  std::uniform_real_distribution<float> small(-7e-5f, 7e-5f), mid(-70000, 70000);
+  std::uniform_real_distribution<float> small(-7e-5f, 7e-5f),
+      mid(-70000, 70000);
   for (int i = 0; i < 100000; ++i) {
     values.push_back(small(rng));
     values.push_back(mid(rng));

@@ -1,4 +1,5 @@
-//===- PackTest.cpp - Pack/unpack of strided blocks, copies, memory -*- C++ -*-===//
+//===- PackTest.cpp - Pack/unpack of strided blocks, copies, memory -*- C++
+//-*-===//
 //
 // Part of the Overlap project.
 //
@@ -20,11 +21,11 @@ struct Block {
 };
 
 const Block kBlocks[] = {
-    {1, 5, 3, 0, 7},      // 2-D: 5 rows of 3 out of rows of 7
-    {3, 4, 6, 40, 9},     // 3-D with gaps between rows and planes
-    {2, 3, 4, 12, 4},     // contiguous: one copy
-    {1, 1, 17, 0, 0},     // one row
-    {4, 2, 1, 5, 2},      // single-element rows
+    {1, 5, 3, 0, 7},  // 2-D: 5 rows of 3 out of rows of 7
+    {3, 4, 6, 40, 9}, // 3-D with gaps between rows and planes
+    {2, 3, 4, 12, 4}, // contiguous: one copy
+    {1, 1, 17, 0, 0}, // one row
+    {4, 2, 1, 5, 2},  // single-element rows
 };
 
 TEST(Pack, PackThenUnpackMovesExactlyTheBlock) {
@@ -48,8 +49,8 @@ TEST(Pack, PackThenUnpackMovesExactlyTheBlock) {
         overlap_signals_create(ctx, 1, &sigs);
         overlap_signal(ctx, 0, sigs, 0);
         overlap_wait(ctx, 1, sigs, 0);
-        EXPECT_EQ(overlap_unpack(ctx, 1, 0, elem, packed.data(), blk.n0,
-                                 blk.n1, blk.n2, blk.s0, blk.s1, back.data()),
+        EXPECT_EQ(overlap_unpack(ctx, 1, 0, elem, packed.data(), blk.n0, blk.n1,
+                                 blk.n2, blk.s0, blk.s1, back.data()),
                   OVERLAP_SUCCESS);
         EXPECT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS);
       });
@@ -83,9 +84,9 @@ TEST(Pack, UnpackRefusesOverlappingRows) {
   std::vector<float> packed(12, 1.0f), dst(64, 0.0f);
   overlap_host_options opts = quietOptions();
   overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
-    EXPECT_EQ(overlap_unpack(ctx, 1, 3, 4, packed.data(), 1, 3, 4, 0, 2,
-                             dst.data()),
-              OVERLAP_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(
+        overlap_unpack(ctx, 1, 3, 4, packed.data(), 1, 3, 4, 0, 2, dst.data()),
+        OVERLAP_ERROR_INVALID_ARGUMENT);
   });
   EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(overlap_host_launch_error(),

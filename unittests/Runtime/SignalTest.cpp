@@ -212,6 +212,40 @@ TEST(Signals, AnErrorOnOneRankReleasesTheOthersQuickly) {
   EXPECT_LT(secondsSince(start), 2.0);
 }
 
+TEST(Signals, MismatchedCollectivesFailInsteadOfMixing) {
+  overlap_host_options opts = quietOptions(5000);
+  overlap_status status = launch(2, &opts, [&](overlap_context *ctx) {
+    float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    int rank = overlap_context_rank(ctx);
+    overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, nullptr, OVERLAP_F32,
+                       OVERLAP_SUM, x, x, rank == 0 ? 8 : 9);
+    overlap_context_synchronize(ctx);
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  std::string error = overlap_host_launch_error();
+  EXPECT_NE(error.find("stream comm, tile 0: mismatched collectives as call 0 "
+                       "on the group: this rank issued overlap_all_reduce(f32, "
+                       "sum, count "),
+            std::string::npos)
+      << error;
+
+  // A split on one rank against a barrier on the other.
+  status = launch(2, &opts, [&](overlap_context *ctx) {
+    if (overlap_context_rank(ctx) == 0) {
+      overlap_barrier(ctx, OVERLAP_STREAM_COMM, 1, nullptr);
+      overlap_context_synchronize(ctx);
+    } else {
+      overlap_group *group = nullptr;
+      overlap_group_split(ctx, nullptr, 0, 0, &group);
+    }
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  error = overlap_host_launch_error();
+  EXPECT_NE(error.find("issued overlap_group_split"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("issued overlap_barrier"), std::string::npos) << error;
+}
+
 TEST(Signals, BadStreamAndFlag) {
   overlap_host_options opts = quietOptions();
   overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
@@ -258,8 +292,8 @@ size_t runMatmulAllReduce(const overlap_host_options &opts, bool forgetWaits,
     Buffer ref = c;
 
     // Reference: unsplit, on one stream.
-    overlap_gemm(ctx, 0, -1, 1, m, n, k, OVERLAP_F32, a.data(), k, 0,
-                 b.data(), n, 0, OVERLAP_F32, ref.data(), n, 0);
+    overlap_gemm(ctx, 0, -1, 1, m, n, k, OVERLAP_F32, a.data(), k, 0, b.data(),
+                 n, 0, OVERLAP_F32, ref.data(), n, 0);
     overlap_all_reduce(ctx, 0, -1, nullptr, OVERLAP_F32, OVERLAP_SUM,
                        ref.data(), ref.data(), m * n);
     overlap_context_synchronize(ctx);
@@ -268,10 +302,11 @@ size_t runMatmulAllReduce(const overlap_host_options &opts, bool forgetWaits,
     overlap_signals_acquire(ctx, 0, m / tileRows, &sigs);
     for (int64_t t = 0; t < m / tileRows; ++t) {
       float *cTile = static_cast<float *>(c.data()) + t * tileRows * n;
-      const float *aTile = static_cast<const float *>(a.data()) + t * tileRows * k;
+      const float *aTile =
+          static_cast<const float *>(a.data()) + t * tileRows * k;
       overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, t, 1, tileRows, n, k,
-                   OVERLAP_F32, aTile, k, 0, b.data(), n, 0, OVERLAP_F32,
-                   cTile, n, 0);
+                   OVERLAP_F32, aTile, k, 0, b.data(), n, 0, OVERLAP_F32, cTile,
+                   n, 0);
       overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, int32_t(t));
       if (!forgetWaits)
         overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, int32_t(t));

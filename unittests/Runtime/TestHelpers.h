@@ -29,8 +29,9 @@ launch(int ranks, const overlap_host_options *opts,
   auto trampoline = [](overlap_context *ctx, void *user) {
     (*static_cast<const std::function<void(overlap_context *)> *>(user))(ctx);
   };
-  return overlap_host_launch(ranks, opts, trampoline,
-                             const_cast<void *>(static_cast<const void *>(&body)));
+  return overlap_host_launch(
+      ranks, opts, trampoline,
+      const_cast<void *>(static_cast<const void *>(&body)));
 }
 
 /// Options with chaos off (so the environment cannot change a test) and
@@ -98,15 +99,16 @@ public:
     }
     uint16_t h;
     std::memcpy(&h, &bytes_[i * 2], 2);
-    return type_ == OVERLAP_F16 ? overlap_f16_to_f32(h) : overlap_bf16_to_f32(h);
+    return type_ == OVERLAP_F16 ? overlap_f16_to_f32(h)
+                                : overlap_bf16_to_f32(h);
   }
   void set(size_t i, float v) {
     if (type_ == OVERLAP_F32) {
       std::memcpy(&bytes_[i * 4], &v, 4);
       return;
     }
-    uint16_t h = type_ == OVERLAP_F16 ? overlap_f32_to_f16(v)
-                                      : overlap_f32_to_bf16(v);
+    uint16_t h =
+        type_ == OVERLAP_F16 ? overlap_f32_to_f16(v) : overlap_f32_to_bf16(v);
     std::memcpy(&bytes_[i * 2], &h, 2);
   }
   /// Raw bits of element i, for bit-exact comparisons.

@@ -1,4 +1,5 @@
-/*===- overlap_runtime.h - The Overlap runtime C ABI ---------------*- C -*-===//
+/*===- overlap_runtime.h - The Overlap runtime C ABI ---------------*- C
+ *-*-===//
  *
  * Part of the Overlap project.
  *
@@ -89,10 +90,7 @@ typedef enum overlap_reduce_op {
 
 /* The two streams every context has. Further streams are 2, 3, ... up to
    overlap_context_num_streams(ctx) - 1. */
-enum {
-  OVERLAP_STREAM_COMPUTE = 0,
-  OVERLAP_STREAM_COMM = 1
-};
+enum { OVERLAP_STREAM_COMPUTE = 0, OVERLAP_STREAM_COMM = 1 };
 
 /* Passed as `color` to overlap_group_split by ranks that join no group. */
 #define OVERLAP_UNDEFINED_COLOR (-1)
@@ -113,7 +111,8 @@ OVERLAP_RUNTIME_EXPORT const char *overlap_status_name(overlap_status status);
 OVERLAP_RUNTIME_EXPORT const char *overlap_last_error(overlap_context *ctx);
 
 /* The context's sticky status, without waiting for queued work. */
-OVERLAP_RUNTIME_EXPORT overlap_status overlap_context_status(overlap_context *ctx);
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_context_status(overlap_context *ctx);
 
 /*===----------------------------------------------------------------------===
  * Host backend: ranks are threads of this process
@@ -175,7 +174,8 @@ OVERLAP_RUNTIME_EXPORT int overlap_context_size(overlap_context *ctx);
 OVERLAP_RUNTIME_EXPORT int overlap_context_num_streams(overlap_context *ctx);
 
 /* The group of all ranks (group rank = world rank). Owned by the context. */
-OVERLAP_RUNTIME_EXPORT overlap_group *overlap_context_world(overlap_context *ctx);
+OVERLAP_RUNTIME_EXPORT overlap_group *
+overlap_context_world(overlap_context *ctx);
 
 /* Blocks until all work enqueued so far on `stream` has run; returns the
    context's status. */
@@ -224,23 +224,24 @@ overlap_group_destroy(overlap_context *ctx, overlap_group *group);
 /* Allocates `bytes` of memory the backend's GEMMs and collectives can use
    (host: 64-byte aligned; CUDA: device memory). `ctx` may be NULL on the
    host. *ptr is NULL for 0 bytes. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_alloc(overlap_context *ctx, size_t bytes, void **ptr);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_alloc(overlap_context *ctx,
+                                                    size_t bytes, void **ptr);
 
 /* Frees memory from overlap_alloc; NULL is ignored. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_free(overlap_context *ctx,
-                                                    void *ptr);
+                                                   void *ptr);
 
 /* Enqueues a copy of `bytes` bytes (the ranges must not overlap). */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_memcpy(overlap_context *ctx, int32_t stream, int64_t tile, void *dst,
-               const void *src, size_t bytes);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_memcpy(overlap_context *ctx,
+                                                     int32_t stream,
+                                                     int64_t tile, void *dst,
+                                                     const void *src,
+                                                     size_t bytes);
 
 /* Enqueues a call of `fn(user)` on the stream, e.g. elementwise code the
    compiler outlined into a stream region (CUDA: cudaLaunchHostFunc). */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_launch_host_func(overlap_context *ctx, int32_t stream,
-                         void (*fn)(void *user), void *user);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_launch_host_func(
+    overlap_context *ctx, int32_t stream, void (*fn)(void *user), void *user);
 
 /*===----------------------------------------------------------------------===
  * GEMM
@@ -256,12 +257,11 @@ overlap_launch_host_func(overlap_context *ctx, int32_t stream,
    GEMM along M into tiles gives bit-identical results. A stride of 0 for A
    or B reuses (broadcasts) one matrix for every batch; stride_c must not
    make the C matrices overlap. Requires lda >= k, ldb >= n, ldc >= n. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
-             int64_t m, int64_t n, int64_t k, overlap_dtype ab_type,
-             const void *a, int64_t lda, int64_t stride_a, const void *b,
-             int64_t ldb, int64_t stride_b, overlap_dtype c_type, void *c,
-             int64_t ldc, int64_t stride_c);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_gemm(
+    overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
+    int64_t m, int64_t n, int64_t k, overlap_dtype ab_type, const void *a,
+    int64_t lda, int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+    overlap_dtype c_type, void *c, int64_t ldc, int64_t stride_c);
 
 /*===----------------------------------------------------------------------===
  * Collectives
@@ -274,34 +274,31 @@ overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
 
 /* dst[i] = op over group ranks g = 0, 1, ... of src_g[i], for i < count.
    src == dst (in place) is allowed. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_all_reduce(overlap_context *ctx, int32_t stream, int64_t tile,
-                   overlap_group *group, overlap_dtype dtype,
-                   overlap_reduce_op op, const void *src, void *dst,
-                   int64_t count);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_all_reduce(
+    overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
+    overlap_dtype dtype, overlap_reduce_op op, const void *src, void *dst,
+    int64_t count);
 
 /* src holds G blocks of `count` elements (G = group size); group rank r
    receives in dst the reduction of block r over all ranks.
    dst == src + r * count (in place) is allowed. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_reduce_scatter(overlap_context *ctx, int32_t stream, int64_t tile,
-                       overlap_group *group, overlap_dtype dtype,
-                       overlap_reduce_op op, const void *src, void *dst,
-                       int64_t count);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_reduce_scatter(
+    overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
+    overlap_dtype dtype, overlap_reduce_op op, const void *src, void *dst,
+    int64_t count);
 
 /* dst (G * count elements) receives group rank g's src (count elements) as
    block g. src == dst + r * count (in place) is allowed. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_all_gather(overlap_context *ctx, int32_t stream, int64_t tile,
-                   overlap_group *group, overlap_dtype dtype, const void *src,
-                   void *dst, int64_t count);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_all_gather(
+    overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
+    overlap_dtype dtype, const void *src, void *dst, int64_t count);
 
 /* No rank's later work on `stream` starts before every rank of the group
    has reached the barrier. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,
-                                                       int32_t stream,
-                                                       int64_t tile,
-                                                       overlap_group *group);
+                                                      int32_t stream,
+                                                      int64_t tile,
+                                                      overlap_group *group);
 
 /*===----------------------------------------------------------------------===
  * Signal / wait between the streams of one rank
@@ -319,16 +316,14 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,
 
 /* Creates a set of `n` (>= 1) lowered flags at epoch 1. */
 OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_signals_create(overlap_context *ctx, int32_t n,
-                       overlap_signals **sigs);
+overlap_signals_create(overlap_context *ctx, int32_t n, overlap_signals **sigs);
 
 /* Returns the context's signal set registered under `key` (e.g. a number
    the compiler gives each `overlap.concurrent`), creating it with `n`
    flags on first use and bumping its epoch on every later use: call it
    once at the start of each execution of the region. `n` must match. */
-OVERLAP_RUNTIME_EXPORT overlap_status
-overlap_signals_acquire(overlap_context *ctx, int64_t key, int32_t n,
-                        overlap_signals **sigs);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_signals_acquire(
+    overlap_context *ctx, int64_t key, int32_t n, overlap_signals **sigs);
 
 /* Starts a new epoch: signals and waits enqueued from now on use it. */
 OVERLAP_RUNTIME_EXPORT overlap_status
@@ -342,15 +337,15 @@ overlap_signals_destroy(overlap_context *ctx, overlap_signals *sigs);
 
 /* Enqueues: raise flag `index` once all earlier work on `stream` has run. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_signal(overlap_context *ctx,
-                                                      int32_t stream,
-                                                      overlap_signals *sigs,
-                                                      int32_t index);
+                                                     int32_t stream,
+                                                     overlap_signals *sigs,
+                                                     int32_t index);
 
 /* Enqueues: later work on `stream` waits until flag `index` is raised. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_wait(overlap_context *ctx,
-                                                    int32_t stream,
-                                                    overlap_signals *sigs,
-                                                    int32_t index);
+                                                   int32_t stream,
+                                                   overlap_signals *sigs,
+                                                   int32_t index);
 
 /*===----------------------------------------------------------------------===
  * Pack / unpack of strided blocks (one routine per block, not one copy per

@@ -61,8 +61,8 @@ public:
       return OVERLAP_SUCCESS;
     }
     Clock::time_point deadline = Clock::now() + world_.timeout();
-    overlap_status status = world_.waitUntil(
-        lock, group_.cv, deadline, [&] { return m.phase != phase; });
+    overlap_status status = world_.waitUntil(lock, group_.cv, deadline,
+                                             [&] { return m.phase != phase; });
     if (status == OVERLAP_ERROR_TIMEOUT) {
       std::string missing;
       for (int r = 0; r < size(); ++r) {
@@ -72,9 +72,9 @@ public:
         missing += std::to_string(group_.members[r]);
       }
       what = "rank(s) " + missing + " did not join within " +
-             std::to_string(world_.options.waitTimeoutMs) +
-             " ms (group of " + std::to_string(size()) + ", call " +
-             std::to_string(call_) + " on the group)";
+             std::to_string(world_.options.waitTimeoutMs) + " ms (group of " +
+             std::to_string(size()) + ", call " + std::to_string(call_) +
+             " on the group)";
     }
     return status;
   }
@@ -87,6 +87,37 @@ private:
   std::shared_ptr<Meeting> meeting_;
 };
 
+/// The call as ranks must agree on it.
+std::string describe(const char *call, const CollectiveArgs &args) {
+  static const char *const dtypes[] = {"f32", "f16", "bf16"};
+  static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
+  std::string text = call;
+  if (args.kind == CollectiveKind::Barrier)
+    return text;
+  text += "(";
+  text += dtypes[args.dtype];
+  if (args.kind == CollectiveKind::AllReduce ||
+      args.kind == CollectiveKind::ReduceScatter) {
+    text += ", ";
+    text += ops[args.op];
+  }
+  return text + ", count " + std::to_string(args.count) + ")";
+}
+
+/// After the first barrier: fails unless every rank made the same call.
+overlap_status checkSameCall(Meeting &m, int groupRank, uint64_t call,
+                             std::string &what) {
+  for (size_t r = 0; r < m.kind.size(); ++r) {
+    if (m.kind[r] == m.kind[groupRank])
+      continue;
+    what = "mismatched collectives as call " + std::to_string(call) +
+           " on the group: this rank issued " + m.kind[groupRank] +
+           ", group rank " + std::to_string(r) + " issued " + m.kind[r];
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  }
+  return OVERLAP_SUCCESS;
+}
+
 /// Element range [begin, end) of chunk `index` of `count` chunks of `n`.
 void chunk(int64_t n, int chunks, int index, int64_t &begin, int64_t &end) {
   begin = n * index / chunks;
@@ -97,6 +128,7 @@ void chunk(int64_t n, int chunks, int index, int64_t &begin, int64_t &end) {
 
 overlap_status overlap::host::runCollective(World &world, GroupShared &group,
                                             int groupRank, uint64_t call,
+                                            const char *callName,
                                             const CollectiveArgs &args,
                                             std::string &what) {
   Session session(world, group, groupRank, call);
@@ -104,12 +136,15 @@ overlap_status overlap::host::runCollective(World &world, GroupShared &group,
   Meeting &m = session.meeting();
   {
     std::lock_guard<std::mutex> lock(session.mutex());
+    m.kind[groupRank] = describe(callName, args);
     m.src[groupRank] = args.src;
     m.dst[groupRank] = args.dst;
   }
   // After the first barrier every rank's pointers are published and every
   // rank's data is ready (the barrier's mutex orders the memory).
   if (overlap_status status = session.arrive(what))
+    return status;
+  if (overlap_status status = checkSameCall(m, groupRank, call, what))
     return status;
 
   const size_t elem = overlap_dtype_size(args.dtype);
@@ -135,8 +170,8 @@ overlap_status overlap::host::runCollective(World &world, GroupShared &group,
       return status;
     if (!result.empty())
       for (int p = 0; p < size; ++p)
-        std::memcpy(static_cast<char *>(m.dst[p]) + begin * elem,
-                    result.data(), result.size());
+        std::memcpy(static_cast<char *>(m.dst[p]) + begin * elem, result.data(),
+                    result.size());
     return session.arrive(what);
   }
 
@@ -180,10 +215,13 @@ overlap_status overlap::host::runSplit(World &world, HostGroup &parent,
   Meeting &m = session.meeting();
   {
     std::lock_guard<std::mutex> lock(session.mutex());
+    m.kind[parent.rank] = "overlap_group_split";
     m.color[parent.rank] = color;
     m.key[parent.rank] = key;
   }
   if (overlap_status status = session.arrive(what))
+    return status;
+  if (overlap_status status = checkSameCall(m, parent.rank, call, what))
     return status;
   if (color == OVERLAP_UNDEFINED_COLOR)
     return OVERLAP_SUCCESS;

@@ -51,7 +51,11 @@ struct Options {
 /// One collective call of one group, while its ranks are inside it.
 struct Meeting {
   explicit Meeting(int size)
-      : src(size), dst(size), color(size), key(size), present(size) {}
+      : kind(size), src(size), dst(size), color(size), key(size),
+        present(size) {}
+  /// What each rank called, e.g. "overlap_all_reduce(f32, sum, count 8)":
+  /// ranks that disagree fail instead of mixing their buffers.
+  std::vector<std::string> kind;
   std::vector<const void *> src;
   std::vector<void *> dst;
   std::vector<int> color, key;
@@ -113,8 +117,8 @@ public:
   /// world aborts, OVERLAP_ERROR_TIMEOUT at `deadline`.
   template <typename Ready>
   overlap_status waitUntil(std::unique_lock<std::mutex> &lock,
-                           std::condition_variable &cv, Clock::time_point deadline,
-                           Ready ready) {
+                           std::condition_variable &cv,
+                           Clock::time_point deadline, Ready ready) {
     while (!ready()) {
       if (aborted.load(std::memory_order_acquire))
         return OVERLAP_ERROR_ABORTED;
@@ -220,7 +224,8 @@ private:
 
 /// The body of one collective call on one rank (Collectives.cpp).
 overlap_status runCollective(World &world, GroupShared &group, int groupRank,
-                             uint64_t call, const runtime::CollectiveArgs &args,
+                             uint64_t call, const char *callName,
+                             const runtime::CollectiveArgs &args,
                              std::string &what);
 
 /// The rendezvous of overlap_group_split (Collectives.cpp).

@@ -50,8 +50,8 @@ std::string World::rootError() {
 
 std::string World::abandonedText() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return "abandoned: rank " + std::to_string(rootRank_) +
-         " failed first (" + rootError_ + ")";
+  return "abandoned: rank " + std::to_string(rootRank_) + " failed first (" +
+         rootError_ + ")";
 }
 
 std::shared_ptr<GroupShared>
@@ -182,8 +182,8 @@ overlap_status HostContext::synchronize(int stream) {
   return status();
 }
 
-overlap_status HostContext::split(overlap_group *parentBase, int color,
-                                  int key, overlap_group **group) {
+overlap_status HostContext::split(overlap_group *parentBase, int color, int key,
+                                  overlap_group **group) {
   auto *parent = static_cast<HostGroup *>(parentBase);
   std::shared_ptr<GroupShared> shared;
   int groupRank = -1;
@@ -254,8 +254,9 @@ overlap_status HostContext::collective(const Site &site, overlap_group *group,
   int groupRank = hostGroup->rank;
   uint64_t call = hostGroup->nextCall++;
   World *w = &world;
-  enqueue(site, [w, shared, groupRank, call, args](std::string &what) {
-    return runCollective(*w, *shared, groupRank, call, args, what);
+  const char *name = site.call;
+  enqueue(site, [w, shared, groupRank, call, name, args](std::string &what) {
+    return runCollective(*w, *shared, groupRank, call, name, args, what);
   });
   return OVERLAP_SUCCESS;
 }
@@ -310,7 +311,6 @@ overlap_status HostContext::wait(const Site &site, overlap_signals *sigs,
   uint64_t epoch = set->epoch;
   World *w = &world;
   enqueue(site, [w, set, index, epoch](std::string &what) {
-    if (getenv("MUT")) return OVERLAP_SUCCESS;
     Clock::time_point deadline = Clock::now() + w->timeout();
     std::unique_lock<std::mutex> lock(set->mutex);
     overlap_status status = w->waitUntil(lock, set->cv, deadline, [&] {
@@ -331,10 +331,10 @@ overlap_status HostContext::alloc(size_t bytes, void **ptr) {
   *ptr = std::aligned_alloc(64, rounded);
   if (*ptr)
     return OVERLAP_SUCCESS;
-  return fail(OVERLAP_ERROR_OUT_OF_MEMORY,
-              formatError(Site::thread("overlap_alloc"), rank,
-                          "cannot allocate " + std::to_string(bytes) +
-                              " bytes"));
+  return fail(
+      OVERLAP_ERROR_OUT_OF_MEMORY,
+      formatError(Site::thread("overlap_alloc"), rank,
+                  "cannot allocate " + std::to_string(bytes) + " bytes"));
 }
 
 void HostContext::free(void *ptr) { std::free(ptr); }

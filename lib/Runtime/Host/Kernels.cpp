@@ -25,8 +25,7 @@ namespace {
 constexpr int64_t kRowBlock = 4;
 constexpr int64_t kColBlock = 256;
 
-template <overlap_dtype AB, overlap_dtype C>
-void gemmTyped(const GemmArgs &g) {
+template <overlap_dtype AB, overlap_dtype C> void gemmTyped(const GemmArgs &g) {
   using ABT = typename Elem<AB>::Storage;
   using CT = typename Elem<C>::Storage;
   const ABT *a = static_cast<const ABT *>(g.a);
@@ -69,8 +68,7 @@ void gemmTyped(const GemmArgs &g) {
           for (int64_t j = 0; j < cols; ++j)
             accRow[j] = Elem<C>::load(cRow[j]);
         }
-        for (int64_t kq = 0; kq < g.k; ++kq) {
-          int64_t kk = rows < kRowBlock ? g.k - 1 - kq : kq;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
           const float *bRow = bRows + kk * ldbRows + j0;
           for (int64_t r = 0; r < rows; ++r) {
             float av = Elem<AB>::load(aB[(i0 + r) * g.lda + kk]);
@@ -165,8 +163,8 @@ void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
 } // namespace
 
 void overlap::host::reduceKernel(overlap_dtype dtype, overlap_reduce_op op,
-                                 const void *const *srcs, int count,
-                                 int64_t n, void *out) {
+                                 const void *const *srcs, int count, int64_t n,
+                                 void *out) {
   switch (dtype) {
   case OVERLAP_F32:
     return reduceTyped<OVERLAP_F32>(op, srcs, count, n, out);
@@ -188,8 +186,8 @@ void overlap::host::packKernel(const PackArgs &p) {
   char *dst = static_cast<char *>(p.dst);
 
   // A block whose rows and planes are adjacent is one contiguous copy.
-  bool contiguous = (p.n1 == 1 || p.s1 == p.n2) &&
-                    (p.n0 == 1 || p.s0 == p.n1 * p.n2);
+  bool contiguous =
+      (p.n1 == 1 || p.s1 == p.n2) && (p.n0 == 1 || p.s0 == p.n1 * p.n2);
   if (contiguous) {
     std::memcpy(dst, src, rowBytes * static_cast<size_t>(p.n1 * p.n0));
     return;

@@ -168,4 +168,59 @@ def OverlapReorderChains : Pass<"overlap-reorder-chains", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapScheduleStreams : Pass<"overlap-schedule-streams", "ModuleOp"> {
+  let summary = "Put tile matmuls and collectives on two streams joined by signal/wait";
+  let description = [{
+    Runs after bufferization. In each block, every maximal run of tile
+    work (linalg ops and copies on memrefs, memref tile collectives, and
+    the views and allocations between them) that contains a collective
+    becomes an `overlap.concurrent` with a `compute` stream (linalg ops,
+    copies of compute results) and a `comm` stream (collectives, copies of
+    their results). Views and allocations move in front of it.
+
+    For every op, the latest op of the other stream that touches
+    overlapping memory (one of them writing) must finish first: the pass
+    raises a flag after that op and waits for it before this one, unless
+    this stream already waits for that op or a later one of that stream.
+    So every cross-stream dependence gets exactly one signal/wait and no
+    redundant wait is inserted. Memory overlap is decided per root buffer
+    (an allocation or a function argument; distinct arguments are assumed
+    not to alias) by the element intervals of static strided layouts;
+    an unknown layout overlaps everything of its root.
+
+    Before:
+    ```mlir
+    linalg.matmul ins(%a0, %b : ...) outs(%c0 : memref<128x32xf32, ...>)
+    overlap.all_reduce %c0 on @tp grid_axes = [0] : memref<128x32xf32, ...>
+    linalg.matmul ins(%a1, %b : ...) outs(%c1 : memref<128x32xf32, ...>)
+    overlap.all_reduce %c1 on @tp grid_axes = [0] : memref<128x32xf32, ...>
+    ```
+    After:
+    ```mlir
+    %sig = overlap.signals : !overlap.signals<2>
+    overlap.concurrent {
+      overlap.stream compute {
+        linalg.matmul ins(%a0, %b : ...) outs(%c0 : ...)
+        overlap.signal %sig[0] : !overlap.signals<2>
+        linalg.matmul ins(%a1, %b : ...) outs(%c1 : ...)
+        overlap.signal %sig[1] : !overlap.signals<2>
+      }
+      overlap.stream comm {
+        overlap.wait %sig[0] : !overlap.signals<2>
+        overlap.all_reduce %c0 on @tp grid_axes = [0] : ...
+        overlap.wait %sig[1] : !overlap.signals<2>
+        overlap.all_reduce %c1 on @tp grid_axes = [0] : ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"testingDropWaits", "testing-drop-waits", "bool",
+           /*default=*/"false",
+           "Testing only: emit no waits (signals stay), so that the host "
+           "backend's chaos mode can show that a missing wait is caught">
+  ];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect"];
+}
+
 #endif // OVERLAP_DIALECT_OVERLAP_TRANSFORMS_PASSES_TD

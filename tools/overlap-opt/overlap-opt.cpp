@@ -61,6 +61,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/IR/OverlapDialect.h"
 #include "overlap/Dialect/Overlap/Transforms/BufferizableOpInterfaceImpl.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
@@ -115,6 +116,7 @@ int main(int argc, char **argv) {
 
   mlir::overlap::registerOverlapPasses();
   mlir::overlap::registerOverlapPipelines();
+  mlir::overlap::registerOverlapConversionPasses();
 
   // Generic transforms (canonicalize, cse, inline, ...).
   mlir::registerTransformsPasses();

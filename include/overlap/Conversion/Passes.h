@@ -1,0 +1,24 @@
+//===- Passes.h - Overlap conversion passes -----------------*- C++ -*-===//
+
+#ifndef OVERLAP_CONVERSION_PASSES_H
+#define OVERLAP_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace overlap {
+
+#define GEN_PASS_DECL
+#include "overlap/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "overlap/Conversion/Passes.h.inc"
+
+} // namespace overlap
+} // namespace mlir
+
+#endif // OVERLAP_CONVERSION_PASSES_H

@@ -1,0 +1,601 @@
+//===- OverlapToRuntime.cpp - Lower to the Overlap runtime ABI -*- C++ -*-===//
+//
+// convert-overlap-to-runtime: the scheduled memref program becomes calls of
+// overlap_runtime.h. The runtime owns the streams; this pass only decides
+// what is enqueued on which stream and in which order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Conversion/Passes.h"
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <map>
+#include <set>
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_CONVERTOVERLAPTORUNTIME
+#include "overlap/Conversion/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+namespace {
+
+// Values of the C enums in overlap_runtime.h.
+enum RuntimeDType : int32_t { RtF32 = 0, RtF16 = 1, RtBF16 = 2 };
+enum RuntimeReduce : int32_t {
+  RtSum = 0,
+  RtProd = 1,
+  RtMax = 2,
+  RtMin = 3,
+  RtAvg = 4
+};
+constexpr int32_t kComputeStream = 0;
+constexpr int32_t kCommStream = 1;
+
+std::optional<int32_t> runtimeDType(Type type) {
+  if (type.isF32())
+    return RtF32;
+  if (type.isF16())
+    return RtF16;
+  if (type.isBF16())
+    return RtBF16;
+  return std::nullopt;
+}
+
+int32_t runtimeReduce(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Sum:
+    return RtSum;
+  case ReductionKind::Max:
+    return RtMax;
+  case ReductionKind::Min:
+    return RtMin;
+  case ReductionKind::Prod:
+    return RtProd;
+  case ReductionKind::Avg:
+    return RtAvg;
+  }
+  llvm_unreachable("unknown reduction");
+}
+
+/// Declares the runtime functions and builds calls and operands of them in
+/// one function.
+class RuntimeBuilder {
+public:
+  RuntimeBuilder(ModuleOp module, func::FuncOp func, Value ctx)
+      : module(module), func(func), ctx(ctx), b(func.getContext()) {
+    ptrTy = LLVM::LLVMPointerType::get(func.getContext());
+    i32Ty = b.getI32Type();
+    i64Ty = b.getI64Type();
+  }
+
+  OpBuilder &builder() { return b; }
+  Type ptr() const { return ptrTy; }
+
+  Value i32(Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  }
+  Value i64(Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  }
+  Value indexToI64(Location loc, Value v) {
+    return arith::IndexCastOp::create(b, loc, i64Ty, v);
+  }
+
+  /// Declares `name` (once) and calls it; returns the first result.
+  Value call(Location loc, StringRef name, Type result, ValueRange args) {
+    func::FuncOp decl = module.lookupSymbol<func::FuncOp>(name);
+    if (!decl) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      decl = func::FuncOp::create(
+          b, module.getLoc(), name,
+          b.getFunctionType(TypeRange(args), result ? TypeRange{result}
+                                                    : TypeRange{}));
+      decl.setPrivate();
+    }
+    auto op = func::CallOp::create(b, loc, decl, args);
+    return op.getNumResults() ? op.getResult(0) : Value();
+  }
+
+  /// A call that returns overlap_status. Errors are sticky per rank in the
+  /// runtime and every later call fails, so the launcher reports the first
+  /// one (call, rank, stream, tile); the status itself is not branched on.
+  void status(Location loc, StringRef name, ValueRange args) {
+    call(loc, name, i32Ty, args);
+  }
+
+  /// Address of element 0 of a memref and its strides (in elements).
+  struct Buffer {
+    Value ptr;
+    SmallVector<Value> strides;
+  };
+  Buffer buffer(Location loc, Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value aligned =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    int64_t eltBytes = type.getElementTypeBitWidth() / 8;
+    Value offsetBytes = arith::MulIOp::create(
+        b, loc, meta.getOffset(),
+        arith::ConstantIndexOp::create(b, loc, eltBytes));
+    Value addr = arith::AddIOp::create(b, loc, aligned, offsetBytes);
+    Buffer buf;
+    buf.ptr = LLVM::IntToPtrOp::create(b, loc, ptrTy, indexToI64(loc, addr));
+    for (Value stride : meta.getStrides())
+      buf.strides.push_back(indexToI64(loc, stride));
+    return buf;
+  }
+
+  int64_t nextTile() { return tile++; }
+
+  ModuleOp module;
+  func::FuncOp func;
+  Value ctx;
+
+private:
+  OpBuilder b;
+  Type ptrTy, i32Ty, i64Ty;
+  int64_t tile = 0;
+};
+
+/// The process group of (grid, axes), split once at function entry.
+class Groups {
+public:
+  FailureOr<Value> get(RuntimeBuilder &rt, Operation *op,
+                       SymbolTableCollection &symbols) {
+    auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+    if (!grid)
+      return op->emitOpError() << "grid " << gridSym << " not found";
+    ArrayRef<int64_t> shape = grid.getShape();
+    if (llvm::any_of(shape, ShapedType::isDynamic))
+      return op->emitOpError()
+             << "cannot be lowered: grid " << gridSym
+             << " has a dynamic shape; the runtime needs every extent";
+    std::string key = gridSym.getValue().str();
+    for (int16_t a : axes.asArrayRef())
+      key += "," + std::to_string(a);
+    if (auto it = cache.find(key); it != cache.end())
+      return it->second;
+
+    OpBuilder &b = rt.builder();
+    OpBuilder::InsertionGuard guard(b);
+    // Groups are split at function entry, in the order first needed.
+    if (lastEntryOp)
+      b.setInsertionPointAfter(lastEntryOp);
+    else
+      b.setInsertionPointToStart(&rt.func.getBody().front());
+    Location loc = op->getLoc();
+    Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
+    // Grid coordinates of this rank, row-major.
+    SmallVector<Value> coords(shape.size());
+    int64_t inner = 1;
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      Value q = arith::DivUIOp::create(b, loc, rank, rt.i32(loc, inner));
+      coords[d] = arith::RemUIOp::create(b, loc, q, rt.i32(loc, shape[d]));
+      inner *= shape[d];
+    }
+    llvm::SmallDenseSet<int64_t> inGroup;
+    for (int16_t a : axes.asArrayRef())
+      inGroup.insert(a);
+    auto linear = [&](ArrayRef<int64_t> dims) {
+      Value acc = rt.i32(loc, 0);
+      for (int64_t d : dims) {
+        acc = arith::MulIOp::create(b, loc, acc, rt.i32(loc, shape[d]));
+        acc = arith::AddIOp::create(b, loc, acc, coords[d]);
+      }
+      return acc;
+    };
+    SmallVector<int64_t> others, inAxes;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      if (!inGroup.contains(d))
+        others.push_back(d);
+    for (int16_t a : axes.asArrayRef())
+      inAxes.push_back(a);
+    Value color = linear(others), keyV = linear(inAxes);
+    Value one = rt.i64(loc, 1);
+    Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
+    Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
+    rt.status(loc, "overlap_group_split", {rt.ctx, null, color, keyV, slot});
+    auto group = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
+    lastEntryOp = group;
+    cache[key] = group.getResult();
+    return group.getResult();
+  }
+
+private:
+  std::map<std::string, Value> cache;
+  Operation *lastEntryOp = nullptr;
+};
+
+/// True for linalg.batch_matmul whose B is one matrix for every batch.
+bool isBroadcastBatchMatmul(linalg::BatchMatmulOp op) {
+  if (!op.hasUserDefinedMaps())
+    return false;
+  MLIRContext *ctx = op.getContext();
+  AffineExpr bt, m, n, k;
+  bindDims(ctx, bt, m, n, k);
+  SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {bt, m, k}, ctx),
+                                     AffineMap::get(4, 0, {k, n}, ctx),
+                                     AffineMap::get(4, 0, {bt, m, n}, ctx)};
+  return op.getIndexingMapsArray() == expected;
+}
+
+bool unitInnerStride(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         !strides.empty() && strides.back() == 1;
+}
+
+bool contiguous(Value memref) {
+  return memref::isStaticShapeAndContiguousRowMajor(
+      cast<MemRefType>(memref.getType()));
+}
+
+class Lowering {
+public:
+  Lowering(RuntimeBuilder &rt, SymbolTableCollection &symbols, bool cuda)
+      : rt(rt), symbols(symbols), cuda(cuda) {}
+
+  /// Lowers one op enqueued on `stream`; returns false when the op is not a
+  /// runtime op (it then runs inline).
+  FailureOr<bool> lower(Operation *op, int32_t stream) {
+    OpBuilder &b = rt.builder();
+    Location loc = op->getLoc();
+    if (auto mm = dyn_cast<linalg::MatmulOp>(op)) {
+      if (!mm.hasPureBufferSemantics() || mm.hasUserDefinedMaps())
+        return false;
+      return gemm(op, stream, mm.getInputs()[0], mm.getInputs()[1],
+                  mm.getOutputs()[0], /*batched=*/false);
+    }
+    if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op)) {
+      if (!bm.hasPureBufferSemantics() ||
+          (bm.hasUserDefinedMaps() && !isBroadcastBatchMatmul(bm)))
+        return false;
+      return gemm(op, stream, bm.getInputs()[0], bm.getInputs()[1],
+                  bm.getOutputs()[0], /*batched=*/true);
+    }
+    if (auto ar = dyn_cast<AllReduceOp>(op))
+      return collective(op, stream, "overlap_all_reduce", ar.getInput(),
+                        ar.getInput(), ar.getReduction(),
+                        cast<MemRefType>(ar.getInput().getType())
+                            .getNumElements());
+    if (auto rs = dyn_cast<ReduceScatterOp>(op))
+      return collective(op, stream, "overlap_reduce_scatter", rs.getInput(),
+                        rs.getInit(), rs.getReduction(),
+                        cast<MemRefType>(rs.getInit().getType())
+                            .getNumElements());
+    if (auto ag = dyn_cast<AllGatherOp>(op))
+      return collective(op, stream, "overlap_all_gather", ag.getInput(),
+                        ag.getInit(), std::nullopt,
+                        cast<MemRefType>(ag.getInput().getType())
+                            .getNumElements());
+    if (auto sig = dyn_cast<SignalOp>(op)) {
+      rt.status(loc, "overlap_signal",
+                {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
+                 rt.i32(loc, sig.getIndex())});
+      return true;
+    }
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      rt.status(loc, "overlap_wait",
+                {rt.ctx, rt.i32(loc, stream), signals.lookup(wait.getSignals()),
+                 rt.i32(loc, wait.getIndex())});
+      return true;
+    }
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      return this->copy(stream, loc, copy.getSource(), copy.getTarget());
+    if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+      if (!copy.hasPureBufferSemantics())
+        return false;
+      return this->copy(stream, loc, copy.getInputs()[0],
+                        copy.getOutputs()[0]);
+    }
+    (void)b;
+    return false;
+  }
+
+  void declareSignals(SignalsOp op, int64_t key) {
+    OpBuilder &b = rt.builder();
+    Location loc = op.getLoc();
+    Value one = rt.i64(loc, 1);
+    Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
+    rt.status(loc, "overlap_signals_acquire",
+              {rt.ctx, rt.i64(loc, key),
+               rt.i32(loc, op.getSignals().getType().getCount()), slot});
+    signals[op.getSignals()] = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
+  }
+
+  void synchronize(Location loc, std::optional<int32_t> stream) {
+    if (stream)
+      rt.status(loc, "overlap_stream_synchronize",
+                {rt.ctx, rt.i32(loc, *stream)});
+    else
+      rt.status(loc, "overlap_context_synchronize", {rt.ctx});
+  }
+
+  /// An op the runtime does not provide, run on the host thread.
+  LogicalResult inlineOp(Operation *op, std::optional<int32_t> stream) {
+    if (cuda)
+      return op->emitOpError()
+             << "has no runtime call and target=cuda has no kernel path for "
+                "it yet (only target=host runs such ops inline)";
+    if (stream)
+      synchronize(op->getLoc(), stream);
+    OpBuilder &b = rt.builder();
+    op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+    return success();
+  }
+
+private:
+  FailureOr<bool> gemm(Operation *op, int32_t stream, Value a, Value bm,
+                       Value c, bool batched) {
+    Location loc = op->getLoc();
+    auto aType = cast<MemRefType>(a.getType());
+    auto bType = cast<MemRefType>(bm.getType());
+    auto cType = cast<MemRefType>(c.getType());
+    std::optional<int32_t> abDType = runtimeDType(aType.getElementType());
+    std::optional<int32_t> cDType = runtimeDType(cType.getElementType());
+    if (!abDType || !cDType ||
+        bType.getElementType() != aType.getElementType() ||
+        !aType.hasStaticShape() || !bType.hasStaticShape() ||
+        !cType.hasStaticShape())
+      return op->emitOpError()
+             << "cannot be lowered to overlap_gemm: it needs static shapes "
+                "and f32/f16/bf16 element types";
+    for (Value v : {a, bm, c})
+      if (!unitInnerStride(v))
+        return op->emitOpError()
+               << "cannot be lowered to overlap_gemm: operand " << v.getType()
+               << " has no unit innermost stride";
+    int64_t batch = batched ? cType.getDimSize(0) : 1;
+    int64_t m = cType.getDimSize(batched ? 1 : 0);
+    int64_t n = cType.getDimSize(batched ? 2 : 1);
+    int64_t k = aType.getDimSize(batched ? 2 : 1);
+    RuntimeBuilder::Buffer ab = rt.buffer(loc, a), bb = rt.buffer(loc, bm),
+                           cb = rt.buffer(loc, c);
+    Value zero = rt.i64(loc, 0);
+    // Batched: A and C are (batch, rows, cols); B is one matrix (stride 0).
+    Value lda = ab.strides[batched ? 1 : 0], sa = batched ? ab.strides[0] : zero;
+    Value ldb = bb.strides[0];
+    Value ldc = cb.strides[batched ? 1 : 0], sc = batched ? cb.strides[0] : zero;
+    rt.status(loc, "overlap_gemm",
+              {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
+               rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
+               rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
+               ldb, zero, rt.i32(loc, *cDType), cb.ptr, ldc, sc});
+    return true;
+  }
+
+  FailureOr<bool> collective(Operation *op, int32_t stream, StringRef name,
+                             Value src, Value dst,
+                             std::optional<ReductionKind> reduction,
+                             int64_t count) {
+    Location loc = op->getLoc();
+    for (Value v : {src, dst})
+      if (!contiguous(v))
+        return op->emitOpError()
+               << "cannot be lowered: " << v.getType()
+               << " is not a contiguous buffer, and one collective call needs "
+                  "one (decompose along rows keeps tiles contiguous)";
+    auto type = cast<MemRefType>(src.getType());
+    std::optional<int32_t> dtype = runtimeDType(type.getElementType());
+    if (!dtype)
+      return op->emitOpError() << "cannot be lowered: element type "
+                               << type.getElementType()
+                               << " is not f32, f16 or bf16";
+    FailureOr<Value> group = groups.get(rt, op, symbols);
+    if (failed(group))
+      return failure();
+    SmallVector<Value> args = {rt.ctx, rt.i32(loc, stream),
+                               rt.i64(loc, rt.nextTile()), *group,
+                               rt.i32(loc, *dtype)};
+    if (reduction)
+      args.push_back(rt.i32(loc, runtimeReduce(*reduction)));
+    args.push_back(rt.buffer(loc, src).ptr);
+    args.push_back(rt.buffer(loc, dst).ptr);
+    args.push_back(rt.i64(loc, count));
+    rt.status(loc, name, args);
+    return true;
+  }
+
+  /// Contiguous to contiguous: memcpy; strided (rank <= 3, unit inner
+  /// stride) to contiguous: pack; contiguous to strided: unpack.
+  FailureOr<bool> copy(int32_t stream, Location loc, Value src, Value dst) {
+    auto srcType = cast<MemRefType>(src.getType());
+    auto dstType = cast<MemRefType>(dst.getType());
+    if (!srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
+        srcType.getElementType() != dstType.getElementType() ||
+        srcType.getRank() > 3 || srcType.getRank() < 1)
+      return false;
+    int64_t eltBytes = srcType.getElementTypeBitWidth() / 8;
+    if (contiguous(src) && contiguous(dst)) {
+      rt.status(loc, "overlap_memcpy",
+                {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
+                 rt.buffer(loc, dst).ptr, rt.buffer(loc, src).ptr,
+                 rt.i64(loc, srcType.getNumElements() * eltBytes)});
+      return true;
+    }
+    bool pack = contiguous(dst) && unitInnerStride(src);
+    bool unpack = contiguous(src) && unitInnerStride(dst);
+    if (!pack && !unpack)
+      return false;
+    Value strided = pack ? src : dst, packed = pack ? dst : src;
+    // As a 3-D block n0 x n1 x n2 with strides s0, s1 (elements).
+    SmallVector<int64_t> dims(srcType.getShape());
+    while (dims.size() < 3)
+      dims.insert(dims.begin(), 1);
+    RuntimeBuilder::Buffer sb = rt.buffer(loc, strided);
+    SmallVector<Value> strides(sb.strides);
+    Value zero = rt.i64(loc, 0);
+    while (strides.size() < 3)
+      strides.insert(strides.begin(), zero);
+    SmallVector<Value> args = {
+        rt.ctx,           rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
+        rt.i64(loc, eltBytes)};
+    Value packedPtr = rt.buffer(loc, packed).ptr;
+    args.push_back(pack ? sb.ptr : packedPtr);
+    for (int64_t d : dims)
+      args.push_back(rt.i64(loc, d));
+    args.push_back(strides[0]);
+    args.push_back(strides[1]);
+    args.push_back(pack ? packedPtr : sb.ptr);
+    rt.status(loc, pack ? "overlap_pack" : "overlap_unpack", args);
+    return true;
+  }
+
+  RuntimeBuilder &rt;
+  SymbolTableCollection &symbols;
+  bool cuda;
+  Groups groups;
+  DenseMap<Value, Value> signals;
+};
+
+struct ConvertOverlapToRuntimePass
+    : public mlir::overlap::impl::ConvertOverlapToRuntimeBase<
+          ConvertOverlapToRuntimePass> {
+  using ConvertOverlapToRuntimeBase::ConvertOverlapToRuntimeBase;
+
+  void runOnOperation() override {
+    if (target != "host" && target != "cuda") {
+      getOperation().emitError()
+          << "convert-overlap-to-runtime: target must be 'host' or 'cuda', "
+             "got '"
+          << target << "'";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        funcs.push_back(func);
+    SymbolTableCollection symbols;
+    int64_t signalsKey = 0;
+    for (func::FuncOp func : funcs)
+      if (failed(lowerFunction(func, symbols, signalsKey)))
+        return signalPassFailure();
+    // Grids were compile-time facts; the groups now exist at run time.
+    for (auto grid :
+         llvm::make_early_inc_range(getOperation().getOps<shard::GridOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(grid, getOperation()))
+        grid->erase();
+  }
+
+  LogicalResult lowerFunction(func::FuncOp func,
+                              SymbolTableCollection &symbols,
+                              int64_t &signalsKey) {
+    auto ptrTy = LLVM::LLVMPointerType::get(func.getContext());
+    if (failed(func.insertArgument(0, ptrTy, {}, func.getLoc())))
+      return func.emitError() << "cannot add the runtime context argument";
+    func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
+    Value ctx = func.getArgument(0);
+    RuntimeBuilder rt(getOperation(), func, ctx);
+    Lowering lowering(rt, symbols, target == "cuda");
+
+    SmallVector<Operation *> work;
+    for (Operation &op : func.getBody().front())
+      work.push_back(&op);
+    for (Operation *op : work) {
+      rt.builder().setInsertionPoint(op);
+      if (auto sigs = dyn_cast<SignalsOp>(op)) {
+        lowering.declareSignals(sigs, signalsKey++);
+        continue;
+      }
+      if (auto concurrent = dyn_cast<ConcurrentOp>(op)) {
+        if (failed(lowerConcurrent(concurrent, lowering)))
+          return failure();
+        continue;
+      }
+      // Outside a concurrent region: enqueue and wait, so the program stays
+      // sequential.
+      int32_t stream = isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)
+                           ? kCommStream
+                           : kComputeStream;
+      FailureOr<bool> lowered = lowering.lower(op, stream);
+      if (failed(lowered))
+        return failure();
+      if (*lowered) {
+        lowering.synchronize(op->getLoc(), stream);
+        op->erase();
+      } else if (isa<SignalOp, WaitOp>(op)) {
+        return op->emitOpError() << "outside an overlap.stream";
+      }
+    }
+    // Signals ops are dead once their users are lowered.
+    func.walk([](SignalsOp op) {
+      if (op->use_empty())
+        op->erase();
+    });
+    func.walk([&](Operation *op) {
+      if (isa<SignalOp, WaitOp, SignalsOp, AllReduceOp, ReduceScatterOp,
+              AllGatherOp, ConcurrentOp, StreamOp>(op))
+        op->emitOpError() << "was not lowered to the runtime";
+    });
+    return success();
+  }
+
+  /// Emits both streams interleaved so that every wait comes after the
+  /// signal it waits for, then joins them.
+  LogicalResult lowerConcurrent(ConcurrentOp concurrent, Lowering &lowering) {
+    SmallVector<SmallVector<Operation *>> lists;
+    SmallVector<int32_t> ids;
+    for (auto stream : concurrent.getBody().getOps<StreamOp>()) {
+      lists.emplace_back();
+      for (Operation &op : stream.getBody().front())
+        lists.back().push_back(&op);
+      ids.push_back(stream.getName() == "compute" ? kComputeStream
+                    : stream.getName() == "comm"
+                        ? kCommStream
+                        : static_cast<int32_t>(ids.size()));
+    }
+    std::set<std::pair<void *, int64_t>> raised;
+    SmallVector<size_t> cursor(lists.size(), 0);
+    bool done = false;
+    while (!done) {
+      bool progress = false;
+      done = true;
+      for (size_t s = 0; s < lists.size(); ++s) {
+        while (cursor[s] < lists[s].size()) {
+          Operation *op = lists[s][cursor[s]];
+          if (auto wait = dyn_cast<WaitOp>(op))
+            if (!raised.count({wait.getSignals().getAsOpaquePointer(),
+                               static_cast<int64_t>(wait.getIndex())}))
+              break;
+          FailureOr<bool> lowered = lowering.lower(op, ids[s]);
+          if (failed(lowered))
+            return failure();
+          if (auto signal = dyn_cast<SignalOp>(op))
+            raised.insert({signal.getSignals().getAsOpaquePointer(),
+                           static_cast<int64_t>(signal.getIndex())});
+          if (*lowered)
+            op->erase();
+          else if (failed(lowering.inlineOp(op, ids[s])))
+            return failure();
+          ++cursor[s];
+          progress = true;
+        }
+        done &= cursor[s] == lists[s].size();
+      }
+      if (!done && !progress)
+        return concurrent.emitOpError()
+               << "has streams that wait on each other in a cycle; no order "
+                  "of enqueueing can run them";
+    }
+    lowering.synchronize(concurrent.getLoc(), std::nullopt);
+    concurrent->erase();
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,109 @@
+// RUN: overlap-opt %s --convert-overlap-to-runtime -split-input-file -verify-diagnostics | FileCheck %s
+
+shard.grid @tp(shape = 2x4)
+
+// A scheduled all-reduce tile pair: both streams are enqueued interleaved
+// (every wait after its signal), the group of axis 1 is split once at
+// entry from the rank's grid coordinates, and the region ends with a join.
+// CHECK-NOT: shard.grid
+// CHECK-LABEL: func.func @two_tiles
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %{{.*}}: memref<256x64xf32>, %{{.*}}: memref<64x32xf32>, %{{.*}}: memref<256x32xf32>)
+// CHECK-SAME: attributes {llvm.emit_c_interface}
+// CHECK: %[[RANK:.*]] = call @overlap_context_rank(%[[CTX]])
+// CHECK: call @overlap_group_split(%[[CTX]], %{{.*}}, %[[COLOR:[0-9a-z_]+]], %[[KEY:[0-9a-z_]+]], %[[SLOT:[0-9a-z_]+]])
+// CHECK: %[[GROUP:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK: call @overlap_signals_acquire(%[[CTX]], %{{.*}}, %{{.*}}, %[[SSLOT:[0-9a-z_]+]])
+// CHECK: %[[SIGS:.*]] = llvm.load %[[SSLOT]]
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
+// CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c0_i32
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
+// CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c1_i32
+// CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c0_i32
+// CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
+// CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c1_i32
+// CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
+// CHECK: call @overlap_context_synchronize(%[[CTX]])
+// CHECK-NOT: overlap.
+// CHECK: return
+func.func @two_tiles(%a: memref<256x64xf32>, %b: memref<64x32xf32>, %c: memref<256x32xf32>) -> memref<256x32xf32> {
+  %c0 = memref.subview %c[0, 0] [128, 32] [1, 1] : memref<256x32xf32> to memref<128x32xf32, strided<[32, 1]>>
+  %c1 = memref.subview %c[128, 0] [128, 32] [1, 1] : memref<256x32xf32> to memref<128x32xf32, strided<[32, 1], offset: 4096>>
+  %a0 = memref.subview %a[0, 0] [128, 64] [1, 1] : memref<256x64xf32> to memref<128x64xf32, strided<[64, 1]>>
+  %a1 = memref.subview %a[128, 0] [128, 64] [1, 1] : memref<256x64xf32> to memref<128x64xf32, strided<[64, 1], offset: 8192>>
+  %sig = overlap.signals : !overlap.signals<2>
+  overlap.concurrent {
+    overlap.stream compute {
+      linalg.matmul ins(%a0, %b : memref<128x64xf32, strided<[64, 1]>>, memref<64x32xf32>) outs(%c0 : memref<128x32xf32, strided<[32, 1]>>)
+      overlap.signal %sig[0] : !overlap.signals<2>
+      linalg.matmul ins(%a1, %b : memref<128x64xf32, strided<[64, 1], offset: 8192>>, memref<64x32xf32>) outs(%c1 : memref<128x32xf32, strided<[32, 1], offset: 4096>>)
+      overlap.signal %sig[1] : !overlap.signals<2>
+    }
+    overlap.stream comm {
+      overlap.wait %sig[0] : !overlap.signals<2>
+      overlap.all_reduce %c0 on @tp grid_axes = [1] : memref<128x32xf32, strided<[32, 1]>>
+      overlap.wait %sig[1] : !overlap.signals<2>
+      overlap.all_reduce %c1 on @tp grid_axes = [1] : memref<128x32xf32, strided<[32, 1], offset: 4096>>
+    }
+  }
+  return %c : memref<256x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// All-gather feeds compute: compute is enqueued until its wait cannot be
+// satisfied yet, then comm until it raises the flag, then compute again.
+// An op without a runtime call (the fill) synchronizes its stream and runs
+// inline; the gather's strided-batched matmul broadcasts B (stride 0).
+// CHECK-LABEL: func.func @gather_first
+// CHECK: call @overlap_stream_synchronize(%{{.*}}, %c0_i32
+// CHECK-NEXT: linalg.fill
+// CHECK: call @overlap_all_gather(%{{.*}}, %c1_i32
+// CHECK: call @overlap_signal(
+// CHECK: call @overlap_wait(
+// CHECK: call @overlap_gemm(%{{.*}}, %c0_i32{{.*}}, %c2_i64, %c32_i64, %c16_i64, %c8_i64
+// CHECK: call @overlap_context_synchronize
+func.func @gather_first(%a: memref<32x8xf32>, %b: memref<8x16xf32>, %c: memref<2x32x16xf32>, %g: memref<64x8xf32>, %z: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g3 = memref.expand_shape %g [[0, 1], [2]] output_shape [2, 32, 8] : memref<64x8xf32> into memref<2x32x8xf32>
+  %sig = overlap.signals : !overlap.signals<1>
+  overlap.concurrent {
+    overlap.stream compute {
+      linalg.fill ins(%zero : f32) outs(%z : memref<4xf32>)
+      overlap.wait %sig[0] : !overlap.signals<1>
+      linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+          ins(%g3, %b : memref<2x32x8xf32>, memref<8x16xf32>) outs(%c : memref<2x32x16xf32>)
+    }
+    overlap.stream comm {
+      overlap.all_gather %a into %g on @tp grid_axes = [0] : memref<32x8xf32>, memref<64x8xf32>
+      overlap.signal %sig[0] : !overlap.signals<1>
+    }
+  }
+  return
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A collective on a buffer that is not contiguous cannot be one call.
+func.func @strided_collective(%c: memref<128x64xf32>) {
+  %v = memref.subview %c[0, 0] [128, 32] [1, 1] : memref<128x64xf32> to memref<128x32xf32, strided<[64, 1]>>
+  // expected-error @+1 {{'overlap.all_reduce' op cannot be lowered: 'memref<128x32xf32, strided<[64, 1]>>' is not a contiguous buffer, and one collective call needs one (decompose along rows keeps tiles contiguous)}}
+  overlap.all_reduce %v on @tp grid_axes = [0] : memref<128x32xf32, strided<[64, 1]>>
+  return
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// Outside a concurrent region every call is followed by a synchronize.
+// CHECK-LABEL: func.func @sequential
+// CHECK: call @overlap_all_reduce(%{{.*}}, %c1_i32
+// CHECK: call @overlap_stream_synchronize(%{{.*}}, %c1_i32
+func.func @sequential(%c: memref<128x64xf32>) {
+  overlap.all_reduce %c on @tp grid_axes = [0] : memref<128x64xf32>
+  return
+}

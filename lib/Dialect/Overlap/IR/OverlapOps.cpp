@@ -432,48 +432,34 @@ AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                           getGroupSize(*grid, getGridAxes()), true);
 }
 
+using EffectList =
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>;
+
 /// Memref collectives read their input and write their output (the input
-/// itself for an in-place all-reduce); tensor collectives have no effects.
-static void
-addCollectiveEffects(Value input, Value init,
-                     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-                         &effects,
-                     OpOperand &inputOperand, OpOperand *initOperand) {
-  if (!isa<BaseMemRefType>(input.getType()))
+/// itself for an in-place all-reduce, which has no init); tensor
+/// collectives have no effects.
+template <typename OpTy>
+static void addCollectiveEffects(OpTy op, EffectList &effects) {
+  if (!isa<BaseMemRefType>(op.getInput().getType()))
     return;
-  effects.emplace_back(MemoryEffects::Read::get(), &inputOperand,
+  OpOperand *written = &op.getInputMutable();
+  if constexpr (!std::is_same_v<OpTy, AllReduceOp>)
+    if (op.getInit())
+      written = &op.getInitMutable()[0];
+  effects.emplace_back(MemoryEffects::Read::get(), &op.getInputMutable(),
                        SideEffects::DefaultResource::get());
-  if (init)
-    effects.emplace_back(MemoryEffects::Write::get(), initOperand,
-                         SideEffects::DefaultResource::get());
-  else
-    effects.emplace_back(MemoryEffects::Write::get(), &inputOperand,
-                         SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), written,
+                       SideEffects::DefaultResource::get());
 }
 
-void AllReduceOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  addCollectiveEffects(getInput(), Value(), effects, getInputMutable(),
-                       nullptr);
+void AllReduceOp::getEffects(EffectList &effects) {
+  addCollectiveEffects(*this, effects);
 }
-
-void ReduceScatterOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  OpOperand *init =
-      getInit() ? &getInitMutable()[0] : static_cast<OpOperand *>(nullptr);
-  addCollectiveEffects(getInput(), getInit(), effects, getInputMutable(),
-                       init);
+void ReduceScatterOp::getEffects(EffectList &effects) {
+  addCollectiveEffects(*this, effects);
 }
-
-void AllGatherOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-        &effects) {
-  OpOperand *init =
-      getInit() ? &getInitMutable()[0] : static_cast<OpOperand *>(nullptr);
-  addCollectiveEffects(getInput(), getInit(), effects, getInputMutable(),
-                       init);
+void AllGatherOp::getEffects(EffectList &effects) {
+  addCollectiveEffects(*this, effects);
 }
 
 //===----------------------------------------------------------------------===//

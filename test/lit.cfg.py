@@ -30,7 +30,8 @@ if config.overlap_have_cuda and os.environ.get("OVERLAP_CUDA_GPU") == "1":
     config.available_features.add("cuda-gpu")
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
-tools = ["overlap-opt", "overlap-plan", "mlir-opt", "mlir-runner"]
+tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",
+         "mlir-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.overlap_tools_dir,
                              append_path=True)

@@ -9,6 +9,7 @@
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/PatternMatch.h"
@@ -136,6 +137,28 @@ public:
     return buf;
   }
 
+  /// Aborts with `message` when the memref's run-time strides are not
+  /// row-major contiguous (`innerOnly`: when the innermost stride is not 1).
+  void assertLayout(Location loc, Value memref, bool innerOnly,
+                    StringRef message) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    int64_t expected = 1;
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      if (type.getDimSize(d) != 1) {
+        Value want = arith::ConstantIndexOp::create(b, loc, expected);
+        Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         meta.getStrides()[d], want);
+        ok = arith::AndIOp::create(b, loc, ok, eq);
+      }
+      if (innerOnly)
+        break;
+      expected *= type.getDimSize(d);
+    }
+    cf::AssertOp::create(b, loc, ok, message);
+  }
+
   int64_t nextTile() { return tile++; }
 
   ModuleOp module;
@@ -232,17 +255,41 @@ bool isBroadcastBatchMatmul(linalg::BatchMatmulOp op) {
   return op.getIndexingMapsArray() == expected;
 }
 
-bool unitInnerStride(Value memref) {
+/// What the static layout says about a property of a memref: it holds, it
+/// does not, or only the run-time strides can tell (a dynamic layout, e.g.
+/// a buffer chosen by an scf.if).
+enum class Layout { Yes, No, AtRunTime };
+
+Layout unitInnerStride(Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
-  return succeeded(type.getStridesAndOffset(strides, offset)) &&
-         !strides.empty() && strides.back() == 1;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty())
+    return Layout::No;
+  if (ShapedType::isDynamic(strides.back()))
+    return Layout::AtRunTime;
+  return strides.back() == 1 ? Layout::Yes : Layout::No;
 }
 
-bool contiguous(Value memref) {
-  return memref::isStaticShapeAndContiguousRowMajor(
-      cast<MemRefType>(memref.getType()));
+Layout contiguous(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.hasStaticShape())
+    return Layout::No;
+  if (memref::isStaticShapeAndContiguousRowMajor(type))
+    return Layout::Yes;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return Layout::No;
+  // Known strides that differ from the row-major ones rule it out.
+  int64_t expected = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (type.getDimSize(d) != 1 && !ShapedType::isDynamic(strides[d]) &&
+        strides[d] != expected)
+      return Layout::No;
+    expected *= type.getDimSize(d);
+  }
+  return Layout::AtRunTime;
 }
 
 class Lowering {
@@ -355,11 +402,17 @@ private:
       return op->emitOpError()
              << "cannot be lowered to overlap_gemm: it needs static shapes "
                 "and f32/f16/bf16 element types";
-    for (Value v : {a, bm, c})
-      if (!unitInnerStride(v))
+    for (Value v : {a, bm, c}) {
+      Layout unit = unitInnerStride(v);
+      if (unit == Layout::No)
         return op->emitOpError()
                << "cannot be lowered to overlap_gemm: operand " << v.getType()
                << " has no unit innermost stride";
+      if (unit == Layout::AtRunTime)
+        rt.assertLayout(loc, v, /*innerOnly=*/true,
+                        "overlap_gemm: an operand's rows are not contiguous "
+                        "(innermost stride != 1)");
+    }
     int64_t batch = batched ? cType.getDimSize(0) : 1;
     int64_t m = cType.getDimSize(batched ? 1 : 0);
     int64_t n = cType.getDimSize(batched ? 2 : 1);
@@ -384,12 +437,18 @@ private:
                              std::optional<ReductionKind> reduction,
                              int64_t count) {
     Location loc = op->getLoc();
-    for (Value v : {src, dst})
-      if (!contiguous(v))
+    for (Value v : {src, dst}) {
+      Layout dense = contiguous(v);
+      if (dense == Layout::No)
         return op->emitOpError()
                << "cannot be lowered: " << v.getType()
                << " is not a contiguous buffer, and one collective call needs "
                   "one (decompose along rows keeps tiles contiguous)";
+      if (dense == Layout::AtRunTime)
+        rt.assertLayout(loc, v, /*innerOnly=*/false,
+                        (name + ": a buffer is not contiguous at run time")
+                            .str());
+    }
     auto type = cast<MemRefType>(src.getType());
     std::optional<int32_t> dtype = runtimeDType(type.getElementType());
     if (!dtype)
@@ -421,15 +480,16 @@ private:
         srcType.getRank() > 3 || srcType.getRank() < 1)
       return false;
     int64_t eltBytes = srcType.getElementTypeBitWidth() / 8;
-    if (contiguous(src) && contiguous(dst)) {
+    auto is = [](Layout l) { return l == Layout::Yes; };
+    if (is(contiguous(src)) && is(contiguous(dst))) {
       rt.status(loc, "overlap_memcpy",
                 {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
                  rt.buffer(loc, dst).ptr, rt.buffer(loc, src).ptr,
                  rt.i64(loc, srcType.getNumElements() * eltBytes)});
       return true;
     }
-    bool pack = contiguous(dst) && unitInnerStride(src);
-    bool unpack = contiguous(src) && unitInnerStride(dst);
+    bool pack = is(contiguous(dst)) && is(unitInnerStride(src));
+    bool unpack = is(contiguous(src)) && is(unitInnerStride(dst));
     if (!pack && !unpack)
       return false;
     Value strided = pack ? src : dst, packed = pack ? dst : src;
@@ -503,6 +563,9 @@ struct ConvertOverlapToRuntimePass
     RuntimeBuilder rt(getOperation(), func, ctx);
     Lowering lowering(rt, symbols, target == "cuda");
 
+    if (failed(lowerProcessIndices(func, rt, symbols)))
+      return failure();
+
     SmallVector<Operation *> work;
     for (Operation &op : func.getBody().front())
       work.push_back(&op);
@@ -542,6 +605,59 @@ struct ConvertOverlapToRuntimePass
               AllGatherOp, ConcurrentOp, StreamOp>(op))
         op->emitOpError() << "was not lowered to the runtime";
     });
+    return success();
+  }
+
+  /// shard.process_multi_index / process_linear_index (what shard-partition
+  /// uses to tell ranks apart) from the runtime's rank.
+  LogicalResult lowerProcessIndices(func::FuncOp func, RuntimeBuilder &rt,
+                                    SymbolTableCollection &symbols) {
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+      if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
+        return op->emitOpError()
+               << "cannot be lowered: grid " << gridSym
+               << " is missing or has a dynamic shape";
+      OpBuilder &b = rt.builder();
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      Value rank = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx));
+      if (isa<shard::ProcessLinearIndexOp>(op)) {
+        op->getResult(0).replaceAllUsesWith(rank);
+        op->erase();
+        continue;
+      }
+      ArrayRef<int64_t> shape = grid.getShape();
+      SmallVector<Value> coords(shape.size());
+      int64_t inner = 1;
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        Value q = arith::DivUIOp::create(
+            b, loc, rank, arith::ConstantIndexOp::create(b, loc, inner));
+        coords[d] = arith::RemUIOp::create(
+            b, loc, q, arith::ConstantIndexOp::create(b, loc, shape[d]));
+        inner *= shape[d];
+      }
+      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("axes");
+      SmallVector<Value> results;
+      if (!axes || axes.empty())
+        results = coords;
+      else
+        for (int16_t a : axes.asArrayRef())
+          results.push_back(coords[a]);
+      if (results.size() != op->getNumResults())
+        return op->emitOpError() << "cannot be lowered: expected "
+                                 << results.size() << " results";
+      op->replaceAllUsesWith(results);
+      op->erase();
+    }
     return success();
   }
 

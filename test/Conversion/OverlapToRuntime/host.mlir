@@ -107,3 +107,21 @@ func.func @sequential(%c: memref<128x64xf32>) {
   overlap.all_reduce %c on @tp grid_axes = [0] : memref<128x64xf32>
   return
 }
+
+// -----
+
+shard.grid @tp(shape = 2x2)
+
+// A dynamic layout (a buffer an scf.if chose) is checked at run time, and
+// the rank's grid coordinates come from the runtime's rank.
+// CHECK-LABEL: func.func @dynamic_layout
+// CHECK: %[[R:.*]] = call @overlap_context_rank
+// CHECK: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
+// CHECK: arith.divui %[[RI]]
+// CHECK: cf.assert %{{.*}}, "overlap_all_reduce: a buffer is not contiguous at run time"
+// CHECK: call @overlap_all_reduce
+func.func @dynamic_layout(%c: memref<128x64xf32, strided<[?, ?], offset: ?>>) -> index {
+  %i = shard.process_multi_index on @tp axes = [1] : index
+  overlap.all_reduce %c on @tp grid_axes = [0] : memref<128x64xf32, strided<[?, ?], offset: ?>>
+  return %i : index
+}

@@ -1,0 +1,79 @@
+// all-gather + matmul on host ranks: each rank's block of rows is gathered
+// and multiplied; every plan must give the bits of the unsplit reference.
+// Tile i gathers tiles[i]/R rows of every rank's block, so tiles (and M)
+// are multiples of R. Template: @R@ becomes the number of ranks (see
+// all-reduce.mlir for the choice of profiles).
+//
+// RUN: sed -e 's/@R@/4/' -e 's/@Q1024@/256/g' -e 's/@Q712@/178/g' %s > %t.4.mlir
+// RUN: overlap-run --ranks 4 --entry agm_f32 --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=MC2,CHECK
+// RUN: overlap-run --ranks 4 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=OPT,CHECK
+// RUN: overlap-run --ranks 4 --entry agm_f32 --strategy uniform:4 --seed 11 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNI4,CHECK
+// RUN: overlap-run --ranks 4 --entry agm_bf16 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16,CHECK
+// RUN: overlap-run --ranks 4 --entry agm_bf16_acc --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16ACC,CHECK
+// RUN: overlap-run --ranks 4 --entry agm_uneven --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN,CHECK
+// RUN: overlap-run --ranks 4 --entry upstream --strategy uniform:2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UPSTREAM,CHECK
+// RUN: sed -e 's/@R@/1/' -e 's/@Q1024@/1024/g' -e 's/@Q712@/712/g' %s > %t.1.mlir
+// RUN: overlap-run --ranks 1 --entry agm_f32 --strategy uniform:2 %t.1.mlir 2>&1 | FileCheck %s --check-prefixes=R1,CHECK
+// RUN: sed -e 's/@R@/2/' -e 's/@Q1024@/512/g' -e 's/@Q712@/356/g' %s > %t.2.mlir
+// RUN: overlap-run --ranks 2 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=R2,CHECK
+// RUN: sed -e 's/@R@/8/' -e 's/@Q1024@/128/g' -e 's/@Q712@/89/g' %s > %t.8.mlir
+// RUN: overlap-run --ranks 8 --entry agm_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
+
+// MC2: remark: tiles [1024] (mc2, {{.*}}one tile, no overlap wins
+// OPT: remark: tiles [640, 256, 128] (optimal,
+// UNI4: remark: tiles [256, 256, 256, 256] (uniform:4,
+// BF16: remark: tiles [768, 256] (optimal,
+// BF16ACC: remark: tiles [384, 384, 256] (uniform:3,
+// M = 712 is not a multiple of the 128-row alignment: the last tile takes
+// the remainder (712 = 256 + 256 + 200; 200 rows = 50 per rank).
+// (All-gather mirrors the order of optimal plans: the short tile is last.)
+// UNEVEN: remark: tiles [256, 256, 200] (uniform:3,
+// UPSTREAM: remark: tiles [512, 512] (uniform:2,
+// R1: remark: tiles [512, 512] (uniform:2,
+// R2: remark: tiles [640, 256, 128] (optimal,
+// R8: remark: tiles [256, 256, 256, 256] (uniform:4,
+
+// CHECK: overlap-run: @{{[a-z0-9_]+}} on {{[0-9]+}} host rank
+// CHECK: result0 {{.*}} max abs err 0 {{.*}} bit-identical
+// CHECK: bit-identical: yes
+// CHECK-NEXT: OK
+
+shard.grid @tp(shape = @R@)
+
+// @Q1024@ and @Q712@ are 1024 / R and 712 / R.
+func.func @agm_f32(%a: tensor<@Q1024@x256xf32>, %b: tensor<256x256xf32>, %c: tensor<1024x256xf32>) -> tensor<1024x256xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      : tensor<@Q1024@x256xf32>, tensor<256x256xf32>, tensor<1024x256xf32> -> tensor<1024x256xf32>
+  return %r : tensor<1024x256xf32>
+}
+
+// bf16 factors, f32 accumulator.
+func.func @agm_bf16(%a: tensor<@Q1024@x256xbf16>, %b: tensor<256x256xbf16>, %c: tensor<1024x256xf32>) -> tensor<1024x256xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      : tensor<@Q1024@x256xbf16>, tensor<256x256xbf16>, tensor<1024x256xf32> -> tensor<1024x256xf32>
+  return %r : tensor<1024x256xf32>
+}
+
+// bf16 throughout.
+func.func @agm_bf16_acc(%a: tensor<@Q1024@x128xbf16>, %b: tensor<128x256xbf16>, %c: tensor<1024x256xbf16>) -> tensor<1024x256xbf16> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      : tensor<@Q1024@x128xbf16>, tensor<128x256xbf16>, tensor<1024x256xbf16> -> tensor<1024x256xbf16>
+  return %r : tensor<1024x256xbf16>
+}
+
+func.func @agm_uneven(%a: tensor<@Q712@x128xf32>, %b: tensor<128x96xf32>, %c: tensor<712x96xf32>) -> tensor<712x96xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      : tensor<@Q712@x128xf32>, tensor<128x96xf32>, tensor<712x96xf32> -> tensor<712x96xf32>
+  return %r : tensor<712x96xf32>
+}
+
+// Upstream form: overlap-raise fuses the row-wise shard.all_gather with
+// the matmul that consumes it.
+func.func @upstream(%x: tensor<@Q1024@x128xf32>, %b: tensor<128x128xf32>) -> tensor<1024x128xf32> {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<@Q1024@x128xf32> -> tensor<1024x128xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x128xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x128xf32>) -> tensor<1024x128xf32>
+  %y = linalg.matmul ins(%g, %b : tensor<1024x128xf32>, tensor<128x128xf32>) outs(%c : tensor<1024x128xf32>) -> tensor<1024x128xf32>
+  return %y : tensor<1024x128xf32>
+}

@@ -1,0 +1,66 @@
+// Usage, compile and runtime errors: overlap-run exits 2 (1 is kept for
+// MISMATCH), overlap-compile exits 1; every message names what failed.
+//
+// RUN: bash -c 'overlap-run --ranks 4 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ENTRY
+// ENTRY: overlap-run: error: the module has 3 public functions with a body (@mar, @mar_i32, @mar_dyn); choose one with --entry
+// ENTRY: exit 2
+//
+// RUN: bash -c 'overlap-run --ranks 4 --entry nope %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=NOPE
+// NOPE: overlap-run: error: no public function @nope with a body; public functions: @mar, @mar_i32, @mar_dyn
+// NOPE: exit 2
+//
+// RUN: bash -c 'overlap-run --ranks 8 --entry mar %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=RANKS
+// RANKS: overlap-run: error: --ranks 8 but grid @tp has 4 devices; the number of ranks must equal the grid's size
+// RANKS: exit 2
+//
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar_i32 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=I32
+// I32: overlap-run: error: arg0 has element type i32; overlap-run handles f32, f16 and bf16
+// I32: exit 2
+//
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar_dyn %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=DYN
+// DYN: overlap-run: error: arg0 has type tensor<?x64xf32>; overlap-run handles statically shaped tensors and identity-layout memrefs
+// DYN: exit 2
+//
+// The Planner refuses a plan: the error names the op and the stage.
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:3 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PLAN
+// PLAN: error: 'overlap.matmul_all_reduce' op overlap-plan failed: --strategy: uniform:3 needs 3 tiles of 128-row blocks but M = 256 has only 2
+// PLAN: overlap-run: error: stage 'tensor' (raise, reorder chains, plan and decompose on tensors) failed
+// PLAN: overlap-run: error: compiling the overlap program (strategy uniform:3) failed
+// PLAN: exit 2
+//
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --profile %S/Inputs/missing.json %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PROFILE
+// PROFILE: missing.json
+// PROFILE: overlap-run: error: stage 'tensor'
+// PROFILE: exit 2
+//
+// A wait timeout is a runtime error: the runtime's launch error is printed.
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:2 --chaos 1 --chaos-max-us 200000 --wait-timeout-ms 1 --no-remarks %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=TIMEOUT
+// TIMEOUT: overlap-run: error: the overlap run failed: OVERLAP_ERROR_TIMEOUT: overlap_
+// TIMEOUT: exit 2
+//
+// overlap-compile: the CUDA target refuses host-only inline ops cleanly.
+// RUN: not overlap-compile %overlap_src/examples/mlp.mlir --target=cuda --emit=obj -o /dev/null --no-remarks 2>&1 | FileCheck %s --check-prefix=CUDA
+// CUDA: error: 'linalg.fill' op has no runtime call and target=cuda has no kernel path for it yet
+// CUDA-NOT: see current operation
+// CUDA: overlap-compile: error: stage 'runtime' (lowering to calls of the Overlap runtime) failed
+//
+// RUN: not overlap-compile %s --emit=llvm --stop-after-stage=schedule 2>&1 | FileCheck %s --check-prefix=STOP
+// STOP: overlap-compile: error: --stop-after-stage needs --emit=mlir
+// RUN: not overlap-compile %s --emit=mlir --stop-after-stage=nope 2>&1 | FileCheck %s --check-prefix=STAGE
+// STAGE: overlap-compile: error: --stop-after-stage: unknown stage 'nope' (tensor, bufferize, schedule, runtime, llvm)
+
+shard.grid @tp(shape = 4)
+
+func.func @mar(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      : tensor<256x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<256x32xf32>
+  return %r : tensor<256x32xf32>
+}
+
+func.func @mar_i32(%a: tensor<256x64xi32>) -> tensor<256x64xi32> {
+  return %a : tensor<256x64xi32>
+}
+
+func.func @mar_dyn(%a: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  return %a : tensor<?x64xf32>
+}

@@ -115,8 +115,9 @@ shard.grid @tp(shape = 2x2)
 // A dynamic layout (a buffer an scf.if chose) is checked at run time, and
 // the rank's grid coordinates come from the runtime's rank.
 // CHECK-LABEL: func.func @dynamic_layout
+// CHECK: call @overlap_group_split
 // CHECK: %[[R:.*]] = call @overlap_context_rank
-// CHECK: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
+// CHECK-NEXT: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
 // CHECK: arith.divui %[[RI]]
 // CHECK: cf.assert %{{.*}}, "overlap_all_reduce: a buffer is not contiguous at run time"
 // CHECK: call @overlap_all_reduce

@@ -66,14 +66,7 @@
 
 using namespace mlir;
 
-void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
-  registry
-      .insert<overlap::OverlapDialect, affine::AffineDialect,
-              arith::ArithDialect, bufferization::BufferizationDialect,
-              cf::ControlFlowDialect, func::FuncDialect, index::IndexDialect,
-              LLVM::LLVMDialect, linalg::LinalgDialect, math::MathDialect,
-              memref::MemRefDialect, scf::SCFDialect, shard::ShardDialect,
-              tensor::TensorDialect, vector::VectorDialect>();
+void mlir::overlap::tools::registerInterfaceModels(DialectRegistry &registry) {
   // To-LLVM and inliner interfaces, sharding extensions of func/tensor.
   registerAllExtensions(registry);
   // The external models that upstream's registerAllDialects would add for
@@ -103,6 +96,17 @@ void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
   tensor::registerTilingInterfaceExternalModels(registry);
   tensor::registerValueBoundsOpInterfaceExternalModels(registry);
   overlap::registerBufferizableOpInterfaceExternalModels(registry);
+}
+
+void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
+  registry
+      .insert<overlap::OverlapDialect, affine::AffineDialect,
+              arith::ArithDialect, bufferization::BufferizationDialect,
+              cf::ControlFlowDialect, func::FuncDialect, index::IndexDialect,
+              LLVM::LLVMDialect, linalg::LinalgDialect, math::MathDialect,
+              memref::MemRefDialect, scf::SCFDialect, shard::ShardDialect,
+              tensor::TensorDialect, vector::VectorDialect>();
+  registerInterfaceModels(registry);
   // Leaving MLIR: the LLVM dialect (and the builtin module) to LLVM IR.
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);

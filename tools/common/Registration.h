@@ -21,6 +21,12 @@ namespace tools {
 /// including the LLVM IR translation of the builtin and LLVM dialects.
 void registerDialects(mlir::DialectRegistry &registry);
 
+/// The interface models (to-LLVM, inliner, bufferization, deallocation,
+/// sharding, tiling, value bounds) of the upstream dialects Overlap uses,
+/// and Overlap's own bufferization models. upstream's registerAllDialects
+/// would add them for every dialect; tools register only these.
+void registerInterfaceModels(mlir::DialectRegistry &registry);
+
 /// Registers (once per process) every pass that `buildStages` may name, so
 /// that `mlir::parsePassPipeline` finds it.
 void registerPasses();

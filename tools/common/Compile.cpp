@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -13,6 +14,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -20,6 +22,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
@@ -267,3 +270,25 @@ std::string mlirRunnerUtilsDir() { return OVERLAP_MLIR_LIB_DIR; }
 } // namespace tools
 } // namespace overlap
 } // namespace mlir
+
+std::unique_ptr<MLIRContext> mlir::overlap::tools::createToolContext() {
+  DialectRegistry registry;
+  registerDialects(registry);
+  registerPasses();
+  auto context = std::make_unique<MLIRContext>(registry);
+  auto *printOp =
+      llvm::cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    context->printOpOnDiagnostic(false);
+  return context;
+}
+
+std::shared_ptr<llvm::SourceMgr>
+mlir::overlap::tools::loadSource(StringRef path, std::string &error) {
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(path, &error);
+  if (!input)
+    return nullptr;
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  return sourceMgr;
+}

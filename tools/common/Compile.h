@@ -14,6 +14,8 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include "llvm/Support/SourceMgr.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +55,16 @@ struct Stage {
 
 /// The stages, in order: tensor, bufferize, schedule, runtime, llvm.
 std::vector<Stage> buildStages(const CompileOptions &options);
+
+/// A context with the tools' dialects, interface models and passes
+/// registered. The generic dump of a failing operation is off (diagnostics
+/// point at the input) unless --mlir-print-op-on-diagnostic was given.
+std::unique_ptr<mlir::MLIRContext> createToolContext();
+
+/// Reads `path` ("-" for stdin) into a new source manager; on failure
+/// returns null and sets `error`.
+std::shared_ptr<llvm::SourceMgr> loadSource(llvm::StringRef path,
+                                            std::string &error);
 
 /// The whole pipeline as one `builtin.module(...)` string (for --help, docs
 /// and --print-pipeline).

@@ -725,25 +725,14 @@ int main(int argc, char **argv) {
     hostOptions.chaos_seed = chaosSeed;
   }
 
-  DialectRegistry registry;
-  overlap::tools::registerDialects(registry);
-  overlap::tools::registerPasses();
-  MLIRContext context(registry);
-  // Diagnostics point at the input; the generic dump of the failing
-  // operation is noise unless asked for.
-  if (!cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic") ||
-      !cl::getRegisteredOptions()
-           .lookup("mlir-print-op-on-diagnostic")
-           ->getNumOccurrences())
-    context.printOpOnDiagnostic(false);
-
+  std::unique_ptr<MLIRContext> contextOwner =
+      overlap::tools::createToolContext();
+  MLIRContext &context = *contextOwner;
   std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(inputFile, &errorMessage);
-  if (!input)
+  std::shared_ptr<llvm::SourceMgr> sourceMgr =
+      overlap::tools::loadSource(inputFile, errorMessage);
+  if (!sourceMgr)
     return usageOrCompileError(errorMessage);
-  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, &context);
   // Remarks of the overlap compilation only (the plan), without the
   // operation dump; the reference compilation's are dropped.

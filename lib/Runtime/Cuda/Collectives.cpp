@@ -1,0 +1,125 @@
+//===- Collectives.cpp - NCCL groups and collectives -----------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// One NCCL communicator per group: the world is the caller's (or the
+// bootstrap's), sub-groups come from ncclCommSplit. Collectives run on the
+// stream the call names. NCCL, unlike the host backend, neither detects
+// mismatched calls across ranks nor reduces in rank order; docs/cuda.md says
+// what that means for results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+
+using namespace overlap;
+using namespace overlap::cuda;
+using runtime::CollectiveKind;
+using runtime::Site;
+
+static ncclDataType_t ncclType(overlap_dtype dtype) {
+  switch (dtype) {
+  case OVERLAP_F16:
+    return ncclFloat16;
+  case OVERLAP_BF16:
+    return ncclBfloat16;
+  default:
+    return ncclFloat32;
+  }
+}
+
+static ncclRedOp_t ncclOp(overlap_reduce_op op) {
+  switch (op) {
+  case OVERLAP_PROD:
+    return ncclProd;
+  case OVERLAP_MAX:
+    return ncclMax;
+  case OVERLAP_MIN:
+    return ncclMin;
+  case OVERLAP_AVG:
+    return ncclAvg;
+  default:
+    return ncclSum;
+  }
+}
+
+overlap_status CudaContext::split(overlap_group *parent, int color, int key,
+                                  overlap_group **group) {
+  Site site = Site::thread("overlap_group_split");
+  ncclComm_t made = nullptr;
+  if (overlap_status s = check(site, "ncclCommSplit",
+                               ncclCommSplit(commOf(parent),
+                                             color == OVERLAP_UNDEFINED_COLOR
+                                                 ? NCCL_SPLIT_NOCOLOR
+                                                 : color,
+                                             key, &made, nullptr)))
+    return s;
+  if (!made) {
+    *group = nullptr;
+    return OVERLAP_SUCCESS;
+  }
+  auto result = std::make_unique<CudaGroup>();
+  result->comm = made;
+  result->owned = true;
+  if (overlap_status s = check(site, "ncclCommUserRank",
+                               ncclCommUserRank(made, &result->rank))) {
+    (void)ncclCommDestroy(made);
+    return s;
+  }
+  if (overlap_status s =
+          check(site, "ncclCommCount", ncclCommCount(made, &result->size))) {
+    (void)ncclCommDestroy(made);
+    return s;
+  }
+  *group = result.get();
+  groups_.push_back(std::move(result));
+  return OVERLAP_SUCCESS;
+}
+
+void CudaContext::destroyGroup(overlap_group *group) {
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i].get() != group)
+      continue;
+    if (groups_[i]->comm)
+      check(Site::thread("overlap_group_destroy"), "ncclCommDestroy",
+            ncclCommDestroy(groups_[i]->comm));
+    groups_.erase(groups_.begin() + i);
+    return;
+  }
+}
+
+overlap_status CudaContext::collective(const Site &site, overlap_group *group,
+                                       const runtime::CollectiveArgs &args) {
+  ncclComm_t comm = commOf(group);
+  cudaStream_t s = stream(site.stream);
+  const size_t count = size_t(args.count);
+  switch (args.kind) {
+  case CollectiveKind::AllReduce:
+    if (!count)
+      return OVERLAP_SUCCESS;
+    return check(site, "ncclAllReduce",
+                 ncclAllReduce(args.src, args.dst, count, ncclType(args.dtype),
+                               ncclOp(args.op), comm, s));
+  case CollectiveKind::ReduceScatter:
+    if (!count)
+      return OVERLAP_SUCCESS;
+    return check(site, "ncclReduceScatter",
+                 ncclReduceScatter(args.src, args.dst, count,
+                                   ncclType(args.dtype), ncclOp(args.op), comm,
+                                   s));
+  case CollectiveKind::AllGather:
+    if (!count)
+      return OVERLAP_SUCCESS;
+    return check(site, "ncclAllGather",
+                 ncclAllGather(args.src, args.dst, count, ncclType(args.dtype),
+                               comm, s));
+  case CollectiveKind::Barrier:
+    // NCCL has no barrier; a one-word all-reduce orders the group's streams.
+    return check(site, "ncclAllReduce (barrier)",
+                 ncclAllReduce(barrierScratch_, barrierScratch_, 1, ncclInt32,
+                               ncclSum, comm, s));
+  }
+  return OVERLAP_ERROR_INTERNAL;
+}

@@ -1,0 +1,716 @@
+//===- CudaContext.cpp - Context, streams, memory, creation -----*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA context's life: creation from a caller's communicator and
+// streams or by bootstrap, bounded synchronization that turns a stuck
+// stream into an error naming the wait or the stream, memory, copies, host
+// callbacks and the pack kernel, and the overlap_cuda_* entry points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace overlap;
+using namespace overlap::cuda;
+using runtime::Site;
+
+//===----------------------------------------------------------------------===//
+// Error text and options
+//===----------------------------------------------------------------------===//
+
+std::string overlap::cuda::describe(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + " (" +
+         cudaGetErrorString(error) + ")";
+}
+
+std::string overlap::cuda::describe(CUresult result) {
+  const char *name = nullptr, *text = nullptr;
+  driver().cuGetErrorName(result, &name);
+  driver().cuGetErrorString(result, &text);
+  std::string out = name ? name : "CUresult " + std::to_string(result);
+  if (text)
+    out += std::string(" (") + text + ")";
+  if (!driverError().empty())
+    out += " (" + driverError() + ")";
+  return out;
+}
+
+std::string overlap::cuda::describe(cublasStatus_t status) {
+  return std::string(cublasLtGetStatusName(status)) + " (" +
+         cublasLtGetStatusString(status) + ")";
+}
+
+std::string overlap::cuda::describe(ncclResult_t result) {
+  return std::string(ncclGetErrorString(result)) + " (ncclResult " +
+         std::to_string(int(result)) + ")";
+}
+
+static bool readEnvInt(const char *name, bool &present, int64_t &value) {
+  const char *text = std::getenv(name);
+  present = text && *text;
+  if (!present)
+    return true;
+  char *end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (*end || v < 0)
+    return false;
+  value = v;
+  return true;
+}
+
+bool overlap::cuda::resolveOptions(const overlap_cuda_options *opts,
+                                   Options &out, std::string &error) {
+  overlap_cuda_options defaults;
+  overlap_cuda_options_init(&defaults);
+  if (!opts)
+    opts = &defaults;
+  if (opts->struct_size < sizeof(overlap_cuda_options)) {
+    error = "overlap_cuda_options.struct_size is " +
+            std::to_string(opts->struct_size) + ", expected " +
+            std::to_string(sizeof(overlap_cuda_options)) +
+            " (call overlap_cuda_options_init)";
+    return false;
+  }
+  out = Options();
+  if (opts->num_streams < 0 || opts->num_streams > 16) {
+    error = "num_streams must be in [0, 16], got " +
+            std::to_string(opts->num_streams);
+    return false;
+  }
+  out.numStreams = opts->num_streams ? opts->num_streams : 2;
+  if (out.numStreams < 2) {
+    error = "a context needs at least 2 streams (compute and comm)";
+    return false;
+  }
+  if (opts->wait_timeout_ms < 0) {
+    error = "wait_timeout_ms is negative";
+    return false;
+  }
+  out.waitTimeoutMs = opts->wait_timeout_ms;
+  if (!out.waitTimeoutMs) {
+    bool present = false;
+    int64_t value = 0;
+    if (!readEnvInt("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
+        (present && value == 0)) {
+      error = "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer";
+      return false;
+    }
+    out.waitTimeoutMs = present ? value : 10000;
+  }
+  int sync = opts->sync;
+  if (sync == OVERLAP_CUDA_SYNC_FROM_ENV) {
+    const char *text = std::getenv("OVERLAP_CUDA_SYNC");
+    std::string mode = text ? text : "";
+    if (mode.empty() || mode == "memop")
+      sync = OVERLAP_CUDA_SYNC_MEMOP;
+    else if (mode == "spin")
+      sync = OVERLAP_CUDA_SYNC_SPIN;
+    else if (mode == "event")
+      sync = OVERLAP_CUDA_SYNC_EVENT;
+    else {
+      error =
+          "OVERLAP_CUDA_SYNC must be memop, spin or event, got '" + mode + "'";
+      return false;
+    }
+  }
+  if (sync < OVERLAP_CUDA_SYNC_MEMOP || sync > OVERLAP_CUDA_SYNC_EVENT) {
+    error = "unknown sync mode " + std::to_string(sync);
+    return false;
+  }
+  out.sync = sync;
+  if (opts->gemm_workspace_bytes < 0) {
+    error = "gemm_workspace_bytes is negative";
+    return false;
+  }
+  if (opts->gemm_workspace_bytes)
+    out.workspaceBytes = size_t(opts->gemm_workspace_bytes);
+  out.allowTf32 = opts->allow_tf32 != 0;
+  out.loopBroadcast = opts->gemm_loop_broadcast != 0;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Registry of live CUDA contexts (no RTTI in this build)
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::mutex registryMutex;
+std::set<CudaContext *> &registry() {
+  static std::set<CudaContext *> contexts;
+  return contexts;
+}
+thread_local std::string createError;
+thread_local std::string deviceCountError;
+} // namespace
+
+CudaContext *overlap::cuda::asCuda(overlap_context *ctx) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  auto *cuda = static_cast<CudaContext *>(ctx);
+  return ctx && registry().count(cuda) ? cuda : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Construction and shutdown
+//===----------------------------------------------------------------------===//
+
+CudaContext::CudaContext(int rank, int size, int device, const Options &options)
+    : overlap_context(rank, size, options.numStreams), device(device),
+      options(options) {
+  world_.rank = rank;
+  world_.size = size;
+}
+
+CudaContext::~CudaContext() { shutdown(); }
+
+overlap_status CudaContext::failCall(const Site &site, const char *api,
+                                     const std::string &error,
+                                     overlap_status status) {
+  return fail(status, runtime::formatError(
+                          site, rank, std::string(api) + " failed: " + error));
+}
+
+overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
+                                 cudaStream_t compute, cudaStream_t comm,
+                                 std::string &error) {
+  Site site = Site::thread("overlap_cuda_context_create");
+  world_.comm = world;
+  world_.owned = ownWorld;
+  auto failed = [&](overlap_status s) {
+    error = lastError();
+    return s;
+  };
+  if (overlap_status s = check(site, "cudaSetDevice", cudaSetDevice(device)))
+    return failed(s);
+  for (int i = 0; i < numStreams; ++i) {
+    cudaStream_t given = i == 0 ? compute : i == 1 ? comm : nullptr;
+    if (given) {
+      streams_.push_back(given);
+      ownedStreams_.push_back(false);
+      continue;
+    }
+    cudaStream_t made = nullptr;
+    if (overlap_status s =
+            check(site, "cudaStreamCreateWithFlags",
+                  cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking)))
+      return failed(s);
+    streams_.push_back(made);
+    ownedStreams_.push_back(true);
+  }
+  pending_.resize(numStreams);
+  workspaces_.assign(numStreams, nullptr);
+  if (overlap_status s = check(site, "cublasLtCreate", cublasLtCreate(&lt_)))
+    return failed(s);
+  void *spin = nullptr;
+  if (overlap_status s =
+          check(site, "cudaHostAlloc",
+                cudaHostAlloc(&spin, sizeof(SpinError), cudaHostAllocMapped)))
+    return failed(s);
+  spinHost_ = static_cast<SpinError *>(spin);
+  std::memset(spinHost_, 0, sizeof(SpinError));
+  void *spinDevice = nullptr;
+  if (overlap_status s =
+          check(site, "cudaHostGetDevicePointer",
+                cudaHostGetDevicePointer(&spinDevice, spinHost_, 0)))
+    return failed(s);
+  spinDevice_ = static_cast<SpinError *>(spinDevice);
+  void *scratch = nullptr;
+  if (overlap_status s =
+          check(site, "cudaMalloc", cudaMalloc(&scratch, sizeof(int))))
+    return failed(s);
+  barrierScratch_ = static_cast<int *>(scratch);
+  if (overlap_status s = check(site, "cudaMemset",
+                               cudaMemset(barrierScratch_, 0, sizeof(int))))
+    return failed(s);
+  ready_ = true;
+  return OVERLAP_SUCCESS;
+}
+
+static void destroyComm(ncclComm_t comm, bool abort) {
+  if (!comm)
+    return;
+  // Errors here have nowhere to go (the context is being torn down).
+  if (abort)
+    (void)ncclCommAbort(comm);
+  else
+    (void)ncclCommDestroy(comm);
+}
+
+overlap_status CudaContext::shutdown() {
+  if (shutDown_)
+    return status();
+  shutDown_ = true;
+  bool drained = true;
+  if (ready_) {
+    overlap_status s = synchronize(-1);
+    if (s != OVERLAP_SUCCESS) {
+      // The waits were released by onFail; give the streams another
+      // timeout, with the communicators we own aborted so that a
+      // collective whose peers are gone returns.
+      for (auto &group : groups_)
+        if (group->comm)
+          (void)ncclCommAbort(group->comm), group->comm = nullptr;
+      if (world_.owned && world_.comm)
+        (void)ncclCommAbort(world_.comm), world_.comm = nullptr;
+      std::vector<int> all;
+      for (int i = 0; i < numStreams; ++i)
+        all.push_back(i);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(options.waitTimeoutMs);
+      for (;;) {
+        bool busy = false;
+        for (int i : all)
+          busy |= cudaStreamQuery(streams_[i]) == cudaErrorNotReady;
+        if (!busy)
+          break;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          drained = false;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+  }
+  bool failed = status() != OVERLAP_SUCCESS;
+  for (auto &group : groups_)
+    destroyComm(group->comm, failed);
+  groups_.clear();
+  if (world_.owned)
+    destroyComm(world_.comm, failed);
+  world_.comm = nullptr;
+  if (!drained) {
+    // Freeing memory that a stuck stream may still touch would be worse
+    // than leaking it (cudaFree also waits for the device).
+    fprintf(stderr,
+            "overlap: rank %d: streams still busy at context destruction; "
+            "leaking the context's device memory\n",
+            rank);
+    return status();
+  }
+  for (auto &sigs : signals_) {
+    for (cudaEvent_t event : sigs->events)
+      (void)cudaEventDestroy(event);
+    if (sigs->hostFlags)
+      (void)cudaFreeHost(sigs->hostFlags);
+  }
+  signals_.clear();
+  for (void *ws : workspaces_)
+    if (ws)
+      (void)cudaFree(ws);
+  workspaces_.clear();
+  if (lt_)
+    (void)cublasLtDestroy(lt_);
+  lt_ = nullptr;
+  if (spinHost_)
+    (void)cudaFreeHost(spinHost_);
+  spinHost_ = spinDevice_ = nullptr;
+  if (barrierScratch_)
+    (void)cudaFree(barrierScratch_);
+  barrierScratch_ = nullptr;
+  for (size_t i = 0; i < streams_.size(); ++i)
+    if (ownedStreams_[i])
+      (void)cudaStreamDestroy(streams_[i]);
+  streams_.clear();
+  return status();
+}
+
+//===----------------------------------------------------------------------===//
+// Synchronization with a deadline
+//===----------------------------------------------------------------------===//
+
+overlap_status CudaContext::checkSpinError() {
+  if (!spinHost_)
+    return OVERLAP_SUCCESS;
+  volatile SpinError *e = spinHost_;
+  if (e->failed != 2)
+    return OVERLAP_SUCCESS;
+  return fail(
+      OVERLAP_ERROR_TIMEOUT,
+      runtime::formatError(
+          Site::flag("overlap_wait", e->stream, e->flag), rank,
+          "not signalled within " + std::to_string(options.waitTimeoutMs) +
+              " ms (spin wait gave up; epoch " + std::to_string(e->epoch) +
+              ", flag at " + std::to_string(e->seen) + ")"));
+}
+
+bool CudaContext::findStuckWait(int stream, std::string &text, int32_t &flag) {
+  for (const PendingWait &w : pending_[stream]) {
+    uint32_t seen =
+        static_cast<volatile uint32_t *>(w.sigs->hostFlags)[w.index];
+    if (int32_t(seen - w.epoch) < 0) {
+      flag = w.index;
+      text = "not signalled within " + std::to_string(options.waitTimeoutMs) +
+             " ms (epoch " + std::to_string(w.epoch) + ", flag at " +
+             std::to_string(seen) + ")";
+      return true;
+    }
+  }
+  return false;
+}
+
+void CudaContext::releasePendingWaits() {
+  for (auto &waits : pending_)
+    for (const PendingWait &w : waits) {
+      auto *flag =
+          static_cast<volatile uint32_t *>(w.sigs->hostFlags) + w.index;
+      if (int32_t(*flag - w.epoch) < 0)
+        *flag = w.epoch;
+    }
+}
+
+void CudaContext::onFail() {
+  // A stream blocked on a flag that will never be raised would hang the
+  // context's destruction: raise the flags from the host instead. The
+  // results are wrong, but the context has failed and says so.
+  releasePendingWaits();
+}
+
+overlap_status CudaContext::drain(const std::vector<int> &which,
+                                  const char *call) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline =
+      start + std::chrono::milliseconds(options.waitTimeoutMs);
+  for (;;) {
+    bool busy = false;
+    for (int s : which) {
+      cudaError_t e = cudaStreamQuery(streams_[s]);
+      if (e == cudaErrorNotReady)
+        busy = true;
+      else if (e != cudaSuccess)
+        return failCall(Site::tile(call, s, -1), "cudaStreamQuery",
+                        describe(e));
+    }
+    if (overlap_status s = checkSpinError())
+      return s;
+    std::vector<CudaGroup *> comms{&world_};
+    for (auto &g : groups_)
+      comms.push_back(g.get());
+    for (CudaGroup *g : comms) {
+      ncclResult_t async = ncclSuccess;
+      if (!g->comm)
+        continue;
+      ncclResult_t r = ncclCommGetAsyncError(g->comm, &async);
+      if (r != ncclSuccess)
+        return failCall(Site::thread(call), "ncclCommGetAsyncError",
+                        describe(r));
+      if (async != ncclSuccess && async != ncclInProgress)
+        return failCall(Site::thread(call), "NCCL (asynchronous error)",
+                        describe(async));
+    }
+    if (!busy)
+      break;
+    auto now = Clock::now();
+    if (now >= deadline) {
+      for (int s : which) {
+        if (cudaStreamQuery(streams_[s]) != cudaErrorNotReady)
+          continue;
+        std::string text;
+        int32_t flag = -1;
+        if (findStuckWait(s, text, flag))
+          return fail(OVERLAP_ERROR_TIMEOUT,
+                      runtime::formatError(Site::flag("overlap_wait", s, flag),
+                                           rank, text));
+      }
+      for (int s : which)
+        if (cudaStreamQuery(streams_[s]) == cudaErrorNotReady)
+          return fail(OVERLAP_ERROR_TIMEOUT,
+                      runtime::formatError(
+                          Site::tile(call, s, -1), rank,
+                          "the stream did not drain within " +
+                              std::to_string(options.waitTimeoutMs) +
+                              " ms (a collective whose peers never joined, "
+                              "or work longer than the wait timeout)"));
+      break;
+    }
+    // Spin briefly for short work, then back off to spare the CPU.
+    if (now - start > std::chrono::milliseconds(1))
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else
+      std::this_thread::yield();
+  }
+  for (int s : which)
+    pending_[s].clear();
+  return status();
+}
+
+overlap_status CudaContext::synchronize(int stream) {
+  std::vector<int> which;
+  if (stream >= 0)
+    which.push_back(stream);
+  else
+    for (int i = 0; i < numStreams; ++i)
+      which.push_back(i);
+  overlap_status s = drain(which, stream >= 0 ? "overlap_stream_synchronize"
+                                              : "overlap_context_synchronize");
+  return s ? s : status();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory, copies, host functions, pack
+//===----------------------------------------------------------------------===//
+
+overlap_status CudaContext::alloc(size_t bytes, void **ptr) {
+  cudaError_t e = cudaMalloc(ptr, bytes);
+  if (e == cudaSuccess)
+    return OVERLAP_SUCCESS;
+  *ptr = nullptr;
+  (void)cudaGetLastError(); // an allocation failure is not sticky
+  return failCall(Site::thread("overlap_alloc"),
+                  ("cudaMalloc(" + std::to_string(bytes) + " bytes)").c_str(),
+                  describe(e),
+                  e == cudaErrorMemoryAllocation ? OVERLAP_ERROR_OUT_OF_MEMORY
+                                                 : OVERLAP_ERROR_BACKEND);
+}
+
+void CudaContext::free(void *ptr) {
+  check(Site::thread("overlap_free"), "cudaFree", cudaFree(ptr));
+}
+
+overlap_status CudaContext::copy(const Site &site, void *dst, const void *src,
+                                 size_t bytes) {
+  return check(
+      site, "cudaMemcpyAsync",
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(site.stream)));
+}
+
+overlap_status CudaContext::hostFunc(const Site &site, void (*fn)(void *),
+                                     void *user) {
+  return check(site, "cudaLaunchHostFunc",
+               cudaLaunchHostFunc(stream(site.stream), fn, user));
+}
+
+overlap_status CudaContext::pack(const Site &site,
+                                 const runtime::PackArgs &args) {
+  PackShape shape{args.unpack, args.elemBytes, args.src, args.dst, args.n0,
+                  args.n1,     args.n2,        args.s0,  args.s1};
+  return check(site,
+               args.unpack ? "unpack kernel launch" : "pack kernel launch",
+               launchPack(shape, stream(site.stream)));
+}
+
+//===----------------------------------------------------------------------===//
+// C entry points
+//===----------------------------------------------------------------------===//
+
+static overlap_status createFailed(overlap_status status,
+                                   const std::string &text) {
+  createError = text;
+  return status;
+}
+
+/// Finishes a creation: the context over `comm` and the streams.
+static overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
+                                   cudaStream_t compute,
+                                   cudaStream_t commStream,
+                                   const Options &options,
+                                   overlap_context **ctx) {
+  int rank = 0, size = 0;
+  ncclResult_t r = ncclCommUserRank(comm, &rank);
+  if (r == ncclSuccess)
+    r = ncclCommCount(comm, &size);
+  if (r != ncclSuccess) {
+    if (ownComm)
+      (void)ncclCommDestroy(comm);
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        "overlap_cuda_context_create: ncclCommUserRank/Count "
+                        "failed: " +
+                            describe(r));
+  }
+  auto *cuda = new CudaContext(rank, size, device, options);
+  std::string error;
+  if (overlap_status s =
+          cuda->init(comm, ownComm, compute, commStream, error)) {
+    delete cuda; // shutdown destroys what init made, and the owned comm
+    return createFailed(s, error);
+  }
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry().insert(cuda);
+  }
+  *ctx = cuda;
+  createError.clear();
+  return OVERLAP_SUCCESS;
+}
+
+extern "C" {
+
+void overlap_cuda_options_init(overlap_cuda_options *opts) {
+  if (!opts)
+    return;
+  std::memset(opts, 0, sizeof(*opts));
+  opts->struct_size = sizeof(overlap_cuda_options);
+}
+
+int overlap_cuda_device_count(const char **error) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  deviceCountError =
+      e == cudaSuccess ? "" : "cudaGetDeviceCount failed: " + describe(e);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+  if (error)
+    *error = deviceCountError.c_str();
+  return count;
+}
+
+const char *overlap_cuda_create_error(void) { return createError.c_str(); }
+
+overlap_status overlap_cuda_context_create(void *nccl_comm,
+                                           void *compute_stream,
+                                           void *comm_stream,
+                                           const overlap_cuda_options *opts,
+                                           overlap_context **ctx) {
+  if (!ctx)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        "overlap_cuda_context_create: null result pointer");
+  *ctx = nullptr;
+  if (!nccl_comm)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        "overlap_cuda_context_create: null communicator");
+  Options options;
+  std::string error;
+  if (!resolveOptions(opts, options, error))
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        "overlap_cuda_context_create: " + error);
+  auto comm = static_cast<ncclComm_t>(nccl_comm);
+  int device = -1;
+  if (ncclResult_t r = ncclCommCuDevice(comm, &device))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        "overlap_cuda_context_create: ncclCommCuDevice "
+                        "failed: " +
+                            describe(r));
+  return finishCreate(comm, false, device,
+                      static_cast<cudaStream_t>(compute_stream),
+                      static_cast<cudaStream_t>(comm_stream), options, ctx);
+}
+
+overlap_status
+overlap_cuda_unique_id(uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES]) {
+  static_assert(sizeof(ncclUniqueId) == OVERLAP_CUDA_UNIQUE_ID_BYTES,
+                "NCCL_UNIQUE_ID_BYTES changed");
+  if (!id)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        "overlap_cuda_unique_id: null id");
+  ncclUniqueId uid;
+  if (ncclResult_t r = ncclGetUniqueId(&uid))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        "overlap_cuda_unique_id: ncclGetUniqueId failed: " +
+                            describe(r));
+  std::memcpy(id, &uid, sizeof(uid));
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_cuda_context_create_rank(
+    const uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES], int ranks, int rank,
+    int device, const overlap_cuda_options *opts, overlap_context **ctx) {
+  const char *call = "overlap_cuda_context_create_rank: ";
+  if (!ctx)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        std::string(call) + "null result pointer");
+  *ctx = nullptr;
+  if (!id || ranks < 1 || rank < 0 || rank >= ranks || device < 0)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        std::string(call) + "bad id, ranks (" +
+                            std::to_string(ranks) + "), rank (" +
+                            std::to_string(rank) + ") or device (" +
+                            std::to_string(device) + ")");
+  Options options;
+  std::string error;
+  if (!resolveOptions(opts, options, error))
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
+  if (cudaError_t e = cudaSetDevice(device))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("cudaSetDevice failed: ") +
+                            describe(e));
+  ncclUniqueId uid;
+  std::memcpy(&uid, id, sizeof(uid));
+  ncclComm_t comm = nullptr;
+  if (ncclResult_t r = ncclCommInitRank(&comm, ranks, uid, rank))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("ncclCommInitRank failed: ") +
+                            describe(r));
+  return finishCreate(comm, true, device, nullptr, nullptr, options, ctx);
+}
+
+overlap_status
+overlap_cuda_context_create_single(int device, const overlap_cuda_options *opts,
+                                   overlap_context **ctx) {
+  const char *call = "overlap_cuda_context_create_single: ";
+  if (!ctx)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        std::string(call) + "null result pointer");
+  *ctx = nullptr;
+  Options options;
+  std::string error;
+  if (!resolveOptions(opts, options, error))
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count)) {
+    (void)cudaGetLastError();
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("cudaGetDeviceCount failed: ") +
+                            describe(e));
+  }
+  if (device < 0 || device >= count)
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
+                        call + std::string("no device ") +
+                            std::to_string(device) + " (" +
+                            std::to_string(count) + " visible)");
+  if (cudaError_t e = cudaSetDevice(device))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("cudaSetDevice failed: ") +
+                            describe(e));
+  ncclComm_t comm = nullptr;
+  int devices[1] = {device};
+  if (ncclResult_t r = ncclCommInitAll(&comm, 1, devices))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("ncclCommInitAll failed: ") +
+                            describe(r));
+  return finishCreate(comm, true, device, nullptr, nullptr, options, ctx);
+}
+
+overlap_status overlap_cuda_context_destroy(overlap_context *ctx) {
+  CudaContext *cuda = asCuda(ctx);
+  if (!cuda)
+    return ctx ? OVERLAP_ERROR_INVALID_ARGUMENT : OVERLAP_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry().erase(cuda);
+  }
+  overlap_status s = cuda->shutdown();
+  delete cuda;
+  return s;
+}
+
+void *overlap_cuda_stream(overlap_context *ctx, int32_t stream) {
+  CudaContext *cuda = asCuda(ctx);
+  if (!cuda || stream < 0 || stream >= cuda->numStreams)
+    return nullptr;
+  return cuda->stream(stream);
+}
+
+void *overlap_cuda_nccl_comm(overlap_context *ctx, overlap_group *group) {
+  CudaContext *cuda = asCuda(ctx);
+  if (!cuda)
+    return nullptr;
+  return cuda->commOf(group ? group : cuda->worldGroup());
+}
+
+int overlap_cuda_device(overlap_context *ctx) {
+  CudaContext *cuda = asCuda(ctx);
+  return cuda ? cuda->device : -1;
+}
+
+} // extern "C"

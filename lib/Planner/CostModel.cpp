@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -135,3 +136,10 @@ std::string CostModel::describeCommSource() const {
                  problem.ranks)
       .str();
 }
+
+int64_t overlap::planner::CostModel::getAlignment() const {
+  if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
+    return profile->alignment;
+  return std::lcm(profile->alignment, problem.ranks);
+}
+

@@ -108,6 +108,36 @@ TEST(TilePlanner, Mc2SmallMIsOneTile) {
   EXPECT_EQ(plan.tiles, (std::vector<int64_t>{384}));
 }
 
+// Reduce-scatter and all-gather tiles take tiles[i] / G rows of every
+// rank's block: with a group size that does not divide the profile's
+// 128-row alignment, every strategy must still return tiles that G divides.
+TEST(TilePlanner, PerRankTilesDivideByTheGroupSize) {
+  OVERLAP_ASSIGN_OR_FAIL(profile,
+                         loadProfile(shipped("h100-nvlink-datasheet")));
+  for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
+    MatmulProblem pb{coll, 3 * 2000, 4096, 4096, DType::F16, 3};
+    for (const char *strategy :
+         {"none", "uniform:4", "mc2", "optimal", "ficco", "auto"}) {
+      OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(profile, pb, strategy));
+      EXPECT_EQ(std::accumulate(plan.tiles.begin(), plan.tiles.end(),
+                                int64_t{0}),
+                pb.m)
+          << strategy;
+      for (int64_t rows : plan.tiles)
+        EXPECT_EQ(rows % 3, 0) << strategy << " tile " << rows;
+    }
+  }
+  // All-reduce tiles keep the profile's alignment; per-rank tiles use
+  // lcm(128, 3).
+  MatmulProblem ar{Collective::AllReduce, 3 * 2000, 4096, 4096, DType::F16, 3};
+  OVERLAP_ASSIGN_OR_FAIL(arModel, CostModel::create(profile, ar));
+  EXPECT_EQ(arModel.getAlignment(), 128);
+  MatmulProblem rs = ar;
+  rs.collective = Collective::ReduceScatter;
+  OVERLAP_ASSIGN_OR_FAIL(rsModel, CostModel::create(profile, rs));
+  EXPECT_EQ(rsModel.getAlignment(), 384);
+}
+
 TEST(TilePlanner, NoneAndUniform) {
   OVERLAP_ASSIGN_OR_FAIL(profile, loadProfile(shipped("mc2-example")));
   OVERLAP_ASSIGN_OR_FAIL(none, planTiles(profile, kMc2Problem, "none"));

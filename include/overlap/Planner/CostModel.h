@@ -58,7 +58,11 @@ public:
   const MatmulProblem &getProblem() const { return problem; }
   const Profile &getProfile() const { return *profile; }
   PipelineOrder getOrder() const;
-  int64_t getAlignment() const { return profile->alignment; }
+  /// Row alignment of tile boundaries: the profile's, raised to a multiple
+  /// of the group size for reduce-scatter and all-gather, whose tiles take
+  /// an equal share of every rank's block (so every tile, the remainder
+  /// tile included, divides by the group size when M does).
+  int64_t getAlignment() const;
   double getComputeContention() const { return profile->computeContention; }
   double getCommContention() const { return profile->commContention; }
 

@@ -372,8 +372,17 @@ func.func @f(%m: memref<8x4xf32>) {
 
 shard.grid @tp(shape = 8)
 func.func @f(%t: tensor<8x4xf32>, %m: memref<1x4xf32>) {
-  // expected-error @+1 {{on a tensor takes no 'into' destination; the result is a new value}}
+  // expected-error @+1 {{on a tensor with an 'into' destination returns the destination's type 'memref<1x4xf32>', got 'tensor<1x4xf32>'}}
   %r = overlap.reduce_scatter %t into %m on @tp grid_axes = [0] : tensor<8x4xf32>, memref<1x4xf32> -> tensor<1x4xf32>
+  return
+}
+
+// -----
+
+shard.grid @tp(shape = 8)
+func.func @f(%m: memref<8x4xf32>, %t: tensor<1x4xf32>) {
+  // expected-error @+1 {{on a memref needs a memref destination, got 'tensor<1x4xf32>'}}
+  overlap.all_gather %m into %t on @tp grid_axes = [0] : memref<8x4xf32>, tensor<1x4xf32>
   return
 }
 

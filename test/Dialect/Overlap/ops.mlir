@@ -70,6 +70,9 @@ func.func @tensor_collectives(%t: tensor<1024x64xf32>, %h: tensor<128x64xf16>)
   // CHECK: overlap.reduce_scatter %{{.*}} on @tp grid_axes = [0] reduction = <avg> : tensor<1024x64xf32> -> tensor<128x64xf32>
   %2 = overlap.reduce_scatter %t on @tp grid_axes = [0] reduction = <avg>
       : tensor<1024x64xf32> -> tensor<128x64xf32>
+  // CHECK: overlap.reduce_scatter %{{.*}} into %{{.*}} on @tp grid_axes = [0] : tensor<1024x64xf32>, tensor<128x64xf32> -> tensor<128x64xf32>
+  %4 = overlap.reduce_scatter %t into %2 on @tp grid_axes = [0]
+      : tensor<1024x64xf32>, tensor<128x64xf32> -> tensor<128x64xf32>
   // CHECK: overlap.all_gather %{{.*}} on @tp grid_axes = [0] : tensor<128x64xf16> -> tensor<1024x64xf16>
   %3 = overlap.all_gather %h on @tp grid_axes = [0]
       : tensor<128x64xf16> -> tensor<1024x64xf16>

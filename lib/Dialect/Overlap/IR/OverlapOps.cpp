@@ -312,17 +312,20 @@ LogicalResult ChainMatmulOp::verify() {
 // Tile-level collectives
 //===----------------------------------------------------------------------===//
 
-/// Tensor form: a result and no destination. Memref form: no result, and a
-/// destination when `needsInit`.
+/// Tensor form: a result, and optionally an `into` destination tensor of
+/// the result's type (destination style). Memref form: no result, and a
+/// destination memref when `needsInit`.
 static LogicalResult verifyCollectiveForm(Operation *op, Value input,
                                           Value init, Value result,
                                           bool needsInit) {
   if (isa<RankedTensorType>(input.getType())) {
-    if (init)
-      return op->emitOpError() << "on a tensor takes no 'into' destination; "
-                                  "the result is a new value";
     if (!result)
       return op->emitOpError() << "on a tensor must return a tensor result";
+    if (init && init.getType() != result.getType())
+      return op->emitOpError()
+             << "on a tensor with an 'into' destination returns the "
+                "destination's type "
+             << init.getType() << ", got " << result.getType();
     return success();
   }
   if (result)
@@ -332,6 +335,9 @@ static LogicalResult verifyCollectiveForm(Operation *op, Value input,
   if (needsInit && !init)
     return op->emitOpError() << "on a memref needs an 'into' destination "
                                 "memref";
+  if (init && !isa<BaseMemRefType>(init.getType()))
+    return op->emitOpError() << "on a memref needs a memref destination, got "
+                             << init.getType();
   if (init &&
       cast<ShapedType>(init.getType()).getElementType() !=
           cast<ShapedType>(input.getType()).getElementType())

@@ -2,7 +2,8 @@
 //
 // All-reduce works in place on its operand's buffer (the decomposed program
 // reduces each tile where the matmul wrote it). Reduce-scatter and
-// all-gather write a new buffer of the result's shape. A fused op that was
+// all-gather write their `into` destination's buffer, or a new buffer of the
+// result's shape without one. A fused op that was
 // never decomposed is rejected: bufferizing it would hide a whole matmul
 // plus collective behind one op the runtime lowering does not know.
 //
@@ -53,24 +54,33 @@ struct AllReduceModel
   }
 };
 
-/// Reduce-scatter and all-gather: read the input, write a fresh buffer.
+/// Reduce-scatter and all-gather: read the input; write the `into`
+/// destination's buffer (destination style) or, without one, a fresh
+/// buffer.
 template <typename OpTy>
-struct IntoNewBufferModel
-    : public BufferizableOpInterface::ExternalModel<IntoNewBufferModel<OpTy>,
+struct IntoBufferModel
+    : public BufferizableOpInterface::ExternalModel<IntoBufferModel<OpTy>,
                                                     OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+  static bool isInit(Operation *op, OpOperand &operand) {
+    return operand.getOperandNumber() == 1 && cast<OpTy>(op).getInit();
+  }
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return true;
+    return !isInit(op, operand);
   }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
                                const AnalysisState &) const {
-    return false;
+    return isInit(op, operand);
   }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
+    if (isInit(op, operand))
+      return {{op->getResult(0), BufferRelation::Equivalent}};
     return {};
   }
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  bool bufferizesToAllocation(Operation *op, Value) const {
+    return !cast<OpTy>(op).getInit();
+  }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -82,26 +92,32 @@ struct IntoNewBufferModel
         getBuffer(rewriter, collective.getInput(), options, state);
     if (failed(input))
       return failure();
-    auto resultType = cast<RankedTensorType>(collective.getResult().getType());
-    if (!resultType.hasStaticShape())
-      return op->emitOpError()
-             << "cannot be bufferized with a dynamic result shape";
-    auto memrefType =
-        MemRefType::get(resultType.getShape(), resultType.getElementType());
-    FailureOr<Value> alloc =
-        options.createAlloc(rewriter, op->getLoc(), memrefType, ValueRange{});
-    if (failed(alloc))
+    FailureOr<Value> dest;
+    if (collective.getInit()) {
+      dest = getBuffer(rewriter, collective.getInit(), options, state);
+    } else {
+      auto resultType =
+          cast<RankedTensorType>(collective.getResult().getType());
+      if (!resultType.hasStaticShape())
+        return op->emitOpError()
+               << "cannot be bufferized with a dynamic result shape";
+      dest = options.createAlloc(
+          rewriter, op->getLoc(),
+          MemRefType::get(resultType.getShape(), resultType.getElementType()),
+          ValueRange{});
+    }
+    if (failed(dest))
       return failure();
     if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
-      ReduceScatterOp::create(rewriter, op->getLoc(), Type(), *input, *alloc,
+      ReduceScatterOp::create(rewriter, op->getLoc(), Type(), *input, *dest,
                               collective.getGridAttr(),
                               collective.getGridAxesAttr(),
                               collective.getReductionAttr());
     else
-      AllGatherOp::create(rewriter, op->getLoc(), Type(), *input, *alloc,
+      AllGatherOp::create(rewriter, op->getLoc(), Type(), *input, *dest,
                           collective.getGridAttr(),
                           collective.getGridAxesAttr());
-    replaceOpWithBufferizedValues(rewriter, op, *alloc);
+    replaceOpWithBufferizedValues(rewriter, op, *dest);
     return success();
   }
 };
@@ -138,9 +154,9 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, OverlapDialect *) {
     AllReduceOp::attachInterface<AllReduceModel>(*ctx);
-    ReduceScatterOp::attachInterface<IntoNewBufferModel<ReduceScatterOp>>(
+    ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(
         *ctx);
-    AllGatherOp::attachInterface<IntoNewBufferModel<AllGatherOp>>(*ctx);
+    AllGatherOp::attachInterface<IntoBufferModel<AllGatherOp>>(*ctx);
     MatmulAllReduceOp::attachInterface<RejectFusedModel<MatmulAllReduceOp>>(
         *ctx);
     MatmulReduceScatterOp::attachInterface<

@@ -92,16 +92,18 @@ public:
     return op.getResult(0);
   }
 
-  /// A buffer of `shape` holding C's tile: a fill when C is a fill (no copy
-  /// of zeros), otherwise a copy of the strided view.
-  Value packedInit(Value c, Value cView, ArrayRef<int64_t> shape,
-                   Type elementType) {
+  /// A packed buffer of `shape` holding C's rows of one tile: a fill when
+  /// C is a fill (no copy of a constant), otherwise a copy of the strided
+  /// view `cView()` builds (only then).
+  Value packedInit(Value c, function_ref<Value()> cView,
+                   ArrayRef<int64_t> shape, Type elementType) {
     Value packed = empty(shape, elementType);
     if (auto fill = c.getDefiningOp<linalg::FillOp>();
         fill && fill.hasPureTensorSemantics())
       return linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], packed)
           .getResult(0);
-    return linalg::CopyOp::create(rewriter, loc, cView, packed).getResult(0);
+    return linalg::CopyOp::create(rewriter, loc, cView(), packed)
+        .getResult(0);
   }
 
 private:
@@ -156,25 +158,40 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   int64_t blockRows = cType.getDimSize(0) / group;
   // View every rank's block of rows as one batch entry.
   Value a3 = tb.splitRows(op.getA(), group);
-  Value c3 = tb.splitRows(op.getC(), group);
+  Value c3; // C as blocks, built the first time a tile copies C's rows.
   Value out = tb.empty({blockRows, n}, elem);
   for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
                                     plan.getTiles())) {
     int64_t q = rows / group, o = off / group;
     Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
-    Value cView = tb.slice(c3, {0, o, 0}, {group, q, n});
+    auto cView = [&, q = q, o = o]() {
+      if (!c3)
+        c3 = tb.splitRows(op.getC(), group);
+      return tb.slice(c3, {0, o, 0}, {group, q, n});
+    };
     Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
     Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
-    auto tileType = RankedTensorType::get({q, n}, elem);
+    // Scatter straight into this tile's rows of the result.
+    Value slot = tb.slice(out, {o, 0}, {q, n});
     Value scattered =
-        ReduceScatterOp::create(rewriter, op.getLoc(), tileType, packed,
-                                /*init=*/Value(), op.getGridAttr(),
-                                op.getGridAxesAttr(),
-                                ReductionKindAttr::get(rewriter.getContext(), ReductionKind::Sum))
+        ReduceScatterOp::create(rewriter, op.getLoc(), slot.getType(), packed,
+                                slot, op.getGridAttr(), op.getGridAxesAttr(),
+                                ReductionKindAttr::get(rewriter.getContext(),
+                                                       ReductionKind::Sum))
             .getResult();
     out = tb.insert(scattered, out, {o, 0}, {q, n});
   }
+  Value c = op.getC();
   rewriter.replaceOp(op, out);
+  // A fill accumulator was replaced by fills of the packed buffers; drop it
+  // (and its empty tensor) rather than leave bufferization a dead buffer.
+  if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty()) {
+    Value init = fill.getOutputs()[0];
+    rewriter.eraseOp(fill);
+    if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+        empty && empty->use_empty())
+      rewriter.eraseOp(empty);
+  }
 }
 
 void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,

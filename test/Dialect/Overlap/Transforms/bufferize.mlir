@@ -30,13 +30,19 @@ func.func @all_reduce(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>,
 shard.grid @tp(shape = 2)
 
 // Reduce-scatter: the strided-batched matmul fills a packed buffer that the
-// collective reads directly (the collapse is a view, not a copy).
+// collective reads directly (the collapse is a view, not a copy) and
+// scatters straight into the result's buffer: no copy at all.
 // CHECK-LABEL: func.func @reduce_scatter
+// CHECK-NOT: memref.copy
+// CHECK: %[[OUT:.*]] = memref.alloc() {{.*}} : memref<64x16xf32>
 // CHECK: %[[PK:.*]] = memref.alloc() {{.*}} : memref<2x64x16xf32>
 // CHECK: linalg.fill {{.*}} outs(%[[PK]] :
 // CHECK: linalg.batch_matmul {{.*}} outs(%[[PK]] :
 // CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[PK]] {{\[}}[0, 1], [2]] : memref<2x64x16xf32> into memref<128x16xf32>
-// CHECK: overlap.reduce_scatter %[[FLAT]] into %{{.*}} on @tp grid_axes = [0] : memref<128x16xf32>, memref<64x16xf32>
+// CHECK: %[[DST:.*]] = memref.cast %[[OUT]]
+// CHECK: overlap.reduce_scatter %[[FLAT]] into %[[DST]] on @tp grid_axes = [0] : memref<128x16xf32>, memref<64x16xf32
+// CHECK-NOT: memref.copy
+// CHECK: return %[[OUT]]
 func.func @reduce_scatter(%a: tensor<128x8xf32>, %b: tensor<8x16xf32>) -> tensor<64x16xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<128x16xf32>

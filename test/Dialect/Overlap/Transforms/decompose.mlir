@@ -33,23 +33,26 @@ shard.grid @tp(shape = 4)
 
 // Reduce-scatter: tile i takes tiles[i]/4 rows of each rank's block (blocks
 // of 96 rows), computes them with a strided-batched matmul into a packed
-// 4 x q x N buffer and scatters it with one call. C is a copy here (not a
-// fill), so the packed buffer starts as a copy of C's rows.
+// 4 x q x N buffer and scatters it with one call straight into its rows of
+// the result. C is not a fill here, so the packed buffer starts as a copy
+// of C's rows.
 // CHECK-LABEL: func.func @reduce_scatter
 // CHECK-SAME: (%[[A:.*]]: tensor<384x64xf16>, %[[B:.*]]: tensor<64x32xf16>, %[[C:.*]]: tensor<384x32xf32>)
 // CHECK: %[[A3:.*]] = tensor.expand_shape %[[A]] {{\[}}[0, 1], [2]] output_shape [4, 96, 64]
-// CHECK-NEXT: %[[C3:.*]] = tensor.expand_shape %[[C]] {{\[}}[0, 1], [2]] output_shape [4, 96, 32]
 // CHECK-NEXT: %[[OUT:.*]] = tensor.empty() : tensor<96x32xf32>
 // CHECK-NEXT: %[[AT:.*]] = tensor.extract_slice %[[A3]][0, 0, 0] [4, 32, 64] [1, 1, 1]
-// CHECK-NEXT: %[[CT:.*]] = tensor.extract_slice %[[C3]][0, 0, 0] [4, 32, 32] [1, 1, 1]
 // CHECK-NEXT: %[[PK:.*]] = tensor.empty() : tensor<4x32x32xf32>
+// CHECK-NEXT: %[[C3:.*]] = tensor.expand_shape %[[C]] {{\[}}[0, 1], [2]] output_shape [4, 96, 32]
+// CHECK-NEXT: %[[CT:.*]] = tensor.extract_slice %[[C3]][0, 0, 0] [4, 32, 32] [1, 1, 1]
 // CHECK-NEXT: %[[INIT:.*]] = linalg.copy ins(%[[CT]] : tensor<4x32x32xf32>) outs(%[[PK]] : tensor<4x32x32xf32>)
 // CHECK-NEXT: %[[P:.*]] = linalg.batch_matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[AT]], %[[B]] : tensor<4x32x64xf16>, tensor<64x32xf16>) outs(%[[INIT]] : tensor<4x32x32xf32>)
 // CHECK-NEXT: %[[FLAT:.*]] = tensor.collapse_shape %[[P]] {{\[}}[0, 1], [2]] : tensor<4x32x32xf32> into tensor<128x32xf32>
-// CHECK-NEXT: %[[S:.*]] = overlap.reduce_scatter %[[FLAT]] on @tp grid_axes = [0] : tensor<128x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %[[SLOT:.*]] = tensor.extract_slice %[[OUT]][0, 0] [32, 32] [1, 1]
+// CHECK-NEXT: %[[S:.*]] = overlap.reduce_scatter %[[FLAT]] into %[[SLOT]] on @tp grid_axes = [0] : tensor<128x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
 // CHECK-NEXT: %[[O0:.*]] = tensor.insert_slice %[[S]] into %[[OUT]][0, 0] [32, 32] [1, 1]
 // CHECK-NEXT: tensor.extract_slice %[[A3]][0, 32, 0] [4, 64, 64] [1, 1, 1]
-// CHECK: overlap.reduce_scatter %{{.*}} on @tp grid_axes = [0] : tensor<256x32xf32> -> tensor<64x32xf32>
+// CHECK: %[[SLOT1:.*]] = tensor.extract_slice %[[O0]][32, 0] [64, 32] [1, 1]
+// CHECK-NEXT: overlap.reduce_scatter %{{.*}} into %[[SLOT1]] on @tp grid_axes = [0] : tensor<256x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
 // CHECK-NEXT: %[[O1:.*]] = tensor.insert_slice %{{.*}} into %[[O0]][32, 0] [64, 32] [1, 1]
 // CHECK-NEXT: return %[[O1]] : tensor<96x32xf32>
 func.func @reduce_scatter(%a: tensor<384x64xf16>, %b: tensor<64x32xf16>,
@@ -65,9 +68,11 @@ func.func @reduce_scatter(%a: tensor<384x64xf16>, %b: tensor<64x32xf16>,
 
 shard.grid @tp(shape = 2)
 
-// A C that is a fill needs no copy: the packed buffer is filled directly.
+// A C that is a fill needs no copy: the packed buffer is filled directly,
+// and the original fill of C is gone.
 // CHECK-LABEL: func.func @reduce_scatter_fill
 // CHECK: %[[ZERO:.*]] = arith.constant 0.0
+// CHECK-NOT: tensor.empty() : tensor<128x16xf32>
 // CHECK-NOT: linalg.copy
 // CHECK: %[[PK:.*]] = tensor.empty() : tensor<2x64x16xf32>
 // CHECK-NEXT: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[PK]] : tensor<2x64x16xf32>)

@@ -158,16 +158,19 @@ def Overlap_ReduceScatterOp : Overlap_CollectiveOp<"reduce_scatter"> {
   let description = [{
     The operand holds G row blocks; their element-wise reduction over the
     group is computed and rank r receives block r (rows/G rows). On tensors
-    the result is a new value; on memrefs the result is written `into` a
-    destination buffer.
+    the result is a new value, or, with `into`, the destination tensor
+    with its contents replaced (destination style: bufferization then
+    writes the scattered rows straight into the destination's buffer); on
+    memrefs the result is written `into` a destination buffer.
 
     ```mlir
     %s = overlap.reduce_scatter %t on @tp grid_axes = [0] : tensor<1024x64xf32> -> tensor<256x64xf32>
+    %d = overlap.reduce_scatter %t into %slot on @tp grid_axes = [0] : tensor<1024x64xf32>, tensor<256x64xf32> -> tensor<256x64xf32>
     overlap.reduce_scatter %src into %dst on @tp grid_axes = [0] : memref<1024x64xf32>, memref<256x64xf32>
     ```
   }];
   let arguments = !con((ins TensorOrMemref:$input,
-                            Optional<AnyStridedMemRef>:$init), GroupArgs, (ins
+                            Optional<TensorOrMemref>:$init), GroupArgs, (ins
     DefaultValuedAttr<Overlap_ReductionKindAttr,
                       "::mlir::overlap::ReductionKind::Sum">:$reduction));
   let results = (outs Optional<AnyRankedTensor>:$result);
@@ -182,7 +185,8 @@ def Overlap_AllGatherOp : Overlap_CollectiveOp<"all_gather"> {
   let summary = "gather a tile's rows from every rank of a group";
   let description = [{
     Concatenates the operand of every rank of the group along rows, in rank
-    order (G times the rows). On tensors the result is a new value; on
+    order (G times the rows). On tensors the result is a new value, or,
+    with `into`, the destination tensor with its contents replaced; on
     memrefs it is written `into` a destination buffer.
 
     ```mlir
@@ -191,7 +195,7 @@ def Overlap_AllGatherOp : Overlap_CollectiveOp<"all_gather"> {
     ```
   }];
   let arguments = !con((ins TensorOrMemref:$input,
-                            Optional<AnyStridedMemRef>:$init), GroupArgs);
+                            Optional<TensorOrMemref>:$init), GroupArgs);
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     $input (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes attr-dict

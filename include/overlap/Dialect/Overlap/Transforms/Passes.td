@@ -98,8 +98,9 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
     (`tensor.expand_shape`), and the matmul is a `linalg.batch_matmul`
     whose B is broadcast over the G blocks (a strided-batched GEMM):
     reduce-scatter computes into a packed `(G * m_i/G) x N` buffer that the
-    collective reads; all-gather's collective writes a packed buffer that
-    the batched matmul reads, and the product lands in place in C.
+    collective reads and scatters `into` the tile's rows of the result;
+    all-gather's collective writes a packed buffer that the batched matmul
+    reads, and the product lands in place in C.
 
     Before (all-reduce, tiles [128, 128]):
     ```mlir

@@ -83,6 +83,15 @@ struct Call {
                  std::to_string(ctx->numStreams) + ")");
     return OVERLAP_SUCCESS;
   }
+
+  /// begin(), for work queued on a stream: -1 ("no stream") is refused too.
+  overlap_status beginQueued() const {
+    if (overlap_status s = begin())
+      return s;
+    if (site.stream < 0)
+      return bad("no such stream");
+    return OVERLAP_SUCCESS;
+  }
 };
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -239,10 +248,8 @@ overlap_status overlap_launch_host_func(overlap_context *ctx, int32_t stream,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile("overlap_launch_host_func", stream, -1)};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = call.beginQueued())
     return s;
-  if (stream < 0)
-    return call.bad("no such stream");
   if (!fn)
     return call.bad("null function");
   return ctx->hostFunc(call.site, fn, user);
@@ -261,10 +268,8 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile("overlap_gemm", stream, tile)};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = call.beginQueued())
     return s;
-  if (stream < 0)
-    return call.bad("no such stream");
   if (batch < 0 || m < 0 || n < 0 || k < 0)
     return call.bad("negative size (batch " + str(batch) + ", m " + str(m) +
                     ", n " + str(n) + ", k " + str(k) + ")");
@@ -304,10 +309,8 @@ static overlap_status collective(const char *name, overlap_context *ctx,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile(name, stream, tile)};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = call.beginQueued())
     return s;
-  if (stream < 0)
-    return call.bad("no such stream");
   if (!group)
     group = ctx->worldGroup();
   if (args.kind != CollectiveKind::Barrier) {
@@ -437,10 +440,8 @@ static overlap_status signalOrWait(const char *name, bool isWait,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::flag(name, stream, index)};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = call.beginQueued())
     return s;
-  if (stream < 0)
-    return call.bad("no such stream");
   if (!sigs)
     return call.bad("null signal set");
   if (index < 0 || index >= sigs->count)
@@ -472,10 +473,8 @@ static overlap_status packOrUnpack(const char *name, bool unpack,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile(name, stream, tile)};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = call.beginQueued())
     return s;
-  if (stream < 0)
-    return call.bad("no such stream");
   if (elemBytes < 1)
     return call.bad("element size " + str(elemBytes) + " < 1");
   if (n0 < 0 || n1 < 0 || n2 < 0)

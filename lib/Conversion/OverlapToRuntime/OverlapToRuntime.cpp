@@ -171,6 +171,24 @@ private:
   int64_t tile = 0;
 };
 
+/// The grid coordinates of `rank` (row-major, as shard numbers ranks), in
+/// the rank's own integer type.
+SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
+                              ArrayRef<int64_t> shape) {
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getIntegerAttr(rank.getType(), v));
+  };
+  SmallVector<Value> coords(shape.size());
+  int64_t inner = 1;
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    Value q = arith::DivUIOp::create(b, loc, rank, constant(inner));
+    coords[d] = arith::RemUIOp::create(b, loc, q, constant(shape[d]));
+    inner *= shape[d];
+  }
+  return coords;
+}
+
 /// The process group of (grid, axes), split once at function entry.
 class Groups {
 public:
@@ -201,14 +219,7 @@ public:
       b.setInsertionPointToStart(&rt.func.getBody().front());
     Location loc = op->getLoc();
     Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
-    // Grid coordinates of this rank, row-major.
-    SmallVector<Value> coords(shape.size());
-    int64_t inner = 1;
-    for (int64_t d = shape.size() - 1; d >= 0; --d) {
-      Value q = arith::DivUIOp::create(b, loc, rank, rt.i32(loc, inner));
-      coords[d] = arith::RemUIOp::create(b, loc, q, rt.i32(loc, shape[d]));
-      inner *= shape[d];
-    }
+    SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
     llvm::SmallDenseSet<int64_t> inGroup;
     for (int16_t a : axes.asArrayRef())
       inGroup.insert(a);
@@ -300,7 +311,6 @@ public:
   /// Lowers one op enqueued on `stream`; returns false when the op is not a
   /// runtime op (it then runs inline).
   FailureOr<bool> lower(Operation *op, int32_t stream) {
-    OpBuilder &b = rt.builder();
     Location loc = op->getLoc();
     if (auto mm = dyn_cast<linalg::MatmulOp>(op)) {
       if (!mm.hasPureBufferSemantics() || mm.hasUserDefinedMaps())
@@ -350,7 +360,6 @@ public:
       return this->copy(stream, loc, copy.getInputs()[0],
                         copy.getOutputs()[0]);
     }
-    (void)b;
     return false;
   }
 
@@ -635,16 +644,7 @@ struct ConvertOverlapToRuntimePass
         op->erase();
         continue;
       }
-      ArrayRef<int64_t> shape = grid.getShape();
-      SmallVector<Value> coords(shape.size());
-      int64_t inner = 1;
-      for (int64_t d = shape.size() - 1; d >= 0; --d) {
-        Value q = arith::DivUIOp::create(
-            b, loc, rank, arith::ConstantIndexOp::create(b, loc, inner));
-        coords[d] = arith::RemUIOp::create(
-            b, loc, q, arith::ConstantIndexOp::create(b, loc, shape[d]));
-        inner *= shape[d];
-      }
+      SmallVector<Value> coords = gridCoords(b, loc, rank, grid.getShape());
       auto axes = op->getAttrOfType<DenseI16ArrayAttr>("axes");
       SmallVector<Value> results;
       if (!axes || axes.empty())

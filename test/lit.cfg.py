@@ -19,6 +19,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%overlap_src", config.overlap_src_root))
 config.substitutions.append(
+    ("%overlap_lib", os.path.join(config.overlap_obj_root, "lib")))
+config.substitutions.append(
     ("%profiles", os.path.join(config.overlap_src_root, "profiles")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
@@ -28,10 +30,14 @@ llvm_config.use_default_substitutions()
 # GPU is present and the CUDA backend was built (scripts/gpu/).
 if config.overlap_have_cuda and os.environ.get("OVERLAP_CUDA_GPU") == "1":
     config.available_features.add("cuda-gpu")
+# The CUDA backend was built (liboverlap_runtime_cuda.so exists), with or
+# without a GPU: --target=cuda programs link, overlap-exec has --backend cuda.
+if config.overlap_have_cuda:
+    config.available_features.add("cuda-backend")
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
 tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",
-         "mlir-opt", "mlir-runner"]
+         "overlap-exec", "mlir-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.overlap_tools_dir,
                              append_path=True)

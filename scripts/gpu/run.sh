@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and measurements on a GPU machine, from build outputs
-# made elsewhere (the GPU machine builds nothing):
-#   1. the CUDA unit tests (OverlapRuntimeCudaTests: GEMM of every type pair
-#      against a reference, one-rank NCCL collectives and splits, the three
-#      signal/wait modes, lost signals ending in errors, pack/unpack at every
-#      access width, the mgpu* entry points) and the host runtime tests;
-#   2. overlap-calibrate: a profile of this GPU (copy-engine leg);
-#   3. overlap-bench: the 24-shape sweep, copy-engine leg, planned with the
-#      fresh profile, then with 4 uniform tiles; a one-rank nccl smoke run.
+# made elsewhere (the GPU machine builds nothing). Steps, in order:
+#   tests      the CUDA unit tests (OverlapRuntimeCudaTests: GEMM of every
+#              type pair against a reference, one-rank NCCL collectives and
+#              splits, the three signal/wait modes, lost signals ending in
+#              errors, pack/unpack at every access width, the mgpu* entry
+#              points) and the host runtime tests;
+#   calibrate  overlap-calibrate: a profile of this GPU (copy-engine leg,
+#              curves for all three collectives);
+#   bench      overlap-bench, copy-engine leg over 8 ranks, the 24-shape
+#              sweep for each of all-reduce, reduce-scatter and all-gather:
+#              planned with the profile, then with 4 uniform tiles;
+#   nccl       overlap-bench, nccl leg on one rank (a smoke test), the three
+#              collectives on two shapes;
+#   pack       overlap-bench --pack: the pack kernel's bandwidth against
+#              cudaMemcpy2DAsync and a contiguous device-to-device copy.
 # Everything goes under $OUT (default ./gpu-out): logs, gtest XML, the
-# profile, the tables (.txt) and CSVs.
+# profile, the tables (.txt) and CSVs, one pair per run.
 #
 # Usage: scripts/gpu/run.sh [BUILD_DIR]   (default: build-cuda)
 # BUILD_DIR must hold lib/liboverlap_runtime_cuda.so, unittests/ and bin/
 # from a configure with CUDA (see docs/cuda.md); carry it to the machine.
+# Environment:
+#   STEPS="tests calibrate bench nccl pack"  the steps to run (e.g. to split
+#       a session into shorter commands; none of them has been timed);
+#   PROFILE=FILE  the profile the planned sweeps use (default: the one the
+#       calibrate step writes, $OUT/profile-copy-engine.json);
+#   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
+#       sweep (not to --pack).
 #
 # STATUS: written without a GPU and NEVER RUN YET. Nothing it would produce
 # has been measured; check its first run's logs before trusting the tables.
@@ -21,11 +35,15 @@ set -u -o pipefail
 
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
+STEPS=${STEPS:-tests calibrate bench nccl pack}
+PROFILE=${PROFILE:-$OUT/profile-copy-engine.json}
+read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$BUILD/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 
 step() { echo; echo "=== $*"; }
+want() { [[ " $STEPS " == *" $1 "* ]]; }
 run() { # name, command...: log to $OUT/name.txt, remember failures
   local name=$1
   shift
@@ -36,6 +54,12 @@ run() { # name, command...: log to $OUT/name.txt, remember failures
   return 0
 }
 
+for s in $STEPS; do
+  case $s in
+    tests|calibrate|bench|nccl|pack) ;;
+    *) echo "unknown step '$s' in STEPS (tests calibrate bench nccl pack)"; exit 2 ;;
+  esac
+done
 for f in "$BUILD/lib/liboverlap_runtime_cuda.so" \
          "$BUILD/unittests/OverlapRuntimeCudaTests" \
          "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate"; do
@@ -46,30 +70,56 @@ done
   > "$OUT/device.txt" 2>&1
 head -20 "$OUT/device.txt"
 
-# 1. Tests. With a GPU nothing may be skipped: a skip means no device.
-run cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
-  --gtest_output="xml:$OUT/cuda-tests.xml"
-if grep -q "SKIPPED" "$OUT/cuda-tests.txt"; then
-  echo "*** CUDA tests skipped: no usable device?"; status=1
+# Tests. With a GPU nothing may be skipped: a skip means no device.
+if want tests; then
+  run cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
+    --gtest_output="xml:$OUT/cuda-tests.xml"
+  if grep -q "SKIPPED" "$OUT/cuda-tests.txt"; then
+    echo "*** CUDA tests skipped: no usable device?"; status=1
+  fi
+  [ -x "$BUILD/unittests/OverlapRuntimeTests" ] &&
+    run host-tests "$BUILD/unittests/OverlapRuntimeTests"
 fi
-[ -x "$BUILD/unittests/OverlapRuntimeTests" ] &&
-  run host-tests "$BUILD/unittests/OverlapRuntimeTests"
 
-# 2. Calibrate (the sweep's (N, K) pairs, f16, all-reduce over 8 ranks).
-run calibrate "$BUILD/bin/overlap-calibrate" --dtype f16 --ranks 8 \
-  --out "$OUT/profile-copy-engine.json"
-
-# 3. The sweep: planned with the measured profile, then uniform tiles.
-if [ -f "$OUT/profile-copy-engine.json" ]; then
-  run bench-planned "$BUILD/bin/overlap-bench" --leg copy-engine --ranks 8 \
-    --dtype f16 --profile "$OUT/profile-copy-engine.json" --strategy auto \
-    --csv "$OUT/bench-planned.csv"
+# Calibrate (the sweep's (N, K) pairs, f16, collectives over 8 ranks).
+if want calibrate; then
+  run calibrate "$BUILD/bin/overlap-calibrate" --dtype f16 --ranks 8 \
+    --out "$OUT/profile-copy-engine.json"
 fi
-run bench-uniform4 "$BUILD/bin/overlap-bench" --leg copy-engine --ranks 8 \
-  --dtype f16 --tiles 4 --csv "$OUT/bench-uniform4.csv"
-run bench-nccl-1rank "$BUILD/bin/overlap-bench" --leg nccl \
-  --shapes 4096x8192x3072,1024x4096x1024 --tiles 4 \
-  --csv "$OUT/bench-nccl-1rank.csv"
+
+# The sweeps, one run per collective so that one failing run (a runtime
+# error exits the tool) leaves the others' tables: planned with the profile,
+# then 4 uniform tiles (for reduce-scatter and all-gather, multiples of 8).
+sweep() { # name, overlap-bench arguments...: table name.txt, name.csv
+  local name=$1
+  shift
+  run "$name" "$BUILD/bin/overlap-bench" "$@" --csv "$OUT/$name.csv" \
+    ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+}
+if want bench; then
+  for coll in all-reduce reduce-scatter all-gather; do
+    common=(--leg copy-engine --ranks 8 --dtype f16 --collective "$coll")
+    if [ -f "$PROFILE" ]; then
+      sweep "bench-planned-$coll" "${common[@]}" --profile "$PROFILE" \
+        --strategy auto
+    else
+      echo "*** no profile $PROFILE: the planned $coll sweep is skipped"
+      status=1
+    fi
+    sweep "bench-uniform4-$coll" "${common[@]}" --tiles 4
+  done
+fi
+
+if want nccl; then
+  sweep bench-nccl-1rank --leg nccl \
+    --collective all-reduce,reduce-scatter,all-gather \
+    --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
+fi
+
+# The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.
+if want pack; then
+  run pack "$BUILD/bin/overlap-bench" --pack --csv "$OUT/pack.csv"
+fi
 
 step "done (status $status); results in $OUT"
 exit $status

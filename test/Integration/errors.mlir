@@ -38,16 +38,18 @@
 // TIMEOUT: overlap-run: error: the overlap run failed: OVERLAP_ERROR_TIMEOUT: overlap_
 // TIMEOUT: exit 2
 //
-// overlap-compile: the CUDA target refuses host-only inline ops cleanly.
-// RUN: not overlap-compile %overlap_src/examples/mlp.mlir --target=cuda --emit=obj -o /dev/null --no-remarks 2>&1 | FileCheck %s --check-prefix=CUDA
-// CUDA: error: 'linalg.fill' op has no runtime call and target=cuda has no kernel path for it yet
+// overlap-compile: the CUDA target refuses an op that would read device
+// memory on the host, naming the op and the stage.
+// RUN: overlap-compile %S/Inputs/host-read.mlir --emit=obj -o /dev/null --no-remarks
+// RUN: not overlap-compile %S/Inputs/host-read.mlir --target=cuda --emit=mlir -o /dev/null --no-remarks 2>&1 | FileCheck %s --check-prefix=CUDA
+// CUDA: host-read.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'memref.load' op would run on the host, but with target=cuda its buffers are device memory
 // CUDA-NOT: see current operation
 // CUDA: overlap-compile: error: stage 'runtime' (lowering to calls of the Overlap runtime) failed
 //
 // RUN: not overlap-compile %s --emit=llvm --stop-after-stage=schedule 2>&1 | FileCheck %s --check-prefix=STOP
 // STOP: overlap-compile: error: --stop-after-stage needs --emit=mlir
 // RUN: not overlap-compile %s --emit=mlir --stop-after-stage=nope 2>&1 | FileCheck %s --check-prefix=STAGE
-// STAGE: overlap-compile: error: --stop-after-stage: unknown stage 'nope' (tensor, bufferize, schedule, runtime, llvm)
+// STAGE: overlap-compile: error: --stop-after-stage: unknown stage 'nope' for --target=host (tensor, bufferize, schedule, runtime, llvm)
 
 shard.grid @tp(shape = 4)
 
@@ -64,3 +66,8 @@ func.func @mar_i32(%a: tensor<256x64xi32>) -> tensor<256x64xi32> {
 func.func @mar_dyn(%a: tensor<?x64xf32>) -> tensor<?x64xf32> {
   return %a : tensor<?x64xf32>
 }
+// The kernels stage exists only for target=cuda.
+// RUN: not overlap-compile %s --emit=mlir --stop-after-stage=kernels 2>&1 | FileCheck %s --check-prefix=KSTAGE
+// KSTAGE: unknown stage 'kernels' for --target=host (tensor, bufferize, schedule, runtime, llvm)
+// RUN: not overlap-compile %s --target=cuda --gpu-format=cubin 2>&1 | FileCheck %s --check-prefix=FORMAT
+// FORMAT: overlap-compile: error: --gpu-format: 'cubin' is not one of fatbin, bin, isa

@@ -73,16 +73,47 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
       {"schedule", "compute and comm streams with signal/wait",
        std::string("overlap-schedule-streams{testing-drop-waits=") +
            (options.testingDropWaits ? "true" : "false") + "}"});
+  bool cuda = options.target == "cuda";
+  // With target=cuda the buffers are device memory: the linalg ops the
+  // runtime has no call for become kernels, in place (so on their stream),
+  // before the runtime lowering launches them. Clones (of a returned
+  // argument) become alloc + copy first, so that the runtime lowering
+  // turns them into overlap_alloc + overlap_memcpy.
+  if (cuda)
+    stages.push_back(
+        {"kernels", "GPU kernels for the linalg ops without a runtime call",
+         "convert-bufferization-to-memref, "
+         "func.func(overlap-linalg-to-gpu), gpu-kernel-outlining, "
+         "nvvm-attach-target{chip=" +
+             quote(options.gpuChip) + " features=" +
+             quote(options.gpuFeatures) + " O=3}"});
   stages.push_back(
       {"runtime", "lowering to calls of the Overlap runtime",
        "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});
-  stages.push_back(
-      {"llvm", "lowering of the remaining upstream dialects to LLVM",
-       "convert-bufferization-to-memref, convert-linalg-to-loops, "
-       "expand-strided-metadata, lower-affine, "
-       "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
-       "convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, "
-       "convert-cf-to-llvm, reconcile-unrealized-casts"});
+  std::string host =
+      "expand-strided-metadata, lower-affine, "
+      "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
+      "convert-arith-to-llvm, convert-index-to-llvm, ";
+  if (!cuda)
+    stages.push_back(
+        {"llvm", "lowering of the remaining upstream dialects to LLVM",
+         "convert-bufferization-to-memref, convert-linalg-to-loops, " + host +
+             "convert-func-to-llvm, convert-cf-to-llvm, "
+             "reconcile-unrealized-casts"});
+  else
+    // The kernels first (NVVM, then a binary for the chip), then the host
+    // code; gpu-to-llvm turns the launches into mgpu* calls on the streams
+    // convert-overlap-to-runtime gave them.
+    stages.push_back(
+        {"llvm", "kernels to NVVM and a GPU binary, host code to LLVM",
+         "convert-bufferization-to-memref, "
+         "gpu.module(expand-strided-metadata, lower-affine, "
+         "convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, cse, "
+         "reconcile-unrealized-casts), "
+         "gpu-module-to-binary{format=" +
+             quote(options.gpuFormat) + "}, " + host +
+             "gpu-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
+             "reconcile-unrealized-casts"});
   return stages;
 }
 
@@ -92,11 +123,6 @@ std::string describePipeline(const CompileOptions &options) {
   for (const Stage &stage : buildStages(options))
     text += llvm::StringRef(sep).str() + stage.pipeline;
   return text + ")";
-}
-
-bool isStageName(llvm::StringRef name) {
-  return llvm::any_of(buildStages(CompileOptions()),
-                      [&](const Stage &s) { return s.name == name; });
 }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options,

@@ -43,6 +43,13 @@ struct CompileOptions {
   std::string target = "host";
   /// overlap-schedule-streams{testing-drop-waits}: no waits (chaos tests).
   bool testingDropWaits = false;
+  /// target=cuda: the GPU the kernels are compiled for, the PTX features
+  /// (CUDA 13's ptxas needs +ptx80 or newer for sm_90a) and the form
+  /// gpu-module-to-binary embeds (fatbin: SASS for the chip plus PTX;
+  /// isa: PTX only, compiled by the driver when the program loads).
+  std::string gpuChip = "sm_90a";
+  std::string gpuFeatures = "+ptx80";
+  std::string gpuFormat = "fatbin";
 };
 
 /// One stage of the pipeline: a name for messages and --stop-after-stage, and
@@ -53,7 +60,8 @@ struct Stage {
   std::string pipeline;
 };
 
-/// The stages, in order: tensor, bufferize, schedule, runtime, llvm.
+/// The stages, in order: tensor, bufferize, schedule, [kernels: target=cuda
+/// only], runtime, llvm.
 std::vector<Stage> buildStages(const CompileOptions &options);
 
 /// A context with the tools' dialects, interface models and passes
@@ -69,9 +77,6 @@ std::shared_ptr<llvm::SourceMgr> loadSource(llvm::StringRef path,
 /// The whole pipeline as one `builtin.module(...)` string (for --help, docs
 /// and --print-pipeline).
 std::string describePipeline(const CompileOptions &options);
-
-/// True if `name` is a stage name of buildStages.
-bool isStageName(llvm::StringRef name);
 
 /// Runs the stages on `module` in order, stopping after the stage named
 /// `stopAfter` (empty: all of them). The passes report their own

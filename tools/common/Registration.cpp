@@ -27,8 +27,11 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/ShardingExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
@@ -54,7 +57,10 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -96,20 +102,26 @@ void mlir::overlap::tools::registerInterfaceModels(DialectRegistry &registry) {
   tensor::registerTilingInterfaceExternalModels(registry);
   tensor::registerValueBoundsOpInterfaceExternalModels(registry);
   overlap::registerBufferizableOpInterfaceExternalModels(registry);
+  // #nvvm.target: how gpu-module-to-binary compiles kernels (target=cuda).
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
 }
 
 void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
   registry
       .insert<overlap::OverlapDialect, affine::AffineDialect,
               arith::ArithDialect, bufferization::BufferizationDialect,
-              cf::ControlFlowDialect, func::FuncDialect, index::IndexDialect,
-              LLVM::LLVMDialect, linalg::LinalgDialect, math::MathDialect,
+              cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
+              index::IndexDialect, LLVM::LLVMDialect, NVVM::NVVMDialect, linalg::LinalgDialect, math::MathDialect,
               memref::MemRefDialect, scf::SCFDialect, shard::ShardDialect,
               tensor::TensorDialect, vector::VectorDialect>();
   registerInterfaceModels(registry);
   // Leaving MLIR: the LLVM dialect (and the builtin module) to LLVM IR.
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // target=cuda: gpu.binary and its launches (mgpu* calls), NVVM in kernels.
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
 void mlir::overlap::tools::registerPasses() {
@@ -126,7 +138,10 @@ void mlir::overlap::tools::registerPasses() {
     registerLinalgPasses();
     // expand-strided-metadata.
     memref::registerMemRefPasses();
-    // lower-affine, convert-*-to-llvm, reconcile-unrealized-casts.
+    // lower-affine, convert-*-to-llvm, reconcile-unrealized-casts,
+    // convert-gpu-to-nvvm, gpu-to-llvm.
     registerConversionPasses();
+    // gpu-kernel-outlining, nvvm-attach-target, gpu-module-to-binary.
+    registerGPUPasses();
   });
 }

@@ -1,16 +1,27 @@
-//===- overlap-bench.cpp - Serial vs overlapped GEMM + collective -*- C++
-//-*-===//
+//===- overlap-bench.cpp - Serial vs overlapped GEMM + comm -----*- C++ -*-===//
 //
 // Part of the Overlap project.
 //
 //===----------------------------------------------------------------------===//
 //
-// For each shape (M, N, K): C (M x N) += A (M x K) . B (K x N), then an
-// all-reduce of C, run through the runtime's C ABI on one GPU:
-//   serial      one GEMM, then the collective of the whole C
-//   overlapped  the plan's tiles: GEMM of tile t on the compute stream,
-//               signal t; wait t and the collective of tile t on the comm
-//               stream (the schedule the compiler emits)
+// For each collective and shape (M, N, K): C (M x N) += A (M x K) . B (K x N)
+// with the collective the compiler fuses with it, run through the runtime's
+// C ABI on one GPU, tiled as overlap-decompose tiles it (BenchLayout.h):
+//   all-reduce      tile t: GEMM of its rows of C in place, then the
+//                   all-reduce of those rows
+//   reduce-scatter  tile t takes tiles[t]/G rows of every rank's block of
+//                   M/G rows: C's rows packed into the tile's buffer, one
+//                   strided-batched GEMM (batch G, B broadcast) into it, one
+//                   reduce-scatter of it into the tile's rows of the result
+//   all-gather      tile t: one all-gather of its rows of the local A shard
+//                   into a packed buffer, then one strided-batched GEMM
+//                   writing its rows of every block of C
+// and the variants
+//   serial      one GEMM, then one collective (all-gather: the mirror)
+//   overlapped  the plan's tiles: the producer (GEMM, or the collective for
+//               all-gather) of tile t on its stream, signal t; wait t and
+//               the consumer of tile t on the other stream (the schedule
+//               the compiler emits)
 //   ideal       max(GEMM alone, collective alone)
 // and the Planner's prediction for the plan. Reported in the style of
 // nccl-tests, plus CSV: speedup = serial / overlapped, efficiency
@@ -18,51 +29,74 @@
 // (predicted - overlapped) / overlapped.
 //
 // Communication legs (every table says which):
-//   copy-engine  the bytes one rank would put on the wire for the
-//                all-reduce of a tile over --ranks R (ringFactor x tile
-//                bytes), copied device -> pinned host by the copy engines:
-//                a stand-in for a network link, on one GPU.
-//   nccl         ncclAllReduce on the world communicator. This tool runs
-//                one process (one rank), so this is a one-rank smoke test
-//                until a multi-rank launcher exists.
+//   copy-engine  the bytes one rank would put on the wire for the tile's
+//                collective over --ranks G in a ring (2(G-1)/G of the tile
+//                for all-reduce, (G-1)/G for reduce-scatter and all-gather),
+//                copied device -> pinned host by the copy engines: a
+//                stand-in for a network link, on one GPU. It reduces
+//                nothing; for all-gather it also copies this rank's own
+//                slice into its slot (device -> device), so that the GEMM
+//                reads what the stand-in wrote.
+//   nccl         NCCL on the world communicator. This tool runs one
+//                process (one rank, G = 1), so this is a smoke test until a
+//                multi-rank launcher exists.
 //
 // Timing: CUDA events around each run, warm-up runs, medians over timed
 // runs and over several input sets. Correctness on every input set: C is
-// reset, the collective's output poisoned, then the serial and the
-// overlapped run are checked (the collective's output equals C bit for
-// bit; sampled elements of C equal a double-precision reference).
+// reset, what the run must write is poisoned, then the serial and the
+// overlapped run are checked: what the collective (or its stand-in)
+// delivered, bit for bit, and sampled elements of every tile's GEMM
+// against a double-precision reference.
+//
+// `--pack` instead times the pack kernel (overlap_pack / overlap_unpack)
+// on strided 2-D blocks against cudaMemcpy2DAsync of the same block and a
+// contiguous device-to-device copy of the same bytes, and checks pack and
+// unpack against a host reference on every block.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BenchCommon.h"
+#include "BenchLayout.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "llvm/Support/Error.h"
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
-#include <sstream>
+#include <tuple>
 
 using namespace overlap;
 using namespace overlap::bench;
+using planner::Collective;
 
 namespace {
 
 const char *usage =
-    "usage: overlap-bench [--shapes MxNxK,...] [--dtype f16|bf16|f32]\n"
-    "         [--leg copy-engine|nccl] [--ranks R] [--profile NAME|PATH]\n"
-    "         [--strategy S] [--tiles T] [--warmup 5] [--iters 20]\n"
-    "         [--input-sets 3] [--csv FILE]\n"
-    "Without --profile the overlapped variant uses T uniform tiles (default\n"
-    "4) and no prediction is reported. Default shapes: a sweep of 24 from\n"
-    "compute- to comm-bound, including M=4096 N=8192 K=3072.\n";
+    "usage: overlap-bench [--collective C[,C...]] [--shapes MxNxK,...]\n"
+    "         [--dtype f16|bf16|f32] [--leg copy-engine|nccl] [--ranks R]\n"
+    "         [--profile NAME|PATH] [--strategy S] [--tiles T]\n"
+    "         [--warmup 5] [--iters 20] [--input-sets 3] [--csv FILE]\n"
+    "       overlap-bench --pack [--pack-shapes [ROWSx]BYTES[@STRIDE][:ELEM],"
+    "...]\n"
+    "         [--pack-total BYTES] [--warmup 5] [--iters 20] [--csv FILE]\n"
+    "C is all-reduce (default), reduce-scatter or all-gather; a list runs\n"
+    "each in turn. R (default 8, at least 2) is the group size of the\n"
+    "copy-engine leg; the nccl leg runs on the one-rank world. Without\n"
+    "--profile the overlapped variant uses T uniform tiles (default 4;\n"
+    "multiples of R for reduce-scatter and all-gather) and no prediction is\n"
+    "reported. Default shapes: a sweep of 24 from compute- to comm-bound,\n"
+    "including M=4096 N=8192 K=3072.\n"
+    "--pack times overlap_pack and overlap_unpack against cudaMemcpy2DAsync\n"
+    "and a contiguous device-to-device copy. Blocks default to rows of 2 B\n"
+    ".. 16 KiB with a stride of twice the row, --pack-total bytes each\n"
+    "(default 64 MiB); ROWS defaults to that total / BYTES, STRIDE to\n"
+    "2 x BYTES, ELEM to the widest of 4, 2, 1 dividing BYTES.\n";
 
-struct Shape {
-  int64_t m, n, k;
-};
+const int compute = OVERLAP_STREAM_COMPUTE, comm = OVERLAP_STREAM_COMM;
 
-std::vector<Shape> defaultShapes() {
-  std::vector<Shape> shapes;
+std::vector<GemmShape> defaultShapes() {
+  std::vector<GemmShape> shapes;
   const std::pair<int64_t, int64_t> nk[] = {{8192, 3072}, {4096, 1024},
                                             {8192, 8192}, {4096, 16384},
                                             {8192, 1024}, {2048, 12288}};
@@ -72,187 +106,858 @@ std::vector<Shape> defaultShapes() {
   return shapes;
 }
 
-bool parseShapes(const std::string &text, std::vector<Shape> &out) {
-  std::stringstream list(text);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    long long m, n, k;
-    char x1, x2;
-    std::stringstream one(item);
-    if (!(one >> m >> x1 >> n >> x2 >> k) || x1 != 'x' || x2 != 'x' || m <= 0 ||
-        n <= 0 || k <= 0)
-      return false;
-    out.push_back({m, n, k});
-  }
-  return !out.empty();
-}
-
-/// Device buffers of one shape and the enqueue functions of each variant.
+/// Device buffers of one shape and collective and the enqueue functions of
+/// each variant: `whole` is the unsplit problem (serial, and the GEMM and
+/// the collective alone), `plan` the overlapped tiles.
 struct Runner {
   overlap_context *ctx;
   overlap_dtype dtype;
   size_t elt;
-  Shape s;
+  GemmShape s;
+  Collective coll;
   bool nccl;
-  double wireFactor; // copy-engine: wire bytes per tile byte
-  std::vector<int64_t> tiles;
+  int64_t group; // the collective's ranks: --ranks, or 1 on the nccl leg
+  TileLayout whole, plan;
+  int64_t key; // signal-set keys: key (serial) and key + 1 (overlapped)
+  // A is M x K; for all-gather it is this rank's shard, M/G x K.
   void *a = nullptr, *b = nullptr, *c = nullptr, *c0 = nullptr;
-  void *ncclOut = nullptr; // nccl: the all-reduce's destination
-  char *hostOut = nullptr; // copy-engine: pinned copy of C
-  void *extra = nullptr;   // copy-engine: source of the surplus wire bytes
+  // Packed tiles: reduce-scatter's GEMM outputs (M x N), all-gather's
+  // gathered A (M x K).
+  void *packed = nullptr;
+  void *result = nullptr; // nccl: all-reduce M x N, reduce-scatter M/G x N
+  char *mirror = nullptr; // copy-engine: pinned, laid out like its source
+  void *extra = nullptr;  // copy-engine all-reduce: surplus wire bytes
   char *hostExtra = nullptr;
-  int64_t key; // signal-set keys of this shape
 
-  void gemm(int64_t row0, int64_t rows, int64_t tile) {
+  bool gathers() const { return coll == Collective::AllGather; }
+  /// Elements per row of what the collective moves: N, or K for all-gather.
+  int64_t commWidth() const { return gathers() ? s.k : s.n; }
+  char *at(void *base, int64_t row, int64_t width) const {
+    return static_cast<char *>(base) + size_t(row * width) * elt;
+  }
+  /// The packed rows of tile t: for reduce-scatter its GEMM's output (C
+  /// itself for a whole tile, whose packed order is C's), for all-gather
+  /// the gathered A. All-reduce tiles have none (C in place).
+  char *tileBuffer(const TileLayout &l, size_t t) const {
+    if (coll == Collective::ReduceScatter && l.isWhole(t))
+      return static_cast<char *>(c);
+    return at(packed, l[t].offset, commWidth());
+  }
+  /// Byte offset of (tile t, slot) in a buffer in packed order.
+  size_t packedOffset(const TileLayout &l, size_t t, int64_t slot) const {
+    return size_t(l.packedRow(t, slot, 0) * commWidth()) * elt;
+  }
+
+  void gemm(const TileLayout &l, size_t t, int64_t tag) {
+    const TileSpan &sp = l[t];
+    const int64_t batch = l.gemmBatch(t);
+    const void *aTile = nullptr;
+    void *cTile = nullptr;
+    int64_t strideA = 0, strideC = 0;
+    switch (coll) {
+    case Collective::AllReduce:
+      aTile = at(a, sp.offset, s.k);
+      cTile = at(c, sp.offset, s.n);
+      break;
+    case Collective::ReduceScatter:
+      // A's rows of every block, a block apart; the output packed.
+      aTile = at(a, sp.blockOffset, s.k);
+      strideA = l.blockSize() * s.k;
+      cTile = tileBuffer(l, t);
+      strideC = sp.blockRows * s.n;
+      break;
+    case Collective::AllGather:
+      // The gathered slices one after another; C's rows a block apart.
+      aTile = tileBuffer(l, t);
+      strideA = sp.blockRows * s.k;
+      cTile = at(c, sp.blockOffset, s.n);
+      strideC = l.blockSize() * s.n;
+      break;
+    }
+    if (batch == 1)
+      strideA = strideC = 0;
     check(ctx,
-          overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, tile, 1, rows, s.n, s.k,
-                       dtype, static_cast<char *>(a) + row0 * s.k * elt, s.k, 0,
-                       b, s.n, 0, dtype,
-                       static_cast<char *>(c) + row0 * s.n * elt, s.n, 0),
+          overlap_gemm(ctx, compute, tag, batch,
+                       batch == 1 ? sp.rows : sp.blockRows, s.n, s.k, dtype,
+                       aTile, s.k, strideA, b, s.n, 0, dtype, cTile, s.n,
+                       strideC),
           "overlap_gemm");
   }
-  void comm(int64_t row0, int64_t rows, int64_t tile) {
-    size_t offset = size_t(row0 * s.n) * elt, bytes = size_t(rows * s.n) * elt;
-    char *src = static_cast<char *>(c) + offset;
-    if (nccl) {
-      check(ctx,
-            overlap_all_reduce(
-                ctx, OVERLAP_STREAM_COMM, tile, nullptr, dtype, OVERLAP_SUM,
-                src, static_cast<char *>(ncclOut) + offset, rows * s.n),
-            "overlap_all_reduce");
+
+  /// Reduce-scatter: the tile's buffer starts as C's rows of the tile (the
+  /// copy overlap-decompose emits when C is not a fill), one kernel for all
+  /// blocks.
+  void packC(const TileLayout &l, size_t t, int64_t tag) {
+    const TileSpan &sp = l[t];
+    check(ctx,
+          overlap_pack(ctx, compute, tag, int64_t(elt),
+                       at(c, sp.blockOffset, s.n), l.slots(), sp.blockRows, s.n,
+                       l.blockSize() * s.n, s.n, tileBuffer(l, t)),
+          "overlap_pack");
+  }
+
+  void collective(const TileLayout &l, size_t t, int64_t tag) {
+    const TileSpan &sp = l[t];
+    const size_t tileBytes = size_t(sp.rows * commWidth()) * elt;
+    const size_t slice = tileBytes / size_t(l.slots());
+    const size_t wire = size_t(ringWireBytes(coll, group, int64_t(tileBytes)));
+    auto copy = [&](void *dst, const void *src, size_t bytes) {
+      if (bytes)
+        check(ctx, overlap_memcpy(ctx, comm, tag, dst, src, bytes),
+              "overlap_memcpy");
+    };
+    switch (coll) {
+    case Collective::AllReduce: {
+      char *rows = at(c, sp.offset, s.n);
+      if (nccl) {
+        check(ctx,
+              overlap_all_reduce(ctx, comm, tag, nullptr, dtype, OVERLAP_SUM,
+                                 rows, at(result, sp.offset, s.n),
+                                 sp.rows * s.n),
+              "overlap_all_reduce");
+        return;
+      }
+      // The tile itself, then the rest of the ring's bytes from scratch.
+      copy(mirror + packedOffset(l, t, 0), rows, tileBytes);
+      copy(hostExtra, extra, wire > tileBytes ? wire - tileBytes : 0);
       return;
     }
-    check(ctx,
-          overlap_memcpy(ctx, OVERLAP_STREAM_COMM, tile, hostOut + offset, src,
-                         bytes),
-          "overlap_memcpy");
-    size_t wire = size_t(std::llround(wireFactor * double(bytes)));
-    if (wire > bytes)
-      check(ctx,
-            overlap_memcpy(ctx, OVERLAP_STREAM_COMM, tile, hostExtra, extra,
-                           wire - bytes),
-            "overlap_memcpy");
+    case Collective::ReduceScatter: {
+      char *src = tileBuffer(l, t);
+      if (nccl) {
+        check(ctx,
+              overlap_reduce_scatter(
+                  ctx, comm, tag, nullptr, dtype, OVERLAP_SUM, src,
+                  at(result, sp.blockOffset, s.n), sp.blockRows * s.n),
+              "overlap_reduce_scatter");
+        return;
+      }
+      // A ring sends the slices of the other ranks' blocks (G-1 of G);
+      // this rank's own slice stays.
+      copy(mirror + packedOffset(l, t, 1), src + slice, wire);
+      return;
+    }
+    case Collective::AllGather: {
+      char *dst = tileBuffer(l, t);
+      const char *local = at(a, sp.blockOffset, s.k);
+      if (nccl) {
+        check(ctx,
+              overlap_all_gather(ctx, comm, tag, nullptr, dtype, local, dst,
+                                 sp.blockRows * s.k),
+              "overlap_all_gather");
+        return;
+      }
+      // This rank (rank 0) writes its own slot, as an out-of-place
+      // all-gather does; the other slots' bytes go to the host, as many
+      // as a ring moves.
+      copy(dst, local, slice);
+      copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
+      return;
+    }
+    }
   }
-  void serial() {
+
+  int producer() const { return gathers() ? comm : compute; }
+  int consumer() const { return gathers() ? compute : comm; }
+
+  /// The schedule the compiler emits for layout `l`: the producer's tasks
+  /// back to back on its stream, each followed by a signal; the consumer
+  /// waits for tile t before its task t. Signals are enqueued before their
+  /// waits, which the `event` signal mode requires.
+  void run(const TileLayout &l, int64_t sigKey) {
     overlap_signals *sigs = nullptr;
-    check(ctx, overlap_signals_acquire(ctx, key, 1, &sigs), "acquire");
-    gemm(0, s.m, -1);
-    check(ctx, overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, 0), "signal");
-    check(ctx, overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, 0), "wait");
-    comm(0, s.m, -1);
-  }
-  void overlapped() {
-    overlap_signals *sigs = nullptr;
-    check(ctx,
-          overlap_signals_acquire(ctx, key + 1, int32_t(tiles.size()), &sigs),
+    check(ctx, overlap_signals_acquire(ctx, sigKey, int32_t(l.size()), &sigs),
           "acquire");
-    int64_t row = 0;
-    for (size_t t = 0; t < tiles.size(); ++t) {
-      gemm(row, tiles[t], int64_t(t));
-      check(ctx, overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, int32_t(t)),
-            "signal");
-      row += tiles[t];
+    auto tagOf = [&](size_t t) { return l.size() == 1 ? -1 : int64_t(t); };
+    for (size_t t = 0; t < l.size(); ++t) {
+      if (gathers()) {
+        collective(l, t, tagOf(t));
+      } else {
+        if (coll == Collective::ReduceScatter && !l.isWhole(t))
+          packC(l, t, tagOf(t));
+        gemm(l, t, tagOf(t));
+      }
+      check(ctx, overlap_signal(ctx, producer(), sigs, int32_t(t)), "signal");
     }
-    row = 0;
-    for (size_t t = 0; t < tiles.size(); ++t) {
-      check(ctx, overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, int32_t(t)),
-            "wait");
-      comm(row, tiles[t], int64_t(t));
-      row += tiles[t];
+    for (size_t t = 0; t < l.size(); ++t) {
+      check(ctx, overlap_wait(ctx, consumer(), sigs, int32_t(t)), "wait");
+      if (gathers())
+        gemm(l, t, tagOf(t));
+      else
+        collective(l, t, tagOf(t));
     }
+  }
+  void serial() { run(whole, key); }
+  void overlapped() { run(plan, key + 1); }
+
+  size_t resultBytes() const {
+    return coll == Collective::ReduceScatter ? size_t(s.m / group * s.n) * elt
+                                             : size_t(s.m * s.n) * elt;
+  }
+  size_t packedBytes() const { return size_t(s.m * commWidth()) * elt; }
+
+  void allocate() {
+    const size_t aRows = size_t(gathers() ? s.m / group : s.m);
+    check(ctx, overlap_alloc(ctx, aRows * size_t(s.k) * elt, &a), "alloc A");
+    check(ctx, overlap_alloc(ctx, size_t(s.k * s.n) * elt, &b), "alloc B");
+    check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c), "alloc C");
+    check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c0), "alloc C0");
+    if (coll != Collective::AllReduce)
+      check(ctx, overlap_alloc(ctx, packedBytes(), &packed), "alloc packed");
+    if (nccl && !gathers())
+      check(ctx, overlap_alloc(ctx, resultBytes(), &result), "alloc result");
+    if (nccl)
+      return;
+    checkCuda(cudaMallocHost(reinterpret_cast<void **>(&mirror), packedBytes()),
+              "cudaMallocHost");
+    if (coll == Collective::AllReduce) {
+      size_t surplus =
+          size_t(ringWireBytes(coll, group, int64_t(packedBytes())));
+      surplus = surplus > packedBytes() ? surplus - packedBytes() + 64 : 64;
+      checkCuda(cudaMallocHost(reinterpret_cast<void **>(&hostExtra), surplus),
+                "cudaMallocHost");
+      check(ctx, overlap_alloc(ctx, surplus, &extra), "alloc");
+    }
+  }
+  void release() {
+    for (void *p : {a, b, c, c0, packed, result, extra})
+      overlap_free(ctx, p);
+    cudaFreeHost(mirror);
+    cudaFreeHost(hostExtra);
   }
 };
 
-/// Resets C, poisons the collective's output, runs `variant` once and
-/// checks it; returns an empty string or what is wrong.
-std::string checkRun(Runner &r, const std::function<void()> &variant,
-                     const std::vector<char> &hostA,
-                     const std::vector<char> &hostB,
-                     const std::vector<char> &hostC0, uint64_t seed) {
+/// Host inputs of one input set. A is M x K for every collective (for
+/// all-gather: every rank's shard, block r belonging to rank r; this
+/// process is rank 0).
+struct Inputs {
+  std::vector<char> a, b, c0;
+};
+
+/// Runs `l` once on fresh C with poisoned outputs and checks it; returns an
+/// empty string or what is wrong.
+std::string checkRun(Runner &r, const TileLayout &l, int64_t key,
+                     const Inputs &in, uint64_t seed) {
   overlap_context *ctx = r.ctx;
-  const size_t cBytes = size_t(r.s.m * r.s.n) * r.elt;
-  check(ctx, overlap_memcpy(ctx, 0, -1, r.c, r.c0, cBytes), "reset C");
-  std::vector<char> poison(cBytes, char(0xff)); // NaN in every type
-  if (r.nccl)
-    check(ctx, overlap_memcpy(ctx, 0, -1, r.ncclOut, poison.data(), cBytes),
+  const GemmShape &s = r.s;
+  const size_t elt = r.elt, cBytes = size_t(s.m * s.n) * elt;
+  const size_t packedBytes = r.packedBytes();
+  const bool rs = r.coll == Collective::ReduceScatter;
+  check(ctx, overlap_memcpy(ctx, compute, -1, r.c, r.c0, cBytes), "reset C");
+  // What the run must write starts as NaN (0xff bytes) in every type.
+  std::vector<char> poison(std::max(cBytes, packedBytes), char(0xff));
+  if (r.result)
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, r.result, poison.data(),
+                         r.resultBytes()),
           "poison");
-  else
-    std::fill(r.hostOut, r.hostOut + cBytes, char(0xff));
+  if (r.mirror)
+    std::fill(r.mirror, r.mirror + packedBytes, char(0xff));
+  if (rs)
+    check(
+        ctx,
+        overlap_memcpy(ctx, compute, -1, r.packed, poison.data(), packedBytes),
+        "poison");
+  // All-gather: the other ranks' slices are inputs (what they send); this
+  // rank's slot of every tile is the collective's to write.
+  std::vector<char> gathered;
+  if (r.gathers()) {
+    gathered.resize(packedBytes);
+    arrangeRows(l, in.a.data(), size_t(s.k) * elt, gathered.data());
+    std::vector<char> init = gathered;
+    const size_t sliceRowBytes = size_t(s.k) * elt;
+    for (size_t t = 0; t < l.size(); ++t)
+      std::fill_n(init.begin() + ptrdiff_t(r.packedOffset(l, t, 0)),
+                  size_t(l[t].blockRows) * sliceRowBytes, char(0xff));
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, r.packed, init.data(), packedBytes),
+          "upload");
+  }
   check(ctx, overlap_context_synchronize(ctx), "synchronize");
-  variant();
+  r.run(l, key);
   check(ctx, overlap_context_synchronize(ctx), "synchronize");
-  std::vector<char> got(cBytes), sent(cBytes);
-  check(ctx, overlap_memcpy(ctx, 0, -1, got.data(), r.c, cBytes), "download");
-  if (r.nccl)
-    check(ctx, overlap_memcpy(ctx, 0, -1, sent.data(), r.ncclOut, cBytes),
+  std::vector<char> got(cBytes), packedGot, resultGot;
+  check(ctx, overlap_memcpy(ctx, compute, -1, got.data(), r.c, cBytes),
+        "download");
+  if (r.packed) {
+    packedGot.resize(packedBytes);
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, packedGot.data(), r.packed,
+                         packedBytes),
           "download");
+  }
+  if (r.result) {
+    resultGot.resize(r.resultBytes());
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, resultGot.data(), r.result,
+                         r.resultBytes()),
+          "download");
+  }
   check(ctx, overlap_context_synchronize(ctx), "synchronize");
-  if (!r.nccl)
-    std::copy(r.hostOut, r.hostOut + cBytes, sent.begin());
-  // One rank: the all-reduce (or the copy) delivers C exactly.
-  if (sent != got)
-    return "the collective's output differs from C";
+
+  // The GEMM's output in packed order: a reduce-scatter's tile buffers, or
+  // C (all-reduce, all-gather, a whole reduce-scatter tile: row order).
+  const bool outPacked = rs && !l.isWhole(0);
+  const std::vector<char> &out = outPacked ? packedGot : got;
+  // What the collective (or its stand-in) delivered, bit for bit.
+  auto sameBytes = [](const std::vector<char> &x, const char *y, size_t from,
+                      size_t bytes) {
+    return std::equal(x.begin() + ptrdiff_t(from),
+                      x.begin() + ptrdiff_t(from + bytes), y + from);
+  };
+  switch (r.coll) {
+  case Collective::AllReduce: {
+    // One rank (nccl) or the copy: C delivered exactly.
+    const char *sent = r.nccl ? resultGot.data() : r.mirror;
+    if (!sameBytes(got, sent, 0, cBytes))
+      return "the collective's output differs from C";
+    break;
+  }
+  case Collective::ReduceScatter:
+    if (r.nccl) {
+      // One rank: the reduce-scatter of a tile is the tile buffer itself.
+      if (!sameBytes(out, resultGot.data(), 0, cBytes))
+        return "the reduce-scatter's output differs from the tiles";
+      break;
+    }
+    for (size_t t = 0; t < l.size(); ++t)
+      if (!sameBytes(out, r.mirror, r.packedOffset(l, t, 1),
+                     size_t(ringWireBytes(r.coll, r.group,
+                                          l[t].rows * s.n * int64_t(elt)))))
+        return "tile " + std::to_string(t) +
+               ": the bytes copied to the host differ from its buffer";
+    break;
+  case Collective::AllGather:
+    if (packedGot != gathered)
+      return "the gathered A differs from every rank's rows";
+    if (!r.nccl)
+      for (size_t t = 0; t < l.size(); ++t)
+        if (!sameBytes(gathered, r.mirror, r.packedOffset(l, t, 1),
+                       size_t(ringWireBytes(r.coll, r.group,
+                                            l[t].rows * s.k * int64_t(elt)))))
+          return "tile " + std::to_string(t) +
+                 ": the bytes copied to the host differ from its buffer";
+    break;
+  }
+
+  // The GEMM part of every tile: sampled elements (every slot, random rows
+  // and columns) against a double-precision reference.
   std::mt19937_64 rng(seed);
   const double tol = r.dtype == OVERLAP_F32   ? 1e-4
                      : r.dtype == OVERLAP_F16 ? 4e-3
                                               : 2e-2;
-  for (int sample = 0; sample < 64; ++sample) {
-    int64_t i = int64_t(rng() % uint64_t(r.s.m));
-    int64_t j = int64_t(rng() % uint64_t(r.s.n));
-    double ref = elementAt(hostC0, r.dtype, size_t(i * r.s.n + j));
-    for (int64_t p = 0; p < r.s.k; ++p)
-      ref += double(elementAt(hostA, r.dtype, size_t(i * r.s.k + p))) *
-             elementAt(hostB, r.dtype, size_t(p * r.s.n + j));
-    double value = elementAt(got, r.dtype, size_t(i * r.s.n + j));
-    double bound = tol * (1.0 + std::abs(ref));
-    if (!(std::abs(value - ref) <= bound))
-      return "C(" + std::to_string(i) + ", " + std::to_string(j) +
-             ") = " + std::to_string(value) + ", reference " +
-             std::to_string(ref);
+  for (size_t t = 0; t < l.size(); ++t) {
+    for (int sample = 0; sample < 16; ++sample) {
+      int64_t slot = sample % l.slots();
+      int64_t row = int64_t(rng() % uint64_t(l[t].blockRows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      int64_t i = l.globalRow(t, slot, row);
+      double ref = elementAt(in.c0, r.dtype, size_t(i * s.n + j));
+      for (int64_t p = 0; p < s.k; ++p)
+        ref += double(elementAt(in.a, r.dtype, size_t(i * s.k + p))) *
+               elementAt(in.b, r.dtype, size_t(p * s.n + j));
+      int64_t outRow = outPacked ? l.packedRow(t, slot, row) : i;
+      double value = elementAt(out, r.dtype, size_t(outRow * s.n + j));
+      double bound = tol * (1.0 + std::abs(ref));
+      if (!(std::abs(value - ref) <= bound))
+        return "tile " + std::to_string(t) + ": C(" + std::to_string(i) + ", " +
+               std::to_string(j) + ") = " + std::to_string(value) +
+               ", reference " + std::to_string(ref);
+    }
   }
   return "";
 }
 
 struct Row {
-  Shape s;
-  size_t bytes;
+  Collective coll;
+  GemmShape s;
+  size_t bytes, wire;
   size_t tiles;
   double gemm, comm, serial, overlapped, ideal, predicted;
   std::string check;
 };
+
+double etaOf(const Row &row) {
+  return (row.serial - row.overlapped) / (row.serial - row.ideal);
+}
+
+struct SweepOptions {
+  std::vector<GemmShape> shapes;
+  overlap_dtype dtype;
+  std::string dtypeName, leg, strategy;
+  int64_t ranks, uniformTiles;
+  int warmup, iters, inputSets;
+  std::optional<planner::Profile> profile;
+};
+
+/// Runs every shape for one collective, printing its table and summary.
+void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
+           const std::string &device, int64_t &keyBase,
+           std::vector<Row> &rows) {
+  const bool nccl = o.leg == "nccl";
+  const size_t elt = overlap_dtype_size(o.dtype);
+  const std::string name = planner::toString(coll).str();
+  const planner::DType plannerType =
+      o.dtype == OVERLAP_F16    ? planner::DType::F16
+      : o.dtype == OVERLAP_BF16 ? planner::DType::BF16
+                                : planner::DType::F32;
+  std::printf("\n# overlap-bench on %s, dtype %s, %s over %lld rank(s)\n",
+              device.c_str(), o.dtypeName.c_str(), name.c_str(),
+              (long long)o.ranks);
+  if (coll == Collective::ReduceScatter)
+    std::printf("# reduce-scatter tile: C's rows of every block packed "
+                "(overlap_pack), one GEMM of batch %lld (B broadcast) into "
+                "them, one reduce-scatter; serial: one GEMM in place, one "
+                "reduce-scatter\n",
+                (long long)o.ranks);
+  else if (coll == Collective::AllGather)
+    std::printf("# all-gather tile: one all-gather of the shard's rows, then "
+                "one GEMM of batch %lld (B broadcast) into C's rows of every "
+                "block; serial: one all-gather, one GEMM\n",
+                (long long)o.ranks);
+  if (nccl)
+    std::printf("# leg nccl: NCCL %s on the world communicator (%lld "
+                "rank(s): a smoke test)\n",
+                name.c_str(), (long long)o.ranks);
+  else
+    std::printf(
+        "# leg copy-engine: each tile's ring wire bytes (%.3f x tile bytes) "
+        "copied device -> pinned host%s; a stand-in for a network link that "
+        "reduces nothing\n",
+        planner::ringFactor(coll, o.ranks),
+        coll == Collective::AllGather
+            ? ", plus the rank's own slice into its slot (device -> device)"
+            : "");
+  std::printf(
+      "# plan: %s; %d warm-up + %d timed runs, median over %d input "
+      "set(s); times in us\n",
+      o.profile
+          ? ("strategy " + o.strategy + ", profile " + o.profile->name).c_str()
+          : ("uniform " + std::to_string(o.uniformTiles) +
+             " tiles, no profile (no prediction)")
+                .c_str(),
+      o.warmup, o.iters, o.inputSets);
+  std::printf("#%7s %7s %7s %12s %5s %10s %10s %10s %10s %10s %10s %7s %6s "
+              "%8s %s\n",
+              "M", "N", "K", "size(B)", "tiles", "gemm", "comm", "serial",
+              "overlap", "ideal", "predicted", "speedup", "eta", "pred.err",
+              "check");
+
+  const size_t first = rows.size();
+  for (const GemmShape &s : o.shapes) {
+    std::string why;
+    auto whole = TileLayout::create(coll, s.m, o.ranks, {s.m}, why);
+    if (!whole) {
+      std::printf("#%7lld %7lld %7lld skipped: %s\n", (long long)s.m,
+                  (long long)s.n, (long long)s.k, why.c_str());
+      continue;
+    }
+    Runner r{ctx, o.dtype, elt, s, coll, nccl, o.ranks, *whole, *whole, 0};
+    r.key = (keyBase += 2);
+    Row row{coll, s, 0, 0, 0, 0, 0, 0, 0, 0, NAN, "ok"};
+    row.bytes = r.packedBytes();
+    row.wire = size_t(ringWireBytes(coll, o.ranks, int64_t(row.bytes)));
+    // The plan: the Planner's tiles and prediction, or uniform tiles.
+    std::string planNote;
+    std::optional<TileLayout> plan;
+    if (o.profile) {
+      planner::MatmulProblem problem{coll, s.m, s.n, s.k, plannerType, o.ranks};
+      auto planned = planner::planTiles(*o.profile, problem, o.strategy);
+      if (!planned) {
+        planNote = llvm::toString(planned.takeError());
+      } else if (!(plan = TileLayout::create(coll, s.m, o.ranks, planned->tiles,
+                                             why))) {
+        planNote = "the plan's tiles do not fit the layout: " + why;
+      } else {
+        row.predicted = planned->predictedUs;
+      }
+    }
+    if (!plan)
+      plan = TileLayout::create(
+          coll, s.m, o.ranks, uniformTiles(coll, s.m, o.ranks, o.uniformTiles),
+          why);
+    if (!plan) { // cannot happen once the whole layout exists; be loud
+      std::printf("#%7lld %7lld %7lld skipped: no uniform tiles (%s)\n",
+                  (long long)s.m, (long long)s.n, (long long)s.k, why.c_str());
+      continue;
+    }
+    r.plan = *plan;
+    row.tiles = r.plan.size();
+    r.allocate();
+
+    std::vector<double> gemmT, commT, serialT, overlapT;
+    for (int set = 0; set < o.inputSets && row.check == "ok"; ++set) {
+      uint64_t seed =
+          uint64_t(set) * 7919 + uint64_t(s.m * 31 + s.n * 17 + s.k);
+      Inputs in{randomElements(o.dtype, size_t(s.m * s.k), seed),
+                randomElements(o.dtype, size_t(s.k * s.n), seed + 1),
+                randomElements(o.dtype, size_t(s.m * s.n), seed + 2)};
+      // All-gather: this rank's shard is block 0 of every rank's A.
+      const size_t aBytes =
+          size_t((r.gathers() ? s.m / o.ranks : s.m) * s.k) * elt;
+      check(ctx, overlap_memcpy(ctx, compute, -1, r.a, in.a.data(), aBytes),
+            "upload");
+      check(ctx,
+            overlap_memcpy(ctx, compute, -1, r.b, in.b.data(), in.b.size()),
+            "upload");
+      check(ctx,
+            overlap_memcpy(ctx, compute, -1, r.c0, in.c0.data(), in.c0.size()),
+            "upload");
+      check(ctx, overlap_context_synchronize(ctx), "synchronize");
+      for (auto [variant, layout, key] :
+           {std::tuple<const char *, const TileLayout *, int64_t>{
+                "serial", &r.whole, r.key},
+            {"overlapped", &r.plan, r.key + 1}}) {
+        std::string bad = checkRun(r, *layout, key, in, seed + 3);
+        if (!bad.empty()) {
+          row.check = std::string("FAIL ") + variant + ": " + bad;
+          break;
+        }
+      }
+      gemmT.push_back(timeUs(ctx, compute, compute, o.warmup, o.iters,
+                             [&] { r.gemm(r.whole, 0, -1); }));
+      commT.push_back(timeUs(ctx, comm, comm, o.warmup, o.iters,
+                             [&] { r.collective(r.whole, 0, -1); }));
+      serialT.push_back(timeUs(ctx, r.producer(), r.consumer(), o.warmup,
+                               o.iters, [&] { r.serial(); }));
+      overlapT.push_back(timeUs(ctx, r.producer(), r.consumer(), o.warmup,
+                                o.iters, [&] { r.overlapped(); }));
+    }
+    row.gemm = median(gemmT);
+    row.comm = median(commT);
+    row.serial = median(serialT);
+    row.overlapped = median(overlapT);
+    row.ideal = std::max(row.gemm, row.comm);
+    double err = (row.predicted - row.overlapped) / row.overlapped;
+    std::printf(" %7lld %7lld %7lld %12zu %5zu %10.1f %10.1f %10.1f %10.1f "
+                "%10.1f %10.1f %7.3f %6.3f %7.1f%% %s\n",
+                (long long)s.m, (long long)s.n, (long long)s.k, row.bytes,
+                row.tiles, row.gemm, row.comm, row.serial, row.overlapped,
+                row.ideal, row.predicted, row.serial / row.overlapped,
+                etaOf(row), 100.0 * err, row.check.c_str());
+    if (!planNote.empty())
+      std::printf("#   no plan from the profile (%s): uniform tiles\n",
+                  planNote.c_str());
+    std::fflush(stdout);
+    rows.push_back(row);
+    r.release();
+  }
+
+  // Summary: eta median and best, prediction error.
+  std::vector<double> etas, errs;
+  int failures = 0;
+  for (size_t i = first; i < rows.size(); ++i) {
+    const Row &row = rows[i];
+    failures += row.check != "ok";
+    if (row.serial - row.ideal > 0)
+      etas.push_back(etaOf(row));
+    if (!std::isnan(row.predicted))
+      errs.push_back(std::abs(row.predicted - row.overlapped) / row.overlapped);
+  }
+  std::printf(
+      "# %s: eta median %.3f, best %.3f (%zu shapes); |prediction error|: "
+      "median %.1f%%, max %.1f%%; correctness failures: %d\n",
+      name.c_str(), median(etas),
+      etas.empty() ? NAN : *std::max_element(etas.begin(), etas.end()),
+      etas.size(), 100.0 * median(errs),
+      errs.empty() ? NAN : 100.0 * *std::max_element(errs.begin(), errs.end()),
+      failures);
+}
+
+//===----------------------------------------------------------------------===//
+// --pack: the pack kernel's bandwidth
+//===----------------------------------------------------------------------===//
+
+struct PackRow {
+  PackBlock block;
+  double packUs, unpackUs, copy2dUs, d2dUs;
+  std::string check;
+};
+
+/// Payload bandwidth: packed bytes / time, in GB/s (1e9 B/s).
+double gbps(const PackBlock &b, double us) {
+  return double(b.bytes()) / (us * 1e3);
+}
+
+std::vector<char> randomBytes(size_t n, uint64_t seed) {
+  std::vector<char> out(n);
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(&out[i], &v, std::min<size_t>(8, n - i));
+  }
+  return out;
+}
+
+std::vector<char> complement(std::vector<char> v) {
+  for (char &c : v)
+    c = char(~c);
+  return v;
+}
+
+/// Device buffers of one block and the calls the pack benchmark times, all
+/// on the compute stream.
+struct PackRunner {
+  overlap_context *ctx;
+  PackBlock b;
+  cudaStream_t stream;
+  void *strided = nullptr;  // the block, rows strideBytes apart
+  void *packed = nullptr;   // pack's output, unpack's input
+  void *unpacked = nullptr; // unpack's output, shaped like `strided`
+  void *copied = nullptr;   // the copies' output
+
+  int64_t n2() const { return b.rowBytes / b.elemBytes; }
+  int64_t s1() const { return b.strideBytes / b.elemBytes; }
+  void allocate() {
+    check(ctx, overlap_alloc(ctx, size_t(b.footprint()), &strided), "alloc");
+    check(ctx, overlap_alloc(ctx, size_t(b.footprint()), &unpacked), "alloc");
+    check(ctx, overlap_alloc(ctx, size_t(b.bytes()), &packed), "alloc");
+    check(ctx, overlap_alloc(ctx, size_t(b.bytes()), &copied), "alloc");
+  }
+  void release() {
+    for (void *p : {strided, packed, unpacked, copied})
+      overlap_free(ctx, p);
+  }
+  void pack() {
+    check(ctx,
+          overlap_pack(ctx, compute, -1, b.elemBytes, strided, 1, b.rows, n2(),
+                       b.rows * s1(), s1(), packed),
+          "overlap_pack");
+  }
+  void unpack() {
+    check(ctx,
+          overlap_unpack(ctx, compute, -1, b.elemBytes, packed, 1, b.rows, n2(),
+                         b.rows * s1(), s1(), unpacked),
+          "overlap_unpack");
+  }
+  void copy2d() {
+    checkCuda(cudaMemcpy2DAsync(copied, size_t(b.rowBytes), strided,
+                                size_t(b.strideBytes), size_t(b.rowBytes),
+                                size_t(b.rows), cudaMemcpyDeviceToDevice,
+                                stream),
+              "cudaMemcpy2DAsync");
+  }
+  void d2d() {
+    checkCuda(cudaMemcpyAsync(copied, packed, size_t(b.bytes()),
+                              cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync");
+  }
+  void upload(void *dst, const std::vector<char> &src) {
+    check(ctx, overlap_memcpy(ctx, compute, -1, dst, src.data(), src.size()),
+          "upload");
+  }
+  std::vector<char> download(const void *src, size_t n) {
+    std::vector<char> out(n);
+    check(ctx, overlap_memcpy(ctx, compute, -1, out.data(), src, n),
+          "download");
+    check(ctx, overlap_context_synchronize(ctx), "synchronize");
+    return out;
+  }
+};
+
+/// Packs and unpacks random bytes once and compares with the host
+/// reference; returns an empty string or what failed. A destination starts
+/// as the complement of what it must become, so that no byte left unwritten
+/// can pass. Leaves the packed block in `p.packed`.
+std::string checkPackUnpack(PackRunner &p, uint64_t seed) {
+  const std::vector<char> source = randomBytes(size_t(p.b.footprint()), seed);
+  std::vector<char> expected(size_t(p.b.bytes()));
+  hostPack(p.b, source.data(), expected.data());
+  p.upload(p.strided, source);
+  p.upload(p.packed, complement(expected));
+  p.pack();
+  if (p.download(p.packed, expected.size()) != expected)
+    return "FAIL pack";
+  // Unpack: the rows become the packed bytes, the gaps stay as they were.
+  std::vector<char> before = complement(source), after = before;
+  hostUnpack(p.b, expected.data(), after.data());
+  p.upload(p.unpacked, before);
+  p.unpack();
+  if (p.download(p.unpacked, after.size()) != after)
+    return "FAIL unpack";
+  return "";
+}
+
+int packBench(const Args &args, int warmup, int iters) {
+  const int64_t total = args.getInt("--pack-total", int64_t(64) << 20);
+  std::vector<PackBlock> blocks = defaultPackBlocks(total);
+  if (args.has("--pack-shapes")) {
+    std::string why;
+    auto parsed = parsePackBlocks(args.get("--pack-shapes", ""), total, why);
+    if (!parsed) {
+      std::fprintf(stderr, "error: --pack-shapes: %s\n", why.c_str());
+      return 2;
+    }
+    blocks = *parsed;
+  }
+  for (const PackBlock &b : blocks) {
+    std::string why;
+    if (!validPackBlock(b, why)) { // a --pack-total too large for the API
+      std::fprintf(stderr, "error: --pack-total: %s\n", why.c_str());
+      return 2;
+    }
+  }
+  requireDevice("overlap-bench");
+
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  overlap_context *ctx = nullptr;
+  check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
+        "overlap_cuda_context_create_single");
+  auto stream = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, compute));
+  cudaDeviceProp prop;
+  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
+            "cudaGetDeviceProperties");
+  std::printf("# overlap-bench --pack on %s: overlap_pack / overlap_unpack "
+              "(one kernel) vs cudaMemcpy2DAsync of the same strided block "
+              "and a contiguous device-to-device cudaMemcpyAsync of the same "
+              "bytes\n",
+              prop.name);
+  std::printf("# GB/s = packed bytes / time (each byte counted once, not "
+              "read + write); access = the pack kernel's word (B); %d "
+              "warm-up + %d timed runs, medians\n",
+              warmup, iters);
+  std::printf("#%9s %7s %9s %4s %6s %11s %8s %8s %8s %8s %8s %s\n", "rows",
+              "row(B)", "stride(B)", "elem", "access", "bytes", "pack",
+              "unpack", "memcpy2D", "d2d", "pack/d2d", "check");
+
+  std::vector<PackRow> rows;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    PackRunner p{ctx, blocks[i], stream};
+    const PackBlock &b = p.b;
+    PackRow row{b, 0, 0, 0, 0, ""};
+    p.allocate();
+    row.check = checkPackUnpack(p, 977 * i + 1);
+    // cudaMemcpy2DAsync is timed as the reference: check that it copies
+    // the same block.
+    std::vector<char> expected = p.download(p.packed, size_t(b.bytes()));
+    p.upload(p.copied, complement(expected));
+    p.copy2d();
+    if (row.check.empty() && p.download(p.copied, expected.size()) != expected)
+      row.check = "FAIL memcpy2D";
+    if (row.check.empty())
+      row.check = "ok";
+
+    row.packUs =
+        timeUs(ctx, compute, compute, warmup, iters, [&] { p.pack(); });
+    row.unpackUs =
+        timeUs(ctx, compute, compute, warmup, iters, [&] { p.unpack(); });
+    row.copy2dUs =
+        timeUs(ctx, compute, compute, warmup, iters, [&] { p.copy2d(); });
+    row.d2dUs = timeUs(ctx, compute, compute, warmup, iters, [&] { p.d2d(); });
+    std::printf(" %9lld %7lld %9lld %4lld %6d %11lld %8.1f %8.1f %8.1f %8.1f "
+                "%8.3f %s\n",
+                (long long)b.rows, (long long)b.rowBytes,
+                (long long)b.strideBytes, (long long)b.elemBytes,
+                packAccessBytes(b), (long long)b.bytes(), gbps(b, row.packUs),
+                gbps(b, row.unpackUs), gbps(b, row.copy2dUs),
+                gbps(b, row.d2dUs), row.d2dUs / row.packUs, row.check.c_str());
+    std::fflush(stdout);
+    rows.push_back(row);
+    p.release();
+  }
+
+  std::vector<double> ratios;
+  int failures = 0;
+  for (const PackRow &row : rows) {
+    failures += row.check != "ok";
+    ratios.push_back(row.d2dUs / row.packUs);
+  }
+  std::printf(
+      "# pack/d2d: median %.3f, min %.3f, max %.3f (%zu blocks); "
+      "correctness failures: %d\n",
+      median(ratios),
+      ratios.empty() ? NAN : *std::min_element(ratios.begin(), ratios.end()),
+      ratios.empty() ? NAN : *std::max_element(ratios.begin(), ratios.end()),
+      ratios.size(), failures);
+  if (args.has("--csv")) {
+    std::ofstream csv(args.get("--csv", ""));
+    csv << "device,rows,row_bytes,stride_bytes,elem_bytes,access_bytes,bytes,"
+           "pack_us,unpack_us,memcpy2d_us,d2d_us,pack_gbps,unpack_gbps,"
+           "memcpy2d_gbps,d2d_gbps,pack_over_d2d,check\n";
+    for (const PackRow &row : rows) {
+      const PackBlock &b = row.block;
+      csv << '"' << prop.name << "\"," << b.rows << ',' << b.rowBytes << ','
+          << b.strideBytes << ',' << b.elemBytes << ',' << packAccessBytes(b)
+          << ',' << b.bytes() << ',' << row.packUs << ',' << row.unpackUs << ','
+          << row.copy2dUs << ',' << row.d2dUs << ',' << gbps(b, row.packUs)
+          << ',' << gbps(b, row.unpackUs) << ',' << gbps(b, row.copy2dUs) << ','
+          << gbps(b, row.d2dUs) << ',' << row.d2dUs / row.packUs << ",\""
+          << row.check << "\"\n";
+    }
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write %s\n",
+                   args.get("--csv", "").c_str());
+      failures = failures ? failures : 1;
+    }
+  }
+  overlap_status final = overlap_cuda_context_destroy(ctx);
+  return failures || final != OVERLAP_SUCCESS ? 1 : 0;
+}
 
 } // namespace
 
 int main(int argc, char **argv) {
   Args args;
   if (!args.parse(argc, argv,
-                  {"--shapes", "--dtype", "--leg", "--ranks", "--profile",
-                   "--strategy", "--tiles", "--warmup", "--iters",
-                   "--input-sets", "--csv"},
-                  {"--help"}) ||
+                  {"--collective", "--shapes", "--dtype", "--leg", "--ranks",
+                   "--profile", "--strategy", "--tiles", "--warmup", "--iters",
+                   "--input-sets", "--csv", "--pack-shapes", "--pack-total"},
+                  {"--help", "--pack"}) ||
       args.has("--help")) {
     std::fputs(usage, args.has("--help") ? stdout : stderr);
     return args.has("--help") ? 0 : 2;
   }
-  std::vector<Shape> shapes;
-  if (args.has("--shapes") ? !parseShapes(args.get("--shapes", ""), shapes)
-                           : (shapes = defaultShapes(), false)) {
-    std::fputs("error: --shapes wants MxNxK[,MxNxK...]\n", stderr);
+  const int warmup = int(args.getInt("--warmup", 5));
+  const int iters = int(args.getInt("--iters", 20));
+  if (args.has("--pack"))
+    return packBench(args, warmup, iters);
+
+  SweepOptions o;
+  o.warmup = warmup;
+  o.iters = iters;
+  if (args.has("--shapes")) {
+    auto shapes = parseGemmShapes(args.get("--shapes", ""));
+    if (!shapes) {
+      std::fputs("error: --shapes wants MxNxK[,MxNxK...]\n", stderr);
+      return 2;
+    }
+    o.shapes = *shapes;
+  } else {
+    o.shapes = defaultShapes();
+  }
+  for (const GemmShape &s : o.shapes)
+    if (s.m > (int64_t(1) << 20) || s.n > (int64_t(1) << 20) ||
+        s.k > (int64_t(1) << 20)) {
+      std::fputs("error: --shapes: sizes above 2^20 are not supported\n",
+                 stderr);
+      return 2;
+    }
+  auto collectives = parseCollectives(args.get("--collective", "all-reduce"));
+  if (!collectives) {
+    std::fputs("error: --collective wants all-reduce, reduce-scatter or "
+               "all-gather, or a comma list of them\n",
+               stderr);
     return 2;
   }
-  std::optional<overlap_dtype> dtype = parseDtype(args.get("--dtype", "f16"));
-  const std::string leg = args.get("--leg", "copy-engine");
-  if (!dtype || (leg != "copy-engine" && leg != "nccl")) {
+  o.dtypeName = args.get("--dtype", "f16");
+  std::optional<overlap_dtype> dtype = parseDtype(o.dtypeName);
+  o.leg = args.get("--leg", "copy-engine");
+  if (!dtype || (o.leg != "copy-engine" && o.leg != "nccl")) {
     std::fputs("error: bad --dtype or --leg\n", stderr);
     return 2;
   }
-  const int warmup = int(args.getInt("--warmup", 5));
-  const int iters = int(args.getInt("--iters", 20));
-  const int inputSets = int(args.getInt("--input-sets", 3));
-  const int64_t uniformTiles = args.getInt("--tiles", 4);
-  const std::string strategy = args.get("--strategy", "auto");
-
-  std::optional<planner::Profile> profile;
+  o.dtype = *dtype;
+  o.ranks = args.getInt("--ranks", 8);
+  if (o.leg == "copy-engine" && o.ranks < 2) {
+    std::fputs("error: the copy-engine leg needs --ranks >= 2 (one rank puts "
+               "nothing on the wire); use --leg nccl for one rank\n",
+               stderr);
+    return 2;
+  }
+  o.inputSets = int(args.getInt("--input-sets", 3));
+  o.uniformTiles = args.getInt("--tiles", 4);
+  o.strategy = args.get("--strategy", "auto");
   if (args.has("--profile")) {
     std::string path = planner::resolveProfilePath(args.get("--profile", ""),
                                                    OVERLAP_PROFILES_DIR);
@@ -267,7 +972,7 @@ int main(int argc, char **argv) {
                    llvm::toString(loaded.takeError()).c_str());
       return 2;
     }
-    profile = std::move(*loaded);
+    o.profile = std::move(*loaded);
   }
   requireDevice("overlap-bench");
 
@@ -276,190 +981,39 @@ int main(int argc, char **argv) {
   overlap_context *ctx = nullptr;
   check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
         "overlap_cuda_context_create_single");
-  const int64_t ranks =
-      leg == "nccl" ? overlap_context_size(ctx) : args.getInt("--ranks", 8);
-  const size_t elt = overlap_dtype_size(*dtype);
-  const planner::DType plannerType = *dtype == OVERLAP_F16 ? planner::DType::F16
-                                     : *dtype == OVERLAP_BF16
-                                         ? planner::DType::BF16
-                                         : planner::DType::F32;
+  if (o.leg == "nccl")
+    o.ranks = overlap_context_size(ctx);
   cudaDeviceProp prop;
   checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
             "cudaGetDeviceProperties");
 
-  std::printf("# overlap-bench on %s, dtype %s, all-reduce over %lld "
-              "rank(s)\n",
-              prop.name, args.get("--dtype", "f16").c_str(), (long long)ranks);
-  if (leg == "copy-engine")
-    std::printf("# leg copy-engine: each tile's wire bytes (ring factor %.3f x "
-                "tile bytes) copied device -> pinned host; a stand-in for a "
-                "network link\n",
-                planner::ringFactor(planner::Collective::AllReduce, ranks));
-  else
-    std::printf("# leg nccl: ncclAllReduce on the world communicator "
-                "(%lld rank(s))\n",
-                (long long)ranks);
-  std::printf(
-      "# plan: %s; %d warm-up + %d timed runs, median over %d input "
-      "set(s); times in us\n",
-      profile ? ("strategy " + strategy + ", profile " + profile->name).c_str()
-              : ("uniform " + std::to_string(uniformTiles) +
-                 " tiles, no profile (no prediction)")
-                    .c_str(),
-      warmup, iters, inputSets);
-  std::printf("#%7s %7s %7s %12s %5s %10s %10s %10s %10s %10s %10s %7s %6s "
-              "%8s %s\n",
-              "M", "N", "K", "size(B)", "tiles", "gemm", "comm", "serial",
-              "overlap", "ideal", "predicted", "speedup", "eta", "pred.err",
-              "check");
-
   std::vector<Row> rows;
   int64_t keyBase = 1000;
-  for (const Shape &s : shapes) {
-    Row row{s, size_t(s.m * s.n) * elt, 0, 0, 0, 0, 0, 0, NAN, "ok"};
-    Runner r{ctx,
-             *dtype,
-             elt,
-             s,
-             leg == "nccl",
-             planner::ringFactor(planner::Collective::AllReduce, ranks),
-             {}};
-    r.key = (keyBase += 2);
-    // The plan: the Planner's tiles and prediction, or uniform tiles.
-    std::string planNote;
-    if (profile) {
-      planner::MatmulProblem problem{
-          planner::Collective::AllReduce, s.m, s.n, s.k, plannerType, ranks};
-      auto plan = planner::planTiles(*profile, problem, strategy);
-      if (plan) {
-        r.tiles = plan->tiles;
-        row.predicted = plan->predictedUs;
-      } else {
-        planNote = llvm::toString(plan.takeError());
-      }
-    }
-    if (r.tiles.empty()) {
-      int64_t t = std::min(uniformTiles, s.m);
-      for (int64_t i = 0; i < t; ++i)
-        r.tiles.push_back(s.m / t + (i < s.m % t ? 1 : 0));
-    }
-    row.tiles = r.tiles.size();
-    const size_t aBytes = size_t(s.m * s.k) * elt,
-                 bBytes = size_t(s.k * s.n) * elt;
-    const size_t cBytes = row.bytes;
-    check(ctx, overlap_alloc(ctx, aBytes, &r.a), "alloc A");
-    check(ctx, overlap_alloc(ctx, bBytes, &r.b), "alloc B");
-    check(ctx, overlap_alloc(ctx, cBytes, &r.c), "alloc C");
-    check(ctx, overlap_alloc(ctx, cBytes, &r.c0), "alloc C0");
-    if (r.nccl) {
-      check(ctx, overlap_alloc(ctx, cBytes, &r.ncclOut), "alloc");
-    } else {
-      size_t surplus =
-          size_t(std::max(0.0, r.wireFactor - 1.0) * double(cBytes)) + 64;
-      checkCuda(cudaMallocHost(reinterpret_cast<void **>(&r.hostOut), cBytes),
-                "cudaMallocHost");
-      checkCuda(
-          cudaMallocHost(reinterpret_cast<void **>(&r.hostExtra), surplus),
-          "cudaMallocHost");
-      check(ctx, overlap_alloc(ctx, surplus, &r.extra), "alloc");
-    }
-    std::vector<double> gemmT, commT, serialT, overlapT;
-    for (int set = 0; set < inputSets && row.check == "ok"; ++set) {
-      uint64_t seed =
-          uint64_t(set) * 7919 + uint64_t(s.m * 31 + s.n * 17 + s.k);
-      std::vector<char> hostA = randomElements(*dtype, size_t(s.m * s.k), seed);
-      std::vector<char> hostB =
-          randomElements(*dtype, size_t(s.k * s.n), seed + 1);
-      std::vector<char> hostC0 =
-          randomElements(*dtype, size_t(s.m * s.n), seed + 2);
-      check(ctx, overlap_memcpy(ctx, 0, -1, r.a, hostA.data(), aBytes),
-            "upload");
-      check(ctx, overlap_memcpy(ctx, 0, -1, r.b, hostB.data(), bBytes),
-            "upload");
-      check(ctx, overlap_memcpy(ctx, 0, -1, r.c0, hostC0.data(), cBytes),
-            "upload");
-      check(ctx, overlap_context_synchronize(ctx), "synchronize");
-      for (auto [name, fn] : {std::pair<const char *, std::function<void()>>{
-                                  "serial", [&] { r.serial(); }},
-                              {"overlapped", [&] { r.overlapped(); }}}) {
-        std::string bad = checkRun(r, fn, hostA, hostB, hostC0, seed + 3);
-        if (!bad.empty()) {
-          row.check = std::string("FAIL ") + name + ": " + bad;
-          break;
-        }
-      }
-      gemmT.push_back(
-          timeUs(ctx, 0, 0, warmup, iters, [&] { r.gemm(0, s.m, -1); }));
-      commT.push_back(
-          timeUs(ctx, 1, 1, warmup, iters, [&] { r.comm(0, s.m, -1); }));
-      serialT.push_back(timeUs(ctx, 0, 1, warmup, iters, [&] { r.serial(); }));
-      overlapT.push_back(
-          timeUs(ctx, 0, 1, warmup, iters, [&] { r.overlapped(); }));
-    }
-    row.gemm = median(gemmT);
-    row.comm = median(commT);
-    row.serial = median(serialT);
-    row.overlapped = median(overlapT);
-    row.ideal = std::max(row.gemm, row.comm);
-    double eta = (row.serial - row.overlapped) / (row.serial - row.ideal);
-    double err = (row.predicted - row.overlapped) / row.overlapped;
-    std::printf(" %7lld %7lld %7lld %12zu %5zu %10.1f %10.1f %10.1f %10.1f "
-                "%10.1f %10.1f %7.3f %6.3f %7.1f%% %s\n",
-                (long long)s.m, (long long)s.n, (long long)s.k, row.bytes,
-                row.tiles, row.gemm, row.comm, row.serial, row.overlapped,
-                row.ideal, row.predicted, row.serial / row.overlapped, eta,
-                100.0 * err, row.check.c_str());
-    if (!planNote.empty())
-      std::printf("#   no plan from the profile (%s): uniform tiles\n",
-                  planNote.c_str());
-    std::fflush(stdout);
-    rows.push_back(row);
-    overlap_free(ctx, r.a);
-    overlap_free(ctx, r.b);
-    overlap_free(ctx, r.c);
-    overlap_free(ctx, r.c0);
-    overlap_free(ctx, r.ncclOut);
-    overlap_free(ctx, r.extra);
-    cudaFreeHost(r.hostOut);
-    cudaFreeHost(r.hostExtra);
-  }
+  for (Collective coll : *collectives)
+    sweep(ctx, o, coll, prop.name, keyBase, rows);
 
-  // Summary: eta median and best, prediction error.
-  std::vector<double> etas, errs;
   int failures = 0;
-  for (const Row &row : rows) {
+  for (const Row &row : rows)
     failures += row.check != "ok";
-    if (row.serial - row.ideal > 0)
-      etas.push_back((row.serial - row.overlapped) / (row.serial - row.ideal));
-    if (!std::isnan(row.predicted))
-      errs.push_back(std::abs(row.predicted - row.overlapped) / row.overlapped);
-  }
-  std::printf(
-      "# eta: median %.3f, best %.3f (%zu shapes); |prediction "
-      "error|: median %.1f%%, max %.1f%%; correctness failures: %d\n",
-      median(etas),
-      etas.empty() ? NAN : *std::max_element(etas.begin(), etas.end()),
-      etas.size(), 100.0 * median(errs),
-      errs.empty() ? NAN : 100.0 * *std::max_element(errs.begin(), errs.end()),
-      failures);
-
   if (args.has("--csv")) {
     std::ofstream csv(args.get("--csv", ""));
-    csv << "leg,ranks,dtype,M,N,K,size_bytes,tiles,gemm_us,comm_us,serial_us,"
-           "overlapped_us,ideal_us,predicted_us,speedup,eta,prediction_error,"
-           "check\n";
+    csv << "leg,collective,ranks,dtype,M,N,K,size_bytes,wire_bytes,tiles,"
+           "gemm_us,comm_us,serial_us,overlapped_us,ideal_us,predicted_us,"
+           "speedup,eta,prediction_error,check\n";
     for (const Row &row : rows)
-      csv << leg << ',' << ranks << ',' << args.get("--dtype", "f16") << ','
-          << row.s.m << ',' << row.s.n << ',' << row.s.k << ',' << row.bytes
-          << ',' << row.tiles << ',' << row.gemm << ',' << row.comm << ','
-          << row.serial << ',' << row.overlapped << ',' << row.ideal << ','
-          << row.predicted << ',' << row.serial / row.overlapped << ','
-          << (row.serial - row.overlapped) / (row.serial - row.ideal) << ','
+      csv << o.leg << ',' << planner::toString(row.coll).str() << ',' << o.ranks
+          << ',' << o.dtypeName << ',' << row.s.m << ',' << row.s.n << ','
+          << row.s.k << ',' << row.bytes << ',' << row.wire << ',' << row.tiles
+          << ',' << row.gemm << ',' << row.comm << ',' << row.serial << ','
+          << row.overlapped << ',' << row.ideal << ',' << row.predicted << ','
+          << row.serial / row.overlapped << ',' << etaOf(row) << ','
           << (row.predicted - row.overlapped) / row.overlapped << ",\""
           << row.check << "\"\n";
-    if (!csv)
+    if (!csv) {
       std::fprintf(stderr, "error: cannot write %s\n",
                    args.get("--csv", "").c_str());
+      failures = failures ? failures : 1;
+    }
   }
   overlap_status final = overlap_cuda_context_destroy(ctx);
   return failures || final != OVERLAP_SUCCESS ? 1 : 0;

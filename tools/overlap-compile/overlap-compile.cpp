@@ -10,7 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "EntrySignature.h"
 #include "Registration.h"
+#include "RunSupport.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -33,8 +35,12 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <optional>
+
 using namespace mlir;
 namespace cl = llvm::cl;
+namespace run = ::overlap::run;
+namespace tools = mlir::overlap::tools;
 
 namespace {
 enum class Emit { MLIR, LLVM, Obj, SO };
@@ -66,6 +72,21 @@ cl::opt<Target>
                       clEnumValN(Target::Cuda, "cuda",
                                  "CUDA backend (cuBLASLt, NCCL)")),
            cl::cat(category));
+cl::opt<std::string> gpuChip("gpu-chip",
+                             cl::desc("--target=cuda: GPU the kernels are "
+                                      "compiled for (default sm_90a)"),
+                             cl::init("sm_90a"), cl::cat(category));
+cl::opt<std::string>
+    gpuFeatures("gpu-features",
+                cl::desc("--target=cuda: PTX features (default +ptx80, "
+                         "which CUDA 13's ptxas needs for sm_90a)"),
+                cl::init("+ptx80"), cl::cat(category));
+cl::opt<std::string>
+    gpuFormat("gpu-format",
+              cl::desc("--target=cuda: kernels embedded as fatbin (SASS + "
+                       "PTX, needs ptxas), bin (cubin), or isa (PTX, "
+                       "compiled by the driver at load)"),
+              cl::init("fatbin"), cl::cat(category));
 cl::opt<std::string> profile("profile",
                              cl::desc("Hardware profile: a JSON path or a "
                                       "name in profiles/"),
@@ -83,7 +104,7 @@ cl::opt<std::string>
 cl::opt<std::string> stopAfter(
     "stop-after-stage",
     cl::desc("With --emit=mlir: stop after this stage (tensor, bufferize, "
-             "schedule, runtime, llvm)"),
+             "schedule, kernels [cuda], runtime, llvm)"),
     cl::init(""), cl::cat(category));
 cl::opt<bool> testingDropWaits(
     "testing-drop-waits",
@@ -127,16 +148,28 @@ static std::string defaultOutput() {
 }
 
 /// Links `object` into the shared library `output` with the system C
-/// compiler: the runtime (and, when the code copies non-contiguous memrefs,
-/// MLIR's C runner utilities) are found through an rpath.
+/// compiler: the runtime of the target (liboverlap_runtime.so, or
+/// liboverlap_runtime_cuda.so for --target=cuda, whose code calls
+/// overlap_cuda_stream and the mgpu* functions) and, when the code copies
+/// non-contiguous memrefs, MLIR's C runner utilities are found through an
+/// rpath.
 static int linkSharedLibrary(llvm::StringRef object, llvm::StringRef output,
                              bool needsRunnerUtils) {
   llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(cc);
   if (!program)
     return fail("stage 'link': cannot find the C compiler '" + cc +
                 "' on PATH (needed for --emit=so)");
-  std::string runtimeDir = overlap::tools::runtimeLibraryDir();
-  std::string mlirDir = overlap::tools::mlirRunnerUtilsDir();
+  std::string runtimeDir = tools::runtimeLibraryDir();
+  std::string mlirDir = tools::mlirRunnerUtilsDir();
+  std::string runtime =
+      target == Target::Cuda ? "overlap_runtime_cuda" : "overlap_runtime";
+  std::string runtimePath = runtimeDir + "/lib" + runtime + ".so";
+  if (!llvm::sys::fs::exists(runtimePath))
+    return fail("stage 'link': " + runtimePath + " does not exist" +
+                (target == Target::Cuda
+                     ? " (the CUDA backend is built only where CMake finds "
+                       "CUDA, NCCL and cuBLASLt)"
+                     : ""));
   std::vector<std::string> args = {*program,
                                    "-shared",
                                    "-o",
@@ -144,7 +177,7 @@ static int linkSharedLibrary(llvm::StringRef object, llvm::StringRef output,
                                    object.str(),
                                    "-L" + runtimeDir,
                                    "-Wl,-rpath," + runtimeDir,
-                                   "-loverlap_runtime"};
+                                   "-l" + runtime};
   if (needsRunnerUtils) {
     args.push_back("-L" + mlirDir);
     args.push_back("-Wl,-rpath," + mlirDir);
@@ -177,30 +210,43 @@ int main(int argc, char **argv) {
       "Overlap compiler: tensor IR to the LLVM dialect, LLVM IR, an object "
       "file or a shared library that calls the Overlap runtime\n");
 
-  overlap::tools::CompileOptions options;
+  tools::CompileOptions options;
   options.profile = profile;
   options.strategy = strategy;
   options.target = target == Target::Host ? "host" : "cuda";
   options.testingDropWaits = testingDropWaits;
+  options.gpuChip = gpuChip;
+  options.gpuFeatures = gpuFeatures;
+  options.gpuFormat = gpuFormat;
 
   if (printPipeline) {
-    llvm::outs() << overlap::tools::describePipeline(options) << "\n";
+    llvm::outs() << tools::describePipeline(options) << "\n";
     return 0;
   }
-  if (!stopAfter.empty() && !overlap::tools::isStageName(stopAfter))
-    return fail("--stop-after-stage: unknown stage '" + stopAfter +
-                "' (tensor, bufferize, schedule, runtime, llvm)");
+  if (!stopAfter.empty() &&
+      !llvm::any_of(tools::buildStages(options), [&](const tools::Stage &s) {
+        return s.name == stopAfter;
+      })) {
+    std::string names;
+    llvm::ListSeparator sep(", ");
+    for (const tools::Stage &stage : tools::buildStages(options))
+      names += (llvm::Twine(sep) + stage.name).str();
+    return fail("--stop-after-stage: unknown stage '" + stopAfter + "' for --target=" +
+                options.target + " (" + names + ")");
+  }
+  if (gpuFormat != "fatbin" && gpuFormat != "bin" && gpuFormat != "isa")
+    return fail("--gpu-format: '" + gpuFormat +
+                "' is not one of fatbin, bin, isa");
   if (!stopAfter.empty() && emit != Emit::MLIR)
     return fail("--stop-after-stage needs --emit=mlir");
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level is 0 to 3");
 
-  std::unique_ptr<MLIRContext> contextOwner =
-      overlap::tools::createToolContext();
+  std::unique_ptr<MLIRContext> contextOwner = tools::createToolContext();
   MLIRContext &context = *contextOwner;
   std::string errorMessage;
   std::shared_ptr<llvm::SourceMgr> sourceMgr =
-      overlap::tools::loadSource(inputFile, errorMessage);
+      tools::loadSource(inputFile, errorMessage);
   if (!sourceMgr)
     return fail(errorMessage);
   SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, &context);
@@ -219,10 +265,34 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("stage 'parse': cannot parse " + inputFile);
   if (!entry.empty() &&
-      failed(overlap::tools::selectEntry(*module, entry, kTool, llvm::errs())))
+      failed(tools::selectEntry(*module, entry, kTool, llvm::errs())))
     return 1;
 
-  if (failed(overlap::tools::runStages(
+  // Objects and libraries carry their entry's signature, so that
+  // overlap-exec runs them without MLIR. A module it cannot describe still
+  // compiles (a C program may call it), with a warning.
+  std::optional<run::Signature> signature;
+  if (emit == Emit::Obj || emit == Emit::SO) {
+    std::string why;
+    FailureOr<std::string> entryName =
+        entry.empty() ? tools::soleEntry(*module, why)
+                      : FailureOr<std::string>(std::string(entry));
+    FailureOr<run::Signature> sig = failure();
+    if (succeeded(entryName))
+      sig = tools::describeEntry(*module, *entryName, "overlap-exec", why);
+    if (succeeded(sig)) {
+      sig->target = options.target;
+      sig->strategy = options.strategy;
+      sig->profile = options.profile;
+      signature = std::move(*sig);
+    } else {
+      llvm::errs() << kTool << ": warning: no " << run::kSignatureSymbol
+                   << " embedded (overlap-exec cannot run the output): " << why
+                   << "\n";
+    }
+  }
+
+  if (failed(tools::runStages(
           *module, options, stopAfter, kTool, llvm::errs(),
           [](PassManager &pm) { return applyPassManagerCLOptions(pm); })))
     return 1;
@@ -243,13 +313,13 @@ int main(int argc, char **argv) {
   std::string cpu =
       mcpu == "native" ? llvm::sys::getHostCPUName().str() : std::string(mcpu);
   std::unique_ptr<llvm::TargetMachine> tm =
-      overlap::tools::createHostTargetMachine(cpu, optLevel, tmErrorOs);
+      tools::createHostTargetMachine(cpu, optLevel, tmErrorOs);
   if (!tm)
     return fail("stage 'codegen': " + tmError);
   llvm::LLVMContext llvmContext;
   std::string translateError;
   llvm::raw_string_ostream translateOs(translateError);
-  std::unique_ptr<llvm::Module> llvmModule = overlap::tools::translateToLLVMIR(
+  std::unique_ptr<llvm::Module> llvmModule = tools::translateToLLVMIR(
       *module, llvmContext, *tm, optLevel, translateOs);
   if (!llvmModule)
     return fail("stage 'translate': " + translateError);
@@ -263,14 +333,16 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (signature)
+    tools::embedSignature(*llvmModule, *signature);
+
   std::string codegenError;
   llvm::raw_string_ostream codegenOs(codegenError);
   if (emit == Emit::Obj) {
     auto file = openOutputFile(output, &errorMessage);
     if (!file)
       return fail(errorMessage);
-    if (failed(overlap::tools::emitObject(*llvmModule, *tm, file->os(),
-                                          codegenOs)))
+    if (failed(tools::emitObject(*llvmModule, *tm, file->os(), codegenOs)))
       return fail("stage 'codegen': " + codegenError);
     file->keep();
     return 0;
@@ -285,7 +357,7 @@ int main(int argc, char **argv) {
   llvm::FileRemover removeObject(objectPath);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (failed(overlap::tools::emitObject(*llvmModule, *tm, os, codegenOs)))
+    if (failed(tools::emitObject(*llvmModule, *tm, os, codegenOs)))
       return fail("stage 'codegen': " + codegenError);
   }
   bool needsRunnerUtils = llvmModule->getFunction("memrefCopy") != nullptr;

@@ -35,8 +35,17 @@ def ConvertOverlapToRuntime : Pass<"convert-overlap-to-runtime", "ModuleOp"> {
     region is synchronized right after it is enqueued, so the program stays
     sequential there.
 
-    `target=cuda` emits the same runtime calls; inline ops there need the
-    GPU kernel path and are rejected for now with an error.
+    `target=cuda` emits the same runtime calls, with three differences:
+    every `memref.alloc` / `memref.dealloc` of the function becomes
+    `overlap_alloc` / `overlap_free` (device memory); the `gpu.launch_func`
+    kernels of `overlap-linalg-to-gpu` are launched on the CUDA stream of
+    the stream they were scheduled on (`overlap_cuda_stream`; an async
+    dependency that `gpu-to-llvm` turns into the stream argument of
+    `mgpuLaunchKernel`), outside a concurrent region on the compute stream,
+    followed by a synchronize; and an op that would still run on the host
+    and touch memory (a linalg op, `memref.load`/`store`, a copy) is an
+    error, because the host cannot read device memory. The function checks
+    at entry that its context is a CUDA context.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
@@ -45,6 +54,60 @@ def ConvertOverlapToRuntime : Pass<"convert-overlap-to-runtime", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::gpu::GPUDialect"];
+}
+
+def OverlapLinalgToGPU : Pass<"overlap-linalg-to-gpu", "::mlir::func::FuncOp"> {
+  let summary = "Turn the linalg ops that have no runtime call into GPU kernels";
+  let description = [{
+    For `target=cuda`, where every buffer is device memory. Runs after
+    `overlap-schedule-streams` and before `gpu-kernel-outlining` and
+    `convert-overlap-to-runtime{target=cuda}`. Every linalg op on buffers
+    that `convert-overlap-to-runtime` does not lower to a runtime call (an
+    elementwise `linalg.generic`, `linalg.fill`, `linalg.map`, a transpose,
+    a copy that is neither memcpy nor pack/unpack; also a `memref.copy` of
+    that kind) becomes a `gpu.launch`: its loops
+    (`linalgOpToParallelLoops`) with the outermost `scf.parallel` flattened
+    over 1-D blocks of `block-size` threads, one thread per point
+    (row-major, innermost index fastest, so accesses coalesce), a guard for
+    the last block, any rank and dynamic extents. Reduction dimensions stay
+    sequential loops in each thread; an op with no parallel dimension runs
+    in one thread. The op keeps its place (inside an `overlap.stream`, its
+    stream), so the launch is ordered by the same signal/wait as the op.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [#id, #id],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<128x300xf32>) outs(%b : memref<128x300xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %r = arith.maximumf %x, %zero : f32
+      linalg.yield %r : f32
+    }
+    ```
+    After (schematically):
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %150, ...)
+               threads(%tx, %ty, %tz) in (%b = %c256, ...) {
+      %lin = %bx * 256 + %tx
+      scf.if %lin < 38400 {
+        %i = %lin / 300
+        %j = %lin % 300
+        %x = memref.load %a[%i, %j]
+        memref.store (max %x, 0), %b[%i, %j]
+      }
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (1 to 1024)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
 }

@@ -107,6 +107,31 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_cuda_context_create_rank(
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_cuda_context_create_single(
     int device, const overlap_cuda_options *opts, overlap_context **ctx);
 
+/* Bootstraps this process's rank of a job started by a launcher, with no
+   MPI library: `mpirun -np N prog` (Open MPI, MPICH, Intel MPI, MVAPICH),
+   `srun`, torchrun, or OVERLAP_RANK / OVERLAP_WORLD_SIZE set by hand.
+   Collective over all ranks.
+   - Rank, world size and local rank come from the launcher's environment
+     variables; OVERLAP_RANK / OVERLAP_WORLD_SIZE / OVERLAP_LOCAL_RANK win.
+     None at all means one rank (then as overlap_cuda_context_create_single).
+     A malformed or inconsistent value is OVERLAP_ERROR_INVALID_ARGUMENT
+     naming the variable.
+   - The device is local rank % the number of visible devices.
+   - Rank 0 makes the NCCL unique id and publishes it in a rendezvous file in
+     $OVERLAP_BOOTSTRAP_DIR (default /tmp; with several nodes, a directory
+     every node sees) named after $OVERLAP_BOOTSTRAP_KEY, else the
+     launcher's job id; the other ranks poll for it for up to
+     $OVERLAP_BOOTSTRAP_TIMEOUT_MS (default 60000), then fail with
+     OVERLAP_ERROR_TIMEOUT naming their rank, the file and the time waited.
+     If rank 0 fails before publishing, ranks already waiting fail at once
+     with its reason (OVERLAP_ERROR_ABORTED).
+   - Then as overlap_cuda_context_create_rank; rank 0 removes the file once
+     its ncclCommInitRank has returned (every rank has read the id).
+   docs/cuda.md ("Creating a context") gives the rules and what stays racy
+   when a key is reused. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_cuda_context_create_launched(
+    const overlap_cuda_options *opts, overlap_context **ctx);
+
 /* Why the last creation on this thread failed ("" if it succeeded). */
 OVERLAP_RUNTIME_EXPORT const char *overlap_cuda_create_error(void);
 

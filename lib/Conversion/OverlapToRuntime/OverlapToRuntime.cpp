@@ -7,13 +7,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Conversion/Passes.h"
+#include "overlap/Conversion/RuntimeCalls.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <map>
 #include <set>
@@ -303,6 +307,77 @@ Layout contiguous(Value memref) {
   return Layout::AtRunTime;
 }
 
+/// How convert-overlap-to-runtime copies `src` to `dst`, if it can:
+/// contiguous to contiguous (memcpy), strided with unit inner stride to
+/// contiguous (pack) or back (unpack), static shapes of rank 1 to 3.
+enum class CopyKind { None, Memcpy, Pack, Unpack };
+
+CopyKind classifyCopy(Value src, Value dst) {
+  auto srcType = cast<MemRefType>(src.getType());
+  auto dstType = cast<MemRefType>(dst.getType());
+  if (!srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
+      srcType.getElementType() != dstType.getElementType() ||
+      srcType.getRank() > 3 || srcType.getRank() < 1)
+    return CopyKind::None;
+  auto is = [](Layout l) { return l == Layout::Yes; };
+  if (is(contiguous(src)) && is(contiguous(dst)))
+    return CopyKind::Memcpy;
+  if (is(contiguous(dst)) && is(unitInnerStride(src)))
+    return CopyKind::Pack;
+  if (is(contiguous(src)) && is(unitInnerStride(dst)))
+    return CopyKind::Unpack;
+  return CopyKind::None;
+}
+
+} // namespace
+
+bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
+  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp, SignalOp, WaitOp>(op))
+    return true;
+  if (auto mm = dyn_cast<linalg::MatmulOp>(op))
+    return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps();
+  if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
+    return bm.hasPureBufferSemantics() &&
+           (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;
+  if (auto copy = dyn_cast<linalg::CopyOp>(op))
+    return copy.hasPureBufferSemantics() &&
+           classifyCopy(copy.getInputs()[0], copy.getOutputs()[0]) !=
+               CopyKind::None;
+  return false;
+}
+
+namespace {
+
+/// True for an op that reads or writes a memref's elements (views,
+/// allocations and pure ops do not).
+bool touchesMemory(Operation *op) {
+  if (isa<linalg::LinalgOp, memref::LoadOp, memref::StoreOp, memref::CopyOp>(
+          op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
+           e.getValue() && isa<MemRefType>(e.getValue().getType());
+  });
+}
+
+/// target=cuda: `op` would touch device memory from the host.
+LogicalResult emitHostAccessError(Operation *op) {
+  InFlightDiagnostic diag =
+      op->emitOpError() << "would run on the host, but with target=cuda its "
+                           "buffers are device memory";
+  if (isa<linalg::LinalgOp>(op))
+    diag << " (overlap-linalg-to-gpu turns linalg ops into kernels; run it "
+            "and gpu-kernel-outlining before this pass)";
+  return diag;
+}
+
 class Lowering {
 public:
   Lowering(RuntimeBuilder &rt, SymbolTableCollection &symbols, bool cuda)
@@ -312,19 +387,16 @@ public:
   /// runtime op (it then runs inline).
   FailureOr<bool> lower(Operation *op, int32_t stream) {
     Location loc = op->getLoc();
-    if (auto mm = dyn_cast<linalg::MatmulOp>(op)) {
-      if (!mm.hasPureBufferSemantics() || mm.hasUserDefinedMaps())
-        return false;
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+      return launchKernel(launch, stream);
+    if (!lowersToRuntimeCall(op))
+      return false;
+    if (auto mm = dyn_cast<linalg::MatmulOp>(op))
       return gemm(op, stream, mm.getInputs()[0], mm.getInputs()[1],
                   mm.getOutputs()[0], /*batched=*/false);
-    }
-    if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op)) {
-      if (!bm.hasPureBufferSemantics() ||
-          (bm.hasUserDefinedMaps() && !isBroadcastBatchMatmul(bm)))
-        return false;
+    if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
       return gemm(op, stream, bm.getInputs()[0], bm.getInputs()[1],
                   bm.getOutputs()[0], /*batched=*/true);
-    }
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return collective(op, stream, "overlap_all_reduce", ar.getInput(),
                         ar.getInput(), ar.getReduction(),
@@ -354,14 +426,13 @@ public:
     }
     if (auto copy = dyn_cast<memref::CopyOp>(op))
       return this->copy(stream, loc, copy.getSource(), copy.getTarget());
-    if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
-      if (!copy.hasPureBufferSemantics())
-        return false;
+    if (auto copy = dyn_cast<linalg::CopyOp>(op))
       return this->copy(stream, loc, copy.getInputs()[0],
                         copy.getOutputs()[0]);
-    }
     return false;
   }
+
+  OpBuilder &builder() { return rt.builder(); }
 
   void declareSignals(SignalsOp op, int64_t key) {
     OpBuilder &b = rt.builder();
@@ -384,18 +455,152 @@ public:
 
   /// An op the runtime does not provide, run on the host thread.
   LogicalResult inlineOp(Operation *op, std::optional<int32_t> stream) {
-    if (cuda)
-      return op->emitOpError()
-             << "has no runtime call and target=cuda has no kernel path for "
-                "it yet (only target=host runs such ops inline)";
-    if (stream)
+    if (cuda && touchesMemory(op))
+      return emitHostAccessError(op);
+    // Only an op with effects must see what its stream has done so far;
+    // constants, index arithmetic and views need no synchronize.
+    if (stream && !isMemoryEffectFree(op))
       synchronize(op->getLoc(), stream);
     OpBuilder &b = rt.builder();
     op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
     return success();
   }
 
+  /// target=cuda: device memory for the function's buffers.
+  LogicalResult lowerDeviceMemory(func::FuncOp func) {
+    SmallVector<memref::AllocOp> allocs;
+    SmallVector<memref::DeallocOp> deallocs;
+    func.walk([&](Operation *op) {
+      if (auto alloc = dyn_cast<memref::AllocOp>(op))
+        allocs.push_back(alloc);
+      else if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+        deallocs.push_back(dealloc);
+    });
+    OpBuilder &b = rt.builder();
+    for (memref::AllocOp alloc : allocs) {
+      MemRefType type = alloc.getType();
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getElementTypeBitWidth() % 8 != 0)
+        return alloc.emitOpError()
+               << "cannot be lowered for target=cuda: device buffers need a "
+                  "static shape, an identity layout and whole-byte elements, "
+                  "got "
+               << type;
+      Location loc = alloc.getLoc();
+      b.setInsertionPoint(alloc);
+      int64_t bytes =
+          type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+      Value slot =
+          LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
+      Value status = rt.call(loc, "overlap_alloc", b.getI32Type(),
+                             {rt.ctx, rt.i64(loc, bytes), slot});
+      // A failed allocation must not reach a kernel (a fault there poisons
+      // the CUDA context): stop here, naming the size.
+      Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       status, rt.i32(loc, 0));
+      cf::AssertOp::create(b, loc, ok,
+                           "overlap_alloc: cannot allocate " +
+                               std::to_string(bytes) +
+                               " bytes of device memory for " +
+                               llvm::formatv("{0}", type).str());
+      Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
+      alloc.replaceAllUsesWith(memrefFromPointer(loc, ptr, type));
+      alloc.erase();
+    }
+    for (memref::DeallocOp dealloc : deallocs) {
+      Location loc = dealloc.getLoc();
+      b.setInsertionPoint(dealloc);
+      Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+          b, loc, dealloc.getMemref());
+      Value ptr =
+          LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
+      rt.status(loc, "overlap_free", {rt.ctx, ptr});
+      dealloc.erase();
+    }
+    return success();
+  }
+
+  /// target=cuda: the function refuses a context that is not a CUDA one
+  /// (its kernels would otherwise go to the legacy default stream).
+  void checkCudaContext(Location loc) {
+    OpBuilder &b = rt.builder();
+    Value stream = rt.call(loc, "overlap_cuda_stream", rt.ptr(),
+                           {rt.ctx, rt.i32(loc, kComputeStream)});
+    Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
+    Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, stream,
+                                    null);
+    cf::AssertOp::create(b, loc, ok,
+                         "this program was compiled with target=cuda and "
+                         "needs a CUDA context (overlap_cuda_context_create*)");
+  }
+
 private:
+  /// A memref of `type` (static, identity layout) over `ptr`, as the LLVM
+  /// descriptor the memref lowering will see through the cast.
+  Value memrefFromPointer(Location loc, Value ptr, MemRefType type) {
+    OpBuilder &b = rt.builder();
+    MLIRContext *ctx = b.getContext();
+    Type i64 = b.getI64Type();
+    SmallVector<Type> fields = {rt.ptr(), rt.ptr(), i64};
+    int64_t rank = type.getRank();
+    if (rank > 0) {
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    }
+    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value desc = LLVM::PoisonOp::create(b, loc, descType);
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr,
+                                       ArrayRef<int64_t>{0});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr,
+                                       ArrayRef<int64_t>{1});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, 0),
+                                       ArrayRef<int64_t>{2});
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    (void)type.getStridesAndOffset(strides, offset);
+    for (int64_t d = 0; d < rank; ++d) {
+      desc = LLVM::InsertValueOp::create(
+          b, loc, desc, rt.i64(loc, type.getDimSize(d)),
+          ArrayRef<int64_t>{3, d});
+      desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, strides[d]),
+                                         ArrayRef<int64_t>{4, d});
+    }
+    return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                              ValueRange{desc})
+        .getResult(0);
+  }
+
+  /// A kernel of overlap-linalg-to-gpu, launched on the CUDA stream behind
+  /// `stream` instead of the fresh, synchronized stream gpu-to-llvm would
+  /// make: an async dependency on that stream (gpu-to-llvm passes it to
+  /// mgpuLaunchKernel and does not synchronize).
+  FailureOr<bool> launchKernel(gpu::LaunchFuncOp launch, int32_t stream) {
+    if (!cuda)
+      return launch.emitOpError()
+             << "launches a GPU kernel, which needs target=cuda";
+    if (!launch.getAsyncDependencies().empty() || launch.getAsyncObject())
+      return launch.emitOpError()
+             << "already names its stream; convert-overlap-to-runtime "
+                "launches kernels on the streams it schedules";
+    OpBuilder &b = rt.builder();
+    Location loc = launch.getLoc();
+    Value cudaStream = rt.call(loc, "overlap_cuda_stream", rt.ptr(),
+                               {rt.ctx, rt.i32(loc, stream)});
+    auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+    Value token = UnrealizedConversionCastOp::create(
+                      b, loc, TypeRange{tokenType}, ValueRange{cudaStream})
+                      .getResult(0);
+    std::optional<gpu::KernelDim3> cluster;
+    if (launch.hasClusterSize())
+      cluster = launch.getClusterSizeOperandValues();
+    gpu::LaunchFuncOp::create(
+        b, loc, launch.getKernelAttr(), launch.getGridSizeOperandValues(),
+        launch.getBlockSizeOperandValues(),
+        launch.getDynamicSharedMemorySize(), launch.getKernelOperands(),
+        tokenType, ValueRange{token}, cluster);
+    return true;
+  }
+
   FailureOr<bool> gemm(Operation *op, int32_t stream, Value a, Value bm,
                        Value c, bool batched) {
     Location loc = op->getLoc();
@@ -483,24 +688,18 @@ private:
   /// stride) to contiguous: pack; contiguous to strided: unpack.
   FailureOr<bool> copy(int32_t stream, Location loc, Value src, Value dst) {
     auto srcType = cast<MemRefType>(src.getType());
-    auto dstType = cast<MemRefType>(dst.getType());
-    if (!srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
-        srcType.getElementType() != dstType.getElementType() ||
-        srcType.getRank() > 3 || srcType.getRank() < 1)
-      return false;
     int64_t eltBytes = srcType.getElementTypeBitWidth() / 8;
-    auto is = [](Layout l) { return l == Layout::Yes; };
-    if (is(contiguous(src)) && is(contiguous(dst))) {
+    CopyKind kind = classifyCopy(src, dst);
+    if (kind == CopyKind::None)
+      return false;
+    if (kind == CopyKind::Memcpy) {
       rt.status(loc, "overlap_memcpy",
                 {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
                  rt.buffer(loc, dst).ptr, rt.buffer(loc, src).ptr,
                  rt.i64(loc, srcType.getNumElements() * eltBytes)});
       return true;
     }
-    bool pack = is(contiguous(dst)) && is(unitInnerStride(src));
-    bool unpack = is(contiguous(src)) && is(unitInnerStride(dst));
-    if (!pack && !unpack)
-      return false;
+    bool pack = kind == CopyKind::Pack;
     Value strided = pack ? src : dst, packed = pack ? dst : src;
     // As a 3-D block n0 x n1 x n2 with strides s0, s1 (elements).
     SmallVector<int64_t> dims(srcType.getShape());
@@ -574,6 +773,13 @@ struct ConvertOverlapToRuntimePass
 
     if (failed(lowerProcessIndices(func, rt, symbols)))
       return failure();
+    bool cuda = target == "cuda";
+    if (cuda) {
+      rt.builder().setInsertionPointToStart(&func.getBody().front());
+      lowering.checkCudaContext(func.getLoc());
+      if (failed(lowering.lowerDeviceMemory(func)))
+        return failure();
+    }
 
     SmallVector<Operation *> work;
     for (Operation &op : func.getBody().front())
@@ -604,16 +810,47 @@ struct ConvertOverlapToRuntimePass
         return op->emitOpError() << "outside an overlap.stream";
       }
     }
+    if (cuda && failed(lowerNestedLaunches(func, lowering)))
+      return failure();
     // Signals ops are dead once their users are lowered.
     func.walk([](SignalsOp op) {
       if (op->use_empty())
         op->erase();
     });
-    func.walk([&](Operation *op) {
+    WalkResult left = func.walk([&](Operation *op) {
       if (isa<SignalOp, WaitOp, SignalsOp, AllReduceOp, ReduceScatterOp,
-              AllGatherOp, ConcurrentOp, StreamOp>(op))
+              AllGatherOp, ConcurrentOp, StreamOp>(op)) {
         op->emitOpError() << "was not lowered to the runtime";
+        return WalkResult::interrupt();
+      }
+      if (cuda && touchesMemory(op)) {
+        (void)emitHostAccessError(op);
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
+    return failure(left.wasInterrupted());
+  }
+
+  /// target=cuda: kernels nested in host control flow outside concurrent
+  /// regions (e.g. the scf.if that shard-partition puts around an
+  /// accumulator's fill) run on the compute stream, synchronized, like the
+  /// other work there.
+  LogicalResult lowerNestedLaunches(func::FuncOp func, Lowering &lowering) {
+    SmallVector<gpu::LaunchFuncOp> launches;
+    func.walk([&](gpu::LaunchFuncOp launch) {
+      if (launch.getAsyncDependencies().empty())
+        launches.push_back(launch);
+    });
+    for (gpu::LaunchFuncOp launch : launches) {
+      Operation *op = launch;
+      lowering.builder().setInsertionPoint(op);
+      FailureOr<bool> lowered = lowering.lower(op, kComputeStream);
+      if (failed(lowered))
+        return failure();
+      lowering.synchronize(op->getLoc(), kComputeStream);
+      op->erase();
+    }
     return success();
   }
 

@@ -185,6 +185,10 @@ private:
 /// live CUDA contexts, so that host contexts are told apart without RTTI).
 CudaContext *asCuda(overlap_context *ctx);
 
+/// Records `text` as this thread's overlap_cuda_create_error() and returns
+/// `status`: how every creation function fails.
+overlap_status createFailed(overlap_status status, const std::string &text);
+
 } // namespace cuda
 } // namespace overlap
 

@@ -502,8 +502,8 @@ overlap_status CudaContext::pack(const Site &site,
 // C entry points
 //===----------------------------------------------------------------------===//
 
-static overlap_status createFailed(overlap_status status,
-                                   const std::string &text) {
+overlap_status overlap::cuda::createFailed(overlap_status status,
+                                           const std::string &text) {
   createError = text;
   return status;
 }

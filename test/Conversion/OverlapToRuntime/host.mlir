@@ -126,3 +126,20 @@ func.func @dynamic_layout(%c: memref<128x64xf32, strided<[?, ?], offset: ?>>) ->
   overlap.all_reduce %c on @tp grid_axes = [0] : memref<128x64xf32, strided<[?, ?], offset: ?>>
   return %i : index
 }
+
+// -----
+
+// A GPU kernel launch needs target=cuda.
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @k(%arg0: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @launch_on_host(%x: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    // expected-error @below {{'gpu.launch_func' op launches a GPU kernel, which needs target=cuda}}
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<4xf32>)
+    return
+  }
+}

@@ -1,0 +1,136 @@
+//===- EntrySignature.cpp - Entry signatures from the IR --------*- C++ -*-===//
+//
+// Signatures and grids from the input IR, and their embedding in LLVM IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EntrySignature.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace run = ::overlap::run;
+
+namespace mlir {
+namespace overlap {
+namespace tools {
+
+FailureOr<run::BufferSpec> specFor(Type type, std::string name,
+                                   llvm::StringRef runner, std::string &error) {
+  llvm::raw_string_ostream os(error);
+  auto shaped = dyn_cast<ShapedType>(type);
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!shaped || !(isa<RankedTensorType>(type) || memref) ||
+      !shaped.hasStaticShape() ||
+      (memref && !memref.getLayout().isIdentity())) {
+    os << name << " has type " << type << "; " << runner
+       << " handles statically shaped tensors and identity-layout memrefs";
+    return failure();
+  }
+  run::BufferSpec spec;
+  spec.name = std::move(name);
+  Type elem = shaped.getElementType();
+  if (elem.isF32())
+    spec.elem = run::Elem::F32;
+  else if (elem.isF16())
+    spec.elem = run::Elem::F16;
+  else if (elem.isBF16())
+    spec.elem = run::Elem::BF16;
+  else {
+    os << spec.name << " has element type " << elem << "; " << runner
+       << " handles f32, f16 and bf16";
+    return failure();
+  }
+  spec.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+  return spec;
+}
+
+FailureOr<run::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
+                                      std::string &error) {
+  run::Signature sig;
+  sig.name = func.getSymName().str();
+  sig.symbol = run::cInterfaceSymbol(sig.name);
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto spec = specFor(type, "arg" + std::to_string(i), runner, error);
+    if (failed(spec))
+      return failure();
+    sig.args.push_back(*spec);
+  }
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    auto spec = specFor(type, "result" + std::to_string(i), runner, error);
+    if (failed(spec))
+      return failure();
+    sig.results.push_back(*spec);
+  }
+  return sig;
+}
+
+FailureOr<std::vector<run::GridSpec>>
+gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error) {
+  std::vector<run::GridSpec> grids;
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    run::GridSpec spec;
+    spec.name = grid.getSymName().str();
+    for (int64_t extent : grid.getShape()) {
+      if (ShapedType::isDynamic(extent)) {
+        error = "grid @" + spec.name + " has a dynamic extent; " +
+                runner.str() + " needs static grids";
+        return failure();
+      }
+      spec.shape.push_back(extent);
+    }
+    grids.push_back(std::move(spec));
+  }
+  return grids;
+}
+
+FailureOr<std::string> soleEntry(ModuleOp module, std::string &error) {
+  std::vector<std::string> names;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      names.push_back(func.getSymName().str());
+  if (names.size() == 1)
+    return names.front();
+  error = "the module has " + std::to_string(names.size()) +
+          " public functions with a body; choose one with --entry";
+  return failure();
+}
+
+FailureOr<run::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
+                                        llvm::StringRef runner,
+                                        std::string &error) {
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  if (!func || !func.isPublic() || func.isExternal()) {
+    error = "no public function @" + entry.str() + " with a body";
+    return failure();
+  }
+  FailureOr<std::vector<run::GridSpec>> grids = gridsOf(module, runner, error);
+  if (failed(grids))
+    return failure();
+  FailureOr<run::Signature> sig = signatureOf(func, runner, error);
+  if (failed(sig))
+    return failure();
+  sig->grids = std::move(*grids);
+  return sig;
+}
+
+void embedSignature(llvm::Module &module, const run::Signature &sig) {
+  if (llvm::GlobalVariable *old = module.getNamedGlobal(run::kSignatureSymbol))
+    old->eraseFromParent();
+  llvm::Constant *text = llvm::ConstantDataArray::getString(
+      module.getContext(), run::formatSignature(sig), /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, text, run::kSignatureSymbol);
+  global->setAlignment(llvm::Align(1));
+}
+
+} // namespace tools
+} // namespace overlap
+} // namespace mlir

@@ -1,0 +1,70 @@
+//===- EntrySignature.h - Entry signatures from the IR ----------*- C++ -*-===//
+//
+// The MLIR side of overlap::run::Signature (RunSupport.h): the signature of
+// an entry function and the grids of its module, read from the input IR
+// before compilation, and the constant overlap-compile embeds in objects and
+// shared libraries so that overlap-exec can run them without MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H
+#define OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H
+
+#include "RunSupport.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+} // namespace llvm
+
+namespace mlir {
+namespace func {
+class FuncOp;
+} // namespace func
+
+namespace overlap {
+namespace tools {
+
+/// The buffer of an argument or result of type `type`: a statically shaped
+/// tensor or identity-layout memref of f32, f16 or bf16. Otherwise fails
+/// with a message that says what `runner` (the tool that would run it)
+/// handles.
+FailureOr<::overlap::run::BufferSpec> specFor(Type type, std::string name,
+                                              llvm::StringRef runner,
+                                              std::string &error);
+
+/// The name, C-interface symbol, arguments and results of `func`.
+FailureOr<::overlap::run::Signature>
+signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
+
+/// The module's `shard.grid`s; a grid with a dynamic extent is an error.
+FailureOr<std::vector<::overlap::run::GridSpec>>
+gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error);
+
+/// The name of the only public function with a body (the entry when none is
+/// chosen), without changing the module; fails when there is not exactly
+/// one.
+FailureOr<std::string> soleEntry(ModuleOp module, std::string &error);
+
+/// signatureOf the public function `entry` of `module`, with the module's
+/// grids.
+FailureOr<::overlap::run::Signature> describeEntry(ModuleOp module,
+                                                   llvm::StringRef entry,
+                                                   llvm::StringRef runner,
+                                                   std::string &error);
+
+/// Adds the constant `overlap_entry_signature` (formatSignature's text,
+/// NUL-terminated, exported) to `module`.
+void embedSignature(llvm::Module &module, const ::overlap::run::Signature &sig);
+
+} // namespace tools
+} // namespace overlap
+} // namespace mlir
+
+#endif // OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H

@@ -1,0 +1,777 @@
+//===- RunSupport.cpp - Run programs and compare their outputs --*- C++ -*-===//
+//
+// The MLIR-free half of overlap-run, shared with overlap-exec: signatures
+// and their text form, inputs, descriptors, poison, host runs, comparison
+// and report. Plain C++17 on the runtime's C ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunSupport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace overlap {
+namespace run {
+
+//===----------------------------------------------------------------------===//
+// Signature
+//===----------------------------------------------------------------------===//
+
+const char *elemName(Elem elem) {
+  switch (elem) {
+  case Elem::F32:
+    return "f32";
+  case Elem::F16:
+    return "f16";
+  case Elem::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+static std::optional<Elem> parseElem(std::string_view name) {
+  for (Elem elem : {Elem::F32, Elem::F16, Elem::BF16})
+    if (name == elemName(elem))
+      return elem;
+  return std::nullopt;
+}
+
+int64_t BufferSpec::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// "2x4": the extents joined by 'x'.
+static std::string joinShape(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d)
+    s += (d ? "x" : "") + std::to_string(shape[d]);
+  return s;
+}
+
+std::string BufferSpec::typeString() const {
+  std::string dims = joinShape(shape);
+  return (dims.empty() ? "" : dims + "x") + elemName(elem);
+}
+
+int64_t GridSpec::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string cInterfaceSymbol(std::string_view name) {
+  return "_mlir_ciface_" + std::string(name);
+}
+
+static constexpr const char *kSignatureHeader = "overlap-entry-signature 1";
+
+std::string formatSignature(const Signature &sig) {
+  std::string text = std::string(kSignatureHeader) + "\n";
+  text += "entry " + sig.name + "\n";
+  text += "symbol " + sig.symbol + "\n";
+  text += "target " + sig.target + "\n";
+  if (!sig.strategy.empty())
+    text += "strategy " + sig.strategy + "\n";
+  if (!sig.profile.empty())
+    text += "profile " + sig.profile + "\n";
+  for (const GridSpec &grid : sig.grids) {
+    std::string dims = joinShape(grid.shape);
+    text += "grid " + grid.name + (dims.empty() ? "" : " " + dims) + "\n";
+  }
+  for (const BufferSpec &spec : sig.args)
+    text += "arg " + spec.name + " " + spec.typeString() + "\n";
+  for (const BufferSpec &spec : sig.results)
+    text += "result " + spec.name + " " + spec.typeString() + "\n";
+  return text;
+}
+
+/// Splits `text` at each `sep`.
+static std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(sep, start);
+    if (end == std::string_view::npos) {
+      out.push_back(text.substr(start));
+      return out;
+    }
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+/// An extent in decimal: positive for a grid, >= 0 for a buffer.
+static bool parseExtent(std::string_view text, int64_t &value,
+                        bool allowZero = false) {
+  if (text.empty() || text.size() > 18)
+    return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  return value > 0 || allowZero;
+}
+
+/// "256x512xf32" or "f32".
+static bool parseType(std::string_view text, BufferSpec &spec) {
+  std::vector<std::string_view> parts = split(text, 'x');
+  spec.shape.clear();
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    int64_t extent;
+    if (!parseExtent(parts[i], extent, /*allowZero=*/true))
+      return false;
+    spec.shape.push_back(extent);
+  }
+  std::optional<Elem> elem = parseElem(parts.back());
+  if (!elem)
+    return false;
+  spec.elem = *elem;
+  return true;
+}
+
+bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
+  sig = Signature();
+  sig.target.clear();
+  size_t lineNo = 0;
+  auto fail = [&](const std::string &why) {
+    error = "line " + std::to_string(lineNo) + ": " + why;
+    return false;
+  };
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++lineNo;
+    if (lineNo == 1) {
+      if (line != kSignatureHeader)
+        return fail("expected '" + std::string(kSignatureHeader) +
+                    "', found '" + std::string(line) + "'");
+      continue;
+    }
+    std::vector<std::string_view> item = split(line, ' ');
+    std::string_view key = item[0];
+    std::string rest(line.substr(std::min(line.size(), key.size() + 1)));
+    auto one = [&](std::string &field) {
+      if (item.size() < 2 || rest.empty())
+        return fail("'" + std::string(key) + "' needs a value");
+      if (!field.empty())
+        return fail("'" + std::string(key) + "' appears twice");
+      field = rest;
+      return true;
+    };
+    if (key == "entry" || key == "symbol" || key == "target") {
+      if (item.size() != 2)
+        return fail("'" + std::string(key) + "' takes one word");
+      if (!one(key == "entry"    ? sig.name
+               : key == "symbol" ? sig.symbol
+                                 : sig.target))
+        return false;
+    } else if (key == "strategy" || key == "profile") {
+      if (!one(key == "strategy" ? sig.strategy : sig.profile))
+        return false;
+    } else if (key == "grid") {
+      if (item.size() != 2 && item.size() != 3)
+        return fail("expected 'grid NAME SHAPE'");
+      GridSpec grid;
+      grid.name = std::string(item[1]);
+      if (item.size() == 3) {
+        for (std::string_view extent : split(item[2], 'x')) {
+          int64_t value;
+          if (!parseExtent(extent, value))
+            return fail("bad grid shape '" + std::string(item[2]) + "'");
+          grid.shape.push_back(value);
+        }
+      }
+      sig.grids.push_back(std::move(grid));
+    } else if (key == "arg" || key == "result") {
+      BufferSpec spec;
+      if (item.size() != 3 || !parseType(item[2], spec))
+        return fail("expected '" + std::string(key) +
+                    " NAME TYPE' with a static shape and f32, f16 or bf16, "
+                    "found '" +
+                    std::string(line) + "'");
+      spec.name = std::string(item[1]);
+      (key == "arg" ? sig.args : sig.results).push_back(std::move(spec));
+    } else if (!line.empty()) {
+      return fail("unknown item '" + std::string(key) + "'");
+    }
+  }
+  if (lineNo == 0)
+    return fail("empty signature");
+  if (sig.name.empty() || sig.symbol.empty() || sig.target.empty())
+    return fail("'entry', 'symbol' and 'target' are required");
+  if (sig.target != "host" && sig.target != "cuda")
+    return fail("target '" + sig.target + "' is not host or cuda");
+  return true;
+}
+
+std::string signatureDifference(const Signature &program,
+                                const Signature &reference) {
+  std::string diff;
+  auto add = [&](const std::string &what, const std::string &inProgram,
+                 const std::string &inReference) {
+    diff += (diff.empty() ? "" : "; ") + what + " " + inProgram +
+            " in the program, " + inReference + " in the reference";
+  };
+  if (program.target != reference.target)
+    add("target", program.target, reference.target);
+  auto sizes = [](const Signature &sig) {
+    std::vector<int64_t> out;
+    for (const GridSpec &grid : sig.grids)
+      out.push_back(grid.size());
+    std::sort(out.begin(), out.end());
+    std::string s;
+    for (int64_t size : out)
+      s += (s.empty() ? "" : ", ") + std::to_string(size);
+    return s.empty() ? std::string("none") : s;
+  };
+  if (sizes(program) != sizes(reference))
+    add("grid sizes", sizes(program), sizes(reference));
+  auto buffers = [&](const char *what, const std::vector<BufferSpec> &got,
+                     const std::vector<BufferSpec> &want) {
+    if (got.size() != want.size()) {
+      add(std::string(what) + ":", std::to_string(got.size()),
+          std::to_string(want.size()));
+      return;
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].typeString() != want[i].typeString())
+        add(got[i].name + ":", got[i].typeString(), want[i].typeString());
+  };
+  buffers("arguments", program.args, reference.args);
+  buffers("results", program.results, reference.results);
+  return diff;
+}
+
+bool checkRanks(const Signature &sig, int ranks, std::string &error) {
+  for (const GridSpec &grid : sig.grids) {
+    if (grid.size() != ranks) {
+      error = "--ranks " + std::to_string(ranks) + " but grid @" + grid.name +
+              " has " + std::to_string(grid.size()) +
+              " devices; the number of ranks must equal the grid's size";
+      return false;
+    }
+  }
+  return true;
+}
+
+int defaultRanks(const Signature &sig) {
+  return sig.grids.empty() ? 1 : static_cast<int>(sig.grids.front().size());
+}
+
+//===----------------------------------------------------------------------===//
+// Poison
+//===----------------------------------------------------------------------===//
+
+void *poisonedMalloc(size_t bytes) {
+  void *ptr = std::malloc(bytes);
+  if (ptr)
+    std::memset(ptr, 0xff, bytes);
+  return ptr;
+}
+
+void *poisonedAlignedAlloc(size_t alignment, size_t bytes) {
+  void *ptr = std::aligned_alloc(alignment, bytes);
+  if (ptr)
+    std::memset(ptr, 0xff, bytes);
+  return ptr;
+}
+
+overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
+                                    void **ptr) {
+  overlap_status status = overlap_alloc(ctx, bytes, ptr);
+  if (status == OVERLAP_SUCCESS && *ptr)
+    std::memset(*ptr, 0xff, bytes);
+  return status;
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs, descriptors and runs
+//===----------------------------------------------------------------------===//
+
+HostBuffer::HostBuffer(size_t bytes)
+    : data(std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64)) {}
+
+HostBuffer &HostBuffer::operator=(HostBuffer &&other) {
+  std::swap(data, other.data);
+  return *this;
+}
+
+HostBuffer::~HostBuffer() { std::free(data); }
+
+size_t descriptorWords(size_t rank) { return 3 + 2 * rank; }
+
+std::vector<int64_t> contiguousDescriptor(const BufferSpec &spec, void *data) {
+  size_t rank = spec.shape.size();
+  std::vector<int64_t> words(descriptorWords(rank));
+  words[0] = reinterpret_cast<int64_t>(data);
+  words[1] = reinterpret_cast<int64_t>(data);
+  words[2] = 0;
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > 0;) {
+    words[3 + d] = spec.shape[d];
+    words[3 + rank + d] = stride;
+    stride *= spec.shape[d];
+  }
+  return words;
+}
+
+namespace {
+/// splitmix64: a small generator whose sequence is the same everywhere.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [-1, 1].
+  float uniform() {
+    double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
+    return static_cast<float>(2.0 * u - 1.0);
+  }
+};
+} // namespace
+
+void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
+                  size_t index) {
+  SplitMix64 rng{seed + static_cast<uint64_t>(rank) * 1000003ULL + index};
+  int64_t n = spec.numElements();
+  bool allZero = true;
+  for (int64_t i = 0; i < n; ++i) {
+    float value = rng.uniform();
+    if (i == n - 1 && allZero && value == 0.0f)
+      value = 0.5f;
+    allZero &= value == 0.0f;
+    switch (spec.elem) {
+    case Elem::F32:
+      static_cast<float *>(data)[i] = value;
+      break;
+    case Elem::F16:
+      static_cast<uint16_t *>(data)[i] = overlap_f32_to_f16(value);
+      break;
+    case Elem::BF16:
+      static_cast<uint16_t *>(data)[i] = overlap_f32_to_bf16(value);
+      break;
+    }
+  }
+}
+
+void prepareRank(const Signature &sig, uint64_t seed, int rank,
+                 RankData &data) {
+  data = RankData();
+  for (size_t i = 0; i < sig.args.size(); ++i) {
+    const BufferSpec &spec = sig.args[i];
+    data.args.emplace_back(spec.numElements() * spec.elemBytes());
+    fillArgument(spec, data.args.back().data, seed, rank, i);
+    data.argDescriptors.push_back(
+        contiguousDescriptor(spec, data.args.back().data));
+  }
+  size_t resultWords = 0;
+  for (const BufferSpec &spec : sig.results)
+    resultWords += descriptorWords(spec.shape.size());
+  data.results.assign(resultWords, -1);
+}
+
+std::vector<void *> entryValues(const Signature &sig, RankData &data,
+                                overlap_context *ctx) {
+  std::vector<void *> values;
+  if (!sig.results.empty())
+    values.push_back(data.results.data());
+  values.push_back(ctx);
+  for (std::vector<int64_t> &descriptor : data.argDescriptors)
+    values.push_back(descriptor.data());
+  return values;
+}
+
+static double millisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// The rank thread's body: make this rank's inputs, then call the entry.
+static void hostRankMain(overlap_context *ctx, void *user) {
+  Run &run = *static_cast<Run *>(user);
+  int rank = overlap_context_rank(ctx);
+  RankData &data = run.ranks[rank];
+  prepareRank(*run.sig, run.seed, rank, data);
+  std::vector<void *> values = entryValues(*run.sig, data, ctx);
+  auto start = std::chrono::steady_clock::now();
+  run.call(values);
+  data.callMs = millisSince(start);
+}
+
+bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
+                  double &millis, std::string &error) {
+  run.ranks.clear();
+  run.ranks.resize(ranks);
+  auto start = std::chrono::steady_clock::now();
+  overlap_status status =
+      overlap_host_launch(ranks, &options, hostRankMain, &run);
+  millis = millisSince(start);
+  if (status != OVERLAP_SUCCESS) {
+    error = std::string(overlap_status_name(status)) + ": " +
+            overlap_host_launch_error();
+    return false;
+  }
+  return true;
+}
+
+void freeResults(const Signature &sig, RankData &data,
+                 void (*release)(void *)) {
+  std::vector<int64_t> freed;
+  for (const std::vector<int64_t> &arg : data.argDescriptors)
+    freed.push_back(arg[0]);
+  size_t offset = 0;
+  for (const BufferSpec &spec : sig.results) {
+    int64_t &allocated = data.results[offset];
+    offset += descriptorWords(spec.shape.size());
+    if (allocated == 0 || allocated == -1 ||
+        std::find(freed.begin(), freed.end(), allocated) != freed.end())
+      continue;
+    freed.push_back(allocated);
+    release(reinterpret_cast<void *>(allocated));
+  }
+}
+
+void freeResults(const Signature &sig, Run &run) {
+  for (RankData &data : run.ranks)
+    freeResults(sig, data);
+}
+
+//===----------------------------------------------------------------------===//
+// Outputs and their comparison
+//===----------------------------------------------------------------------===//
+
+/// Reads the descriptor of result `index` from a rank's result storage and
+/// checks it against the signature.
+static bool resultView(const Signature &sig, const RankData &data, size_t index,
+                       OutputView &view, std::string &error) {
+  size_t offset = 0;
+  for (size_t i = 0; i < index; ++i)
+    offset += descriptorWords(sig.results[i].shape.size());
+  const BufferSpec &spec = sig.results[index];
+  const int64_t *words = data.results.data() + offset;
+  size_t rank = spec.shape.size();
+  auto *aligned = reinterpret_cast<const char *>(words[1]);
+  if (!aligned || words[1] == -1) {
+    error = spec.name + ": the program returned no buffer";
+    return false;
+  }
+  view = OutputView();
+  view.base = aligned + words[2] * static_cast<int64_t>(spec.elemBytes());
+  for (size_t d = 0; d < rank; ++d) {
+    if (words[3 + d] != spec.shape[d]) {
+      error = spec.name + ": the returned descriptor has size " +
+              std::to_string(words[3 + d]) + " in dimension " +
+              std::to_string(d) + ", expected " + std::to_string(spec.shape[d]);
+      return false;
+    }
+    view.sizes.push_back(words[3 + d]);
+    view.strides.push_back(words[3 + rank + d]);
+  }
+  return true;
+}
+
+static OutputView argumentView(const BufferSpec &spec, const RankData &data,
+                               size_t index) {
+  const std::vector<int64_t> &words = data.argDescriptors[index];
+  size_t rank = spec.shape.size();
+  OutputView view;
+  view.base = reinterpret_cast<const void *>(words[1]);
+  for (size_t d = 0; d < rank; ++d) {
+    view.sizes.push_back(words[3 + d]);
+    view.strides.push_back(words[3 + rank + d]);
+  }
+  return view;
+}
+
+bool outputViews(const Signature &sig, const RankData &data,
+                 std::vector<OutputView> &views, std::string &error) {
+  views.clear();
+  for (size_t i = 0; i < sig.results.size(); ++i) {
+    OutputView view;
+    if (!resultView(sig, data, i, view, error))
+      return false;
+    views.push_back(std::move(view));
+  }
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    views.push_back(argumentView(sig.args[i], data, i));
+  return true;
+}
+
+bool collectOutputs(const Run &run,
+                    std::vector<std::vector<OutputView>> &outputs,
+                    std::string &error) {
+  outputs.assign(run.ranks.size(), {});
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    std::string why;
+    if (!outputViews(*run.sig, run.ranks[r], outputs[r], why)) {
+      error = "rank " + std::to_string(r) + ": " + why;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<const BufferSpec *> outputSpecs(const Signature &sig) {
+  std::vector<const BufferSpec *> specs;
+  for (const BufferSpec &spec : sig.results)
+    specs.push_back(&spec);
+  for (const BufferSpec &spec : sig.args)
+    specs.push_back(&spec);
+  return specs;
+}
+
+bool copyViewsToHost(
+    const Signature &sig, std::vector<OutputView> &views, RankData &data,
+    const std::function<bool(void *, const void *, size_t)> &copy) {
+  std::vector<const BufferSpec *> specs = outputSpecs(sig);
+  for (size_t i = 0; i < views.size(); ++i) {
+    OutputView &view = views[i];
+    // Elements from the base to the last one the strides reach.
+    int64_t extent = 1;
+    for (size_t d = 0; d < view.sizes.size(); ++d) {
+      if (view.sizes[d] == 0)
+        extent = 0;
+      else if (extent)
+        extent += (view.sizes[d] - 1) * view.strides[d];
+    }
+    size_t bytes = static_cast<size_t>(extent) * specs[i]->elemBytes();
+    data.copies.emplace_back(bytes);
+    if (bytes && !copy(data.copies.back().data, view.base, bytes))
+      return false;
+    view.base = data.copies.back().data;
+  }
+  return true;
+}
+
+static float loadElement(Elem elem, const void *base, int64_t index) {
+  switch (elem) {
+  case Elem::F32:
+    return static_cast<const float *>(base)[index];
+  case Elem::F16:
+    return overlap_f16_to_f32(static_cast<const uint16_t *>(base)[index]);
+  case Elem::BF16:
+    return overlap_bf16_to_f32(static_cast<const uint16_t *>(base)[index]);
+  }
+  return 0;
+}
+
+static uint32_t loadBits(Elem elem, const void *base, int64_t index) {
+  if (elem == Elem::F32) {
+    uint32_t bits;
+    std::memcpy(&bits, static_cast<const char *>(base) + 4 * index, 4);
+    return bits;
+  }
+  return static_cast<const uint16_t *>(base)[index];
+}
+
+/// Calls `fn(linear, index)` for every index of `sizes` in row-major order.
+template <typename Fn>
+static void forEachIndex(const std::vector<int64_t> &sizes, Fn fn) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  size_t dims = sizes.size();
+  std::vector<int64_t> index(dims, 0);
+  for (int64_t linear = 0; linear < n; ++linear) {
+    fn(linear, index);
+    for (size_t d = dims; d-- > 0;) {
+      if (++index[d] < sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// The offset in elements of `index` from the view's base.
+static int64_t offsetOf(const OutputView &view,
+                        const std::vector<int64_t> &index) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < index.size(); ++d)
+    offset += index[d] * view.strides[d];
+  return offset;
+}
+
+namespace {
+struct OutputStats {
+  double maxAbs = 0;
+  double maxRel = 0;
+  bool bitIdentical = true;
+  int64_t mismatches = 0;
+  int64_t nans = 0;
+  // First mismatch, for the message.
+  int firstRank = -1;
+  int64_t firstIndex = -1;
+  float firstGot = 0, firstWant = 0;
+};
+} // namespace
+
+/// Compares `got` against `want` element by element (see compareOutputs).
+static void compareOutput(Elem elem, const OutputView &got,
+                          const OutputView &want, int rank,
+                          const Tolerance &tolerance, OutputStats &stats) {
+  forEachIndex(got.sizes, [&](int64_t linear,
+                              const std::vector<int64_t> &index) {
+    int64_t gotOffset = offsetOf(got, index);
+    int64_t wantOffset = offsetOf(want, index);
+    float g = loadElement(elem, got.base, gotOffset);
+    float w = loadElement(elem, want.base, wantOffset);
+    if (loadBits(elem, got.base, gotOffset) !=
+        loadBits(elem, want.base, wantOffset))
+      stats.bitIdentical = false;
+    bool nan = std::isnan(g) || std::isnan(w);
+    double abs = nan ? std::numeric_limits<double>::infinity()
+                     : std::fabs(static_cast<double>(g) - w);
+    double rel = nan        ? std::numeric_limits<double>::infinity()
+                 : w != 0   ? abs / std::fabs(static_cast<double>(w))
+                 : abs == 0 ? 0.0
+                            : std::numeric_limits<double>::infinity();
+    stats.nans += nan;
+    stats.maxAbs = std::max(stats.maxAbs, abs);
+    stats.maxRel = std::max(stats.maxRel, rel);
+    bool ok =
+        !nan && abs <= tolerance.atol +
+                           tolerance.rtol * std::fabs(static_cast<double>(w));
+    if (!ok) {
+      if (stats.mismatches == 0) {
+        stats.firstRank = rank;
+        stats.firstIndex = linear;
+        stats.firstGot = g;
+        stats.firstWant = w;
+      }
+      ++stats.mismatches;
+    }
+  });
+}
+
+static std::string formatIndex(const BufferSpec &spec, int64_t linear) {
+  std::vector<int64_t> index(spec.shape.size());
+  for (size_t d = spec.shape.size(); d-- > 0;) {
+    index[d] = linear % spec.shape[d];
+    linear /= spec.shape[d];
+  }
+  std::string s = "[";
+  for (size_t i = 0; i < index.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + "]";
+}
+
+std::string formatDouble(const char *format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+/// "  result0  256x512xf32      " : the name and the type in columns.
+static std::string outputColumns(const BufferSpec &spec) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer, "  %-8s %-16s", spec.name.c_str(),
+                spec.typeString().c_str());
+  return buffer;
+}
+
+Comparison compareOutputs(const Signature &sig,
+                          const std::vector<std::vector<OutputView>> &got,
+                          const std::vector<std::vector<OutputView>> &want,
+                          const Tolerance &tolerance, std::string_view gotName,
+                          std::string_view wantName) {
+  Comparison result;
+  std::vector<const BufferSpec *> specs = outputSpecs(sig);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const BufferSpec &spec = *specs[i];
+    OutputStats stats;
+    for (size_t r = 0; r < got.size(); ++r)
+      compareOutput(spec.elem, got[r][i], want[r][i], static_cast<int>(r),
+                    tolerance, stats);
+    bool ok = stats.mismatches == 0;
+    result.ok &= ok;
+    result.bitIdentical &= stats.bitIdentical;
+    result.text += outputColumns(spec) + " max abs err " +
+                   formatDouble("%-10.3g", stats.maxAbs) + " max rel err " +
+                   formatDouble("%-10.3g", stats.maxRel) +
+                   (stats.bitIdentical ? " bit-identical" : "") + "\n";
+    if (ok)
+      continue;
+    result.text += "    " + std::to_string(stats.mismatches) + " element" +
+                   (stats.mismatches == 1 ? "" : "s") +
+                   " differ over all ranks";
+    if (stats.nans)
+      result.text +=
+          " (" + std::to_string(stats.nans) + " NaN: poison or invalid)";
+    result.text +=
+        "; first: rank " + std::to_string(stats.firstRank) + " " +
+        formatIndex(spec, stats.firstIndex) + " " + std::string(gotName) + " " +
+        formatDouble("%.9g", stats.firstGot) + " " + std::string(wantName) +
+        " " + formatDouble("%.9g", stats.firstWant) + "\n";
+  }
+  return result;
+}
+
+std::string verdict(const Comparison &comparison) {
+  return std::string("bit-identical: ") +
+         (comparison.bitIdentical ? "yes" : "no") + "\n" +
+         (comparison.ok ? "OK" : "MISMATCH") + "\n";
+}
+
+std::string checksums(const Signature &sig,
+                      const std::vector<std::vector<OutputView>> &outputs) {
+  std::string text;
+  std::vector<const BufferSpec *> specs = outputSpecs(sig);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const BufferSpec &spec = *specs[i];
+    double sum = 0;
+    int64_t nans = 0;
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (const std::vector<OutputView> &rankOutputs : outputs) {
+      const OutputView &view = rankOutputs[i];
+      forEachIndex(view.sizes, [&](int64_t, const std::vector<int64_t> &index) {
+        int64_t offset = offsetOf(view, index);
+        float value = loadElement(spec.elem, view.base, offset);
+        if (std::isnan(value))
+          ++nans;
+        else
+          sum += value;
+        uint32_t bits = loadBits(spec.elem, view.base, offset);
+        for (size_t b = 0; b < spec.elemBytes(); ++b) {
+          hash ^= (bits >> (8 * b)) & 0xff;
+          hash *= 0x100000001b3ULL;
+        }
+      });
+    }
+    char hashText[32];
+    std::snprintf(hashText, sizeof hashText, "%016" PRIx64, hash);
+    text += outputColumns(spec) + " sum " + formatDouble("%-14.7e", sum) +
+            " nan " + std::to_string(nans) + " fnv1a " + hashText + "\n";
+  }
+  return text;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace run
+} // namespace overlap

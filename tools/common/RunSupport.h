@@ -1,0 +1,282 @@
+//===- RunSupport.h - Run programs and compare their outputs ----*- C++ -*-===//
+//
+// What overlap-run (JIT) and overlap-exec (dlopen) share once a program is
+// compiled: the entry signature and its embedded text form, seeded inputs,
+// memref descriptors, the poisoning allocators, a run on host ranks, and
+// the per-element comparison with its report. No MLIR and no LLVM: this
+// links into overlap-exec, which runs where neither is installed. It calls
+// the runtime's C ABI but links no runtime library itself, so that each
+// tool links the one it runs on (liboverlap_runtime.so or
+// liboverlap_runtime_cuda.so, which both export that ABI).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_TOOLS_COMMON_RUNSUPPORT_H
+#define OVERLAP_TOOLS_COMMON_RUNSUPPORT_H
+
+#include "overlap/Runtime/overlap_runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace overlap {
+namespace run {
+
+//===----------------------------------------------------------------------===//
+// Signature
+//===----------------------------------------------------------------------===//
+
+enum class Elem { F32, F16, BF16 };
+
+/// "f32", "f16" or "bf16".
+const char *elemName(Elem elem);
+
+/// One argument or result of the entry function as the host sees it: a
+/// contiguous row-major buffer of a static shape.
+struct BufferSpec {
+  std::string name;
+  Elem elem = Elem::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numElements() const;
+  size_t elemBytes() const { return elem == Elem::F32 ? 4 : 2; }
+  /// "256x512xf32" (a rank-0 buffer: "f32").
+  std::string typeString() const;
+};
+
+/// A `shard.grid` of the module: the program splits its process groups from
+/// the world's ranks by grid coordinates, so it runs on size() ranks.
+struct GridSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t size() const;
+};
+
+/// The entry function of a compiled program and what running it needs.
+struct Signature {
+  /// The function's name and the symbol of its C interface.
+  std::string name;
+  std::string symbol;
+  /// The runtime backend it was compiled for: "host" or "cuda".
+  std::string target = "host";
+  /// How it was compiled (informational: not part of the comparison).
+  std::string strategy;
+  std::string profile;
+  std::vector<GridSpec> grids;
+  std::vector<BufferSpec> args;
+  std::vector<BufferSpec> results;
+};
+
+/// "_mlir_ciface_" + name.
+std::string cInterfaceSymbol(std::string_view name);
+
+/// The symbol of the NUL-terminated signature text that overlap-compile
+/// embeds in objects and shared libraries.
+constexpr const char *kSignatureSymbol = "overlap_entry_signature";
+
+/// The text form of `sig`, one item per line:
+///   overlap-entry-signature 1
+///   entry mlp
+///   symbol _mlir_ciface_mlp
+///   target host
+///   strategy uniform:4
+///   profile h100-nvlink-datasheet
+///   grid tp 4
+///   arg arg0 256x512xf32
+///   result result0 256x512xf32
+std::string formatSignature(const Signature &sig);
+
+/// Parses formatSignature's text; on failure returns false and says why
+/// (with the line) in `error`.
+bool parseSignature(std::string_view text, Signature &sig, std::string &error);
+
+/// What differs between two signatures in what a run depends on (target,
+/// grid sizes, argument and result types); empty when they agree. The
+/// names of the entry, the grids and the compile options may differ.
+std::string signatureDifference(const Signature &program,
+                                const Signature &reference);
+
+/// Every grid's size must be the number of ranks. On failure returns false
+/// with the message in `error`.
+bool checkRanks(const Signature &sig, int ranks, std::string &error);
+
+/// The rank count the signature asks for: the size of its first grid, or 1
+/// without a grid.
+int defaultRanks(const Signature &sig);
+
+//===----------------------------------------------------------------------===//
+// Poison
+//===----------------------------------------------------------------------===//
+
+// Replacements for the allocators a compiled program calls: the memory
+// starts as all-ones bytes, a NaN in f32, f16 and bf16, so that a result
+// the program forgets to write, or reads before it is written, shows up as
+// NaN instead of as stale data. overlap-run registers them with its JIT,
+// overlap-exec redirects the loaded program's imports to them.
+void *poisonedMalloc(size_t bytes);
+void *poisonedAlignedAlloc(size_t alignment, size_t bytes);
+/// Host backend only (CUDA memory is not addressable from the host).
+overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
+                                    void **ptr);
+
+//===----------------------------------------------------------------------===//
+// Inputs, descriptors and runs
+//===----------------------------------------------------------------------===//
+
+/// A buffer of the host, 64-byte aligned like the runtime's.
+struct HostBuffer {
+  void *data = nullptr;
+  HostBuffer() = default;
+  explicit HostBuffer(size_t bytes);
+  HostBuffer(HostBuffer &&other) : data(other.data) { other.data = nullptr; }
+  HostBuffer &operator=(HostBuffer &&other);
+  HostBuffer(const HostBuffer &) = delete;
+  HostBuffer &operator=(const HostBuffer &) = delete;
+  ~HostBuffer();
+};
+
+/// A memref descriptor as MLIR lays it out: allocated and aligned pointers,
+/// offset, sizes, strides, all 64-bit.
+size_t descriptorWords(size_t rank);
+
+/// The descriptor of a contiguous row-major buffer of `spec` at `data`.
+std::vector<int64_t> contiguousDescriptor(const BufferSpec &spec, void *data);
+
+/// Fills an argument: uniform in [-1, 1] with splitmix64 from
+/// seed + rank * 1000003 + index, never all zeros; f16/bf16 through the
+/// runtime's conversions.
+void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
+                  size_t index);
+
+/// One rank's state for one run: its argument buffers (made on the host) and
+/// the descriptors passed to the entry, and the storage the C interface
+/// writes the result descriptors to.
+struct RankData {
+  std::vector<HostBuffer> args;
+  std::vector<std::vector<int64_t>> argDescriptors;
+  std::vector<int64_t> results;
+  /// Host copies of outputs that live elsewhere (device memory).
+  std::vector<HostBuffer> copies;
+  /// Wall time of the entry call on this rank, in milliseconds.
+  double callMs = 0;
+};
+
+/// Makes rank `rank`'s seeded inputs in host memory, with descriptors that
+/// point at them, and poisons its result descriptors (all -1: a result the
+/// program does not return is caught by resultView's check).
+void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data);
+
+/// The values of the C-interface call
+///   _mlir_ciface_<name>([results *,] ctx, arg descriptors *...),
+/// pointing into `data`.
+std::vector<void *> entryValues(const Signature &sig, RankData &data,
+                                overlap_context *ctx);
+
+/// Calls a program's entry with entryValues' values.
+using EntryCall = std::function<void(std::vector<void *> &values)>;
+
+/// One run of one program on every rank.
+struct Run {
+  const Signature *sig = nullptr;
+  EntryCall call;
+  uint64_t seed = 0;
+  std::vector<RankData> ranks;
+};
+
+/// Runs `run` on `ranks` ranks of the host backend (overlap_host_launch: one
+/// thread per rank): each rank makes its inputs and calls the entry. The
+/// wall time of the whole launch goes to `millis`. On failure returns false
+/// with the runtime's error text in `error`.
+bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
+                  double &millis, std::string &error);
+
+/// Frees, with `release`, the result buffers the program allocated (those
+/// that are not one of the arguments) and marks them freed.
+void freeResults(const Signature &sig, RankData &data,
+                 void (*release)(void *) = std::free);
+void freeResults(const Signature &sig, Run &run);
+
+//===----------------------------------------------------------------------===//
+// Outputs and their comparison
+//===----------------------------------------------------------------------===//
+
+/// One output of one rank: base pointer (at the offset), sizes and strides
+/// in elements.
+struct OutputView {
+  const void *base = nullptr;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+/// Every output of a rank that finished: the results (their descriptors
+/// checked against the signature), then the arguments (which the program
+/// may update in place). On failure returns false and says which result is
+/// wrong in `error`.
+bool outputViews(const Signature &sig, const RankData &data,
+                 std::vector<OutputView> &views, std::string &error);
+
+/// outputViews of every rank of a finished run, [rank][output]; on failure
+/// returns false with the rank and the reason in `error`.
+bool collectOutputs(const Run &run,
+                    std::vector<std::vector<OutputView>> &outputs,
+                    std::string &error);
+
+/// Copies what each view spans into a new host buffer of `data.copies` with
+/// `copy(dst, src, bytes)` and points the view there (for outputs in device
+/// memory). On failure returns false.
+bool copyViewsToHost(
+    const Signature &sig, std::vector<OutputView> &views, RankData &data,
+    const std::function<bool(void *, const void *, size_t)> &copy);
+
+/// The specs of the outputs in outputViews' order: results, then arguments.
+std::vector<const BufferSpec *> outputSpecs(const Signature &sig);
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// The comparison of two runs of the same signature.
+struct Comparison {
+  /// One line per output (and one more per output that differs).
+  std::string text;
+  bool ok = true;
+  bool bitIdentical = true;
+};
+
+/// Compares every output of every rank of `got` (the program) against
+/// `want` (the reference), both indexed [rank][output] in outputViews'
+/// order: an element matches when |got - want| <= atol + rtol * |want|, and
+/// a NaN never matches. `gotName`/`wantName` name the two in the first
+/// mismatch's line ("overlap"/"reference", "program"/"reference").
+Comparison compareOutputs(const Signature &sig,
+                          const std::vector<std::vector<OutputView>> &got,
+                          const std::vector<std::vector<OutputView>> &want,
+                          const Tolerance &tolerance, std::string_view gotName,
+                          std::string_view wantName);
+
+/// "bit-identical: yes|no" and "OK" or "MISMATCH", one per line.
+std::string verdict(const Comparison &comparison);
+
+/// One line per output with checksums over all ranks (rank order, then
+/// row-major): the sum of the values, the number of NaNs, and the FNV-1a
+/// hash of the bits.
+std::string checksums(const Signature &sig,
+                      const std::vector<std::vector<OutputView>> &outputs);
+
+/// "%.Nf"-style formatting without iostreams.
+std::string formatDouble(const char *format, double value);
+
+/// The median of `values` (0 when empty).
+double median(std::vector<double> values);
+
+} // namespace run
+} // namespace overlap
+
+#endif // OVERLAP_TOOLS_COMMON_RUNSUPPORT_H

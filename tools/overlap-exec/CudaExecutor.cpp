@@ -1,0 +1,264 @@
+//===- CudaExecutor.cpp - One rank on a CUDA device -------------*- C++ -*-===//
+//
+// Runs a program compiled with --target=cuda as one rank alone on a device
+// (overlap_cuda_context_create_single): the inputs are made on the host as
+// for the host backend and copied to device memory, the entry is called on
+// the main thread, the context is synchronized, and the outputs (results and
+// arguments) are copied back to the host for the comparison. Built only
+// with the CUDA backend (OVERLAP_HAVE_CUDA); otherwise every creation fails
+// as "no device".
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#ifdef OVERLAP_HAVE_CUDA
+
+#include "overlap/Runtime/overlap_runtime_cuda.h"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdlib>
+
+// MgpuWrappers.cpp in liboverlap_runtime_cuda.so.
+extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
+                              bool isHostShared);
+
+namespace overlap {
+namespace exec {
+
+namespace {
+/// A non-blocking stream of our own for the poison: it neither waits for
+/// nor delays the program's streams, so filling a new buffer cannot
+/// deadlock with a stream that waits for work the program has yet to
+/// enqueue.
+cudaStream_t poisonStream = nullptr;
+
+/// Fills new device memory with all-ones bytes (NaN) before the program
+/// gets it.
+void poisonDevice(void *ptr, size_t bytes) {
+  if (!ptr || !bytes)
+    return;
+  if (cudaMemsetAsync(ptr, 0xff, bytes, poisonStream) != cudaSuccess ||
+      cudaStreamSynchronize(poisonStream) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+overlap_status cudaPoisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
+                                        void **ptr) {
+  overlap_status status = overlap_alloc(ctx, bytes, ptr);
+  if (status == OVERLAP_SUCCESS)
+    poisonDevice(*ptr, bytes);
+  return status;
+}
+
+void *poisonedMgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
+  void *ptr = mgpuMemAlloc(bytes, stream, isHostShared);
+  poisonDevice(ptr, bytes);
+  return ptr;
+}
+
+/// Frees a result buffer of the program by the kind of its memory.
+void releaseResult(void *ptr) {
+  cudaPointerAttributes attributes;
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::free(ptr);
+    return;
+  }
+  switch (attributes.type) {
+  case cudaMemoryTypeDevice:
+  case cudaMemoryTypeManaged:
+    (void)cudaFree(ptr);
+    break;
+  case cudaMemoryTypeHost:
+    (void)cudaFreeHost(ptr);
+    break;
+  default:
+    std::free(ptr);
+    break;
+  }
+}
+
+std::string cudaText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+class CudaExecutor : public Executor {
+public:
+  CudaExecutor(overlap_context *ctx, int device) : ctx(ctx), device(device) {}
+  ~CudaExecutor() override {
+    overlap_cuda_context_destroy(ctx);
+    if (poisonStream)
+      (void)cudaStreamDestroy(poisonStream);
+    poisonStream = nullptr;
+  }
+
+  std::string where() const override {
+    cudaDeviceProp props;
+    std::string name = cudaGetDeviceProperties(&props, device) == cudaSuccess
+                           ? std::string(" (") + props.name + ")"
+                           : "";
+    return "1 rank on CUDA device " + std::to_string(device) + name;
+  }
+  const char *backend() const override { return "cuda"; }
+
+  /// The host allocators as on the host; device memory poisoned on the
+  /// device.
+  std::vector<ImportRedirect> poisonedImports() const override {
+    std::vector<ImportRedirect> redirects = hostPoisonedImports();
+    for (ImportRedirect &redirect : redirects)
+      if (std::string(redirect.name) == "overlap_alloc")
+        redirect.replacement =
+            reinterpret_cast<void *>(&cudaPoisonedOverlapAlloc);
+    redirects.push_back(
+        {"mgpuMemAlloc", reinterpret_cast<void *>(&poisonedMgpuMemAlloc)});
+    return redirects;
+  }
+
+  bool execute(const Library &lib, uint64_t seed, int iterations,
+               Outcome &outcome, std::string &error) override {
+    const run::Signature &sig = lib.sig;
+    outcome.run.sig = &sig;
+    outcome.run.seed = seed;
+    outcome.run.ranks.clear();
+    outcome.run.ranks.resize(1);
+    run::RankData &data = outcome.run.ranks[0];
+    run::prepareRank(sig, seed, /*rank=*/0, data);
+    std::vector<void *> deviceArgs(sig.args.size(), nullptr);
+    auto freeDeviceArgs = [&] {
+      for (void *ptr : deviceArgs)
+        overlap_free(ctx, ptr);
+    };
+    auto fail = [&](const std::string &why) {
+      freeDeviceArgs();
+      error = why;
+      return false;
+    };
+    for (size_t i = 0; i < sig.args.size(); ++i) {
+      size_t bytes = sig.args[i].numElements() * sig.args[i].elemBytes();
+      if (overlap_alloc(ctx, bytes, &deviceArgs[i]) != OVERLAP_SUCCESS)
+        return fail(std::string("allocating ") + sig.args[i].name + ": " +
+                    overlap_last_error(ctx));
+    }
+    for (int it = 0; it < iterations; ++it) {
+      if (it > 0)
+        run::freeResults(sig, data, releaseResult);
+      // Fresh inputs each time: arguments may be updated in place.
+      for (size_t i = 0; i < sig.args.size(); ++i) {
+        const run::BufferSpec &spec = sig.args[i];
+        cudaError_t e = cudaMemcpy(deviceArgs[i], data.args[i].data,
+                                   spec.numElements() * spec.elemBytes(),
+                                   cudaMemcpyHostToDevice);
+        if (e != cudaSuccess)
+          return fail("copying " + spec.name +
+                      " to the device: " + cudaText(e));
+        data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
+      }
+      data.results.assign(data.results.size(), -1);
+      std::vector<void *> values = run::entryValues(sig, data, ctx);
+      auto start = std::chrono::steady_clock::now();
+      callCInterface(lib.entry, values);
+      overlap_status status = overlap_context_synchronize(ctx);
+      // Kernels on streams the program made itself (mgpuStreamCreate) are
+      // not the context's; a failed context may have streams still stuck.
+      cudaError_t e =
+          status == OVERLAP_SUCCESS ? cudaDeviceSynchronize() : cudaSuccess;
+      outcome.iterationMs.push_back(
+          std::chrono::duration<double, std::milli>(
+              std::chrono::steady_clock::now() - start)
+              .count());
+      if (status != OVERLAP_SUCCESS)
+        return fail(std::string(overlap_status_name(status)) + ": " +
+                    overlap_last_error(ctx));
+      if (e != cudaSuccess)
+        return fail("cudaDeviceSynchronize after the entry: " + cudaText(e));
+    }
+    std::string why;
+    if (!run::collectOutputs(outcome.run, outcome.outputs, why))
+      return fail(why);
+    cudaError_t copyError = cudaSuccess;
+    if (!run::copyViewsToHost(sig, outcome.outputs[0], data,
+                              [&](void *dst, const void *src, size_t bytes) {
+                                copyError = cudaMemcpy(dst, src, bytes,
+                                                       cudaMemcpyDefault);
+                                return copyError == cudaSuccess;
+                              }))
+      return fail("copying the outputs to the host: " + cudaText(copyError));
+    freeDeviceArgs();
+    return true;
+  }
+
+  void release(const Library &lib, Outcome &outcome) override {
+    for (run::RankData &data : outcome.run.ranks)
+      run::freeResults(lib.sig, data, releaseResult);
+  }
+
+private:
+  overlap_context *ctx;
+  int device;
+};
+} // namespace
+
+bool haveCudaBackend() { return true; }
+
+std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
+                                             bool &noDevice,
+                                             std::string &error) {
+  noDevice = false;
+  const char *why = nullptr;
+  int count = overlap_cuda_device_count(&why);
+  if (count == 0) {
+    noDevice = true;
+    error = std::string("no CUDA device (") +
+            (why && *why ? why : "cudaGetDeviceCount found none") + ")";
+    return nullptr;
+  }
+  if (device < 0 || device >= count) {
+    error = "--device " + std::to_string(device) + ": this machine has " +
+            std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s");
+    return nullptr;
+  }
+  overlap_cuda_options options;
+  overlap_cuda_options_init(&options);
+  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_context *ctx = nullptr;
+  if (overlap_cuda_context_create_single(device, &options, &ctx) !=
+      OVERLAP_SUCCESS) {
+    error = std::string("cannot create a CUDA context: ") +
+            overlap_cuda_create_error();
+    return nullptr;
+  }
+  cudaError_t e =
+      cudaStreamCreateWithFlags(&poisonStream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    overlap_cuda_context_destroy(ctx);
+    error = "cudaStreamCreateWithFlags: " + cudaText(e);
+    return nullptr;
+  }
+  return std::make_unique<CudaExecutor>(ctx, device);
+}
+
+} // namespace exec
+} // namespace overlap
+
+#else // !OVERLAP_HAVE_CUDA
+
+namespace overlap {
+namespace exec {
+
+bool haveCudaBackend() { return false; }
+
+std::unique_ptr<Executor> createCudaExecutor(int, int64_t, bool &noDevice,
+                                             std::string &error) {
+  noDevice = true;
+  error = "this overlap-exec was built without the CUDA backend (CMake found "
+          "no CUDA, NCCL or cuBLASLt: OVERLAP_HAVE_CUDA is off)";
+  return nullptr;
+}
+
+} // namespace exec
+} // namespace overlap
+
+#endif // OVERLAP_HAVE_CUDA

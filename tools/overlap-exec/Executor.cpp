@@ -1,0 +1,112 @@
+//===- Executor.cpp - C-interface calls and the host executor ---*- C++ -*-===//
+//
+// Calling an entry whose arity is known only at run time, and running it on
+// ranks of the runtime's host backend with RunSupport.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace overlap {
+namespace exec {
+
+//===----------------------------------------------------------------------===//
+// C-interface calls
+//===----------------------------------------------------------------------===//
+
+// The C interface takes only pointers (the result storage, the context, the
+// argument descriptors), so a call with N values is a call through
+// `void (*)(void *, ..., void *)` with N parameters: one instantiation per
+// N, chosen from a table.
+template <size_t... I>
+static void callWith(void *fn, void *const *values, std::index_sequence<I...>) {
+  using Fn = void (*)(
+      std::conditional_t<true, void *, std::integral_constant<size_t, I>>...);
+  reinterpret_cast<Fn>(fn)(values[I]...);
+}
+
+template <size_t N> static void callN(void *fn, void *const *values) {
+  callWith(fn, values, std::make_index_sequence<N>());
+}
+
+template <size_t... N>
+static constexpr auto callTable(std::index_sequence<N...>) {
+  return std::array<void (*)(void *, void *const *), sizeof...(N)>{
+      &callN<N>...};
+}
+
+void callCInterface(void *fn, const std::vector<void *> &values) {
+  static constexpr auto table =
+      callTable(std::make_index_sequence<kMaxEntryValues + 1>());
+  table.at(values.size())(fn, values.data());
+}
+
+//===----------------------------------------------------------------------===//
+// Host executor
+//===----------------------------------------------------------------------===//
+
+std::vector<ImportRedirect> hostPoisonedImports() {
+  return {
+      {"malloc", reinterpret_cast<void *>(&run::poisonedMalloc)},
+      {"aligned_alloc", reinterpret_cast<void *>(&run::poisonedAlignedAlloc)},
+      {"overlap_alloc", reinterpret_cast<void *>(&run::poisonedOverlapAlloc)}};
+}
+
+namespace {
+class HostExecutor : public Executor {
+public:
+  HostExecutor(int ranks, const overlap_host_options &options)
+      : ranks(ranks), options(options) {}
+
+  std::string where() const override {
+    return std::to_string(ranks) + " host rank" + (ranks == 1 ? "" : "s");
+  }
+  const char *backend() const override { return "host"; }
+
+  std::vector<ImportRedirect> poisonedImports() const override {
+    return hostPoisonedImports();
+  }
+
+  bool execute(const Library &lib, uint64_t seed, int iterations,
+               Outcome &outcome, std::string &error) override {
+    outcome.run.sig = &lib.sig;
+    outcome.run.seed = seed;
+    void *entry = lib.entry;
+    outcome.run.call = [entry](std::vector<void *> &values) {
+      callCInterface(entry, values);
+    };
+    for (int i = 0; i < iterations; ++i) {
+      if (i > 0)
+        run::freeResults(lib.sig, outcome.run);
+      double launchMs;
+      if (!run::launchOnHost(outcome.run, ranks, options, launchMs, error))
+        return false;
+      double slowest = 0;
+      for (const run::RankData &data : outcome.run.ranks)
+        slowest = std::max(slowest, data.callMs);
+      outcome.iterationMs.push_back(slowest);
+    }
+    return run::collectOutputs(outcome.run, outcome.outputs, error);
+  }
+
+  void release(const Library &lib, Outcome &outcome) override {
+    run::freeResults(lib.sig, outcome.run);
+  }
+
+private:
+  int ranks;
+  overlap_host_options options;
+};
+} // namespace
+
+std::unique_ptr<Executor>
+createHostExecutor(int ranks, const overlap_host_options &options) {
+  return std::make_unique<HostExecutor>(ranks, options);
+}
+
+} // namespace exec
+} // namespace overlap

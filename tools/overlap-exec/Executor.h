@@ -1,0 +1,91 @@
+//===- Executor.h - Run a loaded program on a backend -----------*- C++ -*-===//
+//
+// overlap-exec's view of a library from `overlap-compile --emit=so` (its
+// embedded signature and entry point) and of a backend that runs it: host
+// ranks as threads, or one rank on a CUDA device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
+#define OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
+
+#include "ElfImports.h"
+#include "RunSupport.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace overlap {
+namespace exec {
+
+/// A loaded program.
+struct Library {
+  std::string path;
+  void *handle = nullptr;
+  run::Signature sig;
+  /// Its C interface, `_mlir_ciface_<entry>`.
+  void *entry = nullptr;
+};
+
+/// The most values a C-interface call takes here: the result pointer, the
+/// context and the argument descriptors.
+constexpr size_t kMaxEntryValues = 64;
+
+/// Calls `fn(values[0], values[1], ...)`, every value a pointer (the C
+/// interface of an entry); at most kMaxEntryValues values.
+void callCInterface(void *fn, const std::vector<void *> &values);
+
+/// The last run of one program, until Executor::release.
+struct Outcome {
+  /// The ranks' data: inputs, descriptors, host copies of device outputs.
+  run::Run run;
+  /// Every output of every rank in host memory, [rank][output].
+  std::vector<std::vector<run::OutputView>> outputs;
+  /// Per iteration: the wall time of the entry call (CUDA: and of the
+  /// synchronize after it) on the slowest rank, in milliseconds.
+  std::vector<double> iterationMs;
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  /// "4 host ranks", for the report's first line.
+  virtual std::string where() const = 0;
+  /// "host", "cuda": the first word of the timing line.
+  virtual const char *backend() const = 0;
+  /// The allocators whose imports are redirected to poisoning versions.
+  virtual std::vector<ImportRedirect> poisonedImports() const = 0;
+  /// Runs `lib` `iterations` times with the inputs of `seed` (made again
+  /// for each run, since arguments may be updated in place); the outputs of
+  /// the last run stay in `outcome`. On failure returns false with the
+  /// reason in `error`.
+  virtual bool execute(const Library &lib, uint64_t seed, int iterations,
+                       Outcome &outcome, std::string &error) = 0;
+  /// Frees what the program allocated for the outputs of `outcome`.
+  virtual void release(const Library &lib, Outcome &outcome) = 0;
+};
+
+/// malloc, aligned_alloc and overlap_alloc to RunSupport's poisoning
+/// versions (host memory).
+std::vector<ImportRedirect> hostPoisonedImports();
+
+/// `ranks` host ranks as threads (overlap_host_launch).
+std::unique_ptr<Executor>
+createHostExecutor(int ranks, const overlap_host_options &options);
+
+/// Whether this build has the CUDA backend (OVERLAP_HAVE_CUDA).
+bool haveCudaBackend();
+
+/// One rank alone on CUDA device `device` (overlap_cuda_context_create_single).
+/// Fails with `error` when there is no device (`noDevice` set: exit status
+/// 3) or the context cannot be made. Without the CUDA backend it always
+/// fails with noDevice.
+std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
+                                             bool &noDevice,
+                                             std::string &error);
+
+} // namespace exec
+} // namespace overlap
+
+#endif // OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H

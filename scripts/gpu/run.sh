@@ -14,15 +14,20 @@
 #   nccl       overlap-bench, nccl leg on one rank (a smoke test), the three
 #              collectives on two shapes;
 #   pack       overlap-bench --pack: the pack kernel's bandwidth against
-#              cudaMemcpy2DAsync and a contiguous device-to-device copy.
+#              cudaMemcpy2DAsync and a contiguous device-to-device copy;
+#   programs   the compiled programs of scripts/gpu/prepare.sh
+#              (BUILD_DIR/gpu-programs: every integration program and the
+#              MLP, --target=cuda, plan vs one-tile reference, and the MLP
+#              with each signal/wait implementation) run by overlap-exec.
 # Everything goes under $OUT (default ./gpu-out): logs, gtest XML, the
 # profile, the tables (.txt) and CSVs, one pair per run.
 #
 # Usage: scripts/gpu/run.sh [BUILD_DIR]   (default: build-cuda)
-# BUILD_DIR must hold lib/liboverlap_runtime_cuda.so, unittests/ and bin/
-# from a configure with CUDA (see docs/cuda.md); carry it to the machine.
+# BUILD_DIR comes from scripts/gpu/prepare.sh (run where MLIR is): it holds
+# lib/liboverlap_runtime_cuda.so, unittests/, bin/ and gpu-programs/;
+# carry it to the machine.
 # Environment:
-#   STEPS="tests calibrate bench nccl pack"  the steps to run (e.g. to split
+#   STEPS="tests programs calibrate bench nccl pack"  the steps to run (e.g. to split
 #       a session into shorter commands; none of them has been timed);
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
 #       calibrate step writes, $OUT/profile-copy-engine.json);
@@ -35,7 +40,7 @@ set -u -o pipefail
 
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
-STEPS=${STEPS:-tests calibrate bench nccl pack}
+STEPS=${STEPS:-tests programs calibrate bench nccl pack}
 PROFILE=${PROFILE:-$OUT/profile-copy-engine.json}
 read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
 mkdir -p "$OUT"
@@ -56,13 +61,14 @@ run() { # name, command...: log to $OUT/name.txt, remember failures
 
 for s in $STEPS; do
   case $s in
-    tests|calibrate|bench|nccl|pack) ;;
-    *) echo "unknown step '$s' in STEPS (tests calibrate bench nccl pack)"; exit 2 ;;
+    tests|programs|calibrate|bench|nccl|pack) ;;
+    *) echo "unknown step '$s' in STEPS (tests programs calibrate bench nccl pack)"; exit 2 ;;
   esac
 done
 for f in "$BUILD/lib/liboverlap_runtime_cuda.so" \
          "$BUILD/unittests/OverlapRuntimeCudaTests" \
-         "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate"; do
+         "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate" \
+         "$BUILD/bin/overlap-exec"; do
   [ -e "$f" ] || { echo "missing $f: build with CUDA first (docs/cuda.md)"; exit 2; }
 done
 
@@ -79,6 +85,17 @@ if want tests; then
   fi
   [ -x "$BUILD/unittests/OverlapRuntimeTests" ] &&
     run host-tests "$BUILD/unittests/OverlapRuntimeTests"
+fi
+
+# Compiled programs on the GPU: plan vs one-tile reference.
+if want programs; then
+  if [ -f "$BUILD/gpu-programs/programs.txt" ]; then
+    export OVERLAP_EXEC="$BUILD/bin/overlap-exec"
+    run programs "$(dirname "$0")/programs.sh" run "$BUILD/gpu-programs"
+  else
+    echo "*** no $BUILD/gpu-programs: run scripts/gpu/prepare.sh where MLIR is"
+    status=1
+  fi
 fi
 
 # Calibrate (the sweep's (N, K) pairs, f16, collectives over 8 ranks).

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prepares what scripts/gpu/run.sh needs on a GPU machine that has CUDA but
+# no LLVM/MLIR: run it here, then carry BUILD_DIR (default build-cuda,
+# inside the repository so the device tool can carry it; under 64 MiB).
+#   1. configures BUILD_DIR with CUDA and without MLIR (the runtime, its
+#      tests, overlap-bench, overlap-calibrate, overlap-exec), Release;
+#   2. builds those targets;
+#   3. compiles the GPU programs (scripts/gpu/programs.sh) with this
+#      machine's overlap-compile (from the main build, $OVERLAP_BUILD_DIR or
+#      build/) into BUILD_DIR/gpu-programs.
+# Usage: scripts/gpu/prepare.sh [BUILD_DIR]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$ROOT/build-cuda}
+MAIN=${OVERLAP_BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-$(nproc)}
+LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
+
+[ -x "$MAIN/bin/overlap-compile" ] || "$ROOT/scripts/build.sh"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
+    -DOVERLAP_WITHOUT_MLIR=ON -DOVERLAP_ENABLE_CUDA=ON
+fi
+ninja -C "$BUILD" -t targets all | grep -q '^overlap_runtime_cuda:' || {
+  echo "prepare: $BUILD has no CUDA backend (CMake found no nvcc, cuBLASLt or NCCL)" >&2
+  exit 1
+}
+ninja -C "$BUILD" -j"$JOBS" overlap_runtime overlap_runtime_cuda \
+  OverlapRuntimeTests OverlapRuntimeCudaTests overlap-bench \
+  overlap-calibrate overlap-exec
+rm -rf "$BUILD/gpu-programs"
+OVERLAP_COMPILE="$MAIN/bin/overlap-compile" \
+  "$ROOT/scripts/gpu/programs.sh" compile "$BUILD/gpu-programs" | tail -1
+echo "prepare: carry $(du -sh "$BUILD" | cut -f1) in $BUILD" \
+  "(without CMakeFiles: $(du -sh --exclude=CMakeFiles "$BUILD" | cut -f1))"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The compiled programs the GPU checks run: every integration program
+# (test/Integration: all-reduce, reduce-scatter and all-gather in f32, with
+# bf16 inputs, with bf16 accumulators, M = 712, the upstream-partitioned
+# form) and the MLP of examples/, on one-rank grids (one GPU; NCCL puts
+# one rank per GPU), each compiled with --target=cuda as a plan and as the
+# one-tile reference.
+#
+#   scripts/gpu/programs.sh compile DIR   here: needs overlap-compile
+#                                         ($OVERLAP_COMPILE, else PATH)
+#   scripts/gpu/programs.sh run DIR       on a GPU: needs overlap-exec
+#                                         ($OVERLAP_EXEC, else PATH)
+#
+# `compile` writes DIR/<name>.so, DIR/<name>.ref.so and DIR/programs.txt
+# (name and tolerances); carry DIR. `run` compares every plan with its
+# reference on the GPU (overlap-exec --backend cuda), runs the MLP again
+# with each signal/wait implementation (OVERLAP_CUDA_SYNC), prints one
+# report per run and a last line "programs: N passed, N failed"; exit 1 on
+# any failure. cuBLASLt may choose different kernels for different tile
+# heights, so plans are compared with tolerances, not bit for bit (bf16
+# outputs: about two bf16 ulps).
+#
+# STATUS: `compile` runs here (and in lit: test/Integration/cuda-compile);
+# `run` has never run: no GPU where it was written.
+set -u -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+mode=${1:-}
+DIR=${2:-}
+[ -n "$mode" ] && [ -n "$DIR" ] || {
+  echo "usage: $0 compile|run DIR" >&2
+  exit 2
+}
+
+F32_TOL="1e-4 1e-4"
+BF16_TOL="1.6e-2 1e-2"
+SLOW="$ROOT/test/Integration/Inputs/slow-link.json"
+
+# name  source  entry  strategy  profile  rtol atol
+programs() {
+  local f p e
+  for f in all-reduce:mar reduce-scatter:mrs all-gather:agm; do
+    p=${f#*:}
+    f=${f%%:*}
+    for e in "${p}_f32" "${p}_uneven" upstream; do
+      echo "$f-$e $f $e uniform:3 - $F32_TOL"
+    done
+    echo "$f-${p}_f32-optimal $f ${p}_f32 optimal $SLOW $F32_TOL"
+    for e in "${p}_bf16" "${p}_bf16_acc"; do
+      echo "$f-$e $f $e uniform:3 - $BF16_TOL"
+    done
+  done
+  echo "mlp mlp mlp uniform:4 - $F32_TOL"
+}
+
+case $mode in
+compile)
+  COMPILE=${OVERLAP_COMPILE:-overlap-compile}
+  mkdir -p "$DIR"
+  for f in all-reduce reduce-scatter all-gather; do
+    sed -e 's/@R@/1/' -e 's/@Q1024@/1024/g' -e 's/@Q712@/712/g' \
+      "$ROOT/test/Integration/$f.mlir" >"$DIR/$f.mlir"
+  done
+  sed -e 's/shape = 4/shape = 1/' -e 's/256x512/1024x512/g' \
+    "$ROOT/examples/mlp.mlir" >"$DIR/mlp.mlir"
+  : >"$DIR/programs.txt"
+  programs | while read -r name src entry strategy profile rtol atol; do
+    args=("$DIR/$src.mlir" --entry "$entry" --target=cuda --emit=so --no-remarks)
+    [ "$profile" = - ] || args+=(--profile "$profile")
+    "$COMPILE" "${args[@]}" --strategy="$strategy" -o "$DIR/$name.so" &&
+      "$COMPILE" "${args[@]}" --strategy=none -o "$DIR/$name.ref.so" || {
+      echo "*** cannot compile $name" >&2
+      exit 1
+    }
+    echo "$name $rtol $atol" >>"$DIR/programs.txt"
+    echo "compiled $name"
+  done || exit 1
+  rm -f "$DIR"/*.mlir
+  ;;
+run)
+  EXEC=${OVERLAP_EXEC:-overlap-exec}
+  [ -f "$DIR/programs.txt" ] || {
+    echo "no $DIR/programs.txt: run '$0 compile $DIR' where MLIR is" >&2
+    exit 2
+  }
+  passed=0 failed=0
+  check() { # label, overlap-exec arguments...
+    local label=$1
+    shift
+    echo "=== $label"
+    if "$EXEC" "$@"; then passed=$((passed + 1)); else
+      echo "*** $label failed"
+      failed=$((failed + 1))
+    fi
+  }
+  while read -r name rtol atol; do
+    check "$name" "$DIR/$name.so" --ref "$DIR/$name.ref.so" --backend cuda \
+      --rtol "$rtol" --atol "$atol"
+  done <"$DIR/programs.txt"
+  if grep -q '^mlp ' "$DIR/programs.txt"; then
+    for sync in memop spin event; do
+      OVERLAP_CUDA_SYNC=$sync check "mlp-$sync" "$DIR/mlp.so" \
+        --ref "$DIR/mlp.ref.so" --backend cuda --rtol 1e-4 --atol 1e-4
+    done
+  fi
+  echo "programs: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  ;;
+*)
+  echo "usage: $0 compile|run DIR" >&2
+  exit 2
+  ;;
+esac

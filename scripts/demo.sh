@@ -12,7 +12,8 @@ BUILD=${OVERLAP_BUILD_DIR:-$ROOT/build}
 export OVERLAP_BUILD_DIR=$BUILD
 
 "$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/build.sh" overlap-opt overlap-plan overlap-run overlap_runtime
+"$ROOT/scripts/build.sh" overlap-opt overlap-plan overlap-run overlap-compile \
+  overlap-exec overlap_runtime
 PY=$("$ROOT/scripts/python-env.sh" | tail -n 1)
 
 EXAMPLE=$ROOT/examples/mlp.mlir
@@ -71,5 +72,29 @@ echo "Chrome trace (open it in Perfetto): $BUILD/mc2-example.trace.json"
 timeline "$BUILD/mc2-example.trace.json" "$BUILD/mc2-example.plan.json" "$BUILD/mc2-example.timeline.png"
 
 echo
-echo "Host ranks are threads: step 3 checks correctness, not speed. GPU runs"
-echo "(CUDA backend, overlap-bench) are not part of this demo yet."
+echo "== 7. Ahead of time: the same plan as a shared library, run with no MLIR"
+COMPILE=$BUILD/bin/overlap-compile
+"$COMPILE" "$EXAMPLE" --strategy=uniform:4 --emit=so --no-remarks -o "$BUILD/mlp.so"
+"$COMPILE" "$EXAMPLE" --strategy=none --emit=so --no-remarks -o "$BUILD/mlp.ref.so"
+"$BUILD/bin/overlap-exec" "$BUILD/mlp.so" --ref "$BUILD/mlp.ref.so" --ranks 4
+
+echo
+echo "== 8. For the GPU (--target=cuda): kernels for the fills and the ReLU,"
+echo "      launched on the streams; cuBLASLt/NCCL calls; compiled, not run here"
+if [ -f "$BUILD/lib/liboverlap_runtime_cuda.so" ]; then
+  "$COMPILE" "$EXAMPLE" --target=cuda --strategy=uniform:4 --emit=mlir \
+    --stop-after-stage=runtime --no-remarks -o "$BUILD/mlp.cuda.mlir"
+  "$COMPILE" "$EXAMPLE" --target=cuda --strategy=uniform:4 --emit=so \
+    --no-remarks -o "$BUILD/mlp.cuda.so"
+  echo "kernels: $(grep -c 'gpu.func' "$BUILD/mlp.cuda.mlir")," \
+    "launches on a context stream: $(grep -c 'gpu.launch_func async' "$BUILD/mlp.cuda.mlir")," \
+    "GEMMs: $(grep -c 'call @overlap_gemm' "$BUILD/mlp.cuda.mlir")," \
+    "collectives: $(grep -cE 'call @overlap_(all_gather|reduce_scatter)\(' "$BUILD/mlp.cuda.mlir")"
+  echo "-> $BUILD/mlp.cuda.so (run it on a GPU: overlap-exec --backend cuda; docs/cuda.md)"
+else
+  echo "(skipped: the CUDA backend was not built; CMake found no nvcc/cuBLASLt/NCCL)"
+fi
+
+echo
+echo "Host ranks are threads: steps 3 and 7 check correctness, not speed. GPU"
+echo "runs (scripts/gpu/, docs/cuda.md) need a machine with a GPU."

@@ -72,6 +72,25 @@ using planner::Collective;
 
 namespace {
 
+/// The end of a benchmark: the CSV (when --csv names one; `writeRows`
+/// writes its header and rows), then the context's destruction. Returns the
+/// exit status: 1 if a check failed, the CSV could not be written or the
+/// context reported an error.
+int finish(const Args &args, overlap_context *ctx, int failures,
+           const std::function<void(std::ostream &)> &writeRows) {
+  if (args.has("--csv")) {
+    std::ofstream csv(args.get("--csv", ""));
+    writeRows(csv);
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write %s\n",
+                   args.get("--csv", "").c_str());
+      failures = failures ? failures : 1;
+    }
+  }
+  overlap_status final = overlap_cuda_context_destroy(ctx);
+  return failures || final != OVERLAP_SUCCESS ? 1 : 0;
+}
+
 const char *usage =
     "usage: overlap-bench [--collective C[,C...]] [--shapes MxNxK,...]\n"
     "         [--dtype f16|bf16|f32] [--leg copy-engine|nccl] [--ranks R]\n"
@@ -870,8 +889,7 @@ int packBench(const Args &args, int warmup, int iters) {
       ratios.empty() ? NAN : *std::min_element(ratios.begin(), ratios.end()),
       ratios.empty() ? NAN : *std::max_element(ratios.begin(), ratios.end()),
       ratios.size(), failures);
-  if (args.has("--csv")) {
-    std::ofstream csv(args.get("--csv", ""));
+  return finish(args, ctx, failures, [&](std::ostream &csv) {
     csv << "device,rows,row_bytes,stride_bytes,elem_bytes,access_bytes,bytes,"
            "pack_us,unpack_us,memcpy2d_us,d2d_us,pack_gbps,unpack_gbps,"
            "memcpy2d_gbps,d2d_gbps,pack_over_d2d,check\n";
@@ -885,14 +903,7 @@ int packBench(const Args &args, int warmup, int iters) {
           << gbps(b, row.d2dUs) << ',' << row.d2dUs / row.packUs << ",\""
           << row.check << "\"\n";
     }
-    if (!csv) {
-      std::fprintf(stderr, "error: cannot write %s\n",
-                   args.get("--csv", "").c_str());
-      failures = failures ? failures : 1;
-    }
-  }
-  overlap_status final = overlap_cuda_context_destroy(ctx);
-  return failures || final != OVERLAP_SUCCESS ? 1 : 0;
+  });
 }
 
 } // namespace
@@ -995,8 +1006,7 @@ int main(int argc, char **argv) {
   int failures = 0;
   for (const Row &row : rows)
     failures += row.check != "ok";
-  if (args.has("--csv")) {
-    std::ofstream csv(args.get("--csv", ""));
+  return finish(args, ctx, failures, [&](std::ostream &csv) {
     csv << "leg,collective,ranks,dtype,M,N,K,size_bytes,wire_bytes,tiles,"
            "gemm_us,comm_us,serial_us,overlapped_us,ideal_us,predicted_us,"
            "speedup,eta,prediction_error,check\n";
@@ -1009,12 +1019,5 @@ int main(int argc, char **argv) {
           << row.serial / row.overlapped << ',' << etaOf(row) << ','
           << (row.predicted - row.overlapped) / row.overlapped << ",\""
           << row.check << "\"\n";
-    if (!csv) {
-      std::fprintf(stderr, "error: cannot write %s\n",
-                   args.get("--csv", "").c_str());
-      failures = failures ? failures : 1;
-    }
-  }
-  overlap_status final = overlap_cuda_context_destroy(ctx);
-  return failures || final != OVERLAP_SUCCESS ? 1 : 0;
+  });
 }

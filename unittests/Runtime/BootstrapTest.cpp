@@ -15,6 +15,7 @@
 
 #include "overlap/Runtime/Bootstrap.h"
 
+#include "TempDir.h"
 #include "gtest/gtest.h"
 
 #include <chrono>
@@ -34,6 +35,8 @@
 using namespace overlap::bootstrap;
 
 namespace {
+
+using overlap::testing::TempDir;
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -58,44 +61,6 @@ std::string detectError(std::map<std::string, std::string> vars) {
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }
-
-/// A fresh directory, removed with its files at the end.
-class TempDir {
-public:
-  TempDir() {
-    char pattern[] = "/tmp/overlap-bootstrap-test-XXXXXX";
-    const char *made = mkdtemp(pattern);
-    EXPECT_NE(made, nullptr) << std::strerror(errno);
-    path_ = made ? made : "/tmp";
-  }
-  ~TempDir() {
-    if (DIR *dir = opendir(path_.c_str())) {
-      while (dirent *entry = readdir(dir)) {
-        std::string name = entry->d_name;
-        if (name != "." && name != "..")
-          unlink((path_ + "/" + name).c_str());
-      }
-      closedir(dir);
-    }
-    rmdir(path_.c_str());
-  }
-  const std::string &path() const { return path_; }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    if (DIR *dir = opendir(path_.c_str())) {
-      while (dirent *entry = readdir(dir)) {
-        std::string name = entry->d_name;
-        if (name != "." && name != "..")
-          out.push_back(name);
-      }
-      closedir(dir);
-    }
-    return out;
-  }
-
-private:
-  std::string path_;
-};
 
 /// An id no test writes twice: nonzero, different per `seed`.
 std::string makeId(int seed) {
@@ -615,7 +580,7 @@ TEST(BootstrapRecord, RoundTripAndDamage) {
 //===----------------------------------------------------------------------===//
 
 TEST(BootstrapExchange, RankZeroLate) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 10000);
   std::vector<Child> children;
   for (int rank = 1; rank < 4; ++rank)
@@ -637,7 +602,7 @@ TEST(BootstrapExchange, RankZeroLate) {
 }
 
 TEST(BootstrapExchange, RankZeroEarly) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 10000);
   std::string id = makeId(3);
   publish(c, 3, id);
@@ -653,7 +618,7 @@ TEST(BootstrapExchange, RankZeroEarly) {
 }
 
 TEST(BootstrapExchange, RanksInDifferentJobsDoNotMeet) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   std::string id = makeId(4);
   publish(config(dir, 10000, "job-a"), 2, id);
   std::string result =
@@ -663,7 +628,7 @@ TEST(BootstrapExchange, RanksInDifferentJobsDoNotMeet) {
 }
 
 TEST(BootstrapExchange, StaleFileOfAnotherWorldSizeIsIgnored) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 10000);
   Rendezvous probe(c, 0, 4);
   Record stale;
@@ -688,7 +653,7 @@ TEST(BootstrapExchange, StaleFileOfAnotherWorldSizeIsIgnored) {
 }
 
 TEST(BootstrapExchange, StaleFileOlderThanTheTimeoutIsIgnored) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 2000);
   Rendezvous probe(c, 0, 2);
   Record stale;
@@ -709,7 +674,7 @@ TEST(BootstrapExchange, StaleFileOlderThanTheTimeoutIsIgnored) {
 }
 
 TEST(BootstrapExchange, StaleFileWithoutRankZeroTimesOutSayingWhy) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 300);
   Rendezvous probe(c, 0, 4);
   Record stale;
@@ -731,7 +696,7 @@ TEST(BootstrapExchange, StaleFileWithoutRankZeroTimesOutSayingWhy) {
 }
 
 TEST(BootstrapExchange, PartialFileIsIgnoredUntilReplaced) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 10000);
   Rendezvous probe(c, 0, 2);
   Record r;
@@ -751,7 +716,7 @@ TEST(BootstrapExchange, PartialFileIsIgnoredUntilReplaced) {
 }
 
 TEST(BootstrapExchange, TimeoutNamesRankFileAndTimeWaited) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 400);
   std::vector<Child> children;
   for (int rank = 1; rank < 3; ++rank)
@@ -775,7 +740,7 @@ TEST(BootstrapExchange, TimeoutNamesRankFileAndTimeWaited) {
 }
 
 TEST(BootstrapExchange, RankZeroFailureEndsTheWaitAtOnce) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 20000);
   std::vector<Child> children;
   for (int rank = 1; rank < 3; ++rank)
@@ -798,7 +763,7 @@ TEST(BootstrapExchange, RankZeroFailureEndsTheWaitAtOnce) {
 TEST(BootstrapExchange, OldFailureReportIsNotBelieved) {
   // A failure written before this rank began waiting may be an earlier
   // job's: it only shows up in the timeout's message.
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 300);
   Rendezvous zero(c, 0, 2);
   std::string error;
@@ -812,7 +777,7 @@ TEST(BootstrapExchange, OldFailureReportIsNotBelieved) {
 }
 
 TEST(BootstrapExchange, ClearRemovesAnEarlierJobsFile) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 1000);
   publish(c, 2, makeId(12));
   Rendezvous zero(c, 0, 2);
@@ -824,7 +789,7 @@ TEST(BootstrapExchange, ClearRemovesAnEarlierJobsFile) {
 }
 
 TEST(BootstrapExchange, WithdrawKeepsAFileSomeoneElseWrote) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 1000);
   Rendezvous first(c, 0, 2);
   publish(c, 2, makeId(13), &first);
@@ -834,7 +799,7 @@ TEST(BootstrapExchange, WithdrawKeepsAFileSomeoneElseWrote) {
 }
 
 TEST(BootstrapExchange, PublishReportsAMissingDirectory) {
-  TempDir dir;
+  TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 1000);
   c.directory = dir.path() + "/missing";
   Rendezvous zero(c, 0, 2);

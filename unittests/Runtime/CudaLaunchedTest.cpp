@@ -24,6 +24,7 @@
 #include "overlap/Runtime/Bootstrap.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
+#include "TempDir.h"
 #include "gtest/gtest.h"
 
 #include <chrono>
@@ -49,6 +50,8 @@ extern char **environ;
 namespace bs = overlap::bootstrap;
 
 namespace {
+
+using overlap::testing::TempDir;
 
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
@@ -107,32 +110,6 @@ private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
-/// A fresh directory for rendezvous files, removed with them at the end.
-class TempDir {
-public:
-  TempDir() {
-    char pattern[] = "/tmp/overlap-launched-test-XXXXXX";
-    const char *made = mkdtemp(pattern);
-    EXPECT_NE(made, nullptr);
-    path_ = made ? made : "/tmp";
-  }
-  ~TempDir() {
-    if (DIR *dir = opendir(path_.c_str())) {
-      while (dirent *entry = readdir(dir)) {
-        std::string name = entry->d_name;
-        if (name != "." && name != "..")
-          unlink((path_ + "/" + name).c_str());
-      }
-      closedir(dir);
-    }
-    rmdir(path_.c_str());
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
-};
-
 /// A key no other run of these tests uses.
 std::string uniqueKey(const char *test) {
   return std::string("launched-test-") + test + "-" + std::to_string(getpid()) +
@@ -189,7 +166,7 @@ TEST(CudaLaunched, SeveralRanksNeedAJobKey) {
 }
 
 TEST(CudaLaunched, BadOptionsAreRefusedBeforeAnyExchange) {
-  TempDir dir;
+  TempDir dir("overlap-launched-test");
   ScopedEnv env({{"OVERLAP_RANK", "1"},
                  {"OVERLAP_WORLD_SIZE", "2"},
                  {"OVERLAP_BOOTSTRAP_KEY", uniqueKey("options")},
@@ -207,7 +184,7 @@ TEST(CudaLaunched, BadOptionsAreRefusedBeforeAnyExchange) {
 }
 
 TEST(CudaLaunched, WaitingRankTimesOutOrReportsNoDevice) {
-  TempDir dir;
+  TempDir dir("overlap-launched-test");
   std::string key = uniqueKey("waiting");
   ScopedEnv env({{"OVERLAP_RANK", "1"},
                  {"OVERLAP_WORLD_SIZE", "2"},
@@ -240,7 +217,7 @@ TEST(CudaLaunched, RankZeroWithoutADevicePublishesItsFailure) {
     SUCCEED() << "a device is present";
     return;
   }
-  TempDir dir;
+  TempDir dir("overlap-launched-test");
   bs::RendezvousConfig config;
   config.directory = dir.path();
   config.key = uniqueKey("failure");
@@ -347,7 +324,7 @@ std::string readAll(const std::string &path) {
 }
 
 TEST_F(CudaLaunchedDevice, TwoProcesses) {
-  TempDir dir;
+  TempDir dir("overlap-launched-test");
   std::string key = uniqueKey("two");
   const int count = devices();
   std::vector<pid_t> pids;

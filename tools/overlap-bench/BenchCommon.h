@@ -105,6 +105,21 @@ inline void checkCuda(cudaError_t e, const char *what) {
   std::exit(1);
 }
 
+/// A one-rank context on device 0 for a tool that measures it, and the
+/// device's properties; exits 3 without a device, 1 if creation fails.
+inline overlap_context *createMeasuringContext(const char *tool,
+                                               cudaDeviceProp &prop) {
+  requireDevice(tool);
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  overlap_context *ctx = nullptr;
+  check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
+        "overlap_cuda_context_create_single");
+  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
+            "cudaGetDeviceProperties");
+  return ctx;
+}
+
 inline std::optional<overlap_dtype> parseDtype(const std::string &name) {
   if (name == "f16")
     return OVERLAP_F16;

@@ -816,17 +816,9 @@ int packBench(const Args &args, int warmup, int iters) {
       return 2;
     }
   }
-  requireDevice("overlap-bench");
-
-  overlap_cuda_options opts;
-  overlap_cuda_options_init(&opts);
-  overlap_context *ctx = nullptr;
-  check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
-        "overlap_cuda_context_create_single");
-  auto stream = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, compute));
   cudaDeviceProp prop;
-  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
-            "cudaGetDeviceProperties");
+  overlap_context *ctx = createMeasuringContext("overlap-bench", prop);
+  auto stream = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, compute));
   std::printf("# overlap-bench --pack on %s: overlap_pack / overlap_unpack "
               "(one kernel) vs cudaMemcpy2DAsync of the same strided block "
               "and a contiguous device-to-device cudaMemcpyAsync of the same "
@@ -985,18 +977,10 @@ int main(int argc, char **argv) {
     }
     o.profile = std::move(*loaded);
   }
-  requireDevice("overlap-bench");
-
-  overlap_cuda_options opts;
-  overlap_cuda_options_init(&opts);
-  overlap_context *ctx = nullptr;
-  check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
-        "overlap_cuda_context_create_single");
+  cudaDeviceProp prop;
+  overlap_context *ctx = createMeasuringContext("overlap-bench", prop);
   if (o.leg == "nccl")
     o.ranks = overlap_context_size(ctx);
-  cudaDeviceProp prop;
-  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
-            "cudaGetDeviceProperties");
 
   std::vector<Row> rows;
   int64_t keyBase = 1000;

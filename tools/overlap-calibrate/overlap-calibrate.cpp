@@ -114,16 +114,8 @@ int main(int argc, char **argv) {
                stderr);
     return 2;
   }
-  requireDevice("overlap-calibrate");
-
-  overlap_cuda_options opts;
-  overlap_cuda_options_init(&opts);
-  overlap_context *ctx = nullptr;
-  check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
-        "overlap_cuda_context_create_single");
   cudaDeviceProp prop;
-  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
-            "cudaGetDeviceProperties");
+  overlap_context *ctx = createMeasuringContext("overlap-calibrate", prop);
   const size_t elt = overlap_dtype_size(*dtype);
 
   // GEMM curves: one call of m rows (N columns, depth K), C of the input

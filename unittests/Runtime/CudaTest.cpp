@@ -142,6 +142,20 @@ TEST(CudaNoDevice, NoDeviceIsAnErrorNotACrash) {
   EXPECT_EQ(mgpuStreamCreate(), nullptr);
 }
 
+TEST(CudaNoDevice, ModulesLoadLazily) {
+  // mgpuModuleLoad runs in a global constructor of a compiled program,
+  // before any context exists: it only records the image. Loading happens
+  // at the first function lookup, in the context current then (without a
+  // device, or for an image that is no module, the lookup fails: null).
+  static const char notAModule[] = "not a cubin";
+  void *module = mgpuModuleLoad(const_cast<char *>(notAModule), 0);
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(mgpuModuleGetFunction(module, "kernel"), nullptr);
+  mgpuModuleUnload(module);
+  EXPECT_EQ(mgpuModuleLoad(nullptr, 0), nullptr);
+  mgpuModuleUnload(nullptr);
+}
+
 TEST(CudaNoDevice, ExportsTheMgpuEntryPoints) {
   for (const char *name : {"mgpuModuleLoad",
                            "mgpuModuleLoadJIT",

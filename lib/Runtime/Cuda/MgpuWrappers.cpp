@@ -22,6 +22,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #define MGPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -75,32 +78,89 @@ struct MemRefPrefix {
 
 } // namespace
 
+namespace {
+
+/// A module of a compiled program, loaded lazily, once per context. The
+/// gpu.binary translation loads every module in a global constructor, that
+/// is when the program's library is loaded: before the caller has created
+/// its Overlap context or made its device current, so loading there would
+/// put the kernels in device 0's primary context whatever device the
+/// program runs on (and initialize CUDA in processes that never launch a
+/// kernel). The image is a constant of the loaded library, valid until
+/// mgpuModuleUnload (its destructor).
+struct LazyModule {
+  const void *image;
+  int optLevel; // -1: cuModuleLoadData; else cuModuleLoadDataEx (JIT)
+  std::mutex mutex;
+  std::vector<std::pair<CUcontext, CUmodule>> loaded;
+
+  /// The module in the current context, loaded on first use there.
+  CUmodule get() {
+    if (!ensureContext())
+      return nullptr;
+    CUcontext context = nullptr;
+    if (!report(driver().cuCtxGetCurrent(&context), "cuCtxGetCurrent"))
+      return nullptr;
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &[ctx, module] : loaded)
+      if (ctx == context)
+        return module;
+    CUmodule module = nullptr;
+    if (optLevel < 0) {
+      report(driver().cuModuleLoadData(&module, image), "cuModuleLoadData");
+    } else {
+      CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
+      void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel))};
+      report(driver().cuModuleLoadDataEx(&module, image, 1, options, values),
+             "cuModuleLoadDataEx");
+    }
+    if (module)
+      loaded.emplace_back(context, module);
+    return module;
+  }
+};
+
+CUmodule lazyHandle(const void *image, int optLevel) {
+  if (!image)
+    return nullptr;
+  auto *lazy = new LazyModule;
+  lazy->image = image;
+  lazy->optLevel = optLevel;
+  return reinterpret_cast<CUmodule>(lazy);
+}
+
+} // namespace
+
 MGPU_EXPORT CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
-  CUmodule module = nullptr;
-  if (ensureContext())
-    report(driver().cuModuleLoadData(&module, data), "cuModuleLoadData");
-  return module;
+  return lazyHandle(data, -1);
 }
 
 MGPU_EXPORT CUmodule mgpuModuleLoadJIT(void *data, int optLevel) {
-  CUmodule module = nullptr;
-  if (!ensureContext())
-    return nullptr;
-  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel))};
-  report(driver().cuModuleLoadDataEx(&module, data, 1, options, values),
-         "cuModuleLoadDataEx");
-  return module;
+  return lazyHandle(data, optLevel < 0 ? 0 : optLevel);
 }
 
-MGPU_EXPORT void mgpuModuleUnload(CUmodule module) {
-  if (module)
-    report(driver().cuModuleUnload(module), "cuModuleUnload");
+MGPU_EXPORT void mgpuModuleUnload(CUmodule handle) {
+  auto *lazy = reinterpret_cast<LazyModule *>(handle);
+  if (!lazy)
+    return;
+  // Unloading needs the context the module lives in; a context already
+  // destroyed took its modules with it (the call then fails harmlessly,
+  // and is not reported: this runs in the library's destructor).
+  for (auto &[context, module] : lazy->loaded) {
+    CUcontext previous = nullptr;
+    driver().cuCtxGetCurrent(&previous);
+    if (driver().cuCtxSetCurrent(context) == CUDA_SUCCESS)
+      driver().cuModuleUnload(module);
+    driver().cuCtxSetCurrent(previous);
+  }
+  delete lazy;
 }
 
-MGPU_EXPORT CUfunction mgpuModuleGetFunction(CUmodule module,
+MGPU_EXPORT CUfunction mgpuModuleGetFunction(CUmodule handle,
                                              const char *name) {
+  auto *lazy = reinterpret_cast<LazyModule *>(handle);
   CUfunction function = nullptr;
+  CUmodule module = lazy ? lazy->get() : nullptr;
   if (module)
     report(driver().cuModuleGetFunction(&function, module, name),
            "cuModuleGetFunction");

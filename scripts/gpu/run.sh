@@ -12,7 +12,11 @@
 #              sweep for each of all-reduce, reduce-scatter and all-gather:
 #              planned with the profile, then with 4 uniform tiles;
 #   nccl       overlap-bench, nccl leg on one rank (a smoke test), the three
-#              collectives on two shapes;
+#              collectives on two shapes; with NCCL_NP=N (N >= 2 GPUs on
+#              this machine) also N ranks, one process per GPU, started by
+#              $LAUNCHER: overlap-calibrate --leg nccl (profile-nccl-N.json),
+#              then the 24-shape sweep of the three collectives planned with
+#              that profile and with 4 uniform tiles;
 #   pack       overlap-bench --pack: the pack kernel's bandwidth against
 #              cudaMemcpy2DAsync and a contiguous device-to-device copy;
 #   programs   the compiled programs of scripts/gpu/prepare.sh
@@ -32,7 +36,15 @@
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
 #       calibrate step writes, $OUT/profile-copy-engine.json);
 #   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
-#       sweep (not to --pack).
+#       sweep (not to --pack);
+#   NCCL_NP=8  the nccl step also runs 8 ranks (needs 8 GPUs: a machine
+#       with one GPU can only run the one-rank smoke test; two processes on
+#       one GPU are refused by NCCL);
+#   LAUNCHER="mpirun -np $NCCL_NP"  how those ranks are started (default;
+#       e.g. "mpirun --allow-run-as-root -np 8", "srun -K -n 8
+#       --gpus-per-task 1", "torchrun --nproc-per-node 8 --no-python"). The
+#       tools need no MPI library (docs/cuda.md, "Several ranks"); each run
+#       gets its own OVERLAP_BOOTSTRAP_KEY.
 #
 # STATUS: written without a GPU and NEVER RUN YET. Nothing it would produce
 # has been measured; check its first run's logs before trusting the tables.
@@ -65,6 +77,7 @@ for s in $STEPS; do
     *) echo "unknown step '$s' in STEPS (tests programs calibrate bench nccl pack)"; exit 2 ;;
   esac
 done
+[[ "${NCCL_NP:-1}" =~ ^[0-9]+$ ]] || { echo "NCCL_NP must be a number of processes"; exit 2; }
 for f in "$BUILD/lib/liboverlap_runtime_cuda.so" \
          "$BUILD/unittests/OverlapRuntimeCudaTests" \
          "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate" \
@@ -131,6 +144,32 @@ if want nccl; then
   sweep bench-nccl-1rank --leg nccl \
     --collective all-reduce,reduce-scatter,all-gather \
     --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
+  np=${NCCL_NP:-1}
+  if [ "$np" -gt 1 ]; then
+    read -r -a launcher <<<"${LAUNCHER:-mpirun -np $np}"
+    key() { echo "overlap-run-$$-$1-$(date +%s%N)"; }
+    nccl_profile="$OUT/profile-nccl-$np.json"
+    rm -f "$nccl_profile" # plan only with this run's profile
+    run "calibrate-nccl-$np" env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
+      "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype f16 \
+      --out "$nccl_profile"
+    all=(--leg nccl --dtype f16 \
+      --collective all-reduce,reduce-scatter,all-gather)
+    if [ -f "$nccl_profile" ]; then
+      run "bench-nccl-$np-planned" env OVERLAP_BOOTSTRAP_KEY="$(key planned)" \
+        "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" \
+        --profile "$nccl_profile" --strategy auto \
+        --csv "$OUT/bench-nccl-$np-planned.csv" \
+        ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+    else
+      echo "*** no profile $nccl_profile: the planned $np-rank sweep is skipped"
+      status=1
+    fi
+    run "bench-nccl-$np-uniform4" env OVERLAP_BOOTSTRAP_KEY="$(key uniform4)" \
+      "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" --tiles 4 \
+      --csv "$OUT/bench-nccl-$np-uniform4.csv" \
+      ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+  fi
 fi
 
 # The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.

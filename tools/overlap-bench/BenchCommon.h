@@ -4,16 +4,27 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Argument parsing, the device check, CUDA event timing (warm-up, then the
-// median of timed repetitions) and input generation for the two CUDA tools.
-// Both drive the GPU only through the runtime's C ABI (plus CUDA events and
-// pinned memory from the CUDA runtime).
+// Argument parsing, the device check, contexts (one rank on device 0, or a
+// rank of a job started by mpirun / srun / torchrun), CUDA event timing
+// (warm-up, then the median of timed repetitions; over several ranks the
+// slowest rank's time of each repetition), the exchange of reports between
+// ranks and input generation for the two CUDA tools. Both drive the GPU only
+// through the runtime's C ABI (plus CUDA events and pinned memory from the
+// CUDA runtime).
+//
+// Over several ranks every rank runs the same sequence of collectives
+// (timing barriers, report exchanges, the measured runs); a rank that fails
+// exits after destroying its context (which aborts its communicators), and
+// its peers' next synchronize fails at the context's wait timeout
+// (OVERLAP_WAIT_TIMEOUT_MS), so that no rank waits forever for a dead one
+// once the communicator exists.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef OVERLAP_TOOLS_BENCHCOMMON_H
 #define OVERLAP_TOOLS_BENCHCOMMON_H
 
+#include "BenchRanks.h"
 #include "overlap/Runtime/overlap_runtime.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
@@ -76,16 +87,38 @@ private:
   std::map<std::string, std::string> values_;
 };
 
-/// Exits with a clear message when no GPU is usable.
-inline void requireDevice(const char *tool) {
-  const char *why = nullptr;
-  if (overlap_cuda_device_count(&why) > 0)
-    return;
+/// The context of the tool, destroyed by leave() on an early exit.
+inline overlap_context *&toolContext() {
+  static overlap_context *ctx = nullptr;
+  return ctx;
+}
+
+/// Exits with `code` after destroying the tool's context. Destroying a
+/// failed context aborts its NCCL communicators and bounds the drain by the
+/// wait timeout, so that neither this rank nor its peers wait forever.
+[[noreturn]] inline void leave(int code) {
+  if (overlap_context *ctx = toolContext()) {
+    toolContext() = nullptr;
+    (void)overlap_cuda_context_destroy(ctx);
+  }
+  std::fflush(stdout);
+  std::exit(code);
+}
+
+[[noreturn]] inline void noDevice(const char *tool, const char *why) {
   std::fprintf(stderr,
                "%s: no CUDA device (%s). This tool measures a GPU; run it on "
                "a machine with one (scripts/gpu/run.sh).\n",
                tool, why && *why ? why : "cudaGetDeviceCount found none");
   std::exit(3);
+}
+
+/// Exits with a clear message when no GPU is usable.
+inline void requireDevice(const char *tool) {
+  const char *why = nullptr;
+  if (overlap_cuda_device_count(&why) > 0)
+    return;
+  noDevice(tool, why);
 }
 
 /// Exits on a failed runtime call, with the runtime's message.
@@ -94,7 +127,7 @@ inline void check(overlap_context *ctx, overlap_status s, const char *what) {
     return;
   std::fprintf(stderr, "error: %s: %s: %s\n", what, overlap_status_name(s),
                ctx ? overlap_last_error(ctx) : overlap_cuda_create_error());
-  std::exit(1);
+  leave(1);
 }
 
 inline void checkCuda(cudaError_t e, const char *what) {
@@ -102,7 +135,7 @@ inline void checkCuda(cudaError_t e, const char *what) {
     return;
   std::fprintf(stderr, "error: %s failed: %s (%s)\n", what, cudaGetErrorName(e),
                cudaGetErrorString(e));
-  std::exit(1);
+  leave(1);
 }
 
 /// A one-rank context on device 0 for a tool that measures it, and the
@@ -115,9 +148,127 @@ inline overlap_context *createMeasuringContext(const char *tool,
   overlap_context *ctx = nullptr;
   check(nullptr, overlap_cuda_context_create_single(0, &opts, &ctx),
         "overlap_cuda_context_create_single");
+  toolContext() = ctx;
   checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
             "cudaGetDeviceProperties");
   return ctx;
+}
+
+/// This process's rank of a job started by mpirun, srun or torchrun
+/// (overlap_cuda_context_create_launched; one rank on its device without
+/// launcher variables), and its device's properties. Exits 3 without a
+/// device, 2 when the launcher's variables are inconsistent, 1 if creation
+/// fails otherwise. Collective: every rank of the job must call it.
+inline overlap_context *createLaunchedContext(const char *tool,
+                                              cudaDeviceProp &prop) {
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  overlap_context *ctx = nullptr;
+  const char *why = nullptr;
+  if (overlap_cuda_device_count(&why) <= 0) {
+    std::string reason = why ? why : "";
+    // Still bootstrap: rank 0 then publishes its failure in the rendezvous
+    // file, and peers already waiting for it fail at once, not at their
+    // timeout. (It cannot succeed without a device.)
+    if (overlap_cuda_context_create_launched(&opts, &ctx) == OVERLAP_SUCCESS)
+      (void)overlap_cuda_context_destroy(ctx);
+    noDevice(tool, reason.c_str());
+  }
+  overlap_status s = overlap_cuda_context_create_launched(&opts, &ctx);
+  if (s != OVERLAP_SUCCESS) {
+    std::fprintf(stderr, "error: %s: %s\n", overlap_status_name(s),
+                 overlap_cuda_create_error());
+    std::exit(s == OVERLAP_ERROR_INVALID_ARGUMENT ? 2 : 1);
+  }
+  toolContext() = ctx;
+  checkCuda(cudaGetDeviceProperties(&prop, overlap_cuda_device(ctx)),
+            "cudaGetDeviceProperties");
+  return ctx;
+}
+
+/// Every rank's report, in rank order: an all-gather over the world on the
+/// comm stream, bounded by the wait timeout (a rank that never comes makes
+/// the synchronize fail, and the tool exit). Every rank must call it at the
+/// same point with the same count of values. One rank: its own report, and
+/// no collective.
+inline std::vector<RankReport> exchangeReports(overlap_context *ctx,
+                                               RankReport mine) {
+  mine.rank = overlap_context_rank(ctx);
+  const size_t ranks = size_t(overlap_context_size(ctx));
+  if (ranks == 1)
+    return {mine};
+  const int comm = OVERLAP_STREAM_COMM;
+  const std::vector<char> bytes = encodeReport(mine);
+  const size_t n = bytes.size();
+  void *all = nullptr;
+  check(ctx, overlap_alloc(ctx, n * (ranks + 1), &all), "alloc (reports)");
+  char *own = static_cast<char *>(all) + n * ranks;
+  std::vector<char> got(n * ranks);
+  check(ctx, overlap_memcpy(ctx, comm, -1, own, bytes.data(), n),
+        "upload (report)");
+  // As f32 elements: an all-gather moves the bytes unchanged.
+  check(ctx,
+        overlap_all_gather(ctx, comm, -1, nullptr, OVERLAP_F32, own, all,
+                           int64_t(n / 4)),
+        "overlap_all_gather (reports of every rank)");
+  check(ctx, overlap_memcpy(ctx, comm, -1, got.data(), all, n * ranks),
+        "download (reports)");
+  check(ctx, overlap_stream_synchronize(ctx, comm),
+        "synchronize (waiting for every rank's report)");
+  check(ctx, overlap_free(ctx, all), "free (reports)");
+  std::vector<RankReport> reports(ranks);
+  for (size_t r = 0; r < ranks; ++r) {
+    std::string why;
+    if (!decodeReport(&got[r * n], n, reports[r], why)) {
+      reports[r] = RankReport();
+      reports[r].message = "its report was unreadable: " + why;
+    }
+    reports[r].rank = int32_t(r);
+  }
+  return reports;
+}
+
+/// Stops every rank unless all were started with the same arguments (but
+/// `ignored` options, e.g. output files only rank 0 writes) and `extra`
+/// (e.g. a profile's text): otherwise their collectives would not match and
+/// would hang until the wait timeout. Rank 0 says which ranks differ; all
+/// exit 2.
+inline void agreeOnArguments(overlap_context *ctx, int argc, char **argv,
+                             const std::vector<std::string> &ignored,
+                             const std::string &extra) {
+  if (overlap_context_size(ctx) == 1)
+    return;
+  RankReport mine;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  mine.fingerprint = argumentFingerprint(args, ignored, extra);
+  for (const std::string &a : args)
+    mine.message += (mine.message.empty() ? "" : " ") + a;
+  if (mine.message.size() >= reportMessageBytes)
+    mine.message = mine.message.substr(0, reportMessageBytes - 5) + " ...";
+  std::vector<RankReport> reports = exchangeReports(ctx, mine);
+  std::vector<int32_t> differ = mismatchedRanks(reports);
+  if (differ.empty())
+    return;
+  if (overlap_context_rank(ctx) == 0) {
+    std::fprintf(stderr,
+                 "error: the ranks were not started alike: rank 0 runs '%s'",
+                 reports[0].message.c_str());
+    for (int32_t r : differ)
+      std::fprintf(stderr, "; rank %d runs '%s'", r,
+                   reports[size_t(r)].message.c_str());
+    std::fprintf(stderr,
+                 " (the same words mean a --profile whose contents differ). "
+                 "Every rank must run the same command.\n");
+  }
+  leave(2);
+}
+
+/// From here on only rank 0 prints to stdout (tables, progress); every
+/// rank's errors still go to its stderr.
+inline void printOnlyOnRankZero(overlap_context *ctx) {
+  const int rank = overlap_context_rank(ctx);
+  if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+    std::fprintf(stderr, "warning: rank %d cannot silence its stdout\n", rank);
 }
 
 inline std::optional<overlap_dtype> parseDtype(const std::string &name) {
@@ -141,12 +292,15 @@ inline double median(std::vector<double> v) {
 /// Times `enqueue` (which enqueues work on the context's streams) with
 /// device events: recorded on `startStream` before and on `endStream` after
 /// (the end stream must depend on all the work, e.g. through waits). Runs
-/// `warmup` untimed repetitions, then returns the median of `iters`, in us.
-inline double timeUs(overlap_context *ctx, int startStream, int endStream,
-                     int warmup, int iters,
-                     const std::function<void()> &enqueue) {
+/// `warmup` untimed repetitions, then returns the `iters` timed ones, in us.
+/// Over several ranks a barrier on the start stream precedes the start
+/// event, so that every rank's repetition starts together.
+inline std::vector<double> timeSamplesUs(overlap_context *ctx, int startStream,
+                                         int endStream, int warmup, int iters,
+                                         const std::function<void()> &enqueue) {
   auto s0 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, startStream));
   auto s1 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, endStream));
+  const bool ranks = overlap_context_size(ctx) > 1;
   cudaEvent_t start, stop;
   checkCuda(cudaEventCreate(&start), "cudaEventCreate");
   checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
@@ -154,6 +308,9 @@ inline double timeUs(overlap_context *ctx, int startStream, int endStream,
   for (int i = 0; i < warmup + iters; ++i) {
     // Both streams idle, so the start event marks the start of the work.
     check(ctx, overlap_context_synchronize(ctx), "synchronize");
+    if (ranks)
+      check(ctx, overlap_barrier(ctx, startStream, -1, nullptr),
+            "overlap_barrier");
     checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
     if (startStream != endStream)
       checkCuda(cudaStreamWaitEvent(s1, start, 0), "cudaStreamWaitEvent");
@@ -167,28 +324,28 @@ inline double timeUs(overlap_context *ctx, int startStream, int endStream,
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  return median(times);
+  return times;
 }
 
-/// Random elements of `dtype` in [-1, 1), never zero, as raw bytes.
+/// The median of timeSamplesUs. Over several ranks, every rank must call it
+/// at the same point, and each repetition counts as long as its slowest
+/// rank took (the ranks' times are exchanged).
+inline double timeUs(overlap_context *ctx, int startStream, int endStream,
+                     int warmup, int iters,
+                     const std::function<void()> &enqueue) {
+  RankReport mine;
+  mine.values =
+      timeSamplesUs(ctx, startStream, endStream, warmup, iters, enqueue);
+  if (overlap_context_size(ctx) == 1)
+    return median(mine.values);
+  return median(maxOverRanks(exchangeReports(ctx, mine)));
+}
+
+/// Random elements of `dtype` in [-1, 1), never zero, exact in the type
+/// (inputElements), as raw bytes.
 inline std::vector<char> randomElements(overlap_dtype dtype, size_t count,
                                         uint64_t seed) {
-  std::vector<char> out(count * overlap_dtype_size(dtype));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < count; ++i) {
-    float v = dist(rng);
-    if (v == 0.0f)
-      v = 0.5f;
-    if (dtype == OVERLAP_F32) {
-      std::copy_n(reinterpret_cast<const char *>(&v), 4, &out[i * 4]);
-    } else {
-      uint16_t h =
-          dtype == OVERLAP_F16 ? overlap_f32_to_f16(v) : overlap_f32_to_bf16(v);
-      std::copy_n(reinterpret_cast<const char *>(&h), 2, &out[i * 2]);
-    }
-  }
-  return out;
+  return inputElements(dtype, seed, count);
 }
 
 /// Element `i` of raw `bytes` of `dtype`, as a float.

@@ -7,14 +7,19 @@
 // The parts of overlap-bench that decide what the GPU is asked to do: the
 // tile layout (it must be the compiler's decomposition), the wire bytes of
 // the copy-engine stand-in, uniform tiles, argument lists, and the pack
-// benchmark's blocks and host reference. No GPU needed.
+// benchmark's blocks and host reference; and what the ranks of a
+// multi-process run compute on the host (BenchRanks.h): inputs per rank,
+// references and the bound of a sum over ranks, reports and their
+// reduction. No GPU needed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BenchLayout.h"
+#include "BenchRanks.h"
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
@@ -276,6 +281,347 @@ TEST(BenchPack, HostPackAndUnpackRoundTrip) {
     bool inRow = i % size_t(b.strideBytes) < size_t(b.rowBytes);
     EXPECT_EQ(back[i], inRow ? strided[i] : char(0x5a)) << i;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Several ranks (BenchRanks.h)
+//===----------------------------------------------------------------------===//
+
+constexpr overlap_dtype allTypes[] = {OVERLAP_F32, OVERLAP_F16, OVERLAP_BF16};
+
+/// Decodes f32, f16 or bf16 bits independently of storeExact.
+double decode(overlap_dtype dtype, const char *bytes) {
+  if (dtype == OVERLAP_F32) {
+    float f;
+    std::memcpy(&f, bytes, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, bytes, 2);
+  const double sign = h & 0x8000 ? -1.0 : 1.0;
+  if (dtype == OVERLAP_BF16) {
+    uint32_t f = uint32_t(h) << 16;
+    float v;
+    std::memcpy(&v, &f, 4);
+    return v;
+  }
+  int exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
+  if (exponent == 0)
+    return sign * std::ldexp(fraction, -24);
+  return sign * std::ldexp(1024 + fraction, exponent - 25);
+}
+
+/// `x` rounded to `bits` significant bits, to nearest even (a reduction
+/// step in the element type).
+double roundTo(double x, int bits) {
+  if (x == 0)
+    return 0;
+  int e;
+  std::frexp(x, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(x, bits - e)), e - bits);
+}
+
+TEST(BenchRanks, InputsAreExactNonzeroAndInRange) {
+  for (overlap_dtype dtype : allTypes) {
+    const int bits = significandBits(dtype);
+    const size_t count = 20000;
+    std::vector<char> bytes = inputElements(dtype, 42, count);
+    size_t negative = 0;
+    std::set<double> distinct;
+    for (size_t i = 0; i < count; ++i) {
+      double v = inputElement(dtype, 42, i);
+      ASSERT_NE(v, 0.0);
+      ASSERT_GE(v, -1.0);
+      ASSERT_LT(v, 1.0);
+      // k / 2^(bits-1): exact in the type.
+      double k = std::ldexp(v, bits - 1);
+      ASSERT_EQ(k, std::floor(k)) << v;
+      ASSERT_EQ(decode(dtype, &bytes[i * (dtype == OVERLAP_F32 ? 4 : 2)]), v)
+          << "element " << i;
+      negative += v < 0;
+      distinct.insert(v);
+    }
+    EXPECT_NEAR(double(negative) / count, 0.5, 0.02);
+    EXPECT_GT(distinct.size(), std::min<size_t>(count / 2, (1u << bits) - 2));
+  }
+}
+
+TEST(BenchRanks, StoreExactBits) {
+  auto bits16 = [](overlap_dtype dtype, float v) {
+    char b[2];
+    storeExact(dtype, v, b);
+    uint16_t h;
+    std::memcpy(&h, b, 2);
+    return h;
+  };
+  EXPECT_EQ(bits16(OVERLAP_F16, 0.5f), 0x3800);
+  EXPECT_EQ(bits16(OVERLAP_F16, -0.75f), 0xba00);
+  EXPECT_EQ(bits16(OVERLAP_F16, 1.0f / 1024), 0x1400);
+  EXPECT_EQ(bits16(OVERLAP_F16, -1023.0f / 1024), 0xbbfe);
+  EXPECT_EQ(bits16(OVERLAP_BF16, 0.5f), 0x3f00);
+  EXPECT_EQ(bits16(OVERLAP_BF16, -1.0f / 128), 0xbc00);
+  char f[4];
+  storeExact(OVERLAP_F32, -0.375f, f);
+  float back;
+  std::memcpy(&back, f, 4);
+  EXPECT_EQ(back, -0.375f);
+}
+
+TEST(BenchRanks, SeedsDifferPerSetRankAndOperand) {
+  std::set<uint64_t> seeds;
+  for (uint64_t set : {0, 1, 7919, 7920})
+    for (int64_t rank = 0; rank < 64; ++rank)
+      for (Operand op : {Operand::A, Operand::B, Operand::C0})
+        seeds.insert(inputSeed(set, rank, op));
+  EXPECT_EQ(seeds.size(), 4u * 64 * 3);
+  // Two ranks' matrices share no long runs of equal elements.
+  std::vector<char> r0 =
+      inputElements(OVERLAP_BF16, inputSeed(5, 0, Operand::A), 64);
+  std::vector<char> r1 =
+      inputElements(OVERLAP_BF16, inputSeed(5, 1, Operand::A), 64);
+  EXPECT_NE(r0, r1);
+}
+
+TEST(BenchRanks, ElementsAreRandomAccess) {
+  for (overlap_dtype dtype : allTypes) {
+    std::vector<char> all = inputElements(dtype, 9, 100);
+    std::vector<char> tail = inputElements(dtype, 9, 40, 60);
+    const size_t elt = dtype == OVERLAP_F32 ? 4 : 2;
+    EXPECT_EQ(std::vector<char>(all.begin() + 60 * elt, all.end()), tail);
+  }
+}
+
+// The reference is C0 + A.B of the matrices a rank uploads; for all-gather
+// A is every rank's shard in rank order.
+TEST(BenchRanks, ReferenceIsTheProductOfTheUploadedMatrices) {
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
+                       Collective::AllGather}) {
+    RankProblem p{c, 6, 5, 7, 3, OVERLAP_F16, 1234};
+    std::vector<char> gathered = p.gatheredA();
+    ASSERT_EQ(gathered.size(), size_t(p.group * p.aRows() * p.k) * 2);
+    for (int64_t r = 0; r < p.group; ++r) {
+      std::vector<char> a = inputElements(p.dtype, p.seed(r, Operand::A),
+                                          size_t(p.aRows() * p.k));
+      std::vector<char> b =
+          inputElements(p.dtype, p.seed(r, Operand::B), size_t(p.k * p.n));
+      std::vector<char> c0 =
+          inputElements(p.dtype, p.seed(r, Operand::C0), size_t(p.m * p.n));
+      // The gathered A holds rank r's shard as block r.
+      EXPECT_TRUE(
+          std::equal(a.begin(), a.end(),
+                     gathered.begin() + ptrdiff_t(r * p.aRows() * p.k * 2)));
+      for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t j = 0; j < p.n; ++j) {
+          double want = decode(p.dtype, &c0[size_t(i * p.n + j) * 2]);
+          for (int64_t q = 0; q < p.k; ++q) {
+            double aiq =
+                p.gathers()
+                    ? decode(p.dtype, &gathered[size_t(i * p.k + q) * 2])
+                    : decode(p.dtype, &a[size_t(i * p.k + q) * 2]);
+            want += aiq * decode(p.dtype, &b[size_t(q * p.n + j) * 2]);
+          }
+          // Exact: few products of short grid values.
+          EXPECT_EQ(p.reference(r, i, j), want)
+              << planner::toString(c).str() << " rank " << r << " (" << i
+              << ", " << j << ")";
+        }
+    }
+  }
+}
+
+TEST(BenchRanks, OneRankMustDeliverItsInputExactly) {
+  RankProblem p{Collective::AllReduce, 4, 4, 8, 1, OVERLAP_BF16, 3};
+  Expected e = expectedSum(p, 0, 0.8125, 1, 2);
+  EXPECT_EQ(e.value, 0.8125);
+  EXPECT_EQ(e.bound, 0.0);
+  EXPECT_TRUE(e.accepts(0.8125));
+  EXPECT_FALSE(e.accepts(0.8125 + std::ldexp(1.0, -40)));
+  EXPECT_FALSE(e.accepts(NAN));
+}
+
+// A sum over G ranks whose terms are each off by up to a GEMM's tolerance,
+// reduced with a rounding to the element type at every step (a ring), is
+// accepted from every rank's point of view; the same sum with one rank's
+// term missing (a collective that skipped a peer) is caught in most
+// samples, as is a term counted twice.
+TEST(BenchRanks, SumBoundFitsRoundedReductions) {
+  std::mt19937_64 rng(17);
+  for (overlap_dtype dtype : allTypes) {
+    const int bits = significandBits(dtype);
+    const double tol = gemmTolerance(dtype);
+    for (int64_t group : {2, 3, 8}) {
+      RankProblem p{Collective::AllReduce, 32, 32, 256, group, dtype, 99};
+      int samples = 0, missed = 0, doubled = 0;
+      for (int sample = 0; sample < 200; ++sample) {
+        int64_t i = int64_t(rng() % 32), j = int64_t(rng() % 32);
+        // What each GPU computed: its reference, pushed towards the edge
+        // of the tolerance in a random direction, in the element type.
+        std::vector<double> term;
+        for (int64_t r = 0; r < group; ++r) {
+          double ref = p.reference(r, i, j);
+          double push = (rng() % 2 ? 0.9 : -0.9) * tol * (1 + std::abs(ref));
+          term.push_back(roundTo(ref + push, bits));
+        }
+        double sum = term[0];
+        for (int64_t r = 1; r < group; ++r)
+          sum = roundTo(sum + term[size_t(r)], bits);
+        for (int64_t me = 0; me < group; ++me) {
+          Expected e = expectedSum(p, me, term[size_t(me)], i, j);
+          ASSERT_TRUE(e.accepts(sum))
+              << "dtype " << dtype << " G " << group << " rank " << me << ": "
+              << sum << " vs " << e.value << " +- " << e.bound;
+        }
+        // Seen from rank 0: rank G-1's term missing, or rank 1's doubled.
+        Expected e = expectedSum(p, 0, term[0], i, j);
+        ++samples;
+        missed += !e.accepts(sum - term[size_t(group - 1)]);
+        doubled += !e.accepts(sum + term[1]);
+      }
+      // The bound grows with the tolerance: bf16's is the loosest.
+      const double caught = dtype == OVERLAP_BF16 ? 0.7 : 0.9;
+      EXPECT_GE(missed, caught * samples)
+          << "dtype " << dtype << " G " << group;
+      EXPECT_GE(doubled, caught * samples)
+          << "dtype " << dtype << " G " << group;
+    }
+  }
+}
+
+TEST(BenchRanks, SumResultRows) {
+  std::string why;
+  auto rs =
+      TileLayout::create(Collective::ReduceScatter, 16, 4, {8, 4, 4}, why);
+  ASSERT_TRUE(rs) << why;
+  for (int64_t me = 0; me < 4; ++me)
+    for (size_t t = 0; t < rs->size(); ++t)
+      for (int64_t row = 0; row < (*rs)[t].blockRows; ++row) {
+        // Row q of the result is the tile's row of block `me`.
+        int64_t q = (*rs)[t].blockOffset + row;
+        int64_t i = sumResultRow(*rs, me, q);
+        EXPECT_EQ(i, rs->globalRow(t, me, row));
+        TileLayout::Location at = rs->locate(i);
+        EXPECT_EQ(at.tile, t);
+        EXPECT_EQ(at.slot, me);
+      }
+  auto ar = TileLayout::create(Collective::AllReduce, 10, 4, {6, 4}, why);
+  ASSERT_TRUE(ar) << why;
+  for (int64_t q = 0; q < 10; ++q)
+    EXPECT_EQ(sumResultRow(*ar, 3, q), q);
+}
+
+TEST(BenchRanks, FirstNaNFindsThePoison) {
+  for (overlap_dtype dtype : allTypes) {
+    const size_t elt = dtype == OVERLAP_F32 ? 4 : 2;
+    std::vector<char> bytes = inputElements(dtype, 5, 100);
+    EXPECT_EQ(firstNaN(dtype, bytes.data(), 100), -1);
+    std::fill_n(bytes.begin() + 37 * elt, elt, char(0xff));
+    EXPECT_EQ(firstNaN(dtype, bytes.data(), 100), 37);
+    EXPECT_EQ(firstNaN(dtype, bytes.data(), 37), -1);
+  }
+  // Infinities are not NaN.
+  const uint16_t inf16[] = {0x7c00, 0xfc00};
+  EXPECT_EQ(firstNaN(OVERLAP_F16, reinterpret_cast<const char *>(inf16), 2),
+            -1);
+  const uint16_t infBf16[] = {0x7f80, 0x7fc0};
+  EXPECT_EQ(firstNaN(OVERLAP_BF16, reinterpret_cast<const char *>(infBf16), 2),
+            1);
+}
+
+TEST(BenchReports, RoundTrip) {
+  RankReport r;
+  r.rank = 5;
+  r.fingerprint = 0x0123456789abcdefULL;
+  r.message = "serial: tile 2: C(1, 2) = nan";
+  r.values = {1.5, -2.25, 1e300};
+  std::vector<char> bytes = encodeReport(r);
+  EXPECT_EQ(bytes.size(), reportBytes(3));
+  EXPECT_EQ(reportBytes(3) % 8, 0u);
+  RankReport back;
+  std::string why;
+  ASSERT_TRUE(decodeReport(bytes.data(), bytes.size(), back, why)) << why;
+  EXPECT_EQ(back.rank, 5);
+  EXPECT_EQ(back.fingerprint, r.fingerprint);
+  EXPECT_EQ(back.message, r.message);
+  EXPECT_EQ(back.values, r.values);
+
+  r.message = std::string(1000, 'x');
+  r.values.clear();
+  bytes = encodeReport(r);
+  ASSERT_TRUE(decodeReport(bytes.data(), bytes.size(), back, why)) << why;
+  EXPECT_EQ(back.message, std::string(reportMessageBytes - 1, 'x'));
+  EXPECT_TRUE(back.values.empty());
+
+  EXPECT_FALSE(decodeReport(bytes.data(), bytes.size() - 8, back, why));
+  EXPECT_FALSE(why.empty());
+  bytes[0] ^= 1;
+  EXPECT_FALSE(decodeReport(bytes.data(), bytes.size(), back, why));
+  EXPECT_NE(why.find("magic"), std::string::npos) << why;
+  // Three numbers announced, none sent.
+  r.values = {1, 2, 3};
+  bytes = encodeReport(r);
+  bytes.resize(reportBytes(0));
+  EXPECT_FALSE(decodeReport(bytes.data(), bytes.size(), back, why));
+}
+
+TEST(BenchReports, SlowestRankPerRun) {
+  std::vector<RankReport> reports(3);
+  reports[0].values = {10, 20, 30};
+  reports[1].values = {12, 19, 30};
+  reports[2].values = {11, 25, 29};
+  EXPECT_EQ(maxOverRanks(reports), (std::vector<double>{12, 25, 30}));
+  reports[1].values[0] = NAN;
+  EXPECT_TRUE(std::isnan(maxOverRanks(reports)[0]));
+  reports[2].values.pop_back();
+  EXPECT_TRUE(maxOverRanks(reports).empty());
+  EXPECT_TRUE(maxOverRanks({}).empty());
+}
+
+TEST(BenchReports, Failures) {
+  std::vector<RankReport> reports(4);
+  for (int32_t r = 0; r < 4; ++r)
+    reports[size_t(r)].rank = r;
+  EXPECT_EQ(describeFailures(reports), "");
+  reports[2].message = "overlapped: tile 1: wrong";
+  EXPECT_EQ(describeFailures(reports), "rank 2: overlapped: tile 1: wrong");
+  reports[3].message = "serial: x";
+  EXPECT_EQ(describeFailures(reports),
+            "rank 2: overlapped: tile 1: wrong (and 1 more rank)");
+  reports[0].message = "serial: y";
+  EXPECT_EQ(describeFailures(reports), "rank 0: serial: y (and 2 more ranks)");
+  // One rank: no rank prefix (the one-process output is unchanged).
+  EXPECT_EQ(describeFailures({reports[3]}), "serial: x");
+}
+
+TEST(BenchReports, ArgumentFingerprints) {
+  using Args = std::vector<std::string>;
+  const Args ignored = {"--csv"};
+  const Args base = {"--leg", "nccl", "--csv", "a.csv", "--iters", "5"};
+  const uint64_t h = argumentFingerprint(base, ignored, "");
+  EXPECT_EQ(h, argumentFingerprint(base, ignored, ""));
+  // The CSV only rank 0 writes does not matter; everything else does.
+  EXPECT_EQ(
+      h, argumentFingerprint(
+             {"--leg", "nccl", "--csv", "b.csv", "--iters", "5"}, ignored, ""));
+  EXPECT_EQ(
+      h, argumentFingerprint({"--leg", "nccl", "--iters", "5"}, ignored, ""));
+  EXPECT_NE(
+      h, argumentFingerprint(
+             {"--leg", "nccl", "--csv", "a.csv", "--iters", "6"}, ignored, ""));
+  EXPECT_NE(
+      h, argumentFingerprint({"--iters", "5", "--leg", "nccl"}, ignored, ""));
+  EXPECT_NE(h, argumentFingerprint(base, ignored, "{profile}"));
+  EXPECT_NE(argumentFingerprint({"ab", "c"}, {}, ""),
+            argumentFingerprint({"a", "bc"}, {}, ""));
+
+  std::vector<RankReport> reports(4);
+  for (int32_t r = 0; r < 4; ++r) {
+    reports[size_t(r)].rank = r;
+    reports[size_t(r)].fingerprint = h;
+  }
+  EXPECT_TRUE(mismatchedRanks(reports).empty());
+  reports[1].fingerprint = h + 1;
+  reports[3].fingerprint = h + 2;
+  EXPECT_EQ(mismatchedRanks(reports), (std::vector<int32_t>{1, 3}));
 }
 
 } // namespace

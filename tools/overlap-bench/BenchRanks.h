@@ -1,4 +1,4 @@
-//===- BenchRanks.h - What every rank of a bench run can compute -*- C++ -*-===//
+//===- BenchRanks.h - What every rank of a run can compute --*- C++ -*-===//
 //
 // Part of the Overlap project.
 //
@@ -54,7 +54,9 @@ enum class Operand { A = 0, B = 1, C0 = 2 };
 /// same data (a reduction of equal terms would hide a rank's missing or
 /// doubled contribution).
 inline uint64_t inputSeed(uint64_t setSeed, int64_t rank, Operand operand) {
-  return mix64(mix64(setSeed) ^ mix64(uint64_t(rank) * 3 + uint64_t(operand)));
+  // Not a symmetric combination (xor of two mixes would give set 0 / rank 1
+  // the seed of set 1 / rank 0).
+  return mix64(mix64(setSeed) + uint64_t(rank) * 3 + uint64_t(operand));
 }
 
 /// Significant bits (implicit bit included) of an element type.
@@ -85,7 +87,8 @@ inline float inputElement(overlap_dtype dtype, uint64_t seed, uint64_t index) {
   int64_t k = int64_t(mix64(seed ^ mix64(index)) >> (64 - bits)) - half;
   if (k == 0)
     k = half / 2; // 0.5
-  return float(std::ldexp(double(k), -(bits - 1)));
+  // Exact: half is a power of 2.
+  return float(double(k) / double(half));
 }
 
 /// Stores `value`, which must be exact in `dtype` and a normal number (as
@@ -171,8 +174,8 @@ struct RankProblem {
   std::vector<char> gatheredA() const {
     std::vector<char> out;
     for (int64_t r = 0; r < group; ++r) {
-      std::vector<char> shard = inputElements(
-          dtype, seed(r, Operand::A), size_t(aRows() * k));
+      std::vector<char> shard =
+          inputElements(dtype, seed(r, Operand::A), size_t(aRows() * k));
       out.insert(out.end(), shard.begin(), shard.end());
     }
     return out;
@@ -181,8 +184,29 @@ struct RankProblem {
 
 /// Whether `got` is within a GEMM's tolerance of its double reference.
 inline bool gemmAccepts(overlap_dtype dtype, double got, double reference) {
-  return std::abs(got - reference) <= gemmTolerance(dtype) *
-                                          (1.0 + std::abs(reference));
+  return std::abs(got - reference) <=
+         gemmTolerance(dtype) * (1.0 + std::abs(reference));
+}
+
+/// The first of `count` elements of `dtype` at `bytes` that is a NaN (an
+/// output nobody wrote still holds the 0xff poison, a NaN in every type),
+/// or -1.
+inline int64_t firstNaN(overlap_dtype dtype, const char *bytes, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == OVERLAP_F32) {
+      uint32_t f;
+      std::memcpy(&f, bytes + 4 * i, 4);
+      if ((f & 0x7f800000u) == 0x7f800000u && (f & 0x7fffffu))
+        return int64_t(i);
+      continue;
+    }
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    const uint16_t exponent = dtype == OVERLAP_F16 ? 0x7c00 : 0x7f80;
+    if ((h & exponent) == exponent && (h & uint16_t(~exponent & 0x7fff)))
+      return int64_t(i);
+  }
+  return -1;
 }
 
 /// An element a sum over ranks must deliver, and how far it may be off.
@@ -216,8 +240,8 @@ inline Expected expectedSum(const RankProblem &problem, int64_t me,
     e.bound += off;
     magnitude += std::abs(ref) + off;
   }
-  e.bound += double(problem.group - 1) * unitRoundoff(problem.dtype) *
-             magnitude;
+  e.bound +=
+      double(problem.group - 1) * unitRoundoff(problem.dtype) * magnitude;
   return e;
 }
 
@@ -235,17 +259,18 @@ inline int64_t sumResultRow(const TileLayout &layout, int64_t me, int64_t q) {
 //===----------------------------------------------------------------------===//
 
 /// What a rank tells every other rank after a step (one all-gather): who
-/// it is, the fingerprint of its arguments, why it failed ("" if it did
-/// not), and numbers (timings). Encoded to a fixed size for a given count of
-/// numbers, so that an all-gather of equal counts moves whole records.
+/// it is, the fingerprint of its arguments, a message (why it failed, ""
+/// if it did not; in the argument check, its command line) and numbers
+/// (timings). Encoded to a fixed size for a given count of numbers, so that
+/// an all-gather of equal counts moves whole records.
 struct RankReport {
   int32_t rank = 0;
   uint64_t fingerprint = 0;
-  std::string failure;
+  std::string message;
   std::vector<double> values;
 };
 
-/// Bytes of a failure message in a report; longer ones are cut.
+/// Bytes of a message in a report; longer ones are cut.
 constexpr size_t reportMessageBytes = 256;
 constexpr uint32_t reportMagic = 0x5242564f; // "OVBR"
 
@@ -257,14 +282,14 @@ inline size_t reportBytes(size_t count) {
 inline std::vector<char> encodeReport(const RankReport &report) {
   std::vector<char> out(reportBytes(report.values.size()), 0);
   uint32_t magic = reportMagic, count = uint32_t(report.values.size()),
-           failed = report.failure.empty() ? 0 : 1;
+           hasMessage = report.message.empty() ? 0 : 1;
   std::memcpy(&out[0], &magic, 4);
   std::memcpy(&out[4], &report.rank, 4);
   std::memcpy(&out[8], &count, 4);
-  std::memcpy(&out[12], &failed, 4);
+  std::memcpy(&out[12], &hasMessage, 4);
   std::memcpy(&out[16], &report.fingerprint, 8);
-  std::memcpy(&out[24], report.failure.data(),
-              std::min(report.failure.size(), reportMessageBytes - 1));
+  std::memcpy(&out[24], report.message.data(),
+              std::min(report.message.size(), reportMessageBytes - 1));
   if (count)
     std::memcpy(&out[24 + reportMessageBytes], report.values.data(),
                 8 * size_t(count));
@@ -274,7 +299,7 @@ inline std::vector<char> encodeReport(const RankReport &report) {
 /// False (with the reason) unless `bytes` is one whole report.
 inline bool decodeReport(const char *bytes, size_t size, RankReport &report,
                          std::string &why) {
-  uint32_t magic = 0, count = 0, failed = 0;
+  uint32_t magic = 0, count = 0, hasMessage = 0;
   if (size < reportBytes(0)) {
     why = "a report of " + std::to_string(size) + " bytes is truncated";
     return false;
@@ -282,7 +307,7 @@ inline bool decodeReport(const char *bytes, size_t size, RankReport &report,
   std::memcpy(&magic, bytes, 4);
   std::memcpy(&report.rank, bytes + 4, 4);
   std::memcpy(&count, bytes + 8, 4);
-  std::memcpy(&failed, bytes + 12, 4);
+  std::memcpy(&hasMessage, bytes + 12, 4);
   std::memcpy(&report.fingerprint, bytes + 16, 8);
   if (magic != reportMagic) {
     why = "not a report (bad magic)";
@@ -294,10 +319,9 @@ inline bool decodeReport(const char *bytes, size_t size, RankReport &report,
     return false;
   }
   const char *message = bytes + 24;
-  report.failure.assign(message,
-                        strnlen(message, reportMessageBytes - 1));
-  if (failed && report.failure.empty())
-    report.failure = "failed (no reason given)";
+  report.message.assign(message, strnlen(message, reportMessageBytes - 1));
+  if (hasMessage && report.message.empty())
+    report.message = "(an empty message)";
   report.values.resize(count);
   if (count)
     std::memcpy(report.values.data(), bytes + 24 + reportMessageBytes,
@@ -309,7 +333,8 @@ inline bool decodeReport(const char *bytes, size_t size, RankReport &report,
 /// reports (a collective step ends when its last rank does). NaN wins, so
 /// that a rank without a measurement is not hidden. Empty if the reports
 /// disagree on the count.
-inline std::vector<double> maxOverRanks(const std::vector<RankReport> &reports) {
+inline std::vector<double>
+maxOverRanks(const std::vector<RankReport> &reports) {
   if (reports.empty())
     return {};
   std::vector<double> out = reports[0].values;
@@ -323,18 +348,19 @@ inline std::vector<double> maxOverRanks(const std::vector<RankReport> &reports) 
   return out;
 }
 
-/// "" if no rank failed; else the first failing rank's reason, prefixed by
-/// its rank when there are several ranks, and how many others failed.
+/// "" if no rank failed (sent a message); else the first failing rank's reason,
+/// prefixed by its rank when there are several ranks, and how many others
+/// failed.
 inline std::string describeFailures(const std::vector<RankReport> &reports) {
   std::string first;
   size_t failed = 0;
   for (const RankReport &r : reports) {
-    if (r.failure.empty())
+    if (r.message.empty())
       continue;
     if (failed++ == 0)
       first = reports.size() == 1
-                  ? r.failure
-                  : "rank " + std::to_string(r.rank) + ": " + r.failure;
+                  ? r.message
+                  : "rank " + std::to_string(r.rank) + ": " + r.message;
   }
   if (failed > 1)
     first += " (and " + std::to_string(failed - 1) + " more rank" +

@@ -6,7 +6,8 @@
 //
 // For each collective and shape (M, N, K): C (M x N) += A (M x K) . B (K x N)
 // with the collective the compiler fuses with it, run through the runtime's
-// C ABI on one GPU, tiled as overlap-decompose tiles it (BenchLayout.h):
+// C ABI on one GPU per rank, tiled as overlap-decompose tiles it
+// (BenchLayout.h):
 //   all-reduce      tile t: GEMM of its rows of C in place, then the
 //                   all-reduce of those rows
 //   reduce-scatter  tile t takes tiles[t]/G rows of every rank's block of
@@ -37,16 +38,25 @@
 //                nothing; for all-gather it also copies this rank's own
 //                slice into its slot (device -> device), so that the GEMM
 //                reads what the stand-in wrote.
-//   nccl         NCCL on the world communicator. This tool runs one
-//                process (one rank, G = 1), so this is a smoke test until a
-//                multi-rank launcher exists.
+//   nccl         NCCL on the world communicator, G = the world size: one
+//                process per GPU, started by mpirun, srun or torchrun
+//                (overlap_cuda_context_create_launched; without launcher
+//                variables one rank, a smoke test). Every rank runs the same
+//                schedule on its own inputs (seeds that include the rank,
+//                BenchRanks.h), so each can work out what the others fed
+//                the collective; only rank 0 prints.
 //
 // Timing: CUDA events around each run, warm-up runs, medians over timed
-// runs and over several input sets. Correctness on every input set: C is
-// reset, what the run must write is poisoned, then the serial and the
-// overlapped run are checked: what the collective (or its stand-in)
-// delivered, bit for bit, and sampled elements of every tile's GEMM
-// against a double-precision reference.
+// runs and over several input sets; over several ranks every run starts
+// after a barrier and counts as long as its slowest rank took. Correctness
+// on every input set: C is reset, what the run must write is poisoned, then
+// the serial and the overlapped run are checked: what the collective (or its
+// stand-in) delivered (bit for bit where it moves bytes or one rank reduces;
+// a sum over several ranks: nothing left poisoned, sampled elements within
+// the rounding bound of the other ranks' references plus this rank's own
+// term), and sampled elements of every tile's GEMM against a
+// double-precision reference. Every rank's failures are gathered by rank 0,
+// whose exit status counts them.
 //
 // `--pack` instead times the pack kernel (overlap_pack / overlap_unpack)
 // on strided 2-D blocks against cudaMemcpy2DAsync of the same block and a
@@ -57,6 +67,7 @@
 
 #include "BenchCommon.h"
 #include "BenchLayout.h"
+#include "BenchRanks.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "llvm/Support/Error.h"
@@ -64,6 +75,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <tuple>
 
 using namespace overlap;
@@ -78,7 +90,7 @@ namespace {
 /// context reported an error.
 int finish(const Args &args, overlap_context *ctx, int failures,
            const std::function<void(std::ostream &)> &writeRows) {
-  if (args.has("--csv")) {
+  if (args.has("--csv") && overlap_context_rank(ctx) == 0) {
     std::ofstream csv(args.get("--csv", ""));
     writeRows(csv);
     if (!csv) {
@@ -87,6 +99,7 @@ int finish(const Args &args, overlap_context *ctx, int failures,
       failures = failures ? failures : 1;
     }
   }
+  toolContext() = nullptr;
   overlap_status final = overlap_cuda_context_destroy(ctx);
   return failures || final != OVERLAP_SUCCESS ? 1 : 0;
 }
@@ -101,7 +114,10 @@ const char *usage =
     "         [--pack-total BYTES] [--warmup 5] [--iters 20] [--csv FILE]\n"
     "C is all-reduce (default), reduce-scatter or all-gather; a list runs\n"
     "each in turn. R (default 8, at least 2) is the group size of the\n"
-    "copy-engine leg; the nccl leg runs on the one-rank world. Without\n"
+    "copy-engine leg (one process). The nccl leg's group is the world: one\n"
+    "process per GPU, e.g. mpirun -np 8 overlap-bench --leg nccl ... (or\n"
+    "srun, torchrun --no-python; one process alone is one rank); every rank\n"
+    "must get the same arguments, rank 0 prints and writes --csv. Without\n"
     "--profile the overlapped variant uses T uniform tiles (default 4;\n"
     "multiples of R for reduce-scatter and all-gather) and no prediction is\n"
     "reported. Default shapes: a sweep of 24 from compute- to comm-bound,\n"
@@ -135,7 +151,8 @@ struct Runner {
   GemmShape s;
   Collective coll;
   bool nccl;
-  int64_t group; // the collective's ranks: --ranks, or 1 on the nccl leg
+  int64_t group; // the collective's ranks: --ranks, or the nccl world
+  int64_t me;    // this rank in the group (0 on the copy-engine leg)
   TileLayout whole, plan;
   int64_t key; // signal-set keys: key (serial) and key + 1 (overlapped)
   // A is M x K; for all-gather it is this rank's shard, M/G x K.
@@ -266,9 +283,9 @@ struct Runner {
               "overlap_all_gather");
         return;
       }
-      // This rank (rank 0) writes its own slot, as an out-of-place
-      // all-gather does; the other slots' bytes go to the host, as many
-      // as a ring moves.
+      // This rank (rank 0, the only process) writes its own slot, as an
+      // out-of-place all-gather does; the other slots' bytes go to the
+      // host, as many as a ring moves.
       copy(dst, local, slice);
       copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
       return;
@@ -346,17 +363,90 @@ struct Runner {
   }
 };
 
-/// Host inputs of one input set. A is M x K for every collective (for
-/// all-gather: every rank's shard, block r belonging to rank r; this
-/// process is rank 0).
+/// Host inputs of one input set on this rank, from the set's seeds
+/// (RankProblem): its own A (for all-gather its M/G x K shard), B and C0,
+/// and for all-gather every rank's shard in rank order (what the gathered
+/// buffer holds once the collective has run).
 struct Inputs {
-  std::vector<char> a, b, c0;
+  std::vector<char> a, b, c0, gathered;
 };
+
+Inputs makeInputs(const RankProblem &p, int64_t me) {
+  Inputs in;
+  const size_t aBytes = size_t(p.aRows() * p.k) * overlap_dtype_size(p.dtype);
+  if (p.gathers()) {
+    in.gathered = p.gatheredA();
+    in.a.assign(in.gathered.begin() + ptrdiff_t(size_t(me) * aBytes),
+                in.gathered.begin() + ptrdiff_t(size_t(me + 1) * aBytes));
+  } else {
+    in.a =
+        inputElements(p.dtype, p.seed(me, Operand::A), size_t(p.aRows() * p.k));
+  }
+  in.b = inputElements(p.dtype, p.seed(me, Operand::B), size_t(p.k * p.n));
+  in.c0 = inputElements(p.dtype, p.seed(me, Operand::C0), size_t(p.m * p.n));
+  return in;
+}
+
+/// What a sum over ranks (the nccl leg's all-reduce or reduce-scatter)
+/// delivered on this rank. Row q of `result` is row sumResultRow(q) of the
+/// sum over ranks of C0 + A.B; `input` is what this rank fed the
+/// collective (its GEMM's output; in the tiles' packed order when
+/// `packed`). One rank: the result is the input, bit for bit. Several: no
+/// element is left poisoned, and sampled elements (16 per tile) lie within
+/// expectedSum's bound of this rank's own term plus the other ranks'
+/// references. Returns "" or what is wrong.
+std::string checkSum(const Runner &r, const TileLayout &l,
+                     const std::vector<char> &result,
+                     const std::vector<char> &input, bool packed,
+                     const RankProblem &problem, std::mt19937_64 &rng) {
+  const GemmShape &s = r.s;
+  const size_t rowBytes = size_t(s.n) * r.elt;
+  const int64_t rows = int64_t(result.size() / rowBytes);
+  const std::string what = planner::toString(r.coll).str();
+  auto inputRow = [&](int64_t i) {
+    if (!packed)
+      return i;
+    TileLayout::Location at = l.locate(i);
+    return l.packedRow(at.tile, at.slot, at.row);
+  };
+  if (r.group == 1) {
+    for (int64_t q = 0; q < rows; ++q)
+      if (std::memcmp(
+              &result[size_t(q) * rowBytes],
+              &input[size_t(inputRow(sumResultRow(l, r.me, q))) * rowBytes],
+              rowBytes))
+        return "row " + std::to_string(q) + " of the " + what +
+               "'s output differs from its input (one rank)";
+    return "";
+  }
+  const size_t count = result.size() / r.elt;
+  if (int64_t bad = firstNaN(r.dtype, result.data(), count); bad >= 0)
+    return "the " + what + "'s output (" + std::to_string(bad / s.n) + ", " +
+           std::to_string(bad % s.n) + ") is NaN (never written?)";
+  for (size_t t = 0; t < l.size(); ++t) {
+    for (int sample = 0; sample < 16; ++sample) {
+      int64_t q = l[t].blockOffset + int64_t(rng() % uint64_t(l[t].blockRows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      int64_t i = sumResultRow(l, r.me, q);
+      double local = elementAt(input, r.dtype, size_t(inputRow(i) * s.n + j));
+      Expected e = expectedSum(problem, r.me, local, i, j);
+      double got = elementAt(result, r.dtype, size_t(q * s.n + j));
+      if (!e.accepts(got))
+        return "tile " + std::to_string(t) + ": the " + what + "'s output (" +
+               std::to_string(q) + ", " + std::to_string(j) +
+               ") = " + std::to_string(got) + ", expected " +
+               std::to_string(e.value) + " +- " + std::to_string(e.bound) +
+               " (sum over " + std::to_string(r.group) + " ranks)";
+    }
+  }
+  return "";
+}
 
 /// Runs `l` once on fresh C with poisoned outputs and checks it; returns an
 /// empty string or what is wrong.
 std::string checkRun(Runner &r, const TileLayout &l, int64_t key,
-                     const Inputs &in, uint64_t seed) {
+                     const Inputs &in, const RankProblem &problem,
+                     uint64_t seed) {
   overlap_context *ctx = r.ctx;
   const GemmShape &s = r.s;
   const size_t elt = r.elt, cBytes = size_t(s.m * s.n) * elt;
@@ -377,17 +467,20 @@ std::string checkRun(Runner &r, const TileLayout &l, int64_t key,
         ctx,
         overlap_memcpy(ctx, compute, -1, r.packed, poison.data(), packedBytes),
         "poison");
-  // All-gather: the other ranks' slices are inputs (what they send); this
-  // rank's slot of every tile is the collective's to write.
+  // All-gather: the slots the collective writes start poisoned: every slot
+  // on the nccl leg; on the copy-engine leg this rank's own, the others
+  // holding the other ranks' rows (what they would send) as inputs.
   std::vector<char> gathered;
   if (r.gathers()) {
     gathered.resize(packedBytes);
-    arrangeRows(l, in.a.data(), size_t(s.k) * elt, gathered.data());
+    arrangeRows(l, in.gathered.data(), size_t(s.k) * elt, gathered.data());
     std::vector<char> init = gathered;
     const size_t sliceRowBytes = size_t(s.k) * elt;
     for (size_t t = 0; t < l.size(); ++t)
-      std::fill_n(init.begin() + ptrdiff_t(r.packedOffset(l, t, 0)),
-                  size_t(l[t].blockRows) * sliceRowBytes, char(0xff));
+      for (int64_t slot = 0; slot < l.slots(); ++slot)
+        if (r.nccl || slot == r.me)
+          std::fill_n(init.begin() + ptrdiff_t(r.packedOffset(l, t, slot)),
+                      size_t(l[t].blockRows) * sliceRowBytes, char(0xff));
     check(ctx,
           overlap_memcpy(ctx, compute, -1, r.packed, init.data(), packedBytes),
           "upload");
@@ -418,25 +511,25 @@ std::string checkRun(Runner &r, const TileLayout &l, int64_t key,
   // C (all-reduce, all-gather, a whole reduce-scatter tile: row order).
   const bool outPacked = rs && !l.isWhole(0);
   const std::vector<char> &out = outPacked ? packedGot : got;
-  // What the collective (or its stand-in) delivered, bit for bit.
+  std::mt19937_64 rng(seed);
+  // What a stand-in copied, bit for bit.
   auto sameBytes = [](const std::vector<char> &x, const char *y, size_t from,
                       size_t bytes) {
     return std::equal(x.begin() + ptrdiff_t(from),
                       x.begin() + ptrdiff_t(from + bytes), y + from);
   };
   switch (r.coll) {
-  case Collective::AllReduce: {
-    // One rank (nccl) or the copy: C delivered exactly.
-    const char *sent = r.nccl ? resultGot.data() : r.mirror;
-    if (!sameBytes(got, sent, 0, cBytes))
-      return "the collective's output differs from C";
-    break;
-  }
+  case Collective::AllReduce:
   case Collective::ReduceScatter:
     if (r.nccl) {
-      // One rank: the reduce-scatter of a tile is the tile buffer itself.
-      if (!sameBytes(out, resultGot.data(), 0, cBytes))
-        return "the reduce-scatter's output differs from the tiles";
+      std::string bad = checkSum(r, l, resultGot, out, outPacked, problem, rng);
+      if (!bad.empty())
+        return bad;
+      break;
+    }
+    if (!rs) {
+      if (!sameBytes(got, r.mirror, 0, cBytes))
+        return "the bytes copied to the host differ from C";
       break;
     }
     for (size_t t = 0; t < l.size(); ++t)
@@ -460,25 +553,18 @@ std::string checkRun(Runner &r, const TileLayout &l, int64_t key,
   }
 
   // The GEMM part of every tile: sampled elements (every slot, random rows
-  // and columns) against a double-precision reference.
-  std::mt19937_64 rng(seed);
-  const double tol = r.dtype == OVERLAP_F32   ? 1e-4
-                     : r.dtype == OVERLAP_F16 ? 4e-3
-                                              : 2e-2;
+  // and columns) against a double-precision reference of this rank's
+  // C0 + A.B (for all-gather, A gathered from every rank).
   for (size_t t = 0; t < l.size(); ++t) {
     for (int sample = 0; sample < 16; ++sample) {
       int64_t slot = sample % l.slots();
       int64_t row = int64_t(rng() % uint64_t(l[t].blockRows));
       int64_t j = int64_t(rng() % uint64_t(s.n));
       int64_t i = l.globalRow(t, slot, row);
-      double ref = elementAt(in.c0, r.dtype, size_t(i * s.n + j));
-      for (int64_t p = 0; p < s.k; ++p)
-        ref += double(elementAt(in.a, r.dtype, size_t(i * s.k + p))) *
-               elementAt(in.b, r.dtype, size_t(p * s.n + j));
+      double ref = problem.reference(r.me, i, j);
       int64_t outRow = outPacked ? l.packedRow(t, slot, row) : i;
       double value = elementAt(out, r.dtype, size_t(outRow * s.n + j));
-      double bound = tol * (1.0 + std::abs(ref));
-      if (!(std::abs(value - ref) <= bound))
+      if (!gemmAccepts(r.dtype, value, ref))
         return "tile " + std::to_string(t) + ": C(" + std::to_string(i) + ", " +
                std::to_string(j) + ") = " + std::to_string(value) +
                ", reference " + std::to_string(ref);
@@ -505,6 +591,7 @@ struct SweepOptions {
   overlap_dtype dtype;
   std::string dtypeName, leg, strategy;
   int64_t ranks, uniformTiles;
+  int64_t rank = 0; // this process's rank (nccl leg), else 0
   int warmup, iters, inputSets;
   std::optional<planner::Profile> profile;
 };
@@ -535,9 +622,12 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
                 "block; serial: one all-gather, one GEMM\n",
                 (long long)o.ranks);
   if (nccl)
-    std::printf("# leg nccl: NCCL %s on the world communicator (%lld "
-                "rank(s): a smoke test)\n",
-                name.c_str(), (long long)o.ranks);
+    std::printf(
+        "# leg nccl: NCCL %s on the world communicator, %lld rank(s)%s\n",
+        name.c_str(), (long long)o.ranks,
+        o.ranks == 1 ? " (one process: a smoke test)"
+                     : ", one process per GPU; each time is the slowest "
+                       "rank's, each check every rank's");
   else
     std::printf(
         "# leg copy-engine: each tile's ring wire bytes (%.3f x tile bytes) "
@@ -571,7 +661,8 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
                   (long long)s.n, (long long)s.k, why.c_str());
       continue;
     }
-    Runner r{ctx, o.dtype, elt, s, coll, nccl, o.ranks, *whole, *whole, 0};
+    Runner r{ctx,     o.dtype, elt,    s,      coll, nccl,
+             o.ranks, o.rank,  *whole, *whole, 0};
     r.key = (keyBase += 2);
     Row row{coll, s, 0, 0, 0, 0, 0, 0, 0, 0, NAN, "ok"};
     row.bytes = r.packedBytes();
@@ -608,13 +699,11 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
     for (int set = 0; set < o.inputSets && row.check == "ok"; ++set) {
       uint64_t seed =
           uint64_t(set) * 7919 + uint64_t(s.m * 31 + s.n * 17 + s.k);
-      Inputs in{randomElements(o.dtype, size_t(s.m * s.k), seed),
-                randomElements(o.dtype, size_t(s.k * s.n), seed + 1),
-                randomElements(o.dtype, size_t(s.m * s.n), seed + 2)};
-      // All-gather: this rank's shard is block 0 of every rank's A.
-      const size_t aBytes =
-          size_t((r.gathers() ? s.m / o.ranks : s.m) * s.k) * elt;
-      check(ctx, overlap_memcpy(ctx, compute, -1, r.a, in.a.data(), aBytes),
+      // Every rank's inputs follow from the seed and its rank.
+      RankProblem problem{coll, s.m, s.n, s.k, o.ranks, o.dtype, seed};
+      Inputs in = makeInputs(problem, o.rank);
+      check(ctx,
+            overlap_memcpy(ctx, compute, -1, r.a, in.a.data(), in.a.size()),
             "upload");
       check(ctx,
             overlap_memcpy(ctx, compute, -1, r.b, in.b.data(), in.b.size()),
@@ -623,16 +712,22 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
             overlap_memcpy(ctx, compute, -1, r.c0, in.c0.data(), in.c0.size()),
             "upload");
       check(ctx, overlap_context_synchronize(ctx), "synchronize");
+      // Both variants run whatever the first found, so that every rank
+      // issues the same collectives; then every rank learns every rank's
+      // verdict and all stop after this set if one failed.
+      RankReport verdict;
       for (auto [variant, layout, key] :
            {std::tuple<const char *, const TileLayout *, int64_t>{
                 "serial", &r.whole, r.key},
             {"overlapped", &r.plan, r.key + 1}}) {
-        std::string bad = checkRun(r, *layout, key, in, seed + 3);
-        if (!bad.empty()) {
-          row.check = std::string("FAIL ") + variant + ": " + bad;
-          break;
-        }
+        std::string bad = checkRun(r, *layout, key, in, problem,
+                                   mix64(seed + 3) + uint64_t(o.rank));
+        if (!bad.empty() && verdict.message.empty())
+          verdict.message = std::string(variant) + ": " + bad;
       }
+      std::string failed = describeFailures(exchangeReports(ctx, verdict));
+      if (!failed.empty())
+        row.check = "FAIL " + failed;
       gemmT.push_back(timeUs(ctx, compute, compute, o.warmup, o.iters,
                              [&] { r.gemm(r.whole, 0, -1); }));
       commT.push_back(timeUs(ctx, comm, comm, o.warmup, o.iters,
@@ -961,6 +1056,7 @@ int main(int argc, char **argv) {
   o.inputSets = int(args.getInt("--input-sets", 3));
   o.uniformTiles = args.getInt("--tiles", 4);
   o.strategy = args.get("--strategy", "auto");
+  std::string profileText; // ranks must plan from the same profile
   if (args.has("--profile")) {
     std::string path = planner::resolveProfilePath(args.get("--profile", ""),
                                                    OVERLAP_PROFILES_DIR);
@@ -976,11 +1072,31 @@ int main(int argc, char **argv) {
       return 2;
     }
     o.profile = std::move(*loaded);
+    std::ifstream file(path);
+    profileText.assign(std::istreambuf_iterator<char>(file), {});
   }
   cudaDeviceProp prop;
-  overlap_context *ctx = createMeasuringContext("overlap-bench", prop);
-  if (o.leg == "nccl")
-    o.ranks = overlap_context_size(ctx);
+  overlap_context *ctx = nullptr;
+  if (o.leg == "nccl") {
+    // A rank of the launched job (one rank without launcher variables).
+    ctx = createLaunchedContext("overlap-bench", prop);
+    agreeOnArguments(ctx, argc, argv, {"--csv"}, profileText);
+    printOnlyOnRankZero(ctx);
+    const int world = overlap_context_size(ctx);
+    if (args.has("--ranks") && o.ranks != world) {
+      if (overlap_context_rank(ctx) == 0)
+        std::fprintf(stderr,
+                     "error: --ranks %lld, but the nccl leg's group is the "
+                     "world of %d rank(s) (the processes the launcher "
+                     "started); drop --ranks\n",
+                     (long long)o.ranks, world);
+      leave(2);
+    }
+    o.ranks = world;
+    o.rank = overlap_context_rank(ctx);
+  } else {
+    ctx = createMeasuringContext("overlap-bench", prop);
+  }
 
   std::vector<Row> rows;
   int64_t keyBase = 1000;

@@ -12,18 +12,25 @@
 // is parsed back with the Planner before it is written, so a profile this
 // tool writes always loads.
 //
-// Legs: `copy-engine` (one GPU: for a collective of "size" S over R ranks,
-// the bytes one rank puts on the wire, ringFactor(R) x S, copied device ->
-// pinned host; a stand-in for a network link, recorded as such in the
-// profile). `nccl` needs several ranks (one process per GPU), whose
-// bootstrap this tool does not have yet; it says so.
+// Legs: `copy-engine` (one process, one GPU: for a collective of "size" S
+// over R ranks, the bytes one rank puts on the wire, ringFactor(R) x S,
+// copied device -> pinned host; a stand-in for a network link, recorded as
+// such in the profile). `nccl` (one process per GPU, at least 2, started by
+// mpirun, srun or torchrun: overlap_cuda_context_create_launched): NCCL's
+// all-reduce, reduce-scatter and all-gather on the world over sizes S
+// (nccl-tests' size), curves for R = the world size. Over several ranks every
+// rank runs every measurement, each repetition after a barrier, and a
+// repetition counts as long as its slowest rank took (GEMMs too: each rank
+// times its own GPU); only rank 0 prints and writes the profile.
 //
 //   overlap-calibrate --nk 8192x3072,4096x1024 --dtype f16 --ranks 8 \
 //       --out p.json
+//   mpirun -np 8 overlap-calibrate --leg nccl --dtype f16 --out p.json
 //
 //===----------------------------------------------------------------------===//
 
 #include "BenchCommon.h"
+#include "BenchRanks.h"
 #include "overlap/Planner/Profile.h"
 
 #include "llvm/Support/JSON.h"
@@ -43,7 +50,12 @@ static const char *usage =
     "         [--out FILE]\n"
     "One GEMM curve per (N, K). Defaults: the (N, K) pairs of overlap-bench's\n"
     "sweep, f16, 8 ranks, copy-engine, m up to 8192 in steps of 128, sizes\n"
-    "64 KiB .. 256 MiB, output calibrated.json.\n";
+    "64 KiB .. 256 MiB, output calibrated.json.\n"
+    "--leg copy-engine runs in one process and stands in for R ranks.\n"
+    "--leg nccl times NCCL on the world: one process per GPU, at least 2,\n"
+    "e.g. mpirun -np 8 overlap-calibrate --leg nccl ... (or srun, torchrun\n"
+    "--no-python); R is the world size, every rank must get the same\n"
+    "arguments, rank 0 writes the profile.\n";
 
 /// A nondecreasing table from measured medians (the Planner requires it).
 static llvm::json::Array monotoneTable(const std::vector<double> &x,
@@ -94,7 +106,7 @@ int main(int argc, char **argv) {
   int64_t maxN = 0, maxK = 0;
   for (auto [n, k] : nks)
     maxN = std::max(maxN, n), maxK = std::max(maxK, k);
-  const int64_t ranks = args.getInt("--ranks", 8);
+  int64_t ranks = args.getInt("--ranks", 8);
   const int64_t maxM = args.getInt("--max-m", 8192);
   const int64_t step = args.getInt("--step", 128);
   const int64_t maxBytes = args.getInt("--max-bytes", int64_t(256) << 20);
@@ -102,20 +114,40 @@ int main(int argc, char **argv) {
   const int iters = int(args.getInt("--iters", 20));
   std::optional<overlap_dtype> dtype = parseDtype(args.get("--dtype", "f16"));
   std::string leg = args.get("--leg", "copy-engine");
-  if (!dtype || ranks < 2 || (leg != "copy-engine" && leg != "nccl")) {
+  const bool nccl = leg == "nccl";
+  if (!dtype || (!nccl && ranks < 2) || (leg != "copy-engine" && !nccl)) {
     std::fputs("error: bad --dtype, --leg, or --ranks < 2\n", stderr);
     std::fputs(usage, stderr);
     return 2;
   }
-  if (leg == "nccl") {
-    std::fputs("overlap-calibrate: the nccl leg needs one process per GPU and "
-               "a multi-rank bootstrap, which this tool does not have yet; "
-               "use --leg copy-engine\n",
-               stderr);
-    return 2;
-  }
   cudaDeviceProp prop;
-  overlap_context *ctx = createMeasuringContext("overlap-calibrate", prop);
+  overlap_context *ctx = nullptr;
+  if (nccl) {
+    ctx = createLaunchedContext("overlap-calibrate", prop);
+    agreeOnArguments(ctx, argc, argv, {"--out"}, "");
+    printOnlyOnRankZero(ctx);
+    const int world = overlap_context_size(ctx);
+    const bool first = overlap_context_rank(ctx) == 0;
+    if (world < 2) {
+      std::fputs("error: the nccl leg times collectives between processes: "
+                 "start 2 or more, one per GPU (e.g. mpirun -np 8 "
+                 "overlap-calibrate --leg nccl ...); this one is alone\n",
+                 stderr);
+      leave(2);
+    }
+    if (args.has("--ranks") && ranks != world) {
+      if (first)
+        std::fprintf(stderr,
+                     "error: --ranks %lld, but the nccl leg's group is the "
+                     "world of %d ranks (the processes the launcher "
+                     "started); drop --ranks\n",
+                     (long long)ranks, world);
+      leave(2);
+    }
+    ranks = world;
+  } else {
+    ctx = createMeasuringContext("overlap-calibrate", prop);
+  }
   const size_t elt = overlap_dtype_size(*dtype);
 
   // GEMM curves: one call of m rows (N columns, depth K), C of the input
@@ -154,54 +186,124 @@ int main(int argc, char **argv) {
         {"curve", llvm::json::Object{{"table", monotoneTable(gemmX, gemmY)}}}});
   }
 
-  // Communication curves: size S -> copy of ringFactor(R) x S bytes.
-  size_t maxWire = size_t(2.0 * double(maxBytes)) + 64;
-  void *src = nullptr, *pinned = nullptr;
-  check(ctx, overlap_alloc(ctx, maxWire, &src), "alloc");
-  checkCuda(cudaMallocHost(&pinned, maxWire), "cudaMallocHost");
-  auto copy = [&](size_t bytes) {
-    check(ctx, overlap_memcpy(ctx, 1, -1, pinned, src, bytes),
-          "overlap_memcpy");
+  // Communication curves. copy-engine: size S -> a copy of ringFactor(R) x S
+  // bytes. nccl: size S -> the collective of S bytes (all-reduce: S in and
+  // out; reduce-scatter: S in, S/R out; all-gather: S/R in, S out).
+  const size_t maxWire = size_t(2.0 * double(maxBytes)) + 64;
+  void *src = nullptr, *dst = nullptr, *pinned = nullptr;
+  if (nccl) {
+    check(ctx, overlap_alloc(ctx, size_t(maxBytes), &src), "alloc");
+    check(ctx, overlap_alloc(ctx, size_t(maxBytes), &dst), "alloc");
+    // Values in [-1, 1) that differ between ranks: sums stay finite.
+    host = randomElements(*dtype, size_t(maxBytes) / elt,
+                          mix64(uint64_t(overlap_context_rank(ctx)) + 4));
+    check(ctx, overlap_memcpy(ctx, 1, -1, src, host.data(), host.size()),
+          "upload");
+    check(ctx, overlap_context_synchronize(ctx), "synchronize");
+    host = {};
+  } else {
+    check(ctx, overlap_alloc(ctx, maxWire, &src), "alloc");
+    checkCuda(cudaMallocHost(&pinned, maxWire), "cudaMallocHost");
+  }
+  // The size the leg's `coll` of nccl-tests size `size` really moves: NCCL
+  // counts whole elements, per rank for reduce-scatter and all-gather.
+  auto movedBytes = [&](planner::Collective coll, int64_t size) -> int64_t {
+    if (!nccl)
+      return size;
+    const int64_t unit =
+        int64_t(elt) * (coll == planner::Collective::AllReduce ? 1 : ranks);
+    return size / unit * unit;
+  };
+  // Enqueues that collective (or its stand-in) on the comm stream; `wire`
+  // is what one rank puts on the wire in a ring.
+  auto communicate = [&](planner::Collective coll, int64_t size, size_t &wire) {
+    if (!nccl) {
+      wire =
+          size_t(std::llround(planner::ringFactor(coll, ranks) * double(size)));
+      check(ctx, overlap_memcpy(ctx, 1, -1, pinned, src, wire),
+            "overlap_memcpy");
+      return;
+    }
+    const int64_t moved = movedBytes(coll, size);
+    const int64_t perRank = moved / (ranks * int64_t(elt));
+    wire = size_t(ringWireBytes(coll, ranks, moved));
+    switch (coll) {
+    case planner::Collective::AllReduce:
+      check(ctx,
+            overlap_all_reduce(ctx, 1, -1, nullptr, *dtype, OVERLAP_SUM, src,
+                               dst, moved / int64_t(elt)),
+            "overlap_all_reduce");
+      break;
+    case planner::Collective::ReduceScatter:
+      check(ctx,
+            overlap_reduce_scatter(ctx, 1, -1, nullptr, *dtype, OVERLAP_SUM,
+                                   src, dst, perRank),
+            "overlap_reduce_scatter");
+      break;
+    case planner::Collective::AllGather:
+      check(ctx,
+            overlap_all_gather(ctx, 1, -1, nullptr, *dtype, src, dst, perRank),
+            "overlap_all_gather");
+      break;
+    }
   };
   llvm::json::Object collectives;
   for (planner::Collective coll :
        {planner::Collective::AllReduce, planner::Collective::ReduceScatter,
         planner::Collective::AllGather}) {
-    double factor = planner::ringFactor(coll, ranks);
     std::vector<double> xs, ys;
     for (int64_t size = 64 << 10; size <= maxBytes; size *= 2) {
-      size_t wire = size_t(std::llround(factor * double(size)));
-      xs.push_back(double(size));
-      ys.push_back(timeUs(ctx, 1, 1, warmup, iters, [&] { copy(wire); }));
+      const int64_t moved = movedBytes(coll, size);
+      if (moved <= 0 || (!xs.empty() && double(moved) <= xs.back()))
+        continue; // too small to split over the ranks
+      size_t wire = 0;
+      xs.push_back(double(moved));
+      ys.push_back(timeUs(ctx, 1, 1, warmup, iters,
+                          [&] { communicate(coll, size, wire); }));
       std::printf("%-14s size %10lld  wire %10zu  %10.2f us\n",
-                  planner::toString(coll).str().c_str(), (long long)size, wire,
+                  planner::toString(coll).str().c_str(), (long long)moved, wire,
                   ys.back());
     }
+    const std::string note =
+        nccl ? "NCCL " + planner::toString(coll).str() + " over " +
+                   std::to_string(ranks) +
+                   " ranks (one process per GPU), nccl-tests size; median "
+                   "over runs of the slowest rank's time"
+             : "copy-engine stand-in: ringFactor x size bytes device -> "
+               "pinned host";
     collectives[planner::toString(coll)] = llvm::json::Array{llvm::json::Object{
         {"ranks", ranks},
         {"x_unit", "B"},
-        {"note", "copy-engine stand-in: ringFactor x size "
-                 "bytes device -> pinned host"},
+        {"note", note},
         {"curve", llvm::json::Object{{"table", monotoneTable(xs, ys)}}}}};
   }
 
-  // Contention: a mid-size GEMM and copy, alone and at the same time.
+  // Contention: a mid-size GEMM and communication (a copy, or an NCCL
+  // all-reduce), alone and at the same time. Each "both" run starts on the
+  // other stream, so that over several ranks its barrier precedes both.
   int64_t midM = std::max<int64_t>(step, maxM / 2 / step * step);
-  size_t midWire = size_t(maxBytes / 4);
+  auto midComm = [&] {
+    size_t wire = 0;
+    if (nccl)
+      communicate(planner::Collective::AllReduce, maxBytes / 4, wire);
+    else
+      check(ctx, overlap_memcpy(ctx, 1, -1, pinned, src, size_t(maxBytes / 4)),
+            "overlap_memcpy");
+  };
   const int64_t midN = nks[0].first, midK = nks[0].second;
   double gemmAlone =
       timeUs(ctx, 0, 0, warmup, iters, [&] { gemm(midM, midN, midK); });
-  double copyAlone = timeUs(ctx, 1, 1, warmup, iters, [&] { copy(midWire); });
-  double gemmBoth = timeUs(ctx, 0, 0, warmup, iters, [&] {
-    copy(midWire);
+  double commAlone = timeUs(ctx, 1, 1, warmup, iters, midComm);
+  double gemmBoth = timeUs(ctx, 1, 0, warmup, iters, [&] {
+    midComm();
     gemm(midM, midN, midK);
   });
-  double copyBoth = timeUs(ctx, 1, 1, warmup, iters, [&] {
+  double commBoth = timeUs(ctx, 0, 1, warmup, iters, [&] {
     gemm(midM, midN, midK);
-    copy(midWire);
+    midComm();
   });
   double computeContention = std::max(1.0, gemmBoth / gemmAlone);
-  double commContention = std::max(1.0, copyBoth / copyAlone);
+  double commContention = std::max(1.0, commBoth / commAlone);
   std::printf("contention: compute %.3f, comm %.3f\n", computeContention,
               commContention);
 
@@ -210,10 +312,16 @@ int main(int argc, char **argv) {
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   llvm::json::Object profile{
       {"name", args.get("--name", "calibrated")},
-      {"description",
-       std::string("overlap-calibrate on ") + prop.name + ", " + date},
-      {"provenance", "measured (overlap-calibrate, leg copy-engine: a "
-                     "device->pinned-host stand-in for the network)"},
+      {"description", std::string("overlap-calibrate on ") +
+                          (nccl ? std::to_string(ranks) + " x " : "") +
+                          prop.name + ", " + date},
+      {"provenance",
+       nccl ? "measured (overlap-calibrate, leg nccl: NCCL collectives over " +
+                  std::to_string(ranks) +
+                  " ranks, one process per GPU; each run the slowest rank's "
+                  "time)"
+            : "measured (overlap-calibrate, leg copy-engine: a "
+              "device->pinned-host stand-in for the network)"},
       {"device", llvm::json::Object{{"name", prop.name},
                                     {"sm_count", prop.multiProcessorCount}}},
       {"gemm", llvm::json::Object{{"curves", std::move(gemmCurves)}}},
@@ -225,22 +333,27 @@ int main(int argc, char **argv) {
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(profile))) << "\n";
   os.flush();
   std::string out = args.get("--out", "calibrated.json");
-  if (auto parsed = planner::parseProfile(text, out); !parsed) {
-    std::fprintf(stderr, "internal error: the profile does not load: %s\n",
-                 llvm::toString(parsed.takeError()).c_str());
-    return 1;
+  int status = 0;
+  if (overlap_context_rank(ctx) == 0) { // one profile for the job
+    if (auto parsed = planner::parseProfile(text, out); !parsed) {
+      std::fprintf(stderr, "internal error: the profile does not load: %s\n",
+                   llvm::toString(parsed.takeError()).c_str());
+      status = 1;
+    } else {
+      std::ofstream file(out);
+      file << text;
+      if (!file) {
+        std::fprintf(stderr, "error: cannot write %s\n", out.c_str());
+        status = 1;
+      } else {
+        std::printf("wrote %s\n", out.c_str());
+      }
+    }
   }
-  std::ofstream file(out);
-  file << text;
-  if (!file) {
-    std::fprintf(stderr, "error: cannot write %s\n", out.c_str());
-    return 1;
-  }
-  std::printf("wrote %s\n", out.c_str());
-  cudaFreeHost(pinned);
-  overlap_free(ctx, src);
-  overlap_free(ctx, a);
-  overlap_free(ctx, b);
-  overlap_free(ctx, c);
-  return overlap_cuda_context_destroy(ctx) == OVERLAP_SUCCESS ? 0 : 1;
+  if (pinned)
+    cudaFreeHost(pinned);
+  for (void *p : {src, dst, a, b, c})
+    overlap_free(ctx, p);
+  toolContext() = nullptr;
+  return overlap_cuda_context_destroy(ctx) == OVERLAP_SUCCESS ? status : 1;
 }

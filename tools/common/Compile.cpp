@@ -51,9 +51,13 @@ static std::string quote(llvm::StringRef value) {
 
 std::vector<Stage> buildStages(const CompileOptions &options) {
   std::vector<Stage> stages;
+  bool cuda = options.target == "cuda";
+  // With target=cuda only the entry gets device memory and the context's
+  // streams, so calls are inlined first.
   stages.push_back({"tensor",
                     "raise, reorder chains, plan and decompose on tensors",
-                    "overlap-pipeline{profile=" + quote(options.profile) +
+                    std::string(cuda ? "inline, " : "") +
+                        "overlap-pipeline{profile=" + quote(options.profile) +
                         " strategy=" + quote(options.strategy) + "}"});
   // Ownership-based deallocation runs before stream scheduling so that its
   // deallocations (after the last use of each buffer) are not tile work:
@@ -73,7 +77,6 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
       {"schedule", "compute and comm streams with signal/wait",
        std::string("overlap-schedule-streams{testing-drop-waits=") +
            (options.testingDropWaits ? "true" : "false") + "}"});
-  bool cuda = options.target == "cuda";
   // With target=cuda the buffers are device memory: the linalg ops the
   // runtime has no call for become kernels, in place (so on their stream),
   // before the runtime lowering launches them. Clones (of a returned
@@ -83,7 +86,8 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
     stages.push_back(
         {"kernels", "GPU kernels for the linalg ops without a runtime call",
          "convert-bufferization-to-memref, "
-         "func.func(overlap-linalg-to-gpu), gpu-kernel-outlining, "
+         "func.func(overlap-linalg-to-gpu), "
+         "func.func(gpu-launch-sink-index-computations), gpu-kernel-outlining, "
          "nvvm-attach-target{chip=" +
              quote(options.gpuChip) + " features=" +
              quote(options.gpuFeatures) + " O=3}"});

@@ -107,6 +107,7 @@ def OverlapLinalgToGPU : Pass<"overlap-linalg-to-gpu", "::mlir::func::FuncOp"> {
            "Threads per block (1 to 1024)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -57,6 +58,22 @@ void launchNest(RewriterBase &rewriter, Operation *nest, int64_t blockSize) {
       Value count = rewriter.createOrFold<arith::CeilDivUIOp>(loc, span, step);
       counts.push_back(count);
       total = rewriter.createOrFold<arith::MulIOp>(loc, total, count);
+    }
+  }
+  // An empty iteration space launches nothing (a grid of 0 blocks is an
+  // invalid launch).
+  if (parallel) {
+    std::optional<int64_t> known = getConstantIntValue(total);
+    if (known && *known == 0) {
+      rewriter.eraseOp(nest);
+      return;
+    }
+    if (!known) {
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      Value any = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                        total, zero);
+      auto ifAny = scf::IfOp::create(rewriter, loc, any, /*withElse=*/false);
+      rewriter.setInsertionPoint(ifAny.thenBlock()->getTerminator());
     }
   }
   Value threads =
@@ -105,6 +122,39 @@ void launchNest(RewriterBase &rewriter, Operation *nest, int64_t blockSize) {
   rewriter.eraseOp(parallel);
 }
 
+/// `op` with its parallel dimensions outermost: linalgOpToParallelLoops
+/// makes one scf.parallel of the leading run of parallel dimensions only, so
+/// a reduction first ([reduction, parallel], e.g. a column sum) would
+/// otherwise leave every parallel dimension sequential in one thread.
+FailureOr<Operation *> parallelDimsFirst(RewriterBase &rewriter,
+                                         Operation *op) {
+  auto linalgOp = cast<linalg::LinalgOp>(op);
+  SmallVector<unsigned> order, reductions;
+  for (auto [i, type] : llvm::enumerate(linalgOp.getIteratorTypesArray()))
+    (linalg::isParallelIterator(type) ? order : reductions).push_back(i);
+  if (order.empty())
+    return op;
+  llvm::append_range(order, reductions);
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return op;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic) {
+    FailureOr<linalg::GenericOp> generalized =
+        linalg::generalizeNamedOp(rewriter, linalgOp);
+    if (failed(generalized))
+      return op->emitOpError()
+             << "has a reduction before a parallel dimension and cannot be "
+                "generalized to reorder them for a GPU kernel";
+    generic = *generalized;
+  }
+  FailureOr<linalg::GenericOp> interchanged =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  if (failed(interchanged))
+    return generic->emitOpError()
+           << "cannot put its parallel dimensions first for a GPU kernel";
+  return interchanged->getOperation();
+}
+
 struct OverlapLinalgToGPUPass
     : public mlir::overlap::impl::OverlapLinalgToGPUBase<
           OverlapLinalgToGPUPass> {
@@ -137,6 +187,11 @@ struct OverlapLinalgToGPUPass
                                     copy.getTarget());
         rewriter.eraseOp(copy);
       }
+      FailureOr<Operation *> ordered = parallelDimsFirst(rewriter, op);
+      if (failed(ordered))
+        return signalPassFailure();
+      op = *ordered;
+      rewriter.setInsertionPoint(op);
       auto linalgOp = cast<linalg::LinalgOp>(op);
       // linalgOpToParallelLoops builds before the op; remember where it
       // starts so the whole nest (one outermost op) can be found.

@@ -307,6 +307,13 @@ Layout contiguous(Value memref) {
   return Layout::AtRunTime;
 }
 
+/// Elements the runtime can move by bytes: integers or floats of whole
+/// bytes (not i1, index or complex, whose size the memref does not say).
+bool hasByteSizedElements(MemRefType type) {
+  Type elem = type.getElementType();
+  return elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0;
+}
+
 /// How convert-overlap-to-runtime copies `src` to `dst`, if it can:
 /// contiguous to contiguous (memcpy), strided with unit inner stride to
 /// contiguous (pack) or back (unpack), static shapes of rank 1 to 3.
@@ -315,7 +322,7 @@ enum class CopyKind { None, Memcpy, Pack, Unpack };
 CopyKind classifyCopy(Value src, Value dst) {
   auto srcType = cast<MemRefType>(src.getType());
   auto dstType = cast<MemRefType>(dst.getType());
-  if (!srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
+  if (!hasByteSizedElements(srcType) || !srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
       srcType.getElementType() != dstType.getElementType() ||
       srcType.getRank() > 3 || srcType.getRank() < 1)
     return CopyKind::None;
@@ -434,6 +441,41 @@ public:
 
   OpBuilder &builder() { return rt.builder(); }
 
+  /// target=cuda: kernels and runtime calls nested in host control flow
+  /// (the scf.if that shard-partition puts around an accumulator's fill,
+  /// the clone that buffer deallocation puts in a branch) are enqueued on
+  /// `stream` (outside a concurrent region: comm for collectives, compute
+  /// otherwise) and synchronized, like the other work there.
+  LogicalResult lowerNested(Operation *root, std::optional<int32_t> stream) {
+    SmallVector<Operation *> nested;
+    root->walk([&](Operation *op) {
+      if (op == root || isa<SignalOp, WaitOp>(op))
+        return;
+      if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+        if (launch.getAsyncDependencies().empty())
+          nested.push_back(op);
+      } else if (lowersToRuntimeCall(op)) {
+        nested.push_back(op);
+      }
+    });
+    OpBuilder::InsertionGuard guard(rt.builder());
+    for (Operation *op : nested) {
+      int32_t s = stream ? *stream
+                  : isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)
+                      ? kCommStream
+                      : kComputeStream;
+      rt.builder().setInsertionPoint(op);
+      FailureOr<bool> lowered = lower(op, s);
+      if (failed(lowered))
+        return failure();
+      if (!*lowered)
+        continue;
+      synchronize(op->getLoc(), s);
+      op->erase();
+    }
+    return success();
+  }
+
   void declareSignals(SignalsOp op, int64_t key) {
     OpBuilder &b = rt.builder();
     Location loc = op.getLoc();
@@ -457,6 +499,8 @@ public:
   LogicalResult inlineOp(Operation *op, std::optional<int32_t> stream) {
     if (cuda && touchesMemory(op))
       return emitHostAccessError(op);
+    if (cuda && failed(lowerNested(op, stream)))
+      return failure();
     // Only an op with effects must see what its stream has done so far;
     // constants, index arithmetic and views need no synchronize.
     if (stream && !isMemoryEffectFree(op))
@@ -466,55 +510,76 @@ public:
     return success();
   }
 
-  /// target=cuda: device memory for the function's buffers.
+  /// target=cuda: device memory for the function's buffers; the host
+  /// constants it reads (memref.get_global) are copied to device memory at
+  /// the point they are taken and freed before every return.
   LogicalResult lowerDeviceMemory(func::FuncOp func) {
     SmallVector<memref::AllocOp> allocs;
     SmallVector<memref::DeallocOp> deallocs;
-    func.walk([&](Operation *op) {
+    SmallVector<memref::GetGlobalOp> globals;
+    WalkResult walk = func.walk([&](Operation *op) {
       if (auto alloc = dyn_cast<memref::AllocOp>(op))
         allocs.push_back(alloc);
       else if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
         deallocs.push_back(dealloc);
+      else if (auto global = dyn_cast<memref::GetGlobalOp>(op))
+        globals.push_back(global);
+      else if (isa<memref::AllocaOp>(op)) {
+        op->emitOpError() << "is a buffer on the host stack, which kernels "
+                             "and the CUDA runtime cannot use "
+                             "(target=cuda)";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return failure();
     OpBuilder &b = rt.builder();
     for (memref::AllocOp alloc : allocs) {
-      MemRefType type = alloc.getType();
-      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          type.getElementTypeBitWidth() % 8 != 0)
+      // (Device allocations are 256-byte aligned.)
+      std::optional<uint64_t> alignment = alloc.getAlignment();
+      if (alignment && *alignment > 256)
         return alloc.emitOpError()
-               << "cannot be lowered for target=cuda: device buffers need a "
-                  "static shape, an identity layout and whole-byte elements, "
-                  "got "
-               << type;
-      Location loc = alloc.getLoc();
+               << "asks for an alignment of " << *alignment
+               << " bytes; device allocations (target=cuda) give 256";
       b.setInsertionPoint(alloc);
-      int64_t bytes =
-          type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-      Value slot =
-          LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
-      Value status = rt.call(loc, "overlap_alloc", b.getI32Type(),
-                             {rt.ctx, rt.i64(loc, bytes), slot});
-      // A failed allocation must not reach a kernel (a fault there poisons
-      // the CUDA context): stop here, naming the size.
-      Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       status, rt.i32(loc, 0));
-      cf::AssertOp::create(b, loc, ok,
-                           "overlap_alloc: cannot allocate " +
-                               std::to_string(bytes) +
-                               " bytes of device memory for " +
-                               llvm::formatv("{0}", type).str());
-      Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
-      alloc.replaceAllUsesWith(memrefFromPointer(loc, ptr, type));
+      FailureOr<Value> buffer = deviceAlloc(alloc, alloc.getType());
+      if (failed(buffer))
+        return failure();
+      alloc.replaceAllUsesWith(*buffer);
       alloc.erase();
     }
+    SmallVector<Value> copies;
+    for (memref::GetGlobalOp global : globals) {
+      if (global->getParentOp() != func.getOperation())
+        return global.emitOpError()
+               << "takes a host constant inside control flow; target=cuda "
+                  "copies constants to the device only at the function's "
+                  "top level";
+      b.setInsertionPointAfter(global);
+      FailureOr<Value> buffer = deviceAlloc(global, global.getType());
+      if (failed(buffer))
+        return failure();
+      Location loc = global.getLoc();
+      MemRefType type = global.getType();
+      int64_t bytes =
+          type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+      global.getResult().replaceAllUsesWith(*buffer);
+      rt.status(loc, "overlap_memcpy",
+                {rt.ctx, rt.i32(loc, kComputeStream),
+                 rt.i64(loc, rt.nextTile()), rt.buffer(loc, *buffer).ptr,
+                 rt.buffer(loc, global.getResult()).ptr, rt.i64(loc, bytes)});
+      synchronize(loc, kComputeStream);
+      copies.push_back(*buffer);
+    }
+    func.walk([&](func::ReturnOp ret) {
+      b.setInsertionPoint(ret);
+      for (Value copy : copies)
+        freeBuffer(ret.getLoc(), copy);
+    });
     for (memref::DeallocOp dealloc : deallocs) {
-      Location loc = dealloc.getLoc();
       b.setInsertionPoint(dealloc);
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-          b, loc, dealloc.getMemref());
-      Value ptr =
-          LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
-      rt.status(loc, "overlap_free", {rt.ctx, ptr});
+      freeBuffer(dealloc.getLoc(), dealloc.getMemref());
       dealloc.erase();
     }
     return success();
@@ -535,6 +600,44 @@ public:
   }
 
 private:
+  /// overlap_alloc of a buffer of `type` for `op`, at the insertion point.
+  FailureOr<Value> deviceAlloc(Operation *op, MemRefType type) {
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !hasByteSizedElements(type) || type.getMemorySpace())
+      return op->emitOpError()
+             << "cannot be lowered for target=cuda: device buffers need a "
+                "static shape, an identity layout, the default memory space "
+                "and integer or float elements of whole bytes, got "
+             << type;
+    OpBuilder &b = rt.builder();
+    Location loc = op->getLoc();
+    int64_t bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+    Value slot =
+        LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
+    Value status = rt.call(loc, "overlap_alloc", b.getI32Type(),
+                           {rt.ctx, rt.i64(loc, bytes), slot});
+    // A failed allocation must not reach a kernel (a fault there poisons
+    // the CUDA context): stop here, naming the size.
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
+                                     rt.i32(loc, 0));
+    cf::AssertOp::create(b, loc, ok,
+                         "overlap_alloc: cannot allocate " +
+                             std::to_string(bytes) +
+                             " bytes of device memory for " +
+                             llvm::formatv("{0}", type).str());
+    Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
+    return memrefFromPointer(loc, ptr, type);
+  }
+
+  /// overlap_free of the allocation behind `memref`.
+  void freeBuffer(Location loc, Value memref) {
+    OpBuilder &b = rt.builder();
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value ptr =
+        LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
+    rt.status(loc, "overlap_free", {rt.ctx, ptr});
+  }
+
   /// A memref of `type` (static, identity layout) over `ptr`, as the LLVM
   /// descriptor the memref lowering will see through the cast.
   Value memrefFromPointer(Location loc, Value ptr, MemRefType type) {
@@ -636,13 +739,15 @@ private:
     Value zero = rt.i64(loc, 0);
     // Batched: A and C are (batch, rows, cols); B is one matrix (stride 0).
     Value lda = ab.strides[batched ? 1 : 0], sa = batched ? ab.strides[0] : zero;
-    Value ldb = bb.strides[0];
+    // B is one matrix for every batch (stride 0) or a batch of its own.
+    bool batchedB = bType.getRank() == 3;
+    Value ldb = bb.strides[batchedB ? 1 : 0], sb = batchedB ? bb.strides[0] : zero;
     Value ldc = cb.strides[batched ? 1 : 0], sc = batched ? cb.strides[0] : zero;
     rt.status(loc, "overlap_gemm",
               {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
                rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
-               ldb, zero, rt.i32(loc, *cDType), cb.ptr, ldc, sc});
+               ldb, sb, rt.i32(loc, *cDType), cb.ptr, ldc, sc});
     return true;
   }
 
@@ -753,6 +858,8 @@ struct ConvertOverlapToRuntimePass
     for (func::FuncOp func : funcs)
       if (failed(lowerFunction(func, symbols, signalsKey)))
         return signalPassFailure();
+    if (target == "cuda" && failed(checkOtherFunctions(funcs)))
+      return signalPassFailure();
     // Grids were compile-time facts; the groups now exist at run time.
     for (auto grid :
          llvm::make_early_inc_range(getOperation().getOps<shard::GridOp>()))
@@ -810,7 +917,7 @@ struct ConvertOverlapToRuntimePass
         return op->emitOpError() << "outside an overlap.stream";
       }
     }
-    if (cuda && failed(lowerNestedLaunches(func, lowering)))
+    if (cuda && failed(lowering.lowerNested(func, std::nullopt)))
       return failure();
     // Signals ops are dead once their users are lowered.
     func.walk([](SignalsOp op) {
@@ -832,24 +939,29 @@ struct ConvertOverlapToRuntimePass
     return failure(left.wasInterrupted());
   }
 
-  /// target=cuda: kernels nested in host control flow outside concurrent
-  /// regions (e.g. the scf.if that shard-partition puts around an
-  /// accumulator's fill) run on the compute stream, synchronized, like the
-  /// other work there.
-  LogicalResult lowerNestedLaunches(func::FuncOp func, Lowering &lowering) {
-    SmallVector<gpu::LaunchFuncOp> launches;
-    func.walk([&](gpu::LaunchFuncOp launch) {
-      if (launch.getAsyncDependencies().empty())
-        launches.push_back(launch);
-    });
-    for (gpu::LaunchFuncOp launch : launches) {
-      Operation *op = launch;
-      lowering.builder().setInsertionPoint(op);
-      FailureOr<bool> lowered = lowering.lower(op, kComputeStream);
-      if (failed(lowered))
+
+
+  /// target=cuda: only the entry points get device memory and the
+  /// context's streams; a function they call that allocates, launches or
+  /// touches buffers would do so on the host (the cuda pipeline inlines
+  /// calls before bufferization, so this finds what could not be inlined).
+  LogicalResult checkOtherFunctions(ArrayRef<func::FuncOp> lowered) {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || llvm::is_contained(lowered, func))
+        continue;
+      WalkResult walk = func.walk([&](Operation *op) {
+        if (!isa<memref::AllocOp, memref::AllocaOp, gpu::LaunchFuncOp>(op) &&
+            !touchesMemory(op))
+          return WalkResult::advance();
+        op->emitOpError()
+            << "is in @" << func.getSymName()
+            << ", which is not an entry point: with target=cuda only public "
+               "functions get device memory and the context's streams "
+               "(inline it into its callers)";
+        return WalkResult::interrupt();
+      });
+      if (walk.wasInterrupted())
         return failure();
-      lowering.synchronize(op->getLoc(), kComputeStream);
-      op->erase();
     }
     return success();
   }

@@ -11,14 +11,21 @@
 // CHECK-DAG: %[[TOTAL:.*]] = arith.constant 30000 : index
 // CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
 // CHECK-DAG: %[[BLOCKS:.*]] = arith.constant 118 : index
+// CHECK-DAG: %[[C300:.*]] = arith.constant 300 : index
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]]
 // CHECK: %[[BASE:.*]] = arith.muli %[[BX]], %[[C256]]
 // CHECK: %[[LIN:.*]] = arith.addi %[[BASE]], %[[TX]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[LIN]], %[[TOTAL]]
 // CHECK: scf.if %[[IN]]
-// CHECK: %[[J:.*]] = arith.remui %[[LIN]], %[[C300:.*]] : index
+// CHECK: %[[J:.*]] = arith.remui %[[LIN]], %[[C300]] : index
 // CHECK: %[[I:.*]] = arith.divui %[[LIN]], %[[C300]] : index
-// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<100x300xf32, strided<[600, 1], offset: ?>>
+// CHECK: %[[JS:.*]] = arith.muli %[[J]],
+// CHECK: %[[JJ:.*]] = arith.addi %{{.*}}, %[[JS]]
+// CHECK: %[[IS:.*]] = arith.muli %[[I]],
+// CHECK: %[[II:.*]] = arith.addi %{{.*}}, %[[IS]]
+// CHECK: %[[IA:.*]] = affine.apply #{{.*}}(%[[II]])
+// CHECK: %[[JA:.*]] = affine.apply #{{.*}}(%[[JJ]])
+// CHECK: memref.load %{{.*}}[%[[IA]], %[[JA]]] : memref<100x300xf32, strided<[600, 1], offset: ?>>
 // CHECK: arith.maximumf
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<100x300xf32>
 // CHECK: gpu.terminator
@@ -97,7 +104,7 @@ func.func @copies(%a: memref<2x3x4x5xf32, strided<[120, 40, 10, 1]>>, %b: memref
 // No parallel dimension: a full reduction and a rank-0 fill run in one
 // thread (1 block of 1 thread), the reduction as a sequential loop.
 // CHECK-LABEL: func.func @single_thread
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %[[ONE:[a-z0-9_]+]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads({{.*}}) in (%{{.*}} = %[[ONE1:[a-z0-9_]+]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{(_[0-9]+)?}}, %{{.*}} = %c1{{(_[0-9]+)?}}, %{{.*}} = %c1{{(_[0-9]+)?}}) threads({{.*}}) in (%{{.*}} = %c1{{(_[0-9]+)?}}, %{{.*}} = %c1{{(_[0-9]+)?}}, %{{.*}} = %c1{{(_[0-9]+)?}})
 // CHECK: scf.for
 // CHECK: arith.addf
 // CHECK: gpu.terminator
@@ -126,4 +133,55 @@ func.func @tensors(%t: tensor<4xf32>) -> tensor<4xf32> {
   %zero = arith.constant 0.0 : f32
   %r = linalg.fill ins(%zero : f32) outs(%t : tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// A reduction before the parallel dimension (a column sum): the parallel
+// dimension goes first, one thread per column (32 threads busy), each
+// summing its column in a loop.
+// CHECK-LABEL: func.func @column_sum
+// CHECK-DAG: %[[N:.*]] = arith.constant 32 : index
+// CHECK: gpu.launch
+// CHECK: arith.cmpi ult, %{{.*}}, %[[N]]
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x32xf32>
+// CHECK: arith.addf
+func.func @column_sum(%a: memref<64x32xf32>, %r: memref<32xf32>) {
+  linalg.reduce ins(%a : memref<64x32xf32>) outs(%r : memref<32xf32>) dimensions = [0]
+    (%x: f32, %acc: f32) {
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+  return
+}
+
+// -----
+
+// Empty iteration spaces launch nothing: a static one is dropped, a
+// dynamic one is guarded (a grid of 0 blocks is an invalid launch).
+// CHECK-LABEL: func.func @empty
+// CHECK: %[[D:.*]] = memref.dim
+// CHECK: %[[T:.*]] = arith.muli %[[D]]
+// CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[T]]
+// CHECK: scf.if %[[ANY]]
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @empty(%o: memref<0x4xf32>, %d: memref<?x4xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%o : memref<0x4xf32>)
+  linalg.fill ins(%z : f32) outs(%d : memref<?x4xf32>)
+  return
+}
+
+// -----
+
+// A copy of elements the runtime cannot move by bytes (i1) is a kernel.
+// CHECK-LABEL: func.func @bits
+// CHECK: gpu.launch
+// CHECK: memref.load %{{.*}} : memref<16xi1>
+// CHECK-NOT: memref.copy
+func.func @bits(%a: memref<16xi1>, %b: memref<16xi1>) {
+  memref.copy %a, %b : memref<16xi1> to memref<16xi1>
+  return
 }

@@ -107,7 +107,124 @@ func.func @host_load(%x: memref<4xf32>) -> f32 {
 // -----
 
 func.func @dynamic_alloc(%n: index) {
-  // expected-error @below {{'memref.alloc' op cannot be lowered for target=cuda: device buffers need a static shape, an identity layout and whole-byte elements, got 'memref<?xf32>'}}
+  // expected-error @below {{'memref.alloc' op cannot be lowered for target=cuda: device buffers need a static shape, an identity layout, the default memory space and integer or float elements of whole bytes, got 'memref<?xf32>'}}
   %a = memref.alloc(%n) : memref<?xf32>
   return
+}
+
+// -----
+
+func.func @index_alloc() {
+  // expected-error @below {{got 'memref<4xindex>'}}
+  %a = memref.alloc() : memref<4xindex>
+  return
+}
+
+// -----
+
+func.func @memory_space() {
+  // expected-error @below {{the default memory space}}
+  %a = memref.alloc() : memref<4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @alignment() {
+  // expected-error @below {{'memref.alloc' op asks for an alignment of 1024 bytes; device allocations (target=cuda) give 256}}
+  %a = memref.alloc() {alignment = 1024} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @stack(%x: memref<4xf32>) {
+  // expected-error @below {{'memref.alloca' op is a buffer on the host stack, which kernels and the CUDA runtime cannot use (target=cuda)}}
+  %t = memref.alloca() : memref<4xf32>
+  memref.copy %t, %x : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// A host constant is copied to device memory where it is taken (compute
+// stream, synchronized) and freed before the return.
+memref.global "private" constant @cst : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// CHECK-LABEL: func.func @constant
+// CHECK: %[[G:.*]] = memref.get_global @cst
+// CHECK: call @overlap_alloc(%{{.*}}, %c16_i64
+// CHECK: %[[D:.*]] = builtin.unrealized_conversion_cast
+// CHECK: call @overlap_memcpy(%{{.*}}, %c0_i32{{.*}}, %c16_i64{{.*}})
+// CHECK: call @overlap_stream_synchronize
+// CHECK: call @overlap_memcpy(
+// CHECK: %[[B:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
+// CHECK: call @overlap_free(%{{.*}}, %{{.*}})
+// CHECK-NEXT: return
+func.func @constant(%x: memref<4xf32>) {
+  %g = memref.get_global @cst : memref<4xf32>
+  memref.copy %g, %x : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+// Only entry points get device memory: a private function that touches
+// buffers is refused (the cuda pipeline inlines calls first).
+func.func private @helper(%x: memref<4xf32>) {
+  %z = arith.constant 0.0 : f32
+  // expected-error @below {{'linalg.fill' op is in @helper, which is not an entry point: with target=cuda only public functions get device memory and the context's streams (inline it into its callers)}}
+  linalg.fill ins(%z : f32) outs(%x : memref<4xf32>)
+  return
+}
+func.func @calls_helper(%x: memref<4xf32>) {
+  func.call @helper(%x) : (memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+// Runtime calls nested in host control flow (a clone in a branch, from
+// buffer deallocation) are enqueued and synchronized, not run on the host.
+// CHECK-LABEL: func.func @nested_copy
+// CHECK: scf.if
+// CHECK: func.call @overlap_memcpy(%{{.*}}, %c0_i32
+// CHECK: func.call @overlap_stream_synchronize
+// CHECK-NOT: memref.copy
+func.func @nested_copy(%p: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
+  scf.if %p {
+    memref.copy %x, %y : memref<4xf32> to memref<4xf32>
+  }
+  return
+}
+
+// -----
+
+// A kernel nested in control flow inside a stream goes on that stream.
+// CHECK-LABEL: func.func @nested_in_stream
+// CHECK: scf.if
+// CHECK: %[[S:.*]] = func.call @overlap_cuda_stream(%{{.*}}, %c1_i32
+// CHECK: gpu.launch_func async
+// CHECK: func.call @overlap_stream_synchronize(%{{.*}}, %c1_i32
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @k(%arg0: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+  func.func @nested_in_stream(%p: i1, %x: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    %s = overlap.signals : !overlap.signals<1>
+    overlap.concurrent {
+      overlap.stream compute {
+        overlap.signal %s[0] : !overlap.signals<1>
+      }
+      overlap.stream comm {
+        overlap.wait %s[0] : !overlap.signals<1>
+        scf.if %p {
+          gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<4xf32>)
+        }
+      }
+    }
+    return
+  }
 }

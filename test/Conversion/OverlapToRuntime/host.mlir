@@ -143,3 +143,29 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A batched matmul with a B per batch: B's batch stride and leading
+// dimension come from its strides (2 x 4 x 16: 64 and 16), not 0 and 64.
+// CHECK-LABEL: func.func @batched_b
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}:3, %[[BS:.*]]:3 = memref.extract_strided_metadata %arg2
+// CHECK: %[[BSTRIDE:.*]] = arith.index_cast %[[BS]]#0
+// CHECK: %[[LDB:.*]] = arith.index_cast %[[BS]]#1
+// CHECK: call @overlap_gemm(%{{.*}}, %{{.*}}, %{{.*}}, %c2_i64{{.*}}, %c8_i64{{.*}}, %c16_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %[[BSTRIDE]],
+func.func @batched_b(%a: memref<2x8x4xf32>, %b: memref<2x4x16xf32>, %c: memref<2x8x16xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x8x4xf32>, memref<2x4x16xf32>) outs(%c : memref<2x8x16xf32>)
+  return
+}
+
+// -----
+
+// Elements without a byte size (i1) are not copied by bytes: the copy
+// stays a memref.copy and runs inline on the host.
+// CHECK-LABEL: func.func @bits
+// CHECK-NOT: overlap_memcpy
+// CHECK: memref.copy
+func.func @bits(%a: memref<16xi1>, %b: memref<16xi1>) {
+  memref.copy %a, %b : memref<16xi1> to memref<16xi1>
+  return
+}

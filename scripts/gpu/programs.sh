@@ -4,21 +4,27 @@
 # bf16 inputs, with bf16 accumulators, M = 712, the upstream-partitioned
 # form) and the MLP of examples/, on one-rank grids (one GPU; NCCL puts
 # one rank per GPU), each compiled with --target=cuda as a plan and as the
-# one-tile reference.
+# one-tile reference, and with --target=host as the one-tile host
+# reference.
 #
 #   scripts/gpu/programs.sh compile DIR   here: needs overlap-compile
 #                                         ($OVERLAP_COMPILE, else PATH)
 #   scripts/gpu/programs.sh run DIR       on a GPU: needs overlap-exec
 #                                         ($OVERLAP_EXEC, else PATH)
 #
-# `compile` writes DIR/<name>.so, DIR/<name>.ref.so and DIR/programs.txt
-# (name and tolerances); carry DIR. `run` compares every plan with its
-# reference on the GPU (overlap-exec --backend cuda), runs the MLP again
-# with each signal/wait implementation (OVERLAP_CUDA_SYNC), prints one
-# report per run and a last line "programs: N passed, N failed"; exit 1 on
-# any failure. cuBLASLt may choose different kernels for different tile
-# heights, so plans are compared with tolerances, not bit for bit (bf16
-# outputs: about two bf16 ulps).
+# `compile` writes DIR/<name>.so, DIR/<name>.ref.so, DIR/<name>.host.so
+# and DIR/programs.txt (name and tolerances); carry DIR. `run` compares
+# every plan on the GPU (overlap-exec --backend cuda) twice: with its
+# one-tile CUDA reference on the GPU, which isolates what tiling changes,
+# and with its host reference on one host rank (--ref-backend host), which
+# shares none of the CUDA lowering (kernels, the GEMM call, device memory),
+# so a bug there cannot cancel out. Then it runs the MLP again with each
+# signal/wait implementation (OVERLAP_CUDA_SYNC), prints one report per
+# run and a last line "programs: N passed, N failed"; exit 1 on any
+# failure. cuBLASLt may choose different kernels for different tile
+# heights, and sums in another order than the host, so outputs are
+# compared with tolerances, not bit for bit (bf16 outputs: about two bf16
+# ulps).
 #
 # STATUS: `compile` runs here (and in lit: test/Integration/cuda-compile);
 # `run` has never run: no GPU where it was written.
@@ -65,10 +71,14 @@ compile)
     "$ROOT/examples/mlp.mlir" >"$DIR/mlp.mlir"
   : >"$DIR/programs.txt"
   programs | while read -r name src entry strategy profile rtol atol; do
-    args=("$DIR/$src.mlir" --entry "$entry" --target=cuda --emit=so --no-remarks)
+    args=("$DIR/$src.mlir" --entry "$entry" --emit=so --no-remarks)
     [ "$profile" = - ] || args+=(--profile "$profile")
-    "$COMPILE" "${args[@]}" --strategy="$strategy" -o "$DIR/$name.so" &&
-      "$COMPILE" "${args[@]}" --strategy=none -o "$DIR/$name.ref.so" || {
+    "$COMPILE" "${args[@]}" --target=cuda --strategy="$strategy" \
+      -o "$DIR/$name.so" &&
+      "$COMPILE" "${args[@]}" --target=cuda --strategy=none \
+        -o "$DIR/$name.ref.so" &&
+      "$COMPILE" "${args[@]}" --target=host --strategy=none \
+        -o "$DIR/$name.host.so" || {
       echo "*** cannot compile $name" >&2
       exit 1
     }
@@ -96,6 +106,8 @@ run)
   while read -r name rtol atol; do
     check "$name" "$DIR/$name.so" --ref "$DIR/$name.ref.so" --backend cuda \
       --rtol "$rtol" --atol "$atol"
+    check "$name-vs-host" "$DIR/$name.so" --ref "$DIR/$name.host.so" \
+      --backend cuda --ref-backend host --rtol "$rtol" --atol "$atol"
   done <"$DIR/programs.txt"
   if grep -q '^mlp ' "$DIR/programs.txt"; then
     for sync in memop spin event; do

@@ -21,8 +21,10 @@
 #              cudaMemcpy2DAsync and a contiguous device-to-device copy;
 #   programs   the compiled programs of scripts/gpu/prepare.sh
 #              (BUILD_DIR/gpu-programs: every integration program and the
-#              MLP, --target=cuda, plan vs one-tile reference, and the MLP
-#              with each signal/wait implementation) run by overlap-exec.
+#              MLP, --target=cuda; each plan against the one-tile cuda
+#              build and against the one-tile host build run on the host
+#              backend, and the MLP with each signal/wait implementation)
+#              run by overlap-exec.
 # Everything goes under $OUT (default ./gpu-out): logs, gtest XML, the
 # profile, the tables (.txt) and CSVs, one pair per run.
 #
@@ -100,7 +102,7 @@ if want tests; then
     run host-tests "$BUILD/unittests/OverlapRuntimeTests"
 fi
 
-# Compiled programs on the GPU: plan vs one-tile reference.
+# Compiled programs on the GPU: plan vs one-tile references (cuda, host).
 if want programs; then
   if [ -f "$BUILD/gpu-programs/programs.txt" ]; then
     export OVERLAP_EXEC="$BUILD/bin/overlap-exec"

@@ -221,14 +221,15 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
 }
 
 std::string signatureDifference(const Signature &program,
-                                const Signature &reference) {
+                                const Signature &reference,
+                                bool compareTargets) {
   std::string diff;
   auto add = [&](const std::string &what, const std::string &inProgram,
                  const std::string &inReference) {
     diff += (diff.empty() ? "" : "; ") + what + " " + inProgram +
             " in the program, " + inReference + " in the reference";
   };
-  if (program.target != reference.target)
+  if (compareTargets && program.target != reference.target)
     add("target", program.target, reference.target);
   auto sizes = [](const Signature &sig) {
     std::vector<int64_t> out;

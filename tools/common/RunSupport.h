@@ -98,9 +98,12 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error);
 
 /// What differs between two signatures in what a run depends on (target,
 /// grid sizes, argument and result types); empty when they agree. The
-/// names of the entry, the grids and the compile options may differ.
+/// names of the entry, the grids and the compile options may differ, and
+/// so may the targets without `compareTargets` (the two run on different
+/// backends, each checked against its own).
 std::string signatureDifference(const Signature &program,
-                                const Signature &reference);
+                                const Signature &reference,
+                                bool compareTargets = true);
 
 /// Every grid's size must be the number of ranks. On failure returns false
 /// with the message in `error`.

@@ -6,8 +6,10 @@
 // calls the entry's C interface on host ranks (threads) or on one CUDA
 // device, and compares every output of every rank with a reference library
 // (the same program compiled with --strategy=none), printing overlap-run's
-// report. Without a reference it prints a checksum per output and the
-// run's time.
+// report. The reference runs on the program's backend, or on the other one
+// (--ref-backend): a program compiled for CUDA against the same program
+// compiled for the host, whose result does not share the CUDA lowering.
+// Without a reference it prints a checksum per output and the run's time.
 //
 // Exit status: 0 when every output matches (or, without --ref, the run
 // succeeded), 1 on a mismatch, 2 on a usage, load, signature or runtime
@@ -40,7 +42,8 @@ static constexpr const char *kTool = "overlap-exec";
 static const char *const kUsage =
     "usage: overlap-exec PROGRAM.so [--ref REF.so] [--ranks R] [--seed S]\n"
     "                    [--rtol X] [--atol Y] [--backend host|cuda]\n"
-    "                    [--device N] [--iters N] [--wait-timeout-ms MS]\n"
+    "                    [--ref-backend host|cuda] [--device N] [--iters N]\n"
+    "                    [--wait-timeout-ms MS]\n"
     "                    [--chaos SEED] [--chaos-max-us US] [-v]\n"
     "\n"
     "Runs PROGRAM.so (from overlap-compile --emit=so) with seeded inputs on\n"
@@ -54,6 +57,8 @@ static const char *const kUsage =
     "  --rtol X, --atol Y   tolerance (default 0: exact)\n"
     "  --backend B          host (ranks are threads) or cuda (one rank on a\n"
     "                       device); default: the program's target\n"
+    "  --ref-backend B      the reference's backend (default: --backend);\n"
+    "                       each library's target must be its backend\n"
     "  --device N           CUDA device (default 0)\n"
     "  --iters N            run each library N times; report the median time\n"
     "  --wait-timeout-ms MS timeout of waits and collectives (0: default)\n"
@@ -69,6 +74,7 @@ struct Options {
   uint64_t seed = 1;
   run::Tolerance tolerance;
   std::string backend;
+  std::string refBackend;
   int device = 0;
   int iterations = 1;
   int64_t waitTimeoutMs = 0;
@@ -171,10 +177,10 @@ static bool parseOptions(int argc, char **argv, Options &o,
     } else if (name == "--atol") {
       if (!parseTolerance(value, o.tolerance.atol))
         return bad("a tolerance >= 0");
-    } else if (name == "--backend") {
+    } else if (name == "--backend" || name == "--ref-backend") {
       if (value != "host" && value != "cuda")
         return bad("host or cuda");
-      o.backend = value;
+      (name == "--backend" ? o.backend : o.refBackend) = value;
     } else if (name == "--device") {
       if (!parseInteger(value, 0, 1023, number))
         return bad("a device index");
@@ -208,6 +214,11 @@ static bool parseOptions(int argc, char **argv, Options &o,
     return false;
   }
   o.program = positional.front();
+  if (!o.refBackend.empty() && o.reference.empty()) {
+    message = "--ref-backend " + o.refBackend +
+              " without --ref: there is no reference to run";
+    return false;
+  }
   return true;
 }
 
@@ -313,6 +324,57 @@ static std::string millis(const exec::Outcome &outcome) {
   return run::formatDouble("%.3f", run::median(outcome.iterationMs)) + " ms";
 }
 
+/// "cuda run: program 1.234 ms, reference 2.345 ms (...)": `runs` timed on
+/// `executor`.
+static std::string timingLine(const exec::Executor &executor,
+                              const std::string &runs, int iterations) {
+  bool cuda = std::string(executor.backend()) == "cuda";
+  return std::string(executor.backend()) + " run: " + runs + " (" +
+         (iterations > 1 ? "median of " + std::to_string(iterations) + " runs, "
+                         : std::string()) +
+         (cuda ? "wall clock of the entry call and the synchronize after it)"
+               : "wall clock of the entry call on the slowest rank; threads "
+                 "on this CPU, not a performance measure)") +
+         "\n";
+}
+
+/// Makes the executor of `backend` for `ranks` ranks of `sig`; `option`
+/// (--backend, --ref-backend) names the choice in messages. Returns 0, or
+/// the exit status after printing why not: 2, or 3 without a CUDA device.
+static int createExecutor(const std::string &backend, const char *option,
+                          const Options &o, const run::Signature &sig,
+                          int ranks,
+                          std::unique_ptr<exec::Executor> &executor) {
+  if (backend == "cuda") {
+    if (ranks != 1)
+      return error(std::string(option) +
+                   " cuda runs one rank per process "
+                   "(overlap_cuda_context_create_single), but @" +
+                   sig.name + " needs " + std::to_string(ranks) + " ranks");
+    bool noDevice = false;
+    std::string message;
+    executor =
+        exec::createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
+    if (executor)
+      return 0;
+    if (!noDevice)
+      return error(message);
+    std::fprintf(stderr, "%s: %s; %s cuda needs one\n", kTool, message.c_str(),
+                 option);
+    return 3;
+  }
+  overlap_host_options options;
+  overlap_host_options_init(&options);
+  options.wait_timeout_ms = o.waitTimeoutMs;
+  options.chaos_max_delay_us = o.chaosMaxUs;
+  if (o.chaos) {
+    options.chaos = OVERLAP_CHAOS_ON;
+    options.chaos_seed = *o.chaos;
+  }
+  executor = exec::createHostExecutor(ranks, options);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Options o;
   std::string message;
@@ -333,59 +395,57 @@ int main(int argc, char **argv) {
       (haveReference && !loadLibrary(o.reference, reference, message)))
     return error(message);
   const run::Signature &sig = program.sig;
+  std::string backend = o.backend.empty() ? sig.target : o.backend;
+  std::string refBackend = o.refBackend.empty() ? backend : o.refBackend;
+  bool sameBackend = refBackend == backend;
   if (haveReference) {
-    std::string diff = run::signatureDifference(sig, reference.sig);
-    if (!diff.empty())
+    // On two backends each library is checked against its own below.
+    std::string diff =
+        run::signatureDifference(sig, reference.sig, sameBackend);
+    if (!diff.empty()) {
+      if (o.refBackend.empty() && reference.sig.target != refBackend)
+        diff += " (--ref-backend " + reference.sig.target +
+                " runs the reference on the backend it was compiled for)";
       return error(o.program + " and " + o.reference +
                    " have different signatures: " + diff);
+    }
   }
 
-  std::string backend = o.backend.empty() ? sig.target : o.backend;
   if (backend != sig.target)
     return error(o.program + " was compiled for --target=" + sig.target +
                  "; --backend " + backend +
                  " runs programs compiled with --target=" + backend);
+  if (haveReference && refBackend != reference.sig.target)
+    return error(o.reference + " was compiled for --target=" +
+                 reference.sig.target + "; --ref-backend " + refBackend +
+                 " runs references compiled with --target=" + refBackend);
   int ranks = o.ranks ? o.ranks : run::defaultRanks(sig);
   if (!run::checkRanks(sig, ranks, message))
     return error(message);
+  if (backend == "cuda" && o.chaos)
+    return error("--chaos is a mode of the host backend");
 
-  std::unique_ptr<exec::Executor> executor;
-  if (backend == "cuda") {
-    if (o.chaos)
-      return error("--chaos is a mode of the host backend");
-    if (ranks != 1)
-      return error("--backend cuda runs one rank per process "
-                   "(overlap_cuda_context_create_single), but @" +
-                   sig.name + " needs " + std::to_string(ranks) + " ranks");
-    bool noDevice = false;
-    executor =
-        exec::createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
-    if (!executor) {
-      if (!noDevice)
-        return error(message);
-      std::fprintf(stderr, "%s: %s; --backend cuda needs one\n", kTool,
-                   message.c_str());
-      return 3;
-    }
-  } else {
-    overlap_host_options options;
-    overlap_host_options_init(&options);
-    options.wait_timeout_ms = o.waitTimeoutMs;
-    options.chaos_max_delay_us = o.chaosMaxUs;
-    if (o.chaos) {
-      options.chaos = OVERLAP_CHAOS_ON;
-      options.chaos_seed = *o.chaos;
-    }
-    executor = exec::createHostExecutor(ranks, options);
-  }
+  // One executor when both libraries run on the same backend; the
+  // reference's own otherwise (CudaExecutor is one per process).
+  std::unique_ptr<exec::Executor> executor, ownRefExecutor;
+  if (int status =
+          createExecutor(backend, "--backend", o, sig, ranks, executor))
+    return status;
+  if (haveReference && !sameBackend)
+    if (int status = createExecutor(refBackend, "--ref-backend", o,
+                                    reference.sig, ranks, ownRefExecutor))
+      return status;
+  exec::Executor &refExecutor = ownRefExecutor ? *ownRefExecutor : *executor;
   poison(program, *executor, o.verbose);
   if (haveReference)
-    poison(reference, *executor, o.verbose);
+    poison(reference, refExecutor, o.verbose);
 
   std::printf("%s: @%s on %s, program %s", kTool, sig.name.c_str(),
               executor->where().c_str(), describe(program).c_str());
   if (haveReference)
     std::printf(" vs reference %s", describe(reference).c_str());
+  if (ownRefExecutor)
+    std::printf(" on %s", ownRefExecutor->where().c_str());
   std::printf(", seed %" PRIu64, o.seed);
   if (o.chaos)
     std::printf(", chaos %" PRIu64, *o.chaos);
@@ -398,23 +458,22 @@ int main(int argc, char **argv) {
   if (!executor->execute(program, o.seed, o.iterations, programOutcome,
                          message))
     return error("the program run failed: " + message);
-  if (haveReference && !executor->execute(reference, o.seed, o.iterations,
-                                          referenceOutcome, message))
+  if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
+                                            referenceOutcome, message))
     return error("the reference run failed: " + message);
 
-  std::string timing = std::string(executor->backend()) + " run: program " +
-                       millis(programOutcome);
-  if (haveReference)
-    timing += ", reference " + millis(referenceOutcome);
-  timing += std::string(" (") +
-            (o.iterations > 1
-                 ? "median of " + std::to_string(o.iterations) + " runs, "
-                 : std::string()) +
-            (backend == "cuda"
-                 ? "wall clock of the entry call and the synchronize after it)"
-                 : "wall clock of the entry call on the slowest rank; threads "
-                   "on this CPU, not a performance measure)") +
-            "\n";
+  std::string programRuns = "program " + millis(programOutcome);
+  std::string timing;
+  if (!haveReference)
+    timing = timingLine(*executor, programRuns, o.iterations);
+  else if (sameBackend)
+    timing = timingLine(*executor,
+                        programRuns + ", reference " + millis(referenceOutcome),
+                        o.iterations);
+  else
+    timing = timingLine(*executor, programRuns, o.iterations) +
+             timingLine(refExecutor, "reference " + millis(referenceOutcome),
+                        o.iterations);
 
   int status = 0;
   if (haveReference) {
@@ -431,6 +490,6 @@ int main(int argc, char **argv) {
   }
   executor->release(program, programOutcome);
   if (haveReference)
-    executor->release(reference, referenceOutcome);
+    refExecutor.release(reference, referenceOutcome);
   return status;
 }

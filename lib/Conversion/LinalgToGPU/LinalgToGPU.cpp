@@ -97,8 +97,8 @@ void launchNest(RewriterBase &rewriter, Operation *nest, int64_t blockSize) {
       rewriter, loc,
       arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x, threads),
       launch.getThreadIds().x);
-  Value inRange = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        linear, total);
+  Value inRange = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::ult, linear, total);
   auto guard = scf::IfOp::create(rewriter, loc, inRange, /*withElse=*/false);
   rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
   // Row-major delinearization, innermost dimension fastest.
@@ -106,9 +106,10 @@ void launchNest(RewriterBase &rewriter, Operation *nest, int64_t blockSize) {
   Value rest = linear;
   SmallVector<Value> ivs(counts.size());
   for (int64_t d = counts.size() - 1; d >= 0; --d) {
-    Value index = d == 0 ? rest
-                         : arith::RemUIOp::create(rewriter, loc, rest, counts[d])
-                               .getResult();
+    Value index = d == 0
+                      ? rest
+                      : arith::RemUIOp::create(rewriter, loc, rest, counts[d])
+                            .getResult();
     if (d > 0)
       rest = arith::DivUIOp::create(rewriter, loc, rest, counts[d]);
     Value scaled =
@@ -203,8 +204,7 @@ struct OverlapLinalgToGPUPass
         op->emitOpError() << "cannot be turned into loops for a GPU kernel";
         return signalPassFailure();
       }
-      Operation *nest =
-          loops->empty() ? nullptr : loops->front();
+      Operation *nest = loops->empty() ? nullptr : loops->front();
       if (!nest) {
         // A rank-0 op: its body was emitted straight into the block; wrap
         // it in a one-iteration loop so that it becomes a kernel too.

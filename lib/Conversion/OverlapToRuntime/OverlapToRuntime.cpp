@@ -6,6 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Layout.h"
+#include "RuntimeBuilder.h"
+
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Conversion/RuntimeCalls.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
@@ -31,329 +34,7 @@ namespace overlap {
 
 using namespace mlir;
 using namespace mlir::overlap;
-
-namespace {
-
-// Values of the C enums in overlap_runtime.h.
-enum RuntimeDType : int32_t { RtF32 = 0, RtF16 = 1, RtBF16 = 2 };
-enum RuntimeReduce : int32_t {
-  RtSum = 0,
-  RtProd = 1,
-  RtMax = 2,
-  RtMin = 3,
-  RtAvg = 4
-};
-constexpr int32_t kComputeStream = 0;
-constexpr int32_t kCommStream = 1;
-
-std::optional<int32_t> runtimeDType(Type type) {
-  if (type.isF32())
-    return RtF32;
-  if (type.isF16())
-    return RtF16;
-  if (type.isBF16())
-    return RtBF16;
-  return std::nullopt;
-}
-
-int32_t runtimeReduce(ReductionKind kind) {
-  switch (kind) {
-  case ReductionKind::Sum:
-    return RtSum;
-  case ReductionKind::Max:
-    return RtMax;
-  case ReductionKind::Min:
-    return RtMin;
-  case ReductionKind::Prod:
-    return RtProd;
-  case ReductionKind::Avg:
-    return RtAvg;
-  }
-  llvm_unreachable("unknown reduction");
-}
-
-/// Declares the runtime functions and builds calls and operands of them in
-/// one function.
-class RuntimeBuilder {
-public:
-  RuntimeBuilder(ModuleOp module, func::FuncOp func, Value ctx)
-      : module(module), func(func), ctx(ctx), b(func.getContext()) {
-    ptrTy = LLVM::LLVMPointerType::get(func.getContext());
-    i32Ty = b.getI32Type();
-    i64Ty = b.getI64Type();
-  }
-
-  OpBuilder &builder() { return b; }
-  Type ptr() const { return ptrTy; }
-
-  Value i32(Location loc, int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, v, 32);
-  }
-  Value i64(Location loc, int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, v, 64);
-  }
-  Value indexToI64(Location loc, Value v) {
-    return arith::IndexCastOp::create(b, loc, i64Ty, v);
-  }
-
-  /// Declares `name` (once) and calls it; returns the first result.
-  Value call(Location loc, StringRef name, Type result, ValueRange args) {
-    func::FuncOp decl = module.lookupSymbol<func::FuncOp>(name);
-    if (!decl) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      decl = func::FuncOp::create(
-          b, module.getLoc(), name,
-          b.getFunctionType(TypeRange(args), result ? TypeRange{result}
-                                                    : TypeRange{}));
-      decl.setPrivate();
-    }
-    auto op = func::CallOp::create(b, loc, decl, args);
-    return op.getNumResults() ? op.getResult(0) : Value();
-  }
-
-  /// A call that returns overlap_status. Errors are sticky per rank in the
-  /// runtime and every later call fails, so the launcher reports the first
-  /// one (call, rank, stream, tile); the status itself is not branched on.
-  void status(Location loc, StringRef name, ValueRange args) {
-    call(loc, name, i32Ty, args);
-  }
-
-  /// Address of element 0 of a memref and its strides (in elements).
-  struct Buffer {
-    Value ptr;
-    SmallVector<Value> strides;
-  };
-  Buffer buffer(Location loc, Value memref) {
-    auto type = cast<MemRefType>(memref.getType());
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-    Value aligned =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    int64_t eltBytes = type.getElementTypeBitWidth() / 8;
-    Value offsetBytes = arith::MulIOp::create(
-        b, loc, meta.getOffset(),
-        arith::ConstantIndexOp::create(b, loc, eltBytes));
-    Value addr = arith::AddIOp::create(b, loc, aligned, offsetBytes);
-    Buffer buf;
-    buf.ptr = LLVM::IntToPtrOp::create(b, loc, ptrTy, indexToI64(loc, addr));
-    for (Value stride : meta.getStrides())
-      buf.strides.push_back(indexToI64(loc, stride));
-    return buf;
-  }
-
-  /// Aborts with `message` when the memref's run-time strides are not
-  /// row-major contiguous (`innerOnly`: when the innermost stride is not 1).
-  void assertLayout(Location loc, Value memref, bool innerOnly,
-                    StringRef message) {
-    auto type = cast<MemRefType>(memref.getType());
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-    Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
-    int64_t expected = 1;
-    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-      if (type.getDimSize(d) != 1) {
-        Value want = arith::ConstantIndexOp::create(b, loc, expected);
-        Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         meta.getStrides()[d], want);
-        ok = arith::AndIOp::create(b, loc, ok, eq);
-      }
-      if (innerOnly)
-        break;
-      expected *= type.getDimSize(d);
-    }
-    cf::AssertOp::create(b, loc, ok, message);
-  }
-
-  int64_t nextTile() { return tile++; }
-
-  ModuleOp module;
-  func::FuncOp func;
-  Value ctx;
-
-private:
-  OpBuilder b;
-  Type ptrTy, i32Ty, i64Ty;
-  int64_t tile = 0;
-};
-
-/// The grid coordinates of `rank` (row-major, as shard numbers ranks), in
-/// the rank's own integer type.
-SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
-                              ArrayRef<int64_t> shape) {
-  auto constant = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(b, loc,
-                                     b.getIntegerAttr(rank.getType(), v));
-  };
-  SmallVector<Value> coords(shape.size());
-  int64_t inner = 1;
-  for (int64_t d = shape.size() - 1; d >= 0; --d) {
-    Value q = arith::DivUIOp::create(b, loc, rank, constant(inner));
-    coords[d] = arith::RemUIOp::create(b, loc, q, constant(shape[d]));
-    inner *= shape[d];
-  }
-  return coords;
-}
-
-/// The process group of (grid, axes), split once at function entry.
-class Groups {
-public:
-  FailureOr<Value> get(RuntimeBuilder &rt, Operation *op,
-                       SymbolTableCollection &symbols) {
-    auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-    auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-    if (!grid)
-      return op->emitOpError() << "grid " << gridSym << " not found";
-    ArrayRef<int64_t> shape = grid.getShape();
-    if (llvm::any_of(shape, ShapedType::isDynamic))
-      return op->emitOpError()
-             << "cannot be lowered: grid " << gridSym
-             << " has a dynamic shape; the runtime needs every extent";
-    std::string key = gridSym.getValue().str();
-    for (int16_t a : axes.asArrayRef())
-      key += "," + std::to_string(a);
-    if (auto it = cache.find(key); it != cache.end())
-      return it->second;
-
-    OpBuilder &b = rt.builder();
-    OpBuilder::InsertionGuard guard(b);
-    // Groups are split at function entry, in the order first needed.
-    if (lastEntryOp)
-      b.setInsertionPointAfter(lastEntryOp);
-    else
-      b.setInsertionPointToStart(&rt.func.getBody().front());
-    Location loc = op->getLoc();
-    Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
-    SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
-    llvm::SmallDenseSet<int64_t> inGroup;
-    for (int16_t a : axes.asArrayRef())
-      inGroup.insert(a);
-    auto linear = [&](ArrayRef<int64_t> dims) {
-      Value acc = rt.i32(loc, 0);
-      for (int64_t d : dims) {
-        acc = arith::MulIOp::create(b, loc, acc, rt.i32(loc, shape[d]));
-        acc = arith::AddIOp::create(b, loc, acc, coords[d]);
-      }
-      return acc;
-    };
-    SmallVector<int64_t> others, inAxes;
-    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
-      if (!inGroup.contains(d))
-        others.push_back(d);
-    for (int16_t a : axes.asArrayRef())
-      inAxes.push_back(a);
-    Value color = linear(others), keyV = linear(inAxes);
-    Value one = rt.i64(loc, 1);
-    Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
-    Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
-    rt.status(loc, "overlap_group_split", {rt.ctx, null, color, keyV, slot});
-    auto group = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
-    lastEntryOp = group;
-    cache[key] = group.getResult();
-    return group.getResult();
-  }
-
-private:
-  std::map<std::string, Value> cache;
-  Operation *lastEntryOp = nullptr;
-};
-
-/// True for linalg.batch_matmul whose B is one matrix for every batch.
-bool isBroadcastBatchMatmul(linalg::BatchMatmulOp op) {
-  if (!op.hasUserDefinedMaps())
-    return false;
-  MLIRContext *ctx = op.getContext();
-  AffineExpr bt, m, n, k;
-  bindDims(ctx, bt, m, n, k);
-  SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {bt, m, k}, ctx),
-                                     AffineMap::get(4, 0, {k, n}, ctx),
-                                     AffineMap::get(4, 0, {bt, m, n}, ctx)};
-  return op.getIndexingMapsArray() == expected;
-}
-
-/// What the static layout says about a property of a memref: it holds, it
-/// does not, or only the run-time strides can tell (a dynamic layout, e.g.
-/// a buffer chosen by an scf.if).
-enum class Layout { Yes, No, AtRunTime };
-
-Layout unitInnerStride(Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty())
-    return Layout::No;
-  if (ShapedType::isDynamic(strides.back()))
-    return Layout::AtRunTime;
-  return strides.back() == 1 ? Layout::Yes : Layout::No;
-}
-
-Layout contiguous(Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  if (!type.hasStaticShape())
-    return Layout::No;
-  if (memref::isStaticShapeAndContiguousRowMajor(type))
-    return Layout::Yes;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)))
-    return Layout::No;
-  // Known strides that differ from the row-major ones rule it out.
-  int64_t expected = 1;
-  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-    if (type.getDimSize(d) != 1 && !ShapedType::isDynamic(strides[d]) &&
-        strides[d] != expected)
-      return Layout::No;
-    expected *= type.getDimSize(d);
-  }
-  return Layout::AtRunTime;
-}
-
-/// Elements the runtime can move by bytes: integers or floats of whole
-/// bytes (not i1, index or complex, whose size the memref does not say).
-bool hasByteSizedElements(MemRefType type) {
-  Type elem = type.getElementType();
-  return elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0;
-}
-
-/// How convert-overlap-to-runtime copies `src` to `dst`, if it can:
-/// contiguous to contiguous (memcpy), strided with unit inner stride to
-/// contiguous (pack) or back (unpack), static shapes of rank 1 to 3.
-enum class CopyKind { None, Memcpy, Pack, Unpack };
-
-CopyKind classifyCopy(Value src, Value dst) {
-  auto srcType = cast<MemRefType>(src.getType());
-  auto dstType = cast<MemRefType>(dst.getType());
-  if (!hasByteSizedElements(srcType) || !srcType.hasStaticShape() || srcType.getShape() != dstType.getShape() ||
-      srcType.getElementType() != dstType.getElementType() ||
-      srcType.getRank() > 3 || srcType.getRank() < 1)
-    return CopyKind::None;
-  auto is = [](Layout l) { return l == Layout::Yes; };
-  if (is(contiguous(src)) && is(contiguous(dst)))
-    return CopyKind::Memcpy;
-  if (is(contiguous(dst)) && is(unitInnerStride(src)))
-    return CopyKind::Pack;
-  if (is(contiguous(src)) && is(unitInnerStride(dst)))
-    return CopyKind::Unpack;
-  return CopyKind::None;
-}
-
-} // namespace
-
-bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
-  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp, SignalOp, WaitOp>(op))
-    return true;
-  if (auto mm = dyn_cast<linalg::MatmulOp>(op))
-    return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps();
-  if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
-    return bm.hasPureBufferSemantics() &&
-           (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
-  if (auto copy = dyn_cast<memref::CopyOp>(op))
-    return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;
-  if (auto copy = dyn_cast<linalg::CopyOp>(op))
-    return copy.hasPureBufferSemantics() &&
-           classifyCopy(copy.getInputs()[0], copy.getOutputs()[0]) !=
-               CopyKind::None;
-  return false;
-}
+using namespace mlir::overlap::runtime_lowering;
 
 namespace {
 
@@ -405,20 +86,20 @@ public:
       return gemm(op, stream, bm.getInputs()[0], bm.getInputs()[1],
                   bm.getOutputs()[0], /*batched=*/true);
     if (auto ar = dyn_cast<AllReduceOp>(op))
-      return collective(op, stream, "overlap_all_reduce", ar.getInput(),
-                        ar.getInput(), ar.getReduction(),
-                        cast<MemRefType>(ar.getInput().getType())
-                            .getNumElements());
+      return collective(
+          op, stream, "overlap_all_reduce", ar.getInput(), ar.getInput(),
+          ar.getReduction(),
+          cast<MemRefType>(ar.getInput().getType()).getNumElements());
     if (auto rs = dyn_cast<ReduceScatterOp>(op))
-      return collective(op, stream, "overlap_reduce_scatter", rs.getInput(),
-                        rs.getInit(), rs.getReduction(),
-                        cast<MemRefType>(rs.getInit().getType())
-                            .getNumElements());
+      return collective(
+          op, stream, "overlap_reduce_scatter", rs.getInput(), rs.getInit(),
+          rs.getReduction(),
+          cast<MemRefType>(rs.getInit().getType()).getNumElements());
     if (auto ag = dyn_cast<AllGatherOp>(op))
-      return collective(op, stream, "overlap_all_gather", ag.getInput(),
-                        ag.getInit(), std::nullopt,
-                        cast<MemRefType>(ag.getInput().getType())
-                            .getNumElements());
+      return collective(
+          op, stream, "overlap_all_gather", ag.getInput(), ag.getInit(),
+          std::nullopt,
+          cast<MemRefType>(ag.getInput().getType()).getNumElements());
     if (auto sig = dyn_cast<SignalOp>(op)) {
       rt.status(loc, "overlap_signal",
                 {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
@@ -434,8 +115,7 @@ public:
     if (auto copy = dyn_cast<memref::CopyOp>(op))
       return this->copy(stream, loc, copy.getSource(), copy.getTarget());
     if (auto copy = dyn_cast<linalg::CopyOp>(op))
-      return this->copy(stream, loc, copy.getInputs()[0],
-                        copy.getOutputs()[0]);
+      return this->copy(stream, loc, copy.getInputs()[0], copy.getOutputs()[0]);
     return false;
   }
 
@@ -592,8 +272,8 @@ public:
     Value stream = rt.call(loc, "overlap_cuda_stream", rt.ptr(),
                            {rt.ctx, rt.i32(loc, kComputeStream)});
     Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
-    Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, stream,
-                                    null);
+    Value ok =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, stream, null);
     cf::AssertOp::create(b, loc, ok,
                          "this program was compiled with target=cuda and "
                          "needs a CUDA context (overlap_cuda_context_create*)");
@@ -620,11 +300,10 @@ private:
     // the CUDA context): stop here, naming the size.
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
                                      rt.i32(loc, 0));
-    cf::AssertOp::create(b, loc, ok,
-                         "overlap_alloc: cannot allocate " +
-                             std::to_string(bytes) +
-                             " bytes of device memory for " +
-                             llvm::formatv("{0}", type).str());
+    cf::AssertOp::create(
+        b, loc, ok,
+        "overlap_alloc: cannot allocate " + std::to_string(bytes) +
+            " bytes of device memory for " + llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     return memrefFromPointer(loc, ptr, type);
   }
@@ -652,19 +331,17 @@ private:
     }
     auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
     Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr,
-                                       ArrayRef<int64_t>{0});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr,
-                                       ArrayRef<int64_t>{1});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
     desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, 0),
                                        ArrayRef<int64_t>{2});
     SmallVector<int64_t> strides;
     int64_t offset;
     (void)type.getStridesAndOffset(strides, offset);
     for (int64_t d = 0; d < rank; ++d) {
-      desc = LLVM::InsertValueOp::create(
-          b, loc, desc, rt.i64(loc, type.getDimSize(d)),
-          ArrayRef<int64_t>{3, d});
+      desc = LLVM::InsertValueOp::create(b, loc, desc,
+                                         rt.i64(loc, type.getDimSize(d)),
+                                         ArrayRef<int64_t>{3, d});
       desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, strides[d]),
                                          ArrayRef<int64_t>{4, d});
     }
@@ -698,9 +375,8 @@ private:
       cluster = launch.getClusterSizeOperandValues();
     gpu::LaunchFuncOp::create(
         b, loc, launch.getKernelAttr(), launch.getGridSizeOperandValues(),
-        launch.getBlockSizeOperandValues(),
-        launch.getDynamicSharedMemorySize(), launch.getKernelOperands(),
-        tokenType, ValueRange{token}, cluster);
+        launch.getBlockSizeOperandValues(), launch.getDynamicSharedMemorySize(),
+        launch.getKernelOperands(), tokenType, ValueRange{token}, cluster);
     return true;
   }
 
@@ -738,11 +414,14 @@ private:
                            cb = rt.buffer(loc, c);
     Value zero = rt.i64(loc, 0);
     // Batched: A and C are (batch, rows, cols); B is one matrix (stride 0).
-    Value lda = ab.strides[batched ? 1 : 0], sa = batched ? ab.strides[0] : zero;
+    Value lda = ab.strides[batched ? 1 : 0],
+          sa = batched ? ab.strides[0] : zero;
     // B is one matrix for every batch (stride 0) or a batch of its own.
     bool batchedB = bType.getRank() == 3;
-    Value ldb = bb.strides[batchedB ? 1 : 0], sb = batchedB ? bb.strides[0] : zero;
-    Value ldc = cb.strides[batched ? 1 : 0], sc = batched ? cb.strides[0] : zero;
+    Value ldb = bb.strides[batchedB ? 1 : 0],
+          sb = batchedB ? bb.strides[0] : zero;
+    Value ldc = cb.strides[batched ? 1 : 0],
+          sc = batched ? cb.strides[0] : zero;
     rt.status(loc, "overlap_gemm",
               {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
@@ -764,16 +443,16 @@ private:
                << " is not a contiguous buffer, and one collective call needs "
                   "one (decompose along rows keeps tiles contiguous)";
       if (dense == Layout::AtRunTime)
-        rt.assertLayout(loc, v, /*innerOnly=*/false,
-                        (name + ": a buffer is not contiguous at run time")
-                            .str());
+        rt.assertLayout(
+            loc, v, /*innerOnly=*/false,
+            (name + ": a buffer is not contiguous at run time").str());
     }
     auto type = cast<MemRefType>(src.getType());
     std::optional<int32_t> dtype = runtimeDType(type.getElementType());
     if (!dtype)
-      return op->emitOpError() << "cannot be lowered: element type "
-                               << type.getElementType()
-                               << " is not f32, f16 or bf16";
+      return op->emitOpError()
+             << "cannot be lowered: element type " << type.getElementType()
+             << " is not f32, f16 or bf16";
     FailureOr<Value> group = groups.get(rt, op, symbols);
     if (failed(group))
       return failure();
@@ -815,9 +494,9 @@ private:
     Value zero = rt.i64(loc, 0);
     while (strides.size() < 3)
       strides.insert(strides.begin(), zero);
-    SmallVector<Value> args = {
-        rt.ctx,           rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
-        rt.i64(loc, eltBytes)};
+    SmallVector<Value> args = {rt.ctx, rt.i32(loc, stream),
+                               rt.i64(loc, rt.nextTile()),
+                               rt.i64(loc, eltBytes)};
     Value packedPtr = rt.buffer(loc, packed).ptr;
     args.push_back(pack ? sb.ptr : packedPtr);
     for (int64_t d : dims)
@@ -867,8 +546,7 @@ struct ConvertOverlapToRuntimePass
         grid->erase();
   }
 
-  LogicalResult lowerFunction(func::FuncOp func,
-                              SymbolTableCollection &symbols,
+  LogicalResult lowerFunction(func::FuncOp func, SymbolTableCollection &symbols,
                               int64_t &signalsKey) {
     auto ptrTy = LLVM::LLVMPointerType::get(func.getContext());
     if (failed(func.insertArgument(0, ptrTy, {}, func.getLoc())))
@@ -939,8 +617,6 @@ struct ConvertOverlapToRuntimePass
     return failure(left.wasInterrupted());
   }
 
-
-
   /// target=cuda: only the entry points get device memory and the
   /// context's streams; a function they call that allocates, launches or
   /// touches buffers would do so on the host (the cuda pipeline inlines
@@ -979,9 +655,8 @@ struct ConvertOverlapToRuntimePass
       auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
       auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
       if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
-        return op->emitOpError()
-               << "cannot be lowered: grid " << gridSym
-               << " is missing or has a dynamic shape";
+        return op->emitOpError() << "cannot be lowered: grid " << gridSym
+                                 << " is missing or has a dynamic shape";
       OpBuilder &b = rt.builder();
       b.setInsertionPoint(op);
       Location loc = op->getLoc();

@@ -1,0 +1,224 @@
+//===- RuntimeBuilder.h - Building calls of the Overlap runtime -*- C++ -*-===//
+//
+// Internal to convert-overlap-to-runtime: the C enums of
+// overlap_runtime.h, a builder that declares the runtime's functions and
+// calls them, and the process groups a function splits at entry.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H
+#define OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H
+
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace mlir {
+namespace overlap {
+namespace runtime_lowering {
+
+// Values of the C enums in overlap_runtime.h.
+enum RuntimeDType : int32_t { RtF32 = 0, RtF16 = 1, RtBF16 = 2 };
+enum RuntimeReduce : int32_t {
+  RtSum = 0,
+  RtProd = 1,
+  RtMax = 2,
+  RtMin = 3,
+  RtAvg = 4
+};
+constexpr int32_t kComputeStream = 0;
+constexpr int32_t kCommStream = 1;
+
+/// The runtime's dtype of an element type (f32, f16, bf16), if any.
+std::optional<int32_t> runtimeDType(Type type);
+/// The runtime's reduction code.
+int32_t runtimeReduce(ReductionKind kind);
+
+/// Declares the runtime functions and builds calls and operands of them in
+/// one function.
+class RuntimeBuilder {
+public:
+  RuntimeBuilder(ModuleOp module, func::FuncOp func, Value ctx)
+      : module(module), func(func), ctx(ctx), b(func.getContext()) {
+    ptrTy = LLVM::LLVMPointerType::get(func.getContext());
+    i32Ty = b.getI32Type();
+    i64Ty = b.getI64Type();
+  }
+
+  OpBuilder &builder() { return b; }
+  Type ptr() const { return ptrTy; }
+
+  Value i32(Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  }
+  Value i64(Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  }
+  Value indexToI64(Location loc, Value v) {
+    return arith::IndexCastOp::create(b, loc, i64Ty, v);
+  }
+
+  /// Declares `name` (once) and calls it; returns the first result.
+  Value call(Location loc, StringRef name, Type result, ValueRange args) {
+    func::FuncOp decl = module.lookupSymbol<func::FuncOp>(name);
+    if (!decl) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      decl = func::FuncOp::create(
+          b, module.getLoc(), name,
+          b.getFunctionType(TypeRange(args),
+                            result ? TypeRange{result} : TypeRange{}));
+      decl.setPrivate();
+    }
+    auto op = func::CallOp::create(b, loc, decl, args);
+    return op.getNumResults() ? op.getResult(0) : Value();
+  }
+
+  /// A call that returns overlap_status. Errors are sticky per rank in the
+  /// runtime and every later call fails, so the launcher reports the first
+  /// one (call, rank, stream, tile); the status itself is not branched on.
+  void status(Location loc, StringRef name, ValueRange args) {
+    call(loc, name, i32Ty, args);
+  }
+
+  /// Address of element 0 of a memref and its strides (in elements).
+  struct Buffer {
+    Value ptr;
+    SmallVector<Value> strides;
+  };
+  Buffer buffer(Location loc, Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value aligned =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    int64_t eltBytes = type.getElementTypeBitWidth() / 8;
+    Value offsetBytes =
+        arith::MulIOp::create(b, loc, meta.getOffset(),
+                              arith::ConstantIndexOp::create(b, loc, eltBytes));
+    Value addr = arith::AddIOp::create(b, loc, aligned, offsetBytes);
+    Buffer buf;
+    buf.ptr = LLVM::IntToPtrOp::create(b, loc, ptrTy, indexToI64(loc, addr));
+    for (Value stride : meta.getStrides())
+      buf.strides.push_back(indexToI64(loc, stride));
+    return buf;
+  }
+
+  /// Aborts with `message` when the memref's run-time strides are not
+  /// row-major contiguous (`innerOnly`: when the innermost stride is not 1).
+  void assertLayout(Location loc, Value memref, bool innerOnly,
+                    StringRef message) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    int64_t expected = 1;
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      if (type.getDimSize(d) != 1) {
+        Value want = arith::ConstantIndexOp::create(b, loc, expected);
+        Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         meta.getStrides()[d], want);
+        ok = arith::AndIOp::create(b, loc, ok, eq);
+      }
+      if (innerOnly)
+        break;
+      expected *= type.getDimSize(d);
+    }
+    cf::AssertOp::create(b, loc, ok, message);
+  }
+
+  int64_t nextTile() { return tile++; }
+
+  ModuleOp module;
+  func::FuncOp func;
+  Value ctx;
+
+private:
+  OpBuilder b;
+  Type ptrTy, i32Ty, i64Ty;
+  int64_t tile = 0;
+};
+
+/// The grid coordinates of `rank` (row-major, as shard numbers ranks), in
+/// the rank's own integer type.
+SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
+                              ArrayRef<int64_t> shape);
+
+/// The process group of (grid, axes), split once at function entry.
+class Groups {
+public:
+  FailureOr<Value> get(RuntimeBuilder &rt, Operation *op,
+                       SymbolTableCollection &symbols) {
+    auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+    if (!grid)
+      return op->emitOpError() << "grid " << gridSym << " not found";
+    ArrayRef<int64_t> shape = grid.getShape();
+    if (llvm::any_of(shape, ShapedType::isDynamic))
+      return op->emitOpError()
+             << "cannot be lowered: grid " << gridSym
+             << " has a dynamic shape; the runtime needs every extent";
+    std::string key = gridSym.getValue().str();
+    for (int16_t a : axes.asArrayRef())
+      key += "," + std::to_string(a);
+    if (auto it = cache.find(key); it != cache.end())
+      return it->second;
+
+    OpBuilder &b = rt.builder();
+    OpBuilder::InsertionGuard guard(b);
+    // Groups are split at function entry, in the order first needed.
+    if (lastEntryOp)
+      b.setInsertionPointAfter(lastEntryOp);
+    else
+      b.setInsertionPointToStart(&rt.func.getBody().front());
+    Location loc = op->getLoc();
+    Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
+    SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
+    llvm::SmallDenseSet<int64_t> inGroup;
+    for (int16_t a : axes.asArrayRef())
+      inGroup.insert(a);
+    auto linear = [&](ArrayRef<int64_t> dims) {
+      Value acc = rt.i32(loc, 0);
+      for (int64_t d : dims) {
+        acc = arith::MulIOp::create(b, loc, acc, rt.i32(loc, shape[d]));
+        acc = arith::AddIOp::create(b, loc, acc, coords[d]);
+      }
+      return acc;
+    };
+    SmallVector<int64_t> others, inAxes;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      if (!inGroup.contains(d))
+        others.push_back(d);
+    for (int16_t a : axes.asArrayRef())
+      inAxes.push_back(a);
+    Value color = linear(others), keyV = linear(inAxes);
+    Value one = rt.i64(loc, 1);
+    Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
+    Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
+    rt.status(loc, "overlap_group_split", {rt.ctx, null, color, keyV, slot});
+    auto group = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
+    lastEntryOp = group;
+    cache[key] = group.getResult();
+    return group.getResult();
+  }
+
+private:
+  std::map<std::string, Value> cache;
+  Operation *lastEntryOp = nullptr;
+};
+
+} // namespace runtime_lowering
+} // namespace overlap
+} // namespace mlir
+
+#endif // OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H

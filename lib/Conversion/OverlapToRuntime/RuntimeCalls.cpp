@@ -1,0 +1,112 @@
+//===- RuntimeCalls.cpp - Which ops become Overlap runtime calls -*- C++
+//-*-===//
+//
+// overlap::lowersToRuntimeCall and the layout questions behind it
+// (Layout.h), shared by convert-overlap-to-runtime and
+// overlap-linalg-to-gpu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Layout.h"
+
+#include "overlap/Conversion/RuntimeCalls.h"
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+
+using namespace mlir;
+using namespace mlir::overlap;
+using namespace mlir::overlap::runtime_lowering;
+
+namespace mlir {
+namespace overlap {
+namespace runtime_lowering {
+
+bool isBroadcastBatchMatmul(linalg::BatchMatmulOp op) {
+  if (!op.hasUserDefinedMaps())
+    return false;
+  MLIRContext *ctx = op.getContext();
+  AffineExpr bt, m, n, k;
+  bindDims(ctx, bt, m, n, k);
+  SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {bt, m, k}, ctx),
+                                     AffineMap::get(4, 0, {k, n}, ctx),
+                                     AffineMap::get(4, 0, {bt, m, n}, ctx)};
+  return op.getIndexingMapsArray() == expected;
+}
+
+Layout unitInnerStride(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty())
+    return Layout::No;
+  if (ShapedType::isDynamic(strides.back()))
+    return Layout::AtRunTime;
+  return strides.back() == 1 ? Layout::Yes : Layout::No;
+}
+
+Layout contiguous(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.hasStaticShape())
+    return Layout::No;
+  if (memref::isStaticShapeAndContiguousRowMajor(type))
+    return Layout::Yes;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return Layout::No;
+  // Known strides that differ from the row-major ones rule it out.
+  int64_t expected = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (type.getDimSize(d) != 1 && !ShapedType::isDynamic(strides[d]) &&
+        strides[d] != expected)
+      return Layout::No;
+    expected *= type.getDimSize(d);
+  }
+  return Layout::AtRunTime;
+}
+
+bool hasByteSizedElements(MemRefType type) {
+  Type elem = type.getElementType();
+  return elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0;
+}
+
+CopyKind classifyCopy(Value src, Value dst) {
+  auto srcType = cast<MemRefType>(src.getType());
+  auto dstType = cast<MemRefType>(dst.getType());
+  if (!hasByteSizedElements(srcType) || !srcType.hasStaticShape() ||
+      srcType.getShape() != dstType.getShape() ||
+      srcType.getElementType() != dstType.getElementType() ||
+      srcType.getRank() > 3 || srcType.getRank() < 1)
+    return CopyKind::None;
+  auto is = [](Layout l) { return l == Layout::Yes; };
+  if (is(contiguous(src)) && is(contiguous(dst)))
+    return CopyKind::Memcpy;
+  if (is(contiguous(dst)) && is(unitInnerStride(src)))
+    return CopyKind::Pack;
+  if (is(contiguous(src)) && is(unitInnerStride(dst)))
+    return CopyKind::Unpack;
+  return CopyKind::None;
+}
+
+} // namespace runtime_lowering
+} // namespace overlap
+} // namespace mlir
+
+bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
+  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp, SignalOp, WaitOp>(op))
+    return true;
+  if (auto mm = dyn_cast<linalg::MatmulOp>(op))
+    return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps();
+  if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
+    return bm.hasPureBufferSemantics() &&
+           (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;
+  if (auto copy = dyn_cast<linalg::CopyOp>(op))
+    return copy.hasPureBufferSemantics() &&
+           classifyCopy(copy.getInputs()[0], copy.getOutputs()[0]) !=
+               CopyKind::None;
+  return false;
+}

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -136,6 +137,26 @@ inline void checkCuda(cudaError_t e, const char *what) {
   std::fprintf(stderr, "error: %s failed: %s (%s)\n", what, cudaGetErrorName(e),
                cudaGetErrorString(e));
   leave(1);
+}
+
+/// The end of a benchmark: the CSV (when --csv names one; `writeRows`
+/// writes its header and rows), then the context's destruction. Returns the
+/// exit status: 1 if a check failed, the CSV could not be written or the
+/// context reported an error.
+inline int finish(const Args &args, overlap_context *ctx, int failures,
+                  const std::function<void(std::ostream &)> &writeRows) {
+  if (args.has("--csv") && overlap_context_rank(ctx) == 0) {
+    std::ofstream csv(args.get("--csv", ""));
+    writeRows(csv);
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write %s\n",
+                   args.get("--csv", "").c_str());
+      failures = failures ? failures : 1;
+    }
+  }
+  toolContext() = nullptr;
+  overlap_status final = overlap_cuda_context_destroy(ctx);
+  return failures || final != OVERLAP_SUCCESS ? 1 : 0;
 }
 
 /// A one-rank context on device 0 for a tool that measures it, and the

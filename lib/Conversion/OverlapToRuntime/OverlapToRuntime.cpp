@@ -241,14 +241,10 @@ public:
       if (failed(buffer))
         return failure();
       Location loc = global.getLoc();
-      MemRefType type = global.getType();
-      int64_t bytes =
-          type.getNumElements() * (type.getElementTypeBitWidth() / 8);
       global.getResult().replaceAllUsesWith(*buffer);
-      rt.status(loc, "overlap_memcpy",
-                {rt.ctx, rt.i32(loc, kComputeStream),
-                 rt.i64(loc, rt.nextTile()), rt.buffer(loc, *buffer).ptr,
-                 rt.buffer(loc, global.getResult()).ptr, rt.i64(loc, bytes)});
+      // Both sides are contiguous: copy() makes it one overlap_memcpy.
+      if (failed(copy(kComputeStream, loc, global.getResult(), *buffer)))
+        return failure();
       synchronize(loc, kComputeStream);
       copies.push_back(*buffer);
     }

@@ -187,6 +187,16 @@ overlap_stream_synchronize(overlap_context *ctx, int32_t stream);
 OVERLAP_RUNTIME_EXPORT overlap_status
 overlap_context_synchronize(overlap_context *ctx);
 
+/* Orders the streams without blocking the host: work enqueued on any
+   stream after this call starts only after all work enqueued on every
+   stream before it (CUDA: an event per stream, waited for by the others).
+   What compiled programs use between their sequential ops and after an
+   `overlap.concurrent` on a device; the host backend, whose inline ops run
+   on the calling thread, synchronizes instead. Returns the context's
+   status. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_streams_join(overlap_context *ctx);
+
 /*===----------------------------------------------------------------------===
  * Groups
  *===----------------------------------------------------------------------===*/
@@ -222,12 +232,16 @@ overlap_group_destroy(overlap_context *ctx, overlap_group *group);
  *===----------------------------------------------------------------------===*/
 
 /* Allocates `bytes` of memory the backend's GEMMs and collectives can use
-   (host: 64-byte aligned; CUDA: device memory). `ctx` may be NULL on the
-   host. *ptr is NULL for 0 bytes. */
+   (host: 64-byte aligned; CUDA: device memory, stream-ordered from the
+   context's pool unless its options say otherwise: usable by work enqueued
+   on any of its streams after this call). `ctx` may be NULL on the host.
+   *ptr is NULL for 0 bytes. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_alloc(overlap_context *ctx,
                                                     size_t bytes, void **ptr);
 
-/* Frees memory from overlap_alloc; NULL is ignored. */
+/* Frees memory from overlap_alloc once the work enqueued so far on every
+   stream is done with it (CUDA pool: stream-ordered, the host does not
+   wait); NULL is ignored. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_free(overlap_context *ctx,
                                                    void *ptr);
 

@@ -43,8 +43,27 @@ enum {
   OVERLAP_CUDA_SYNC_EVENT = 3
 };
 
+/* overlap_cuda_options.comm_sms: $OVERLAP_COMM_SMS, else
+   OVERLAP_CUDA_DEFAULT_COMM_SMS. */
+#define OVERLAP_CUDA_COMM_SMS_DEFAULT (-1)
+/* SMs kept for communication when nothing says otherwise (the H100
+   profiles' device.comm_sms). */
+#define OVERLAP_CUDA_DEFAULT_COMM_SMS 16
+
+/* The on/off knobs of overlap_cuda_options (comm_priority, device_flags,
+   gemm_cache, stream_ordered_alloc). */
+enum {
+  /* The knob's environment variable, else its default (docs/cuda.md). */
+  OVERLAP_CUDA_KNOB_DEFAULT = 0,
+  OVERLAP_CUDA_KNOB_ON = 1,
+  OVERLAP_CUDA_KNOB_OFF = 2
+};
+
 /* Options of the creation functions. Initialize with
-   overlap_cuda_options_init; zero means "the default". */
+   overlap_cuda_options_init; zero means "the default" except for comm_sms,
+   whose default is OVERLAP_CUDA_COMM_SMS_DEFAULT (0 there means "reserve
+   nothing"). A caller compiled against an older, shorter struct (smaller
+   struct_size) gets the defaults of the fields it does not have. */
 typedef struct overlap_cuda_options {
   /* sizeof(overlap_cuda_options); lets the struct grow compatibly. */
   uint32_t struct_size;
@@ -65,6 +84,41 @@ typedef struct overlap_cuda_options {
   /* Nonzero: batched GEMMs with a batch stride of 0 for A or B run as one
      cuBLASLt call per batch instead of one strided-batched call. */
   int32_t gemm_loop_broadcast;
+  /* SMs reserved for communication. Tile GEMMs get cuBLASLt's
+     CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = SMs - comm_sms, and the
+     communicators the context creates (bootstrap, splits) get NCCL CTA
+     limits from the same budget (minCTAs = 1, maxCTAs = comm_sms). 0: no
+     reservation (GEMMs may fill the GPU, NCCL chooses its CTAs). A value
+     >= the device's SM count is an error at creation.
+     OVERLAP_CUDA_COMM_SMS_DEFAULT: $OVERLAP_COMM_SMS, else 16. */
+  int32_t comm_sms;
+  /* ON: the comm stream (index 1) is created at the device's highest
+     priority, the others at the lowest, so that a collective's CTAs are
+     scheduled before queued GEMM CTAs. OFF: default priority. A stream
+     handed in by the caller keeps its own. Default: $OVERLAP_COMM_PRIORITY
+     ("high" or "normal"), else ON. */
+  int32_t comm_priority;
+  /* ON: signal/wait flags live in device memory (cudaMalloc); memop waits
+     then poll device memory instead of crossing PCIe. OFF: device-mapped
+     host memory. Default: $OVERLAP_CUDA_FLAGS ("device" or "host"), else
+     ON. */
+  int32_t device_flags;
+  /* ON: the cuBLASLt matmul descriptor, the three matrix layouts and the
+     algorithm are made once per GEMM shape and kept. OFF: made and
+     destroyed on every call (the algorithm is still kept). Default:
+     $OVERLAP_GEMM_CACHE ("on" or "off"), else ON. */
+  int32_t gemm_cache;
+  /* 1: the heuristic's first algorithm. k > 1: the first time a shape is
+     seen, the heuristic's top k are timed (into a scratch output; a host
+     wait, once per shape) and the fastest is kept;
+     overlap_cuda_gemm_report says which. 0: $OVERLAP_GEMM_AUTOTUNE, else
+     1. At most 16. */
+  int32_t gemm_autotune;
+  /* ON: overlap_alloc/overlap_free are stream-ordered (cudaMallocAsync /
+     cudaFreeAsync on a pool kept by the context, the other streams joined
+     by events): no device-wide synchronization. OFF: cudaMalloc/cudaFree.
+     Default: $OVERLAP_CUDA_ALLOC ("pool" or "sync"), else ON. */
+  int32_t stream_ordered_alloc;
 } overlap_cuda_options;
 
 /* Fills `opts` with the defaults. */
@@ -154,6 +208,25 @@ OVERLAP_RUNTIME_EXPORT void *overlap_cuda_nccl_comm(overlap_context *ctx,
 
 /* The CUDA device of the context, -1 if not a CUDA context. */
 OVERLAP_RUNTIME_EXPORT int overlap_cuda_device(overlap_context *ctx);
+
+/* Makes the context's device current on the calling thread (cudaSetDevice):
+   compiled entry points call it first, so that their kernels and
+   allocations land on the context's device, not on device 0. Not a CUDA
+   context: OVERLAP_ERROR_INVALID_ARGUMENT. */
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_cuda_make_current(overlap_context *ctx);
+
+/* The context's resolved settings, one line: SMs and the GEMM SM target,
+   comm_sms, stream priorities, flag memory, sync mode, GEMM cache,
+   autotune, allocation. Valid until the next call on this thread; "" if
+   not a CUDA context. */
+OVERLAP_RUNTIME_EXPORT const char *overlap_cuda_describe(overlap_context *ctx);
+
+/* One line per GEMM shape the context has planned: the shape, the
+   algorithm kept and, when autotuned, each candidate's time. Valid until
+   the next call on this thread; "" if not a CUDA context. */
+OVERLAP_RUNTIME_EXPORT const char *
+overlap_cuda_gemm_report(overlap_context *ctx);
 
 #ifdef __cplusplus
 } /* extern "C" */

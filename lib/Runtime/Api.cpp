@@ -162,6 +162,14 @@ overlap_status overlap_context_synchronize(overlap_context *ctx) {
   return ctx ? ctx->synchronize(-1) : OVERLAP_ERROR_INVALID_ARGUMENT;
 }
 
+overlap_status overlap_streams_join(overlap_context *ctx) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  if (overlap_status s = ctx->status())
+    return s;
+  return ctx->joinStreams();
+}
+
 //===----------------------------------------------------------------------===//
 // Groups
 //===----------------------------------------------------------------------===//
@@ -226,6 +234,35 @@ overlap_status overlap_free(overlap_context *ctx, void *ptr) {
   else
     std::free(ptr);
   return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_alloc_async(overlap_context *ctx, int32_t stream,
+                                   size_t bytes, void **ptr) {
+  if (!ptr)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  *ptr = nullptr;
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::tile("overlap_alloc_async", stream, -1)};
+  if (stream < -1 || stream >= ctx->numStreams)
+    return call.bad("no such stream (the context has " + str(ctx->numStreams) +
+                    "; -1 means all)");
+  if (bytes == 0)
+    return OVERLAP_SUCCESS;
+  return ctx->allocAsync(stream, bytes, ptr);
+}
+
+overlap_status overlap_free_async(overlap_context *ctx, int32_t stream,
+                                  void *ptr) {
+  if (!ptr)
+    return OVERLAP_SUCCESS;
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::tile("overlap_free_async", stream, -1)};
+  if (stream < -1 || stream >= ctx->numStreams)
+    return call.bad("no such stream (the context has " + str(ctx->numStreams) +
+                    "; -1 means all)");
+  return ctx->freeAsync(stream, ptr);
 }
 
 overlap_status overlap_memcpy(overlap_context *ctx, int32_t stream,

@@ -116,6 +116,9 @@ struct overlap_context {
   // Backend interface. Stream indices, groups, signals and sizes are valid.
   virtual overlap_group *worldGroup() = 0;
   virtual overlap_status synchronize(int stream) = 0; // -1: all streams
+  /// Orders every stream after all work enqueued so far on every stream,
+  /// without blocking the host where the backend can (overlap_streams_join).
+  virtual overlap_status joinStreams() { return synchronize(-1); }
   virtual overlap_status split(overlap_group *parent, int color, int key,
                                overlap_group **group) = 0;
   virtual void destroyGroup(overlap_group *group) = 0;
@@ -138,6 +141,17 @@ struct overlap_context {
                               overlap_signals *sigs, int32_t index) = 0;
   virtual overlap_status alloc(size_t bytes, void **ptr) = 0;
   virtual void free(void *ptr) = 0;
+  /// Stream-ordered memory; `stream` -1: every stream. Backends without
+  /// stream-ordered memory allocate at once and free after a synchronize.
+  virtual overlap_status allocAsync(int stream, size_t bytes, void **ptr) {
+    (void)stream;
+    return alloc(bytes, ptr);
+  }
+  virtual overlap_status freeAsync(int stream, void *ptr) {
+    overlap_status s = synchronize(stream);
+    free(ptr);
+    return s;
+  }
 
 protected:
   /// Called once, after the first error has been recorded.

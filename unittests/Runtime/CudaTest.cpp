@@ -225,11 +225,13 @@ protected:
   }
 
   /// A one-rank context on device 0.
-  void make(int sync = OVERLAP_CUDA_SYNC_MEMOP, int64_t timeoutMs = 5000) {
+  void make(int sync = OVERLAP_CUDA_SYNC_MEMOP, int64_t timeoutMs = 5000,
+            int deviceFlags = OVERLAP_CUDA_KNOB_DEFAULT) {
     overlap_cuda_options opts;
     overlap_cuda_options_init(&opts);
     opts.sync = sync;
     opts.wait_timeout_ms = timeoutMs;
+    opts.device_flags = deviceFlags;
     ASSERT_EQ(overlap_cuda_context_create_single(0, &opts, &ctx),
               OVERLAP_SUCCESS)
         << overlap_cuda_create_error();
@@ -430,6 +432,16 @@ TEST_F(CudaDevice, SignalWaitEvent) {
   make(OVERLAP_CUDA_SYNC_EVENT);
   producerConsumer(ctx, 3);
 }
+// The same with the flags in mapped host memory (the default is device
+// memory).
+TEST_F(CudaDevice, SignalWaitMemopHostFlags) {
+  make(OVERLAP_CUDA_SYNC_MEMOP, 5000, OVERLAP_CUDA_KNOB_OFF);
+  producerConsumer(ctx, 3);
+}
+TEST_F(CudaDevice, SignalWaitSpinHostFlags) {
+  make(OVERLAP_CUDA_SYNC_SPIN, 5000, OVERLAP_CUDA_KNOB_OFF);
+  producerConsumer(ctx, 3);
+}
 
 /// A wait whose signal never comes ends in OVERLAP_ERROR_TIMEOUT naming
 /// the stream and the flag, and the context can still be destroyed.
@@ -455,6 +467,10 @@ TEST_F(CudaDevice, LostSignalMemopIsATimeout) {
 }
 TEST_F(CudaDevice, LostSignalSpinIsATimeout) {
   make(OVERLAP_CUDA_SYNC_SPIN, 200);
+  lostSignal(ctx);
+}
+TEST_F(CudaDevice, LostSignalMemopHostFlagsIsATimeout) {
+  make(OVERLAP_CUDA_SYNC_MEMOP, 200, OVERLAP_CUDA_KNOB_OFF);
   lostSignal(ctx);
 }
 

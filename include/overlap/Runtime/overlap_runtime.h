@@ -232,18 +232,33 @@ overlap_group_destroy(overlap_context *ctx, overlap_group *group);
  *===----------------------------------------------------------------------===*/
 
 /* Allocates `bytes` of memory the backend's GEMMs and collectives can use
-   (host: 64-byte aligned; CUDA: device memory, stream-ordered from the
-   context's pool unless its options say otherwise: usable by work enqueued
-   on any of its streams after this call). `ctx` may be NULL on the host.
+   (host: 64-byte aligned; CUDA: device memory from cudaMalloc, usable at
+   once by the host and every stream). `ctx` may be NULL on the host.
    *ptr is NULL for 0 bytes. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_alloc(overlap_context *ctx,
                                                     size_t bytes, void **ptr);
 
-/* Frees memory from overlap_alloc once the work enqueued so far on every
-   stream is done with it (CUDA pool: stream-ordered, the host does not
-   wait); NULL is ignored. */
+/* Frees memory from overlap_alloc; NULL is ignored. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_free(overlap_context *ctx,
                                                    void *ptr);
+
+/* Stream-ordered allocation, what compiled programs use for their
+   temporaries: the memory is usable by work enqueued on `stream` after this
+   call (`stream` = -1: on every stream of the context), not by the host
+   before a synchronize. CUDA: cudaMallocFromPoolAsync on a pool the context
+   keeps (no device-wide synchronization), or cudaMalloc when the context's
+   stream_ordered_alloc option is off. Host backend: as overlap_alloc. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_alloc_async(overlap_context *ctx,
+                                                          int32_t stream,
+                                                          size_t bytes,
+                                                          void **ptr);
+
+/* Frees memory from overlap_alloc_async after the work enqueued so far on
+   `stream` (-1: on every stream) without blocking the host (CUDA pool:
+   cudaFreeAsync). NULL is ignored. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_free_async(overlap_context *ctx,
+                                                         int32_t stream,
+                                                         void *ptr);
 
 /* Enqueues a copy of `bytes` bytes (the ranges must not overlap). */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_memcpy(overlap_context *ctx,

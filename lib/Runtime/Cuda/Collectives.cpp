@@ -49,12 +49,14 @@ overlap_status CudaContext::split(overlap_group *parent, int color, int key,
                                   overlap_group **group) {
   Site site = Site::thread("overlap_group_split");
   ncclComm_t made = nullptr;
+  // The sub-group's CTAs stay within the communication's SM budget.
+  ncclConfig_t config = ncclConfigFor(options.commSms);
   if (overlap_status s = check(site, "ncclCommSplit",
                                ncclCommSplit(commOf(parent),
                                              color == OVERLAP_UNDEFINED_COLOR
                                                  ? NCCL_SPLIT_NOCOLOR
                                                  : color,
-                                             key, &made, nullptr)))
+                                             key, &made, &config)))
     return s;
   if (!made) {
     *group = nullptr;

@@ -50,12 +50,36 @@ struct Options {
   size_t workspaceBytes = size_t(32) << 20;
   bool allowTf32 = false;
   bool loopBroadcast = false;
+  /// SMs kept for communication; 0: none.
+  int commSms = OVERLAP_CUDA_DEFAULT_COMM_SMS;
+  bool commPriority = true;
+  bool deviceFlags = true;
+  bool gemmCache = true;
+  /// Heuristic results timed per new GEMM shape; 1: take the first.
+  int gemmAutotune = 1;
+  bool streamOrderedAlloc = true;
 };
 
 /// Resolves `opts` (may be null) and the environment; on a malformed value
-/// returns false with the reason in `error`.
+/// returns false with the reason in `error`. (Options.cpp; no CUDA call.)
 bool resolveOptions(const overlap_cuda_options *opts, Options &out,
                     std::string &error);
+
+/// CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET for tile GEMMs: the SMs left after
+/// `commSms`, at least 1; 0 (leave the attribute unset) when nothing is
+/// reserved or the SM count is unknown.
+int gemmSmTarget(int smCount, int commSms);
+
+/// The NCCL configuration of the communicators a context creates: CTAs
+/// limited to the communication budget (minCTAs 1, maxCTAs = commSms, a
+/// CGA cluster that divides it, at most 4), NCCL's defaults when commSms
+/// is 0. Blocking, so that creation and splits return when done.
+ncclConfig_t ncclConfigFor(int commSms);
+
+/// The settings as one line (overlap_cuda_describe).
+std::string describeOptions(const Options &options, int smCount,
+                            int gemmSms, int commPriority,
+                            int computePriority);
 
 struct CudaGroup : overlap_group {
   ncclComm_t comm = nullptr;
@@ -63,8 +87,12 @@ struct CudaGroup : overlap_group {
 };
 
 struct CudaSignals : overlap_signals {
-  uint32_t *hostFlags = nullptr;   // mapped host memory, read by the host
-  uint32_t *deviceFlags = nullptr; // the same memory, as the GPU sees it
+  /// Host-mapped flags (options.deviceFlags off): the host reads and writes
+  /// them directly; null for flags in device memory.
+  uint32_t *hostFlags = nullptr;
+  /// The flags as the GPU sees them: device memory, or the mapped pointer
+  /// of hostFlags.
+  uint32_t *deviceFlags = nullptr;
   std::vector<cudaEvent_t> events; // event mode
   std::vector<uint64_t> recorded;  // event mode: epoch of the last record
 };
@@ -76,10 +104,38 @@ struct PendingWait {
   uint32_t epoch;
 };
 
-/// Key of the cuBLASLt algorithm cache.
+/// Key of the cuBLASLt plan cache: types, batch, shape, leading
+/// dimensions, batch strides and the pointers' alignments (which restrict
+/// the algorithms cuBLASLt may pick).
 using GemmKey =
     std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                int64_t, int64_t, int64_t, int64_t, unsigned>;
+
+/// The largest power of two up to 16 that divides the address.
+unsigned pointerAlignment(const void *p);
+
+/// The cache key of a GEMM run as `batch` strided matrices (1 when the
+/// batch loops over calls).
+GemmKey gemmKey(const runtime::GemmArgs &args, int64_t batch);
+
+/// cuBLASLt descriptors of one GEMM shape, destroyed with the object.
+struct GemmDescriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  GemmDescriptors() = default;
+  GemmDescriptors(const GemmDescriptors &) = delete;
+  GemmDescriptors &operator=(const GemmDescriptors &) = delete;
+  ~GemmDescriptors();
+};
+
+/// What the context keeps per GEMM shape.
+struct GemmPlan {
+  /// Null when the descriptor cache is off (made again on every call).
+  std::unique_ptr<GemmDescriptors> descriptors;
+  cublasLtMatmulAlgo_t algo = {};
+  /// How the algorithm was chosen, for overlap_cuda_gemm_report.
+  std::string note;
+};
 
 class CudaContext final : public overlap_context {
 public:
@@ -103,6 +159,19 @@ public:
 
   overlap_group *worldGroup() override { return &world_; }
   overlap_status synchronize(int stream) override;
+  overlap_status joinStreams() override;
+  /// Stream-ordered memory (overlap_alloc_async / overlap_free_async):
+  /// `stream` < 0 means usable by (done on) every stream.
+  overlap_status allocAsync(int stream, size_t bytes, void **ptr) override;
+  overlap_status freeAsync(int stream, void *ptr) override;
+  /// Records a failed kernel launch of the mgpu* wrappers (sticky; the next
+  /// synchronize reports it).
+  void launchFailed(const std::string &kernel, const std::string &error,
+                    int stream);
+  /// The index of `s` among the context's streams, or -1.
+  int streamIndex(cudaStream_t s) const;
+  std::string describeSettings() const;
+  std::string gemmReport() const;
   overlap_status split(overlap_group *parent, int color, int key,
                        overlap_group **group) override;
   void destroyGroup(overlap_group *group) override;
@@ -165,13 +234,38 @@ private:
   /// Polls the streams in `which` until idle, an error, or the deadline.
   overlap_status drain(const std::vector<int> &which, const char *call);
   void *workspace(int stream, size_t &bytes);
+  /// Makes the matmul descriptor and the three layouts of `args`.
+  overlap_status makeDescriptors(const runtime::Site &site,
+                                 const runtime::GemmArgs &args, int32_t batch,
+                                 GemmDescriptors &d);
+  /// Chooses the algorithm of a new shape (the heuristic's first, or the
+  /// fastest of its top k timed once).
+  overlap_status chooseAlgorithm(const runtime::Site &site,
+                                 const runtime::GemmArgs &args, int32_t batch,
+                                 const GemmDescriptors &d, void *ws,
+                                 size_t wsBytes, GemmPlan &plan);
+  /// Flag `index` of `sigs` as the host reads it (device flags: a copy on
+  /// the control stream).
+  uint32_t readFlag(CudaSignals *sigs, int32_t index);
+  /// Frees the flags and events of a signal set.
+  void releaseSignals(CudaSignals &sigs);
+  void writeFlag(CudaSignals *sigs, int32_t index, uint32_t value);
+  /// Every stream in `to` waits for the work enqueued so far on `from`.
+  overlap_status order(const std::vector<int> &from, const std::vector<int> &to,
+                       const char *call);
 
   CudaGroup world_;
   std::vector<cudaStream_t> streams_;
   std::vector<bool> ownedStreams_;
   cublasLtHandle_t lt_ = nullptr;
   std::vector<void *> workspaces_; // per stream, made on first GEMM
-  std::map<GemmKey, cublasLtMatmulAlgo_t> algos_;
+  std::map<GemmKey, GemmPlan> gemms_;
+  int smCount_ = 0;
+  int gemmSms_ = 0; // CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0: unset
+  int commPriority_ = 0, computePriority_ = 0;
+  cudaStream_t control_ = nullptr; // host reads/writes of device flags
+  std::vector<cudaEvent_t> joinEvents_; // one per stream
+  cudaMemPool_t pool_ = nullptr;        // stream-ordered allocations
   std::vector<std::unique_ptr<CudaGroup>> groups_;
   std::vector<std::unique_ptr<CudaSignals>> signals_;
   std::vector<std::vector<PendingWait>> pending_; // per stream
@@ -184,6 +278,12 @@ private:
 /// The CudaContext behind `ctx`, or null if it is not one (a registry of
 /// live CUDA contexts, so that host contexts are told apart without RTTI).
 CudaContext *asCuda(overlap_context *ctx);
+
+/// Records a failed kernel launch of the mgpu* wrappers in the context that
+/// owns `stream` (its sticky status: the next synchronize reports it,
+/// naming the kernel). Returns false when no live context owns the stream.
+bool recordLaunchFailure(cudaStream_t stream, const std::string &kernel,
+                         const std::string &error);
 
 /// Records `text` as this thread's overlap_cuda_create_error() and returns
 /// `status`: how every creation function fails.

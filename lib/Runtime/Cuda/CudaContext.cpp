@@ -14,6 +14,7 @@
 #include "CudaBackend.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -55,90 +56,6 @@ std::string overlap::cuda::describe(ncclResult_t result) {
          std::to_string(int(result)) + ")";
 }
 
-static bool readEnvInt(const char *name, bool &present, int64_t &value) {
-  const char *text = std::getenv(name);
-  present = text && *text;
-  if (!present)
-    return true;
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*end || v < 0)
-    return false;
-  value = v;
-  return true;
-}
-
-bool overlap::cuda::resolveOptions(const overlap_cuda_options *opts,
-                                   Options &out, std::string &error) {
-  overlap_cuda_options defaults;
-  overlap_cuda_options_init(&defaults);
-  if (!opts)
-    opts = &defaults;
-  if (opts->struct_size < sizeof(overlap_cuda_options)) {
-    error = "overlap_cuda_options.struct_size is " +
-            std::to_string(opts->struct_size) + ", expected " +
-            std::to_string(sizeof(overlap_cuda_options)) +
-            " (call overlap_cuda_options_init)";
-    return false;
-  }
-  out = Options();
-  if (opts->num_streams < 0 || opts->num_streams > 16) {
-    error = "num_streams must be in [0, 16], got " +
-            std::to_string(opts->num_streams);
-    return false;
-  }
-  out.numStreams = opts->num_streams ? opts->num_streams : 2;
-  if (out.numStreams < 2) {
-    error = "a context needs at least 2 streams (compute and comm)";
-    return false;
-  }
-  if (opts->wait_timeout_ms < 0) {
-    error = "wait_timeout_ms is negative";
-    return false;
-  }
-  out.waitTimeoutMs = opts->wait_timeout_ms;
-  if (!out.waitTimeoutMs) {
-    bool present = false;
-    int64_t value = 0;
-    if (!readEnvInt("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
-        (present && value == 0)) {
-      error = "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer";
-      return false;
-    }
-    out.waitTimeoutMs = present ? value : 10000;
-  }
-  int sync = opts->sync;
-  if (sync == OVERLAP_CUDA_SYNC_FROM_ENV) {
-    const char *text = std::getenv("OVERLAP_CUDA_SYNC");
-    std::string mode = text ? text : "";
-    if (mode.empty() || mode == "memop")
-      sync = OVERLAP_CUDA_SYNC_MEMOP;
-    else if (mode == "spin")
-      sync = OVERLAP_CUDA_SYNC_SPIN;
-    else if (mode == "event")
-      sync = OVERLAP_CUDA_SYNC_EVENT;
-    else {
-      error =
-          "OVERLAP_CUDA_SYNC must be memop, spin or event, got '" + mode + "'";
-      return false;
-    }
-  }
-  if (sync < OVERLAP_CUDA_SYNC_MEMOP || sync > OVERLAP_CUDA_SYNC_EVENT) {
-    error = "unknown sync mode " + std::to_string(sync);
-    return false;
-  }
-  out.sync = sync;
-  if (opts->gemm_workspace_bytes < 0) {
-    error = "gemm_workspace_bytes is negative";
-    return false;
-  }
-  if (opts->gemm_workspace_bytes)
-    out.workspaceBytes = size_t(opts->gemm_workspace_bytes);
-  out.allowTf32 = opts->allow_tf32 != 0;
-  out.loopBroadcast = opts->gemm_loop_broadcast != 0;
-  return true;
-}
-
 //===----------------------------------------------------------------------===//
 // Registry of live CUDA contexts (no RTTI in this build)
 //===----------------------------------------------------------------------===//
@@ -153,6 +70,25 @@ thread_local std::string createError;
 thread_local std::string deviceCountError;
 } // namespace
 
+bool overlap::cuda::recordLaunchFailure(cudaStream_t stream,
+                                        const std::string &kernel,
+                                        const std::string &error) {
+  CudaContext *owner = nullptr;
+  int index = -1;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    for (CudaContext *ctx : registry())
+      if ((index = ctx->streamIndex(stream)) >= 0) {
+        owner = ctx;
+        break;
+      }
+  }
+  if (!owner)
+    return false;
+  owner->launchFailed(kernel, error, index);
+  return true;
+}
+
 CudaContext *overlap::cuda::asCuda(overlap_context *ctx) {
   std::lock_guard<std::mutex> lock(registryMutex);
   auto *cuda = static_cast<CudaContext *>(ctx);
@@ -162,6 +98,22 @@ CudaContext *overlap::cuda::asCuda(overlap_context *ctx) {
 //===----------------------------------------------------------------------===//
 // Construction and shutdown
 //===----------------------------------------------------------------------===//
+
+/// With CUDA_DEVICE_MAX_CONNECTIONS=1 every stream of the device shares one
+/// hardware queue, so a collective queued behind a GEMM waits for it: the
+/// overlap disappears without any error. Said once per process.
+static void warnAboutConnections() {
+  static std::once_flag once;
+  const char *value = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (!value || std::string(value) != "1")
+    return;
+  std::call_once(once, [] {
+    std::fprintf(stderr,
+                 "overlap: warning: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every "
+                 "stream in one hardware queue; GEMMs and collectives will "
+                 "not overlap (unset it, or set it to 8 or more)\n");
+  });
+}
 
 CudaContext::CudaContext(int rank, int size, int device, const Options &options)
     : overlap_context(rank, size, options.numStreams), device(device),
@@ -191,6 +143,26 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
   };
   if (overlap_status s = check(site, "cudaSetDevice", cudaSetDevice(device)))
     return failed(s);
+  warnAboutConnections();
+  if (overlap_status s = check(site, "cudaDeviceGetAttribute",
+                               cudaDeviceGetAttribute(
+                                   &smCount_, cudaDevAttrMultiProcessorCount,
+                                   device)))
+    return failed(s);
+  if (options.commSms >= smCount_) {
+    error = "comm_sms is " + std::to_string(options.commSms) +
+            " but device " + std::to_string(device) + " has only " +
+            std::to_string(smCount_) + " SMs (0 reserves none)";
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT, error);
+  }
+  gemmSms_ = gemmSmTarget(smCount_, options.commSms);
+  int least = 0, greatest = 0;
+  if (overlap_status s =
+          check(site, "cudaDeviceGetStreamPriorityRange",
+                cudaDeviceGetStreamPriorityRange(&least, &greatest)))
+    return failed(s);
+  computePriority_ = least;
+  commPriority_ = options.commPriority ? greatest : least;
   for (int i = 0; i < numStreams; ++i) {
     cudaStream_t given = i == 0 ? compute : i == 1 ? comm : nullptr;
     if (given) {
@@ -198,13 +170,50 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
       ownedStreams_.push_back(false);
       continue;
     }
+    // The comm stream first: a collective's CTAs are then scheduled ahead
+    // of GEMM CTAs still queued (they keep the SMs they have).
     cudaStream_t made = nullptr;
-    if (overlap_status s =
-            check(site, "cudaStreamCreateWithFlags",
-                  cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking)))
+    if (overlap_status s = check(
+            site, "cudaStreamCreateWithPriority",
+            cudaStreamCreateWithPriority(&made, cudaStreamNonBlocking,
+                                         i == 1 ? commPriority_
+                                                : computePriority_)))
       return failed(s);
     streams_.push_back(made);
     ownedStreams_.push_back(true);
+  }
+  if (comm) // a stream handed in keeps its priority: report what it has
+    (void)cudaStreamGetPriority(comm, &commPriority_);
+  if (compute)
+    (void)cudaStreamGetPriority(compute, &computePriority_);
+  if (overlap_status s =
+          check(site, "cudaStreamCreateWithFlags (control)",
+                cudaStreamCreateWithFlags(&control_, cudaStreamNonBlocking)))
+    return failed(s);
+  for (int i = 0; i < numStreams; ++i) {
+    cudaEvent_t event = nullptr;
+    if (overlap_status s =
+            check(site, "cudaEventCreateWithFlags",
+                  cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
+      return failed(s);
+    joinEvents_.push_back(event);
+  }
+  if (options.streamOrderedAlloc) {
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    if (overlap_status s = check(site, "cudaMemPoolCreate",
+                                 cudaMemPoolCreate(&pool_, &props)))
+      return failed(s);
+    // Keep freed memory in the pool across synchronizes: the next call of a
+    // compiled program gets its buffers back without asking the driver.
+    uint64_t keep = UINT64_MAX;
+    if (overlap_status s = check(
+            site, "cudaMemPoolSetAttribute",
+            cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold,
+                                    &keep)))
+      return failed(s);
   }
   pending_.resize(numStreams);
   workspaces_.assign(numStreams, nullptr);
@@ -296,13 +305,19 @@ overlap_status CudaContext::shutdown() {
             rank);
     return status();
   }
-  for (auto &sigs : signals_) {
-    for (cudaEvent_t event : sigs->events)
-      (void)cudaEventDestroy(event);
-    if (sigs->hostFlags)
-      (void)cudaFreeHost(sigs->hostFlags);
-  }
+  for (auto &sigs : signals_)
+    releaseSignals(*sigs);
   signals_.clear();
+  gemms_.clear();
+  for (cudaEvent_t event : joinEvents_)
+    (void)cudaEventDestroy(event);
+  joinEvents_.clear();
+  if (pool_)
+    (void)cudaMemPoolDestroy(pool_);
+  pool_ = nullptr;
+  if (control_)
+    (void)cudaStreamDestroy(control_);
+  control_ = nullptr;
   for (void *ws : workspaces_)
     if (ws)
       (void)cudaFree(ws);
@@ -344,8 +359,7 @@ overlap_status CudaContext::checkSpinError() {
 
 bool CudaContext::findStuckWait(int stream, std::string &text, int32_t &flag) {
   for (const PendingWait &w : pending_[stream]) {
-    uint32_t seen =
-        static_cast<volatile uint32_t *>(w.sigs->hostFlags)[w.index];
+    uint32_t seen = readFlag(w.sigs, w.index);
     if (int32_t(seen - w.epoch) < 0) {
       flag = w.index;
       text = "not signalled within " + std::to_string(options.waitTimeoutMs) +
@@ -359,12 +373,9 @@ bool CudaContext::findStuckWait(int stream, std::string &text, int32_t &flag) {
 
 void CudaContext::releasePendingWaits() {
   for (auto &waits : pending_)
-    for (const PendingWait &w : waits) {
-      auto *flag =
-          static_cast<volatile uint32_t *>(w.sigs->hostFlags) + w.index;
-      if (int32_t(*flag - w.epoch) < 0)
-        *flag = w.epoch;
-    }
+    for (const PendingWait &w : waits)
+      if (int32_t(readFlag(w.sigs, w.index) - w.epoch) < 0)
+        writeFlag(w.sigs, w.index, w.epoch);
 }
 
 void CudaContext::onFail() {
@@ -476,6 +487,93 @@ void CudaContext::free(void *ptr) {
   check(Site::thread("overlap_free"), "cudaFree", cudaFree(ptr));
 }
 
+overlap_status CudaContext::order(const std::vector<int> &from,
+                                  const std::vector<int> &to,
+                                  const char *call) {
+  for (int f : from)
+    if (overlap_status s =
+            check(Site::tile(call, f, -1), "cudaEventRecord",
+                  cudaEventRecord(joinEvents_[f], streams_[f])))
+      return s;
+  for (int t : to)
+    for (int f : from)
+      if (f != t)
+        if (overlap_status s =
+                check(Site::tile(call, t, -1), "cudaStreamWaitEvent",
+                      cudaStreamWaitEvent(streams_[t], joinEvents_[f], 0)))
+          return s;
+  return status();
+}
+
+overlap_status CudaContext::joinStreams() {
+  std::vector<int> all;
+  for (int i = 0; i < numStreams; ++i)
+    all.push_back(i);
+  return order(all, all, "overlap_streams_join");
+}
+
+overlap_status CudaContext::allocAsync(int s, size_t bytes, void **ptr) {
+  if (!pool_)
+    return alloc(bytes, ptr);
+  const int on = s < 0 ? 0 : s;
+  cudaError_t e = cudaMallocFromPoolAsync(ptr, bytes, pool_, streams_[on]);
+  if (e != cudaSuccess) {
+    *ptr = nullptr;
+    (void)cudaGetLastError();
+    return failCall(Site::tile("overlap_alloc_async", s, -1),
+                    ("cudaMallocFromPoolAsync(" + std::to_string(bytes) +
+                     " bytes)")
+                        .c_str(),
+                    describe(e),
+                    e == cudaErrorMemoryAllocation
+                        ? OVERLAP_ERROR_OUT_OF_MEMORY
+                        : OVERLAP_ERROR_BACKEND);
+  }
+  if (s >= 0)
+    return OVERLAP_SUCCESS;
+  // Usable on every stream: the others wait for the allocation.
+  std::vector<int> all;
+  for (int i = 0; i < numStreams; ++i)
+    all.push_back(i);
+  return order({0}, all, "overlap_alloc_async");
+}
+
+overlap_status CudaContext::freeAsync(int s, void *ptr) {
+  if (!pool_) {
+    free(ptr); // cudaFree waits for the device
+    return status();
+  }
+  const int on = s < 0 ? 0 : s;
+  if (s < 0) {
+    // After every stream's work so far: stream 0 waits for the others.
+    std::vector<int> all;
+    for (int i = 0; i < numStreams; ++i)
+      all.push_back(i);
+    if (overlap_status st = order(all, {0}, "overlap_free_async"))
+      return st;
+  }
+  return check(Site::tile("overlap_free_async", s, -1), "cudaFreeAsync",
+               cudaFreeAsync(ptr, streams_[on]));
+}
+
+int CudaContext::streamIndex(cudaStream_t s) const {
+  for (size_t i = 0; i < streams_.size(); ++i)
+    if (streams_[i] == s)
+      return int(i);
+  return -1;
+}
+
+void CudaContext::launchFailed(const std::string &kernel,
+                               const std::string &error, int s) {
+  failCall(Site::tile("mgpuLaunchKernel", s, -1),
+           ("cuLaunchKernel of kernel '" + kernel + "'").c_str(), error);
+}
+
+std::string CudaContext::describeSettings() const {
+  return describeOptions(options, smCount_, gemmSms_, commPriority_,
+                         computePriority_);
+}
+
 overlap_status CudaContext::copy(const Site &site, void *dst, const void *src,
                                  size_t bytes) {
   return check(
@@ -543,13 +641,6 @@ static overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
 }
 
 extern "C" {
-
-void overlap_cuda_options_init(overlap_cuda_options *opts) {
-  if (!opts)
-    return;
-  std::memset(opts, 0, sizeof(*opts));
-  opts->struct_size = sizeof(overlap_cuda_options);
-}
 
 int overlap_cuda_device_count(const char **error) {
   int count = 0;
@@ -637,9 +728,11 @@ overlap_status overlap_cuda_context_create_rank(
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof(uid));
   ncclComm_t comm = nullptr;
-  if (ncclResult_t r = ncclCommInitRank(&comm, ranks, uid, rank))
+  ncclConfig_t config = ncclConfigFor(options.commSms);
+  if (ncclResult_t r =
+          ncclCommInitRankConfig(&comm, ranks, uid, rank, &config))
     return createFailed(OVERLAP_ERROR_BACKEND,
-                        call + std::string("ncclCommInitRank failed: ") +
+                        call + std::string("ncclCommInitRankConfig failed: ") +
                             describe(r));
   return finishCreate(comm, true, device, nullptr, nullptr, options, ctx);
 }
@@ -673,10 +766,15 @@ overlap_cuda_context_create_single(int device, const overlap_cuda_options *opts,
                         call + std::string("cudaSetDevice failed: ") +
                             describe(e));
   ncclComm_t comm = nullptr;
-  int devices[1] = {device};
-  if (ncclResult_t r = ncclCommInitAll(&comm, 1, devices))
+  ncclUniqueId uid;
+  if (ncclResult_t r = ncclGetUniqueId(&uid))
     return createFailed(OVERLAP_ERROR_BACKEND,
-                        call + std::string("ncclCommInitAll failed: ") +
+                        call + std::string("ncclGetUniqueId failed: ") +
+                            describe(r));
+  ncclConfig_t config = ncclConfigFor(options.commSms);
+  if (ncclResult_t r = ncclCommInitRankConfig(&comm, 1, uid, 0, &config))
+    return createFailed(OVERLAP_ERROR_BACKEND,
+                        call + std::string("ncclCommInitRankConfig failed: ") +
                             describe(r));
   return finishCreate(comm, true, device, nullptr, nullptr, options, ctx);
 }
@@ -711,6 +809,28 @@ void *overlap_cuda_nccl_comm(overlap_context *ctx, overlap_group *group) {
 int overlap_cuda_device(overlap_context *ctx) {
   CudaContext *cuda = asCuda(ctx);
   return cuda ? cuda->device : -1;
+}
+
+overlap_status overlap_cuda_make_current(overlap_context *ctx) {
+  CudaContext *cuda = asCuda(ctx);
+  if (!cuda)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  return cuda->check(Site::thread("overlap_cuda_make_current"), "cudaSetDevice",
+                     cudaSetDevice(cuda->device));
+}
+
+const char *overlap_cuda_describe(overlap_context *ctx) {
+  static thread_local std::string text;
+  CudaContext *cuda = asCuda(ctx);
+  text = cuda ? cuda->describeSettings() : "";
+  return text.c_str();
+}
+
+const char *overlap_cuda_gemm_report(overlap_context *ctx) {
+  static thread_local std::string text;
+  CudaContext *cuda = asCuda(ctx);
+  text = cuda ? cuda->gemmReport() : "";
+  return text.c_str();
 }
 
 } // extern "C"

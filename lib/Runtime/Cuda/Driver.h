@@ -38,6 +38,7 @@ namespace cuda {
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
+  X(cuFuncGetName)                                                             \
   X(cuFuncSetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
   X(cuStreamCreate)                                                            \

@@ -11,14 +11,22 @@
 //   C^T (n x m) += B^T (n x k) . A^T (k x m)  (column-major)
 // i.e. one cuBLASLt matmul with the operands swapped and no transposes.
 // alpha = beta = 1 and D = C accumulate in place. Products accumulate in
-// f32 (CUBLAS_COMPUTE_32F; TF32 only when the options allow it). The
-// algorithm chosen by the heuristic is cached per shape, types, strides and
-// pointer alignment; the handle and a workspace per stream live in the
-// context.
+// f32 (CUBLAS_COMPUTE_32F; TF32 only when the options allow it).
+//
+// Per shape (types, batch, strides, leading dimensions, pointer alignment)
+// the context keeps a plan: the matmul descriptor and the three layouts
+// (unless the descriptor cache is off) and the algorithm, the heuristic's
+// first or, with autotune k > 1, the fastest of its top k timed once. Tile
+// GEMMs carry CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = SMs - comm_sms, so a
+// persistent kernel leaves the communication's SMs free. The handle and a
+// workspace per stream live in the context.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
+
+#include <algorithm>
+#include <cstdio>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -37,35 +45,32 @@ cudaDataType_t dataType(overlap_dtype dtype) {
   }
 }
 
-/// Destroys cuBLASLt descriptors at scope exit.
-struct Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+/// Destroys a preference at scope exit.
+struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
-  ~Descriptors() {
+  ~Preference() {
     if (pref)
       cublasLtMatmulPreferenceDestroy(pref);
-    if (c)
-      cublasLtMatrixLayoutDestroy(c);
-    if (b)
-      cublasLtMatrixLayoutDestroy(b);
-    if (a)
-      cublasLtMatrixLayoutDestroy(a);
-    if (op)
-      cublasLtMatmulDescDestroy(op);
   }
 };
 
-/// The largest power of two up to 16 that divides the address.
-unsigned alignment(const void *p) {
-  auto v = reinterpret_cast<uintptr_t>(p);
-  unsigned a = 16;
-  while (a > 1 && v % a)
-    a /= 2;
-  return a;
+/// Whether the GEMM runs as one call per batch entry (see gemm()).
+bool loopsOverBatch(const runtime::GemmArgs &g, bool loopBroadcast) {
+  return g.batch > 1 && loopBroadcast && (g.strideA == 0 || g.strideB == 0);
 }
 
 } // namespace
+
+GemmDescriptors::~GemmDescriptors() {
+  if (c)
+    cublasLtMatrixLayoutDestroy(c);
+  if (b)
+    cublasLtMatrixLayoutDestroy(b);
+  if (a)
+    cublasLtMatrixLayoutDestroy(a);
+  if (op)
+    cublasLtMatmulDescDestroy(op);
+}
 
 void *CudaContext::workspace(int stream, size_t &bytes) {
   bytes = 0;
@@ -83,31 +88,28 @@ void *CudaContext::workspace(int stream, size_t &bytes) {
   return workspaces_[stream];
 }
 
-overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
+overlap_status CudaContext::makeDescriptors(const Site &site,
+                                            const runtime::GemmArgs &g,
+                                            int32_t batch,
+                                            GemmDescriptors &d) {
   const cudaDataType_t abType = dataType(g.abType), cType = dataType(g.cType);
   const cublasComputeType_t compute =
       g.abType == OVERLAP_F32 && options.allowTf32
           ? CUBLAS_COMPUTE_32F_FAST_TF32
           : CUBLAS_COMPUTE_32F;
-  // A batch stride of 0 broadcasts A or B. cuBLASLt takes a stride of 0 in
-  // its strided-batch layouts (the attribute's default is 0); the option
-  // falls back to one call per batch should a library version disagree.
-  const bool loop = g.batch > 1 && options.loopBroadcast &&
-                    (g.strideA == 0 || g.strideB == 0);
-  const int32_t batch = loop ? 1 : int32_t(g.batch);
-  const size_t abBytes = overlap_dtype_size(g.abType);
-  const size_t cBytes = overlap_dtype_size(g.cType);
-
-  size_t wsBytes = 0;
-  void *ws = workspace(site.stream, wsBytes);
-  if (overlap_status s = status())
-    return s;
-
-  Descriptors d;
   if (overlap_status s =
           check(site, "cublasLtMatmulDescCreate",
                 cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F)))
     return s;
+  if (gemmSms_ > 0) {
+    int32_t target = gemmSms_;
+    if (overlap_status s = check(
+            site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
+            cublasLtMatmulDescSetAttribute(
+                d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
+                sizeof(target))))
+      return s;
+  }
   // Column-major views: "A" = B^T (n x k), "B" = A^T (k x m), C^T (n x m).
   struct View {
     cublasLtMatrixLayout_t *layout;
@@ -123,6 +125,9 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
                                              uint64_t(v.cols), v.ld)))
       return s;
     if (batch > 1) {
+      // A batch stride of 0 broadcasts A or B; cuBLASLt takes it (the
+      // attribute's default is 0). The loop-broadcast option falls back
+      // to one call per batch should a library version disagree.
       int64_t stride = v.stride;
       if (overlap_status s =
               check(site, "cublasLtMatrixLayoutSetAttribute",
@@ -138,62 +143,150 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
         return s;
     }
   }
+  return OVERLAP_SUCCESS;
+}
 
-  const unsigned alignA = alignment(g.a), alignB = alignment(g.b),
-                 alignC = alignment(g.c);
-  GemmKey key{int(g.abType),
-              int(g.cType),
-              int64_t(batch),
-              g.m,
-              g.n,
-              g.k,
-              g.lda,
-              g.ldb,
-              g.ldc,
-              g.strideA,
-              g.strideB,
-              g.strideC,
-              (alignA << 10) | (alignB << 5) | alignC};
-  auto cached = algos_.find(key);
-  if (cached == algos_.end()) {
-    if (overlap_status s = check(site, "cublasLtMatmulPreferenceCreate",
-                                 cublasLtMatmulPreferenceCreate(&d.pref)))
-      return s;
-    uint64_t maxWs = wsBytes;
-    uint32_t alignments[] = {alignB, alignA, alignC, alignC}; // swapped A/B
-    cublasLtMatmulPreferenceAttributes_t names[] = {
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+overlap_status CudaContext::chooseAlgorithm(const Site &site,
+                                            const runtime::GemmArgs &g,
+                                            int32_t batch,
+                                            const GemmDescriptors &d, void *ws,
+                                            size_t wsBytes, GemmPlan &plan) {
+  Preference p;
+  if (overlap_status s = check(site, "cublasLtMatmulPreferenceCreate",
+                               cublasLtMatmulPreferenceCreate(&p.pref)))
+    return s;
+  uint64_t maxWs = wsBytes;
+  const uint32_t alignA = pointerAlignment(g.a), alignB = pointerAlignment(g.b),
+                 alignC = pointerAlignment(g.c);
+  uint32_t alignments[] = {alignB, alignA, alignC, alignC}; // swapped A/B
+  cublasLtMatmulPreferenceAttributes_t names[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  if (overlap_status s = check(site, "cublasLtMatmulPreferenceSetAttribute",
+                               cublasLtMatmulPreferenceSetAttribute(
+                                   p.pref,
+                                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                   &maxWs, sizeof(maxWs))))
+    return s;
+  for (int i = 0; i < 4; ++i)
     if (overlap_status s =
             check(site, "cublasLtMatmulPreferenceSetAttribute",
                   cublasLtMatmulPreferenceSetAttribute(
-                      d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWs,
-                      sizeof(maxWs))))
+                      p.pref, names[i], &alignments[i], sizeof(uint32_t))))
       return s;
-    for (int i = 0; i < 4; ++i)
-      if (overlap_status s =
-              check(site, "cublasLtMatmulPreferenceSetAttribute",
-                    cublasLtMatmulPreferenceSetAttribute(
-                        d.pref, names[i], &alignments[i], sizeof(uint32_t))))
-        return s;
-    cublasLtMatmulHeuristicResult_t result = {};
-    int returned = 0;
-    if (overlap_status s = check(
-            site, "cublasLtMatmulAlgoGetHeuristic",
-            cublasLtMatmulAlgoGetHeuristic(lt_, d.op, d.a, d.b, d.c, d.c,
-                                           d.pref, 1, &result, &returned)))
-      return s;
-    if (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS)
-      return failCall(site, "cublasLtMatmulAlgoGetHeuristic",
-                      "no algorithm for m " + std::to_string(g.m) + ", n " +
-                          std::to_string(g.n) + ", k " + std::to_string(g.k) +
-                          ", batch " + std::to_string(batch),
-                      OVERLAP_ERROR_UNSUPPORTED);
-    cached = algos_.emplace(key, result.algo).first;
+  const int wanted = options.gemmAutotune;
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
+  int returned = 0;
+  if (overlap_status s = check(
+          site, "cublasLtMatmulAlgoGetHeuristic",
+          cublasLtMatmulAlgoGetHeuristic(lt_, d.op, d.a, d.b, d.c, d.c, p.pref,
+                                         wanted, results.data(), &returned)))
+    return s;
+  std::vector<cublasLtMatmulHeuristicResult_t> usable;
+  for (int i = 0; i < returned; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS)
+      usable.push_back(results[i]);
+  if (usable.empty())
+    return failCall(site, "cublasLtMatmulAlgoGetHeuristic",
+                    "no algorithm for m " + std::to_string(g.m) + ", n " +
+                        std::to_string(g.n) + ", k " + std::to_string(g.k) +
+                        ", batch " + std::to_string(batch),
+                    OVERLAP_ERROR_UNSUPPORTED);
+  plan.algo = usable[0].algo;
+  plan.note = "heuristic #1";
+  if (usable.size() == 1)
+    return OVERLAP_SUCCESS;
+
+  // Time each candidate into a scratch output (C is read, D is scratch, so
+  // the caller's C is untouched): one warm-up and three timed runs each,
+  // on the GEMM's own stream, once per shape.
+  cudaStream_t s = stream(site.stream);
+  const size_t cBytes = overlap_dtype_size(g.cType);
+  const int64_t span = (batch > 1 ? (batch - 1) * g.strideC : 0) +
+                       (g.m - 1) * g.ldc + g.n;
+  void *scratch = nullptr;
+  if (overlap_status st = check(site, "cudaMalloc (autotune scratch)",
+                                cudaMalloc(&scratch, size_t(span) * cBytes)))
+    return st;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  const float one = 1.0f;
+  float best = -1;
+  std::string times;
+  for (size_t i = 0; i < usable.size(); ++i) {
+    float ms = -1;
+    bool ok = true;
+    for (int rep = 0; rep < 4 && ok; ++rep) {
+      if (rep == 1)
+        cudaEventRecord(start, s);
+      ok = cublasLtMatmul(lt_, d.op, &one, g.b, d.a, g.a, d.b, &one, g.c, d.c,
+                          scratch, d.c, &usable[i].algo, ws, wsBytes,
+                          s) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (ok && cudaEventRecord(stop, s) == cudaSuccess &&
+        cudaEventSynchronize(stop) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, start, stop) == cudaSuccess)
+      ms /= 3;
+    else
+      (void)cudaGetLastError(), ms = -1;
+    char text[64];
+    std::snprintf(text, sizeof(text), "%s#%zu %.1f us", i ? ", " : "", i + 1,
+                  ms * 1000.0);
+    times += ms < 0 ? std::string(i ? ", #" : "#") + std::to_string(i + 1) +
+                          " failed"
+                    : std::string(text);
+    if (ms >= 0 && (best < 0 || ms < best)) {
+      best = ms;
+      plan.algo = usable[i].algo;
+      plan.note = "autotuned #" + std::to_string(i + 1) + " of " +
+                  std::to_string(usable.size());
+    }
   }
-  const cublasLtMatmulAlgo_t &algo = cached->second;
+  plan.note += " (" + times + ")";
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  // The scratch may still be read by the last timed run.
+  cudaStreamSynchronize(s);
+  cudaFree(scratch);
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
+  const bool loop = loopsOverBatch(g, options.loopBroadcast);
+  const int32_t batch = loop ? 1 : int32_t(g.batch);
+  const size_t abBytes = overlap_dtype_size(g.abType);
+  const size_t cBytes = overlap_dtype_size(g.cType);
+
+  size_t wsBytes = 0;
+  void *ws = workspace(site.stream, wsBytes);
+  if (overlap_status s = status())
+    return s;
+
+  GemmKey key = gemmKey(g, batch);
+  auto cached = gemms_.find(key);
+  std::unique_ptr<GemmDescriptors> fresh;
+  const GemmDescriptors *d = nullptr;
+  if (cached != gemms_.end() && cached->second.descriptors) {
+    d = cached->second.descriptors.get();
+  } else {
+    fresh = std::make_unique<GemmDescriptors>();
+    if (overlap_status s = makeDescriptors(site, g, batch, *fresh))
+      return s;
+    d = fresh.get();
+  }
+  if (cached == gemms_.end()) {
+    GemmPlan plan;
+    if (overlap_status s =
+            chooseAlgorithm(site, g, batch, *d, ws, wsBytes, plan))
+      return s;
+    if (options.gemmCache)
+      plan.descriptors = std::move(fresh);
+    cached = gemms_.emplace(key, std::move(plan)).first;
+  }
+  const cublasLtMatmulAlgo_t &algo = cached->second.algo;
 
   const float one = 1.0f;
   const int64_t calls = loop ? g.batch : 1;
@@ -201,11 +294,26 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
     const char *a = static_cast<const char *>(g.a) + i * g.strideA * abBytes;
     const char *b = static_cast<const char *>(g.b) + i * g.strideB * abBytes;
     char *c = static_cast<char *>(g.c) + i * g.strideC * cBytes;
-    if (overlap_status s = check(site, "cublasLtMatmul",
-                                 cublasLtMatmul(lt_, d.op, &one, b, d.a, a, d.b,
-                                                &one, c, d.c, c, d.c, &algo, ws,
-                                                wsBytes, stream(site.stream))))
+    if (overlap_status s = check(
+            site, "cublasLtMatmul",
+            cublasLtMatmul(lt_, d->op, &one, b, d->a, a, d->b, &one, c, d->c,
+                           c, d->c, &algo, ws, wsBytes, stream(site.stream))))
       return s;
   }
   return OVERLAP_SUCCESS;
+}
+
+std::string CudaContext::gemmReport() const {
+  std::string out;
+  for (const auto &[key, plan] : gemms_) {
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "batch %lld m %lld n %lld k %lld lda %lld ldb %lld ldc %lld: ",
+                  (long long)std::get<2>(key), (long long)std::get<3>(key),
+                  (long long)std::get<4>(key), (long long)std::get<5>(key),
+                  (long long)std::get<6>(key), (long long)std::get<7>(key),
+                  (long long)std::get<8>(key));
+    out += line + plan.note + "\n";
+  }
+  return out;
 }

@@ -1,5 +1,4 @@
-//===- MgpuWrappers.cpp - The mgpu* calls of MLIR's GPU lowering -*- C++
-//-*-===//
+//===- MgpuWrappers.cpp - The mgpu* calls of the GPU lowering -*- C++ -*-===//
 //
 // Part of the Overlap project.
 //
@@ -11,13 +10,17 @@
 // callers (GPUToLLVMConversion.cpp, SelectObjectAttr.cpp); the bodies are
 // our own, on the CUDA driver API. The functions return no status (their
 // callers expect none): a failure is printed with the call's name and the
-// error, and the returned handle is null.
+// error, and the returned handle is null. A kernel launch that fails on a
+// stream of an Overlap context is recorded in that context's sticky status
+// instead, naming the kernel, so that the program's next synchronize
+// reports it (and every later runtime call fails fast).
 //
 // Kernels of a compiled Overlap program run on the context's streams: the
 // program passes overlap_cuda_stream(ctx, i) as the `stream` argument.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaBackend.h"
 #include "Driver.h"
 
 #include <cstdint>
@@ -173,21 +176,38 @@ MGPU_EXPORT void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
                                   intptr_t blockZ, int32_t smem,
                                   CUstream stream, void **params, void **extra,
                                   size_t /*paramsCount*/) {
+  auto failed = [&](const std::string &error) {
+    const char *name = nullptr;
+    if (!function ||
+        driver().cuFuncGetName(&name, function) != CUDA_SUCCESS || !name)
+      name = "(unknown)";
+    if (!overlap::cuda::recordLaunchFailure(stream, name, error))
+      std::fprintf(stderr, "overlap mgpu: mgpuLaunchKernel of '%s': %s\n",
+                   name, error.c_str());
+  };
   if (!function) {
-    std::fprintf(stderr, "overlap mgpu: mgpuLaunchKernel: null function\n");
+    failed("null function (its module failed to load or the kernel was not "
+           "found; see the message of mgpuModuleGetFunction)");
     return;
   }
-  if (!ensureContext())
+  if (!ensureContext()) {
+    failed("no CUDA context");
     return;
-  if (smem > 48 * 1024)
-    report(driver().cuFuncSetAttribute(
-               function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-           "cuFuncSetAttribute");
-  report(driver().cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
-                                 unsigned(gridZ), unsigned(blockX),
-                                 unsigned(blockY), unsigned(blockZ),
-                                 unsigned(smem), stream, params, extra),
-         "cuLaunchKernel");
+  }
+  if (smem > 48 * 1024) {
+    CUresult r = driver().cuFuncSetAttribute(
+        function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem);
+    if (r != CUDA_SUCCESS) {
+      failed("cuFuncSetAttribute failed: " + overlap::cuda::describe(r));
+      return;
+    }
+  }
+  CUresult r = driver().cuLaunchKernel(
+      function, unsigned(gridX), unsigned(gridY), unsigned(gridZ),
+      unsigned(blockX), unsigned(blockY), unsigned(blockZ), unsigned(smem),
+      stream, params, extra);
+  if (r != CUDA_SUCCESS)
+    failed("cuLaunchKernel failed: " + overlap::cuda::describe(r));
 }
 
 MGPU_EXPORT CUstream mgpuStreamCreate() {

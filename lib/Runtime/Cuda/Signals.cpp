@@ -4,19 +4,24 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Flags are 32-bit words in mapped host memory that never go back to 0: a
-// signal writes the epoch it captured, a wait holds its stream until the
-// flag has reached that epoch (cyclic comparison, so the counter may wrap).
-// Memop mode uses the copy front end (cuStreamWriteValue32 /
-// cuStreamWaitValue32 GEQ) and no SM; spin mode uses one-thread kernels;
-// event mode uses CUDA events. The host can read the flags (to say which
-// wait is stuck) and write them (to release the waits of a failed context).
+// Flags are 32-bit words that never go back to 0: a signal writes the epoch
+// it captured, a wait holds its stream until the flag has reached that
+// epoch (cyclic comparison, so the counter may wrap). They live in device
+// memory by default, so that a memop wait polls device memory rather than
+// crossing PCIe; the device_flags option off puts them in device-mapped
+// host memory. Memop mode uses the stream front end (cuStreamWriteValue32
+// / cuStreamWaitValue32 GEQ) and no SM; spin mode uses one-thread kernels;
+// event mode uses CUDA events. The host reads the flags (to say which wait
+// is stuck) and writes them (to release the waits of a failed context):
+// directly when they are mapped, else by copies on the context's control
+// stream, which waits for none of the others.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
 
 #include <cstring>
+#include <map>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -27,20 +32,34 @@ overlap_status CudaContext::createSignals(int32_t n, overlap_signals **sigs) {
   auto set = std::make_unique<CudaSignals>();
   set->count = n;
   set->epoch = 1;
-  void *host = nullptr;
-  if (overlap_status s = check(
-          site, "cudaHostAlloc",
-          cudaHostAlloc(&host, sizeof(uint32_t) * n, cudaHostAllocMapped)))
-    return s;
-  set->hostFlags = static_cast<uint32_t *>(host);
-  std::memset(host, 0, sizeof(uint32_t) * n);
-  void *device = nullptr;
-  if (overlap_status s = check(site, "cudaHostGetDevicePointer",
-                               cudaHostGetDevicePointer(&device, host, 0))) {
-    (void)cudaFreeHost(host);
-    return s;
+  const size_t bytes = sizeof(uint32_t) * size_t(n);
+  if (options.deviceFlags) {
+    void *flags = nullptr;
+    if (overlap_status s =
+            check(site, "cudaMalloc (flags)", cudaMalloc(&flags, bytes)))
+      return s;
+    set->deviceFlags = static_cast<uint32_t *>(flags);
+    if (overlap_status s =
+            check(site, "cudaMemset (flags)", cudaMemset(flags, 0, bytes))) {
+      releaseSignals(*set);
+      return s;
+    }
+  } else {
+    void *host = nullptr;
+    if (overlap_status s =
+            check(site, "cudaHostAlloc",
+                  cudaHostAlloc(&host, bytes, cudaHostAllocMapped)))
+      return s;
+    set->hostFlags = static_cast<uint32_t *>(host);
+    std::memset(host, 0, bytes);
+    void *device = nullptr;
+    if (overlap_status s = check(site, "cudaHostGetDevicePointer",
+                                 cudaHostGetDevicePointer(&device, host, 0))) {
+      releaseSignals(*set);
+      return s;
+    }
+    set->deviceFlags = static_cast<uint32_t *>(device);
   }
-  set->deviceFlags = static_cast<uint32_t *>(device);
   if (options.sync == OVERLAP_CUDA_SYNC_EVENT) {
     set->recorded.assign(n, 0);
     for (int32_t i = 0; i < n; ++i) {
@@ -48,9 +67,7 @@ overlap_status CudaContext::createSignals(int32_t n, overlap_signals **sigs) {
       if (overlap_status s =
               check(site, "cudaEventCreateWithFlags",
                     cudaEventCreateWithFlags(&event, cudaEventDisableTiming))) {
-        for (cudaEvent_t made : set->events)
-          (void)cudaEventDestroy(made);
-        (void)cudaFreeHost(host);
+        releaseSignals(*set);
         return s;
       }
       set->events.push_back(event);
@@ -61,15 +78,45 @@ overlap_status CudaContext::createSignals(int32_t n, overlap_signals **sigs) {
   return OVERLAP_SUCCESS;
 }
 
+void CudaContext::releaseSignals(CudaSignals &set) {
+  for (cudaEvent_t event : set.events)
+    (void)cudaEventDestroy(event);
+  set.events.clear();
+  if (set.hostFlags)
+    (void)cudaFreeHost(set.hostFlags);
+  else if (set.deviceFlags)
+    (void)cudaFree(set.deviceFlags);
+  set.hostFlags = set.deviceFlags = nullptr;
+}
+
+uint32_t CudaContext::readFlag(CudaSignals *sigs, int32_t index) {
+  if (sigs->hostFlags)
+    return static_cast<volatile uint32_t *>(sigs->hostFlags)[index];
+  uint32_t value = 0;
+  if (cudaMemcpyAsync(&value, sigs->deviceFlags + index, sizeof(value),
+                      cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
+      cudaStreamSynchronize(control_) != cudaSuccess)
+    (void)cudaGetLastError();
+  return value;
+}
+
+void CudaContext::writeFlag(CudaSignals *sigs, int32_t index, uint32_t value) {
+  if (sigs->hostFlags) {
+    static_cast<volatile uint32_t *>(sigs->hostFlags)[index] = value;
+    return;
+  }
+  if (cudaMemcpyAsync(sigs->deviceFlags + index, &value, sizeof(value),
+                      cudaMemcpyHostToDevice, control_) != cudaSuccess ||
+      cudaStreamSynchronize(control_) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
 void CudaContext::destroySignals(overlap_signals *sigs) {
   for (size_t i = 0; i < signals_.size(); ++i) {
     if (signals_[i].get() != sigs)
       continue;
     CudaSignals &set = *signals_[i];
-    Site site = Site::thread("overlap_signals_destroy");
-    for (cudaEvent_t event : set.events)
-      check(site, "cudaEventDestroy", cudaEventDestroy(event));
-    check(site, "cudaFreeHost", cudaFreeHost(set.hostFlags));
+    releaseSignals(set);
     for (auto &waits : pending_)
       for (size_t w = waits.size(); w-- > 0;)
         if (waits[w].sigs == &set)
@@ -149,13 +196,26 @@ overlap_status CudaContext::wait(const Site &site, overlap_signals *sigs,
   // and to release it if the context fails. Satisfied ones are pruned.
   std::vector<PendingWait> &waits = pending_[site.stream];
   if (waits.size() >= 1024) {
-    std::vector<PendingWait> open;
+    // One read of each set's flags (a copy when they are in device memory).
+    std::map<CudaSignals *, std::vector<uint32_t>> seen;
     for (const PendingWait &w : waits) {
-      uint32_t seen =
-          static_cast<volatile uint32_t *>(w.sigs->hostFlags)[w.index];
-      if (int32_t(seen - w.epoch) < 0)
-        open.push_back(w);
+      std::vector<uint32_t> &flags = seen[w.sigs];
+      if (!flags.empty())
+        continue;
+      flags.resize(size_t(w.sigs->count));
+      for (int32_t i = 0; i < w.sigs->count; ++i)
+        flags[size_t(i)] = w.sigs->hostFlags ? readFlag(w.sigs, i) : 0;
+      if (!w.sigs->hostFlags &&
+          (cudaMemcpyAsync(flags.data(), w.sigs->deviceFlags,
+                           sizeof(uint32_t) * flags.size(),
+                           cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
+           cudaStreamSynchronize(control_) != cudaSuccess))
+        (void)cudaGetLastError(); // all 0: every wait is kept
     }
+    std::vector<PendingWait> open;
+    for (const PendingWait &w : waits)
+      if (int32_t(seen[w.sigs][size_t(w.index)] - w.epoch) < 0)
+        open.push_back(w);
     waits.swap(open);
   }
   waits.push_back({set, index, epoch});

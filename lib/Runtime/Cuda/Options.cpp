@@ -1,0 +1,261 @@
+//===- Options.cpp - Options, SM budget, GEMM cache keys -------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The parts of the CUDA backend that make no CUDA call, so that they are
+// unit-tested on machines without a GPU: the options with their defaults
+// and environment variables, the SM budget of communication (cuBLASLt's SM
+// target and NCCL's CTA limits), the key of the GEMM plan cache and the
+// one-line description of a context's settings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+using namespace overlap;
+using namespace overlap::cuda;
+
+namespace {
+
+bool readEnvInt(const char *name, bool &present, int64_t &value) {
+  const char *text = std::getenv(name);
+  present = text && *text;
+  if (!present)
+    return true;
+  char *end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (*end || v < 0)
+    return false;
+  value = v;
+  return true;
+}
+
+/// An on/off knob: the field if set, else the variable (`on`/`off` spelled
+/// as given), else `fallback`.
+bool resolveKnob(int32_t field, const char *fieldName, const char *variable,
+                 const char *onWord, const char *offWord, bool fallback,
+                 bool &out, std::string &error) {
+  if (field == OVERLAP_CUDA_KNOB_ON || field == OVERLAP_CUDA_KNOB_OFF) {
+    out = field == OVERLAP_CUDA_KNOB_ON;
+    return true;
+  }
+  if (field != OVERLAP_CUDA_KNOB_DEFAULT) {
+    error = std::string(fieldName) + " must be OVERLAP_CUDA_KNOB_DEFAULT, " +
+            "_ON or _OFF, got " + std::to_string(field);
+    return false;
+  }
+  const char *text = std::getenv(variable);
+  std::string word = text ? text : "";
+  if (word.empty()) {
+    out = fallback;
+    return true;
+  }
+  if (word == onWord || word == offWord) {
+    out = word == onWord;
+    return true;
+  }
+  error = std::string(variable) + " must be " + onWord + " or " + offWord +
+          ", got '" + word + "'";
+  return false;
+}
+
+} // namespace
+
+extern "C" void overlap_cuda_options_init(overlap_cuda_options *opts) {
+  if (!opts)
+    return;
+  std::memset(opts, 0, sizeof(*opts));
+  opts->struct_size = sizeof(overlap_cuda_options);
+  opts->comm_sms = OVERLAP_CUDA_COMM_SMS_DEFAULT;
+}
+
+bool overlap::cuda::resolveOptions(const overlap_cuda_options *given,
+                                   Options &out, std::string &error) {
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  if (given) {
+    // Callers built against the first, shorter struct get the defaults of
+    // the fields they do not have.
+    const size_t first = offsetof(overlap_cuda_options, comm_sms);
+    if (given->struct_size < first) {
+      error = "overlap_cuda_options.struct_size is " +
+              std::to_string(given->struct_size) + ", expected at least " +
+              std::to_string(first) + " (call overlap_cuda_options_init)";
+      return false;
+    }
+    std::memcpy(&opts, given,
+                std::min<size_t>(given->struct_size, sizeof(opts)));
+    opts.struct_size = sizeof(opts);
+  }
+  out = Options();
+  if (opts.num_streams < 0 || opts.num_streams > 16) {
+    error = "num_streams must be in [0, 16], got " +
+            std::to_string(opts.num_streams);
+    return false;
+  }
+  out.numStreams = opts.num_streams ? opts.num_streams : 2;
+  if (out.numStreams < 2) {
+    error = "a context needs at least 2 streams (compute and comm)";
+    return false;
+  }
+  if (opts.wait_timeout_ms < 0) {
+    error = "wait_timeout_ms is negative";
+    return false;
+  }
+  out.waitTimeoutMs = opts.wait_timeout_ms;
+  if (!out.waitTimeoutMs) {
+    bool present = false;
+    int64_t value = 0;
+    if (!readEnvInt("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
+        (present && value == 0)) {
+      error = "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer";
+      return false;
+    }
+    out.waitTimeoutMs = present ? value : 10000;
+  }
+  int sync = opts.sync;
+  if (sync == OVERLAP_CUDA_SYNC_FROM_ENV) {
+    const char *text = std::getenv("OVERLAP_CUDA_SYNC");
+    std::string mode = text ? text : "";
+    if (mode.empty() || mode == "memop")
+      sync = OVERLAP_CUDA_SYNC_MEMOP;
+    else if (mode == "spin")
+      sync = OVERLAP_CUDA_SYNC_SPIN;
+    else if (mode == "event")
+      sync = OVERLAP_CUDA_SYNC_EVENT;
+    else {
+      error =
+          "OVERLAP_CUDA_SYNC must be memop, spin or event, got '" + mode + "'";
+      return false;
+    }
+  }
+  if (sync < OVERLAP_CUDA_SYNC_MEMOP || sync > OVERLAP_CUDA_SYNC_EVENT) {
+    error = "unknown sync mode " + std::to_string(sync);
+    return false;
+  }
+  out.sync = sync;
+  if (opts.gemm_workspace_bytes < 0) {
+    error = "gemm_workspace_bytes is negative";
+    return false;
+  }
+  if (opts.gemm_workspace_bytes)
+    out.workspaceBytes = size_t(opts.gemm_workspace_bytes);
+  out.allowTf32 = opts.allow_tf32 != 0;
+  out.loopBroadcast = opts.gemm_loop_broadcast != 0;
+
+  if (opts.comm_sms == OVERLAP_CUDA_COMM_SMS_DEFAULT) {
+    bool present = false;
+    int64_t value = 0;
+    if (!readEnvInt("OVERLAP_COMM_SMS", present, value) || value > 1024) {
+      error = "OVERLAP_COMM_SMS must be an integer in [0, 1024] (0: reserve "
+              "no SMs for communication)";
+      return false;
+    }
+    out.commSms = present ? int(value) : OVERLAP_CUDA_DEFAULT_COMM_SMS;
+  } else if (opts.comm_sms < 0 || opts.comm_sms > 1024) {
+    error = "comm_sms must be in [0, 1024] or OVERLAP_CUDA_COMM_SMS_DEFAULT, "
+            "got " +
+            std::to_string(opts.comm_sms);
+    return false;
+  } else {
+    out.commSms = opts.comm_sms;
+  }
+  if (!resolveKnob(opts.comm_priority, "comm_priority", "OVERLAP_COMM_PRIORITY",
+                   "high", "normal", true, out.commPriority, error) ||
+      !resolveKnob(opts.device_flags, "device_flags", "OVERLAP_CUDA_FLAGS",
+                   "device", "host", true, out.deviceFlags, error) ||
+      !resolveKnob(opts.gemm_cache, "gemm_cache", "OVERLAP_GEMM_CACHE", "on",
+                   "off", true, out.gemmCache, error) ||
+      !resolveKnob(opts.stream_ordered_alloc, "stream_ordered_alloc",
+                   "OVERLAP_CUDA_ALLOC", "pool", "sync", true,
+                   out.streamOrderedAlloc, error))
+    return false;
+  int64_t autotune = opts.gemm_autotune;
+  if (autotune == 0) {
+    bool present = false;
+    if (!readEnvInt("OVERLAP_GEMM_AUTOTUNE", present, autotune) ||
+        (present && (autotune < 1 || autotune > 16))) {
+      error = "OVERLAP_GEMM_AUTOTUNE must be an integer in [1, 16]";
+      return false;
+    }
+    if (!present)
+      autotune = 1;
+  }
+  if (autotune < 1 || autotune > 16) {
+    error = "gemm_autotune must be in [0, 16], got " + std::to_string(autotune);
+    return false;
+  }
+  out.gemmAutotune = int(autotune);
+  return true;
+}
+
+int overlap::cuda::gemmSmTarget(int smCount, int commSms) {
+  if (commSms <= 0 || smCount <= 0)
+    return 0;
+  return std::max(1, smCount - commSms);
+}
+
+ncclConfig_t overlap::cuda::ncclConfigFor(int commSms) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  if (commSms > 0) {
+    config.minCTAs = 1;
+    config.maxCTAs = commSms;
+    // A cluster's CTAs are scheduled together: a smaller cluster fits in
+    // the SMs a GEMM leaves; it must divide the CTA count.
+    config.cgaClusterSize = commSms % 4 == 0 ? 4 : commSms % 2 == 0 ? 2 : 1;
+  }
+  return config;
+}
+
+std::string overlap::cuda::describeOptions(const Options &o, int smCount,
+                                           int gemmSms, int commPriority,
+                                           int computePriority) {
+  static const char *syncNames[] = {"env", "memop", "spin", "event"};
+  std::string text = "sms " + std::to_string(smCount) + ", comm_sms " +
+                     std::to_string(o.commSms) + ", gemm sm target " +
+                     (gemmSms ? std::to_string(gemmSms) : "unset") +
+                     ", comm priority " +
+                     (o.commPriority ? "high" : "normal") + " (" +
+                     std::to_string(commPriority) + " vs compute " +
+                     std::to_string(computePriority) + "), flags " +
+                     (o.deviceFlags ? "device" : "host") + ", sync " +
+                     syncNames[o.sync] + ", gemm cache " +
+                     (o.gemmCache ? "on" : "off") + ", gemm autotune " +
+                     std::to_string(o.gemmAutotune) + ", alloc " +
+                     (o.streamOrderedAlloc ? "pool" : "sync") + ", streams " +
+                     std::to_string(o.numStreams);
+  return text;
+}
+
+unsigned overlap::cuda::pointerAlignment(const void *p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  unsigned a = 16;
+  while (a > 1 && v % a)
+    a /= 2;
+  return a;
+}
+
+GemmKey overlap::cuda::gemmKey(const runtime::GemmArgs &g, int64_t batch) {
+  const unsigned alignA = pointerAlignment(g.a), alignB = pointerAlignment(g.b),
+                 alignC = pointerAlignment(g.c);
+  return GemmKey{int(g.abType),
+                 int(g.cType),
+                 batch,
+                 g.m,
+                 g.n,
+                 g.k,
+                 g.lda,
+                 g.ldb,
+                 g.ldc,
+                 batch > 1 ? g.strideA : 0,
+                 batch > 1 ? g.strideB : 0,
+                 batch > 1 ? g.strideC : 0,
+                 (alignA << 10) | (alignB << 5) | alignC};
+}

@@ -1,0 +1,434 @@
+//===- CudaKnobsTest.cpp - The CUDA backend's performance knobs -*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// CudaKnobs tests run everywhere: how the options resolve (fields, the
+// environment, defaults, errors, callers built against the first, shorter
+// struct), the SM budget (cuBLASLt's SM target, NCCL's CTA limits), the GEMM
+// plan-cache keys and the description line. CudaKnobsDevice tests need a
+// GPU and skip without one: GEMMs under each cache/autotune setting against
+// a double reference, stream-ordered memory and stream joins, a failed
+// kernel launch reported by the next synchronize, an SM budget the device
+// cannot give refused at creation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+#include "TestHelpers.h"
+#include "overlap/Runtime/overlap_runtime_cuda.h"
+
+#include "gtest/gtest.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace overlap::cuda;
+using namespace overlap::test;
+
+extern "C" {
+void *mgpuModuleLoad(void *data, size_t size);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+}
+
+namespace {
+
+/// Sets an environment variable for the scope.
+struct Env {
+  std::string name;
+  Env(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
+Options resolved(const overlap_cuda_options *opts, std::string *error = nullptr) {
+  Options out;
+  std::string why;
+  bool ok = resolveOptions(opts, out, why);
+  if (error)
+    *error = ok ? "" : why;
+  else
+    EXPECT_TRUE(ok) << why;
+  return out;
+}
+
+TEST(CudaKnobs, Defaults) {
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  EXPECT_EQ(opts.comm_sms, OVERLAP_CUDA_COMM_SMS_DEFAULT);
+  EXPECT_EQ(opts.comm_priority, OVERLAP_CUDA_KNOB_DEFAULT);
+  Options o = resolved(&opts);
+  EXPECT_EQ(o.commSms, OVERLAP_CUDA_DEFAULT_COMM_SMS);
+  EXPECT_TRUE(o.commPriority);
+  EXPECT_TRUE(o.deviceFlags);
+  EXPECT_TRUE(o.gemmCache);
+  EXPECT_EQ(o.gemmAutotune, 1);
+  EXPECT_TRUE(o.streamOrderedAlloc);
+  // A null options pointer means the same.
+  Options none = resolved(nullptr);
+  EXPECT_EQ(none.commSms, o.commSms);
+  EXPECT_EQ(none.deviceFlags, o.deviceFlags);
+}
+
+TEST(CudaKnobs, FieldsWinOverTheEnvironment) {
+  Env a("OVERLAP_COMM_SMS", "20"), b("OVERLAP_COMM_PRIORITY", "high"),
+      c("OVERLAP_CUDA_FLAGS", "device"), d("OVERLAP_GEMM_CACHE", "on"),
+      e("OVERLAP_GEMM_AUTOTUNE", "4"), f("OVERLAP_CUDA_ALLOC", "pool");
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  opts.comm_sms = 0; // "no reservation", not "the default"
+  opts.comm_priority = OVERLAP_CUDA_KNOB_OFF;
+  opts.device_flags = OVERLAP_CUDA_KNOB_OFF;
+  opts.gemm_cache = OVERLAP_CUDA_KNOB_OFF;
+  opts.gemm_autotune = 2;
+  opts.stream_ordered_alloc = OVERLAP_CUDA_KNOB_OFF;
+  Options o = resolved(&opts);
+  EXPECT_EQ(o.commSms, 0);
+  EXPECT_FALSE(o.commPriority);
+  EXPECT_FALSE(o.deviceFlags);
+  EXPECT_FALSE(o.gemmCache);
+  EXPECT_EQ(o.gemmAutotune, 2);
+  EXPECT_FALSE(o.streamOrderedAlloc);
+}
+
+TEST(CudaKnobs, TheEnvironmentFillsDefaults) {
+  Env a("OVERLAP_COMM_SMS", "0"), b("OVERLAP_COMM_PRIORITY", "normal"),
+      c("OVERLAP_CUDA_FLAGS", "host"), d("OVERLAP_GEMM_CACHE", "off"),
+      e("OVERLAP_GEMM_AUTOTUNE", "8"), f("OVERLAP_CUDA_ALLOC", "sync");
+  Options o = resolved(nullptr);
+  EXPECT_EQ(o.commSms, 0);
+  EXPECT_FALSE(o.commPriority);
+  EXPECT_FALSE(o.deviceFlags);
+  EXPECT_FALSE(o.gemmCache);
+  EXPECT_EQ(o.gemmAutotune, 8);
+  EXPECT_FALSE(o.streamOrderedAlloc);
+}
+
+TEST(CudaKnobs, MalformedValuesNameTheirSource) {
+  struct Case {
+    const char *variable, *value, *expect;
+  } cases[] = {
+      {"OVERLAP_COMM_SMS", "-3", "OVERLAP_COMM_SMS"},
+      {"OVERLAP_COMM_SMS", "lots", "OVERLAP_COMM_SMS"},
+      {"OVERLAP_COMM_PRIORITY", "urgent", "OVERLAP_COMM_PRIORITY must be high "
+                                          "or normal, got 'urgent'"},
+      {"OVERLAP_CUDA_FLAGS", "pinned", "OVERLAP_CUDA_FLAGS must be device or "
+                                       "host"},
+      {"OVERLAP_GEMM_CACHE", "1", "OVERLAP_GEMM_CACHE must be on or off"},
+      {"OVERLAP_GEMM_AUTOTUNE", "0", "OVERLAP_GEMM_AUTOTUNE"},
+      {"OVERLAP_GEMM_AUTOTUNE", "17", "OVERLAP_GEMM_AUTOTUNE"},
+      {"OVERLAP_CUDA_ALLOC", "async", "OVERLAP_CUDA_ALLOC must be pool or "
+                                      "sync"},
+  };
+  for (const Case &c : cases) {
+    Env env(c.variable, c.value);
+    std::string error;
+    resolved(nullptr, &error);
+    EXPECT_NE(error.find(c.expect), std::string::npos)
+        << c.variable << "=" << c.value << ": " << error;
+  }
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  opts.comm_sms = -7;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("comm_sms must be in [0, 1024]"), std::string::npos)
+      << error;
+  overlap_cuda_options_init(&opts);
+  opts.device_flags = 9;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("device_flags must be"), std::string::npos) << error;
+  overlap_cuda_options_init(&opts);
+  opts.gemm_autotune = 17;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("gemm_autotune must be in [0, 16]"), std::string::npos)
+      << error;
+}
+
+/// A caller compiled against the first struct (up to gemm_loop_broadcast)
+/// zeroes only what it has: the new fields take their defaults, so its
+/// zero-filled memory beyond does not mean comm_sms = 0.
+TEST(CudaKnobs, OldShortStructGetsTheNewDefaults) {
+  overlap_cuda_options opts;
+  std::memset(&opts, 0, sizeof(opts));
+  opts.struct_size = offsetof(overlap_cuda_options, comm_sms);
+  opts.comm_sms = 0;
+  opts.device_flags = OVERLAP_CUDA_KNOB_OFF; // beyond struct_size: ignored
+  opts.sync = OVERLAP_CUDA_SYNC_SPIN;
+  Options o = resolved(&opts);
+  EXPECT_EQ(o.commSms, OVERLAP_CUDA_DEFAULT_COMM_SMS);
+  EXPECT_TRUE(o.deviceFlags);
+  EXPECT_EQ(o.sync, OVERLAP_CUDA_SYNC_SPIN);
+  opts.struct_size = 8;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("struct_size is 8"), std::string::npos) << error;
+}
+
+TEST(CudaKnobs, GemmSmTarget) {
+  EXPECT_EQ(gemmSmTarget(132, 16), 116);
+  EXPECT_EQ(gemmSmTarget(132, 0), 0);   // no reservation: attribute unset
+  EXPECT_EQ(gemmSmTarget(0, 16), 0);    // unknown SM count
+  EXPECT_EQ(gemmSmTarget(8, 8), 1);     // never below one SM
+  EXPECT_EQ(gemmSmTarget(114, 20), 94); // H100 PCIe
+}
+
+TEST(CudaKnobs, NcclConfigFollowsTheBudget) {
+  ncclConfig_t none = ncclConfigFor(0);
+  EXPECT_EQ(none.minCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(none.maxCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(none.cgaClusterSize, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(none.blocking, 1);
+  EXPECT_EQ(none.size, sizeof(ncclConfig_t));
+  ncclConfig_t c16 = ncclConfigFor(16);
+  EXPECT_EQ(c16.minCTAs, 1);
+  EXPECT_EQ(c16.maxCTAs, 16);
+  EXPECT_EQ(c16.cgaClusterSize, 4);
+  EXPECT_EQ(c16.magic, 0xcafebeefu); // still a valid initializer
+  EXPECT_EQ(ncclConfigFor(6).cgaClusterSize, 2);
+  EXPECT_EQ(ncclConfigFor(5).cgaClusterSize, 1);
+  EXPECT_EQ(ncclConfigFor(5).maxCTAs, 5);
+}
+
+overlap::runtime::GemmArgs gemmArgs(void *base) {
+  char *p = static_cast<char *>(base);
+  return {3,       64,      32,      48,      OVERLAP_F16, OVERLAP_F32,
+          p,       p + 4096, p + 8192, 48,      32,          32,
+          64 * 48, 0,        64 * 32};
+}
+
+TEST(CudaKnobs, GemmCacheKeys) {
+  alignas(256) static char memory[1 << 16];
+  overlap::runtime::GemmArgs g = gemmArgs(memory);
+  GemmKey key = gemmKey(g, 3);
+  // The same shape at other addresses of the same alignment: one plan.
+  overlap::runtime::GemmArgs moved = gemmArgs(memory + 256);
+  EXPECT_EQ(gemmKey(moved, 3), key);
+  // Each part of the shape, the types, the batch, a stride and the
+  // alignment make another plan.
+  std::vector<overlap::runtime::GemmArgs> others(9, g);
+  others[0].m = 65;
+  others[1].n = 33;
+  others[2].k = 49;
+  others[3].lda = 64;
+  others[4].ldc = 40;
+  others[5].strideB = 48 * 32;
+  others[6].cType = OVERLAP_F16;
+  others[7].abType = OVERLAP_BF16;
+  others[8].a = memory + 2; // 2-byte aligned A
+  for (size_t i = 0; i < others.size(); ++i)
+    EXPECT_NE(gemmKey(others[i], 3), key) << "variant " << i;
+  EXPECT_NE(gemmKey(g, 1), key);
+  // Unbatched GEMMs ignore the batch strides.
+  overlap::runtime::GemmArgs single = g;
+  single.strideA = 12345;
+  EXPECT_EQ(gemmKey(single, 1), gemmKey(g, 1));
+  EXPECT_EQ(pointerAlignment(memory + 8), 8u);
+  EXPECT_EQ(pointerAlignment(memory + 32), 16u);
+  EXPECT_EQ(pointerAlignment(memory + 3), 1u);
+}
+
+TEST(CudaKnobs, DescriptionNamesEveryKnob) {
+  Options o;
+  o.commSms = 16;
+  o.deviceFlags = false;
+  o.gemmAutotune = 4;
+  std::string text = describeOptions(o, 132, 116, -5, 0);
+  for (const char *part :
+       {"sms 132", "comm_sms 16", "gemm sm target 116", "comm priority high",
+        "(-5 vs compute 0)", "flags host", "sync memop", "gemm cache on",
+        "gemm autotune 4", "alloc pool"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
+  o.commSms = 0;
+  EXPECT_NE(describeOptions(o, 132, 0, 0, 0).find("gemm sm target unset"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// With a device
+//===----------------------------------------------------------------------===//
+
+class CudaKnobsDevice : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const char *why = nullptr;
+    if (overlap_cuda_device_count(&why) == 0)
+      GTEST_SKIP() << "no CUDA device (" << (why ? why : "")
+                   << "); run scripts/gpu/run.sh on a GPU machine";
+  }
+  void TearDown() override {
+    if (ctx)
+      overlap_cuda_context_destroy(ctx);
+  }
+  void make(const overlap_cuda_options &opts) {
+    ASSERT_EQ(overlap_cuda_context_create_single(0, &opts, &ctx),
+              OVERLAP_SUCCESS)
+        << overlap_cuda_create_error();
+  }
+  static overlap_cuda_options defaults() {
+    overlap_cuda_options opts;
+    overlap_cuda_options_init(&opts);
+    opts.wait_timeout_ms = 5000;
+    return opts;
+  }
+  overlap_context *ctx = nullptr;
+};
+
+/// C[b] += A[b] B (B broadcast, f16 in, f32 out) twice (the second call
+/// takes the cached plan) against a double reference.
+void checkGemm(overlap_context *ctx) {
+  const int64_t batch = 3, m = 64, n = 32, k = 48;
+  Buffer a(OVERLAP_F16, batch * m * k), b(OVERLAP_F16, k * n),
+      c(OVERLAP_F32, batch * m * n);
+  a.randomize(1);
+  b.randomize(2);
+  c.randomize(3);
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  ASSERT_EQ(overlap_alloc(ctx, a.size() * 2, &da), OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_alloc(ctx, b.size() * 2, &db), OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_alloc(ctx, c.size() * 4, &dc), OVERLAP_SUCCESS);
+  overlap_memcpy(ctx, 0, -1, da, a.data(), a.size() * 2);
+  overlap_memcpy(ctx, 0, -1, db, b.data(), b.size() * 2);
+  overlap_memcpy(ctx, 0, -1, dc, c.data(), c.size() * 4);
+  for (int call = 0; call < 2; ++call)
+    ASSERT_EQ(overlap_gemm(ctx, 0, call, batch, m, n, k, OVERLAP_F16, da, k,
+                           m * k, db, n, 0, OVERLAP_F32, dc, n, m * n),
+              OVERLAP_SUCCESS)
+        << overlap_last_error(ctx);
+  Buffer out(OVERLAP_F32, c.size());
+  overlap_memcpy(ctx, 0, -1, out.data(), dc, c.size() * 4);
+  ASSERT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS)
+      << overlap_last_error(ctx);
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = c.get(size_t((i * m + r) * n + j));
+        for (int call = 0; call < 2; ++call)
+          for (int64_t l = 0; l < k; ++l)
+            ref += double(a.get(size_t((i * m + r) * k + l))) *
+                   double(b.get(size_t(l * n + j)));
+        ASSERT_NEAR(out.get(size_t((i * m + r) * n + j)), ref, 1e-3)
+            << "batch " << i << " row " << r << " col " << j;
+      }
+  overlap_free(ctx, da);
+  overlap_free(ctx, db);
+  overlap_free(ctx, dc);
+}
+
+TEST_F(CudaKnobsDevice, GemmUnderEveryCacheSetting) {
+  for (int cache : {OVERLAP_CUDA_KNOB_ON, OVERLAP_CUDA_KNOB_OFF})
+    for (int autotune : {1, 4}) {
+      overlap_cuda_options opts = defaults();
+      opts.gemm_cache = cache;
+      opts.gemm_autotune = autotune;
+      make(opts);
+      checkGemm(ctx);
+      std::string report = overlap_cuda_gemm_report(ctx);
+      EXPECT_NE(report.find("batch 3 m 64 n 32 k 48"), std::string::npos)
+          << report;
+      EXPECT_NE(report.find(autotune > 1 ? "#" : "heuristic #1"),
+                std::string::npos)
+          << report;
+      std::string settings = overlap_cuda_describe(ctx);
+      EXPECT_NE(settings.find(cache == OVERLAP_CUDA_KNOB_ON ? "gemm cache on"
+                                                            : "gemm cache off"),
+                std::string::npos)
+          << settings;
+      overlap_cuda_context_destroy(ctx);
+      ctx = nullptr;
+    }
+}
+
+/// Stream-ordered buffers: written on the compute stream, read on the comm
+/// stream after a join, freed in stream order; no host wait in between.
+TEST_F(CudaKnobsDevice, StreamOrderedMemoryAndJoins) {
+  for (int pool : {OVERLAP_CUDA_KNOB_ON, OVERLAP_CUDA_KNOB_OFF}) {
+    overlap_cuda_options opts = defaults();
+    opts.stream_ordered_alloc = pool;
+    make(opts);
+    const size_t n = 1 << 20;
+    std::vector<float> in(n), out(n, -1.0f);
+    for (size_t i = 0; i < n; ++i)
+      in[i] = float(i % 1009);
+    void *x = nullptr, *y = nullptr;
+    ASSERT_EQ(overlap_alloc_async(ctx, -1, n * 4, &x), OVERLAP_SUCCESS)
+        << overlap_last_error(ctx);
+    ASSERT_EQ(overlap_alloc_async(ctx, 1, n * 4, &y), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_memcpy(ctx, 0, 0, x, in.data(), n * 4), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_streams_join(ctx), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_memcpy(ctx, 1, 0, y, x, n * 4), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_free_async(ctx, -1, x), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_memcpy(ctx, 1, 0, out.data(), y, n * 4),
+              OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_free_async(ctx, 1, y), OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS)
+        << overlap_last_error(ctx);
+    for (size_t i = 0; i < n; i += 4099)
+      ASSERT_EQ(out[i], in[i]) << "element " << i;
+    EXPECT_EQ(overlap_alloc_async(ctx, 2, 64, &x),
+              OVERLAP_ERROR_INVALID_ARGUMENT);
+    overlap_cuda_context_destroy(ctx);
+    ctx = nullptr;
+  }
+}
+
+TEST_F(CudaKnobsDevice, BudgetBeyondTheDeviceIsRefused) {
+  overlap_cuda_options opts = defaults();
+  opts.comm_sms = 1024;
+  overlap_context *bad = nullptr;
+  EXPECT_EQ(overlap_cuda_context_create_single(0, &opts, &bad),
+            OVERLAP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_NE(std::string(overlap_cuda_create_error()).find("comm_sms is 1024"),
+            std::string::npos)
+      << overlap_cuda_create_error();
+}
+
+TEST_F(CudaKnobsDevice, MakeCurrentAndDescribe) {
+  make(defaults());
+  EXPECT_EQ(overlap_cuda_make_current(ctx), OVERLAP_SUCCESS);
+  std::string settings = overlap_cuda_describe(ctx);
+  EXPECT_NE(settings.find("comm_sms 16"), std::string::npos) << settings;
+  EXPECT_NE(settings.find("flags device"), std::string::npos) << settings;
+  EXPECT_EQ(overlap_cuda_make_current(nullptr), OVERLAP_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(overlap_cuda_describe(nullptr), "");
+}
+
+const char *emptyPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry overlap_empty()
+{
+  ret;
+}
+)";
+
+/// A launch the driver refuses (2048 threads per block) becomes the
+/// context's error, naming the kernel, at the next synchronize; later
+/// calls fail fast.
+TEST_F(CudaKnobsDevice, FailedLaunchIsReportedByTheNextSynchronize) {
+  make(defaults());
+  void *stream = overlap_cuda_stream(ctx, OVERLAP_STREAM_COMM);
+  void *module = mgpuModuleLoad(const_cast<char *>(emptyPtx), 0);
+  ASSERT_NE(module, nullptr);
+  void *function = mgpuModuleGetFunction(module, "overlap_empty");
+  ASSERT_NE(function, nullptr);
+  mgpuLaunchKernel(function, 1, 1, 1, 2048, 1, 1, 0, stream, nullptr, nullptr,
+                   0);
+  EXPECT_EQ(overlap_context_synchronize(ctx), OVERLAP_ERROR_BACKEND);
+  std::string error = overlap_last_error(ctx);
+  EXPECT_NE(error.find("overlap_empty"), std::string::npos) << error;
+  EXPECT_NE(error.find("stream comm"), std::string::npos) << error;
+  EXPECT_EQ(overlap_streams_join(ctx), OVERLAP_ERROR_BACKEND);
+  mgpuModuleUnload(module);
+}
+
+} // namespace

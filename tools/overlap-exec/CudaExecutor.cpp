@@ -53,6 +53,19 @@ overlap_status cudaPoisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
   return status;
 }
 
+/// Compiled programs allocate stream-ordered: the memory is theirs once
+/// the streams have reached the allocation, so wait for them first.
+overlap_status cudaPoisonedOverlapAllocAsync(overlap_context *ctx,
+                                             int32_t stream, size_t bytes,
+                                             void **ptr) {
+  overlap_status status = overlap_alloc_async(ctx, stream, bytes, ptr);
+  if (status == OVERLAP_SUCCESS && *ptr) {
+    status = overlap_context_synchronize(ctx);
+    poisonDevice(*ptr, bytes);
+  }
+  return status;
+}
+
 void *poisonedMgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
   void *ptr = mgpuMemAlloc(bytes, stream, isHostShared);
   poisonDevice(ptr, bytes);
@@ -112,6 +125,8 @@ public:
       if (std::string(redirect.name) == "overlap_alloc")
         redirect.replacement =
             reinterpret_cast<void *>(&cudaPoisonedOverlapAlloc);
+    redirects.push_back({"overlap_alloc_async",
+                         reinterpret_cast<void *>(&cudaPoisonedOverlapAllocAsync)});
     redirects.push_back(
         {"mgpuMemAlloc", reinterpret_cast<void *>(&poisonedMgpuMemAlloc)});
     return redirects;

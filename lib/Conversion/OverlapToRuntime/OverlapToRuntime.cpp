@@ -55,6 +55,30 @@ bool touchesMemory(Operation *op) {
   });
 }
 
+/// The runtime stream index of an `overlap.stream`: compute and comm by
+/// name, any other by its position in the region.
+int32_t streamIndex(StreamOp stream) {
+  if (stream.getName() == "compute")
+    return kComputeStream;
+  if (stream.getName() == "comm")
+    return kCommStream;
+  int32_t index = 0;
+  for (Operation &op : stream->getBlock()->getOperations()) {
+    if (&op == stream.getOperation())
+      break;
+    if (isa<StreamOp>(op))
+      ++index;
+  }
+  return index;
+}
+
+/// The stream whose region holds `op`, if any.
+std::optional<int32_t> enclosingStream(Operation *op) {
+  if (auto stream = op->getParentOfType<StreamOp>())
+    return streamIndex(stream);
+  return std::nullopt;
+}
+
 /// target=cuda: `op` would touch device memory from the host.
 LogicalResult emitHostAccessError(Operation *op) {
   InFlightDiagnostic diag =
@@ -125,7 +149,7 @@ public:
   /// (the scf.if that shard-partition puts around an accumulator's fill,
   /// the clone that buffer deallocation puts in a branch) are enqueued on
   /// `stream` (outside a concurrent region: comm for collectives, compute
-  /// otherwise) and synchronized, like the other work there.
+  /// otherwise, then joined like the other work there).
   LogicalResult lowerNested(Operation *root, std::optional<int32_t> stream) {
     SmallVector<Operation *> nested;
     root->walk([&](Operation *op) {
@@ -150,7 +174,10 @@ public:
         return failure();
       if (!*lowered)
         continue;
-      synchronize(op->getLoc(), s);
+      // Inside a stream, the stream's order is the program's; outside, the
+      // op is joined like every other sequential op.
+      if (!stream)
+        sequence(op->getLoc(), s);
       op->erase();
     }
     return success();
@@ -175,6 +202,39 @@ public:
       rt.status(loc, "overlap_context_synchronize", {rt.ctx});
   }
 
+  /// Keeps the program sequential after work enqueued on `stream` (none:
+  /// on every stream): the host waits for it where the host runs the next
+  /// ops (target=host); on a device the streams are joined instead, so the
+  /// host goes on enqueueing (overlap_streams_join).
+  void sequence(Location loc, std::optional<int32_t> stream) {
+    if (cuda)
+      rt.status(loc, "overlap_streams_join", {rt.ctx});
+    else
+      synchronize(loc, stream);
+  }
+
+  /// target=cuda: the results must be complete when the entry returns.
+  void synchronizeBeforeReturns(func::FuncOp func) {
+    OpBuilder &b = rt.builder();
+    func.walk([&](func::ReturnOp ret) {
+      b.setInsertionPoint(ret);
+      synchronize(ret.getLoc(), std::nullopt);
+    });
+  }
+
+  /// target=cuda: kernels and allocations go to the context's device, not
+  /// to whichever device is current on the calling thread.
+  void makeDeviceCurrent(Location loc) {
+    OpBuilder &b = rt.builder();
+    Value status = rt.call(loc, "overlap_cuda_make_current", b.getI32Type(),
+                           {rt.ctx});
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
+                                     rt.i32(loc, 0));
+    cf::AssertOp::create(b, loc, ok,
+                         "overlap_cuda_make_current: cannot make the "
+                         "context's device current");
+  }
+
   /// An op the runtime does not provide, run on the host thread.
   LogicalResult inlineOp(Operation *op, std::optional<int32_t> stream) {
     if (cuda && touchesMemory(op))
@@ -182,8 +242,10 @@ public:
     if (cuda && failed(lowerNested(op, stream)))
       return failure();
     // Only an op with effects must see what its stream has done so far;
-    // constants, index arithmetic and views need no synchronize.
-    if (stream && !isMemoryEffectFree(op))
+    // constants, index arithmetic and views need no synchronize. With
+    // target=cuda nothing inlined touches memory (checked above) and what
+    // it nests is enqueued in its stream's order.
+    if (!cuda && stream && !isMemoryEffectFree(op))
       synchronize(op->getLoc(), stream);
     OpBuilder &b = rt.builder();
     op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
@@ -223,7 +285,8 @@ public:
                << "asks for an alignment of " << *alignment
                << " bytes; device allocations (target=cuda) give 256";
       b.setInsertionPoint(alloc);
-      FailureOr<Value> buffer = deviceAlloc(alloc, alloc.getType());
+      FailureOr<Value> buffer =
+          deviceAlloc(alloc, alloc.getType(), enclosingStream(alloc));
       if (failed(buffer))
         return failure();
       alloc.replaceAllUsesWith(*buffer);
@@ -237,7 +300,8 @@ public:
                   "copies constants to the device only at the function's "
                   "top level";
       b.setInsertionPointAfter(global);
-      FailureOr<Value> buffer = deviceAlloc(global, global.getType());
+      FailureOr<Value> buffer =
+          deviceAlloc(global, global.getType(), std::nullopt);
       if (failed(buffer))
         return failure();
       Location loc = global.getLoc();
@@ -245,17 +309,18 @@ public:
       // Both sides are contiguous: copy() makes it one overlap_memcpy.
       if (failed(copy(kComputeStream, loc, global.getResult(), *buffer)))
         return failure();
-      synchronize(loc, kComputeStream);
+      sequence(loc, kComputeStream);
       copies.push_back(*buffer);
     }
     func.walk([&](func::ReturnOp ret) {
       b.setInsertionPoint(ret);
       for (Value copy : copies)
-        freeBuffer(ret.getLoc(), copy);
+        freeBuffer(ret.getLoc(), copy, std::nullopt);
     });
     for (memref::DeallocOp dealloc : deallocs) {
       b.setInsertionPoint(dealloc);
-      freeBuffer(dealloc.getLoc(), dealloc.getMemref());
+      freeBuffer(dealloc.getLoc(), dealloc.getMemref(),
+                 enclosingStream(dealloc));
       dealloc.erase();
     }
     return success();
@@ -276,8 +341,10 @@ public:
   }
 
 private:
-  /// overlap_alloc of a buffer of `type` for `op`, at the insertion point.
-  FailureOr<Value> deviceAlloc(Operation *op, MemRefType type) {
+  /// overlap_alloc_async of a buffer of `type` for `op`, at the insertion
+  /// point: stream-ordered on `stream`, or usable on every stream (none).
+  FailureOr<Value> deviceAlloc(Operation *op, MemRefType type,
+                               std::optional<int32_t> stream) {
     if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
         !hasByteSizedElements(type) || type.getMemorySpace())
       return op->emitOpError()
@@ -290,27 +357,30 @@ private:
     int64_t bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
     Value slot =
         LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
-    Value status = rt.call(loc, "overlap_alloc", b.getI32Type(),
-                           {rt.ctx, rt.i64(loc, bytes), slot});
+    Value status = rt.call(loc, "overlap_alloc_async", b.getI32Type(),
+                           {rt.ctx, rt.i32(loc, stream ? *stream : -1),
+                            rt.i64(loc, bytes), slot});
     // A failed allocation must not reach a kernel (a fault there poisons
     // the CUDA context): stop here, naming the size.
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
                                      rt.i32(loc, 0));
     cf::AssertOp::create(
         b, loc, ok,
-        "overlap_alloc: cannot allocate " + std::to_string(bytes) +
+        "overlap_alloc_async: cannot allocate " + std::to_string(bytes) +
             " bytes of device memory for " + llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     return memrefFromPointer(loc, ptr, type);
   }
 
-  /// overlap_free of the allocation behind `memref`.
-  void freeBuffer(Location loc, Value memref) {
+  /// overlap_free_async of the allocation behind `memref`, after the work
+  /// enqueued so far on `stream` (none: on every stream).
+  void freeBuffer(Location loc, Value memref, std::optional<int32_t> stream) {
     OpBuilder &b = rt.builder();
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     Value ptr =
         LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
-    rt.status(loc, "overlap_free", {rt.ctx, ptr});
+    rt.status(loc, "overlap_free_async",
+              {rt.ctx, rt.i32(loc, stream ? *stream : -1), ptr});
   }
 
   /// A memref of `type` (static, identity layout) over `ptr`, as the LLVM
@@ -558,6 +628,7 @@ struct ConvertOverlapToRuntimePass
     if (cuda) {
       rt.builder().setInsertionPointToStart(&func.getBody().front());
       lowering.checkCudaContext(func.getLoc());
+      lowering.makeDeviceCurrent(func.getLoc());
       if (failed(lowering.lowerDeviceMemory(func)))
         return failure();
     }
@@ -576,8 +647,8 @@ struct ConvertOverlapToRuntimePass
           return failure();
         continue;
       }
-      // Outside a concurrent region: enqueue and wait, so the program stays
-      // sequential.
+      // Outside a concurrent region: enqueue, then keep the program
+      // sequential (the host waits, or on a device the streams join).
       int32_t stream = isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)
                            ? kCommStream
                            : kComputeStream;
@@ -585,7 +656,7 @@ struct ConvertOverlapToRuntimePass
       if (failed(lowered))
         return failure();
       if (*lowered) {
-        lowering.synchronize(op->getLoc(), stream);
+        lowering.sequence(op->getLoc(), stream);
         op->erase();
       } else if (isa<SignalOp, WaitOp>(op)) {
         return op->emitOpError() << "outside an overlap.stream";
@@ -593,6 +664,8 @@ struct ConvertOverlapToRuntimePass
     }
     if (cuda && failed(lowering.lowerNested(func, std::nullopt)))
       return failure();
+    if (cuda)
+      lowering.synchronizeBeforeReturns(func);
     // Signals ops are dead once their users are lowered.
     func.walk([](SignalsOp op) {
       if (op->use_empty())
@@ -681,8 +754,14 @@ struct ConvertOverlapToRuntimePass
     return success();
   }
 
-  /// Emits both streams interleaved so that every wait comes after the
-  /// signal it waits for, then joins them.
+  /// Emits the streams interleaved per tile, then joins them. A stream is
+  /// enqueued up to and including its next signal (or up to a wait whose
+  /// signal is not enqueued yet), then the next stream takes its turn: for
+  /// matmul + all-reduce that is GEMM t, signal t, then wait t and the
+  /// collective of tile t, then tile t + 1, so that collective 0 is on its
+  /// stream as soon as GEMM 0 is, not after every GEMM call has returned
+  /// on the host. Every wait still comes after its signal (event sync
+  /// needs that).
   LogicalResult lowerConcurrent(ConcurrentOp concurrent, Lowering &lowering) {
     SmallVector<SmallVector<Operation *>> lists;
     SmallVector<int32_t> ids;
@@ -690,10 +769,7 @@ struct ConvertOverlapToRuntimePass
       lists.emplace_back();
       for (Operation &op : stream.getBody().front())
         lists.back().push_back(&op);
-      ids.push_back(stream.getName() == "compute" ? kComputeStream
-                    : stream.getName() == "comm"
-                        ? kCommStream
-                        : static_cast<int32_t>(ids.size()));
+      ids.push_back(streamIndex(stream));
     }
     std::set<std::pair<void *, int64_t>> raised;
     SmallVector<size_t> cursor(lists.size(), 0);
@@ -711,7 +787,8 @@ struct ConvertOverlapToRuntimePass
           FailureOr<bool> lowered = lowering.lower(op, ids[s]);
           if (failed(lowered))
             return failure();
-          if (auto signal = dyn_cast<SignalOp>(op))
+          auto signal = dyn_cast<SignalOp>(op);
+          if (signal)
             raised.insert({signal.getSignals().getAsOpaquePointer(),
                            static_cast<int64_t>(signal.getIndex())});
           if (*lowered)
@@ -720,6 +797,8 @@ struct ConvertOverlapToRuntimePass
             return failure();
           ++cursor[s];
           progress = true;
+          if (signal)
+            break; // the other streams take their turn
         }
         done &= cursor[s] == lists[s].size();
       }
@@ -728,7 +807,7 @@ struct ConvertOverlapToRuntimePass
                << "has streams that wait on each other in a cycle; no order "
                   "of enqueueing can run them";
     }
-    lowering.synchronize(concurrent.getLoc(), std::nullopt);
+    lowering.sequence(concurrent.getLoc(), std::nullopt);
     concurrent->erase();
     return success();
   }

@@ -1,18 +1,23 @@
 // RUN: overlap-opt %s --convert-overlap-to-runtime="target=cuda" -split-input-file -verify-diagnostics | FileCheck %s
 
 // Device memory and kernels on the streams: the function first checks that
-// its context is a CUDA one; the allocation becomes overlap_alloc (checked,
-// an LLVM descriptor cast to the memref), the deallocation overlap_free;
-// the kernel inside the comm stream is launched on that stream's CUDA
-// stream (stream 1) as an async dependency, after the wait; the kernel
-// outside a concurrent region goes on the compute stream, synchronized.
+// its context is a CUDA one and makes its device current; the allocation
+// becomes a stream-ordered overlap_alloc_async usable on every stream (-1;
+// checked, an LLVM descriptor cast to the memref), the deallocation
+// overlap_free_async; the kernel inside the comm stream is launched on that
+// stream's CUDA stream (stream 1) as an async dependency, after the wait;
+// the region ends with a join of the streams (no host wait); the kernel
+// outside a concurrent region goes on the compute stream, then the streams
+// join; the host waits only before the return.
 // CHECK-LABEL: func.func @kernels
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr,
 // CHECK: %[[S0:.*]] = call @overlap_cuda_stream(%[[CTX]], %c0_i32{{.*}})
 // CHECK: llvm.icmp "ne" %[[S0]]
 // CHECK: cf.assert %{{.*}}, "this program was compiled with target=cuda and needs a CUDA context
-// CHECK: %[[ST:.*]] = call @overlap_alloc(%[[CTX]], %c8192_i64, %[[SLOT:.*]]) :
-// CHECK: cf.assert %{{.*}}, "overlap_alloc: cannot allocate 8192 bytes of device memory for memref<64x32xf32>"
+// CHECK: %[[MC:.*]] = call @overlap_cuda_make_current(%[[CTX]])
+// CHECK: cf.assert %{{.*}}, "overlap_cuda_make_current: cannot make the context's device current"
+// CHECK: %[[ST:.*]] = call @overlap_alloc_async(%[[CTX]], %c-1_i32, %c8192_i64, %[[SLOT:.*]]) :
+// CHECK: cf.assert %{{.*}}, "overlap_alloc_async: cannot allocate 8192 bytes of device memory for memref<64x32xf32>"
 // CHECK: %[[P:.*]] = llvm.load %[[SLOT]]
 // CHECK: llvm.insertvalue %[[P]], %{{.*}}[0]
 // CHECK: llvm.insertvalue %[[P]], %{{.*}}[1]
@@ -25,13 +30,16 @@
 // CHECK: gpu.launch_func async [%[[T1]]] @kernels_kernel::@kernels_kernel
 // CHECK-SAME: args(%[[BUF]] : memref<64x32xf32>)
 // CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32
-// CHECK: call @overlap_context_synchronize(%[[CTX]])
+// CHECK-NEXT: call @overlap_streams_join(%[[CTX]])
 // CHECK: %[[S2:.*]] = call @overlap_cuda_stream(%[[CTX]], %c0_i32{{.*}})
 // CHECK: %[[T2:.*]] = builtin.unrealized_conversion_cast %[[S2]]
 // CHECK: gpu.launch_func async [%[[T2]]] @kernels_kernel_0::@kernels_kernel
-// CHECK: call @overlap_stream_synchronize(%[[CTX]], %c0_i32{{.*}})
+// CHECK-NEXT: call @overlap_streams_join(%[[CTX]])
+// CHECK-NOT: synchronize
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
-// CHECK: call @overlap_free(%[[CTX]], %{{.*}})
+// CHECK: call @overlap_free_async(%[[CTX]], %c-1_i32{{.*}}, %{{.*}})
+// CHECK: call @overlap_context_synchronize(%[[CTX]])
+// CHECK-NEXT: return
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.dealloc
 module attributes {gpu.container_module} {
@@ -71,13 +79,13 @@ module attributes {gpu.container_module} {
 // -----
 
 // A kernel nested in host control flow (the scf.if that shard-partition
-// emits around an accumulator) is launched on the compute stream and
-// synchronized.
+// emits around an accumulator) is launched on the compute stream and the
+// streams are joined.
 // CHECK-LABEL: func.func @nested
 // CHECK: scf.if
 // CHECK: %[[S:.*]] = func.call @overlap_cuda_stream(%{{.*}}, %c0_i32{{.*}})
 // CHECK: gpu.launch_func async
-// CHECK: func.call @overlap_stream_synchronize(%{{.*}}, %c0_i32{{.*}}
+// CHECK: func.call @overlap_streams_join(%{{.*}})
 module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @k(%arg0: memref<4xf32>) kernel {
@@ -148,17 +156,18 @@ func.func @stack(%x: memref<4xf32>) {
 // -----
 
 // A host constant is copied to device memory where it is taken (compute
-// stream, synchronized) and freed before the return.
+// stream, then the streams join) and freed before the return.
 memref.global "private" constant @cst : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 // CHECK-LABEL: func.func @constant
 // CHECK: %[[G:.*]] = memref.get_global @cst
-// CHECK: call @overlap_alloc(%{{.*}}, %c16_i64
+// CHECK: call @overlap_alloc_async(%{{.*}}, %c-1_i32{{.*}}, %c16_i64
 // CHECK: %[[D:.*]] = builtin.unrealized_conversion_cast
 // CHECK: call @overlap_memcpy(%{{.*}}, %c0_i32{{.*}}, %c16_i64{{.*}})
-// CHECK: call @overlap_stream_synchronize
+// CHECK: call @overlap_streams_join
 // CHECK: call @overlap_memcpy(
 // CHECK: %[[B:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
-// CHECK: call @overlap_free(%{{.*}}, %{{.*}})
+// CHECK: call @overlap_free_async(%{{.*}}, %c-1_i32{{.*}}, %{{.*}})
+// CHECK-NEXT: call @overlap_context_synchronize
 // CHECK-NEXT: return
 func.func @constant(%x: memref<4xf32>) {
   %g = memref.get_global @cst : memref<4xf32>
@@ -184,11 +193,11 @@ func.func @calls_helper(%x: memref<4xf32>) {
 // -----
 
 // Runtime calls nested in host control flow (a clone in a branch, from
-// buffer deallocation) are enqueued and synchronized, not run on the host.
+// buffer deallocation) are enqueued and joined, not run on the host.
 // CHECK-LABEL: func.func @nested_copy
 // CHECK: scf.if
 // CHECK: func.call @overlap_memcpy(%{{.*}}, %c0_i32
-// CHECK: func.call @overlap_stream_synchronize
+// CHECK: func.call @overlap_streams_join
 // CHECK-NOT: memref.copy
 func.func @nested_copy(%p: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   scf.if %p {
@@ -199,12 +208,15 @@ func.func @nested_copy(%p: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-// A kernel nested in control flow inside a stream goes on that stream.
+// A kernel nested in control flow inside a stream goes on that stream, in
+// its order: no synchronize and no join until the region ends.
 // CHECK-LABEL: func.func @nested_in_stream
 // CHECK: scf.if
 // CHECK: %[[S:.*]] = func.call @overlap_cuda_stream(%{{.*}}, %c1_i32
 // CHECK: gpu.launch_func async
-// CHECK: func.call @overlap_stream_synchronize(%{{.*}}, %c1_i32
+// CHECK-NOT: synchronize
+// CHECK: } 
+// CHECK-NEXT: call @overlap_streams_join
 module attributes {gpu.container_module} {
   gpu.module @k {
     gpu.func @k(%arg0: memref<4xf32>) kernel {

@@ -2,9 +2,11 @@
 
 shard.grid @tp(shape = 2x4)
 
-// A scheduled all-reduce tile pair: both streams are enqueued interleaved
-// (every wait after its signal), the group of axis 1 is split once at
-// entry from the rank's grid coordinates, and the region ends with a join.
+// A scheduled all-reduce tile pair: the streams are enqueued interleaved
+// per tile (GEMM 0, signal 0, wait 0, all-reduce 0, then tile 1: the
+// collective of tile 0 is enqueued before the GEMM of tile 1), the group of
+// axis 1 is split once at entry from the rank's grid coordinates, and the
+// region ends with a join.
 // CHECK-NOT: shard.grid
 // CHECK-LABEL: func.func @two_tiles
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %{{.*}}: memref<256x64xf32>, %{{.*}}: memref<64x32xf32>, %{{.*}}: memref<256x32xf32>)
@@ -16,10 +18,11 @@ shard.grid @tp(shape = 2x4)
 // CHECK: %[[SIGS:.*]] = llvm.load %[[SSLOT]]
 // CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
 // CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c0_i32
-// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
-// CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c1_i32
+// CHECK-NOT: call @overlap_gemm
 // CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c0_i32
 // CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
+// CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c1_i32
 // CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c1_i32
 // CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
 // CHECK: call @overlap_context_synchronize(%[[CTX]])

@@ -19,7 +19,8 @@
 # and with its host reference on one host rank (--ref-backend host), which
 # shares none of the CUDA lowering (kernels, the GEMM call, device memory),
 # so a bug there cannot cancel out. Then it runs the MLP again with each
-# signal/wait implementation (OVERLAP_CUDA_SYNC), prints one report per
+# signal/wait implementation (OVERLAP_CUDA_SYNC) and with the other setting
+# of each performance knob (docs/cuda.md), prints one report per
 # run and a last line "programs: N passed, N failed"; exit 1 on any
 # failure. cuBLASLt may choose different kernels for different tile
 # heights, and sums in another order than the host, so outputs are
@@ -113,6 +114,17 @@ run)
     for sync in memop spin event; do
       OVERLAP_CUDA_SYNC=$sync check "mlp-$sync" "$DIR/mlp.so" \
         --ref "$DIR/mlp.ref.so" --backend cuda --rtol 1e-4 --atol 1e-4
+    done
+    # The knobs' other settings must not change results (docs/cuda.md,
+    # "Performance knobs"): host-mapped flags, cudaMalloc instead of the
+    # pool, no SM budget, normal priority, no descriptor cache, autotune.
+    for knob in OVERLAP_CUDA_FLAGS=host OVERLAP_CUDA_ALLOC=sync \
+      OVERLAP_COMM_SMS=0 OVERLAP_COMM_PRIORITY=normal \
+      OVERLAP_GEMM_CACHE=off OVERLAP_GEMM_AUTOTUNE=4; do
+      export "${knob?}"
+      check "mlp-$knob" "$DIR/mlp.so" --ref "$DIR/mlp.ref.so" \
+        --backend cuda --rtol 1e-4 --atol 1e-4
+      unset "${knob%%=*}"
     done
   fi
   echo "programs: $passed passed, $failed failed"

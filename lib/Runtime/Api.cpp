@@ -236,6 +236,17 @@ overlap_status overlap_free(overlap_context *ctx, void *ptr) {
   return OVERLAP_SUCCESS;
 }
 
+/// A stream index or -1 ("every stream"), without the sticky check (memory
+/// calls still run on a failed context, so that it can be cleaned up).
+static overlap_status checkStreamOrAll(overlap_context *ctx, const char *call,
+                                       int32_t stream) {
+  if (stream >= -1 && stream < ctx->numStreams)
+    return OVERLAP_SUCCESS;
+  return Call{ctx, Site::tile(call, stream, -1)}.bad(
+      "no such stream (the context has " + str(ctx->numStreams) +
+      "; -1 means all)");
+}
+
 overlap_status overlap_alloc_async(overlap_context *ctx, int32_t stream,
                                    size_t bytes, void **ptr) {
   if (!ptr)
@@ -243,10 +254,8 @@ overlap_status overlap_alloc_async(overlap_context *ctx, int32_t stream,
   *ptr = nullptr;
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
-  Call call{ctx, Site::tile("overlap_alloc_async", stream, -1)};
-  if (stream < -1 || stream >= ctx->numStreams)
-    return call.bad("no such stream (the context has " + str(ctx->numStreams) +
-                    "; -1 means all)");
+  if (overlap_status s = checkStreamOrAll(ctx, "overlap_alloc_async", stream))
+    return s;
   if (bytes == 0)
     return OVERLAP_SUCCESS;
   return ctx->allocAsync(stream, bytes, ptr);
@@ -258,10 +267,8 @@ overlap_status overlap_free_async(overlap_context *ctx, int32_t stream,
     return OVERLAP_SUCCESS;
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
-  Call call{ctx, Site::tile("overlap_free_async", stream, -1)};
-  if (stream < -1 || stream >= ctx->numStreams)
-    return call.bad("no such stream (the context has " + str(ctx->numStreams) +
-                    "; -1 means all)");
+  if (overlap_status s = checkStreamOrAll(ctx, "overlap_free_async", stream))
+    return s;
   return ctx->freeAsync(stream, ptr);
 }
 

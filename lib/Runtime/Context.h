@@ -17,7 +17,9 @@
 #include "overlap/Runtime/overlap_runtime.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -75,6 +77,22 @@ struct PackArgs {
   void *dst;
   int64_t n0, n1, n2, s0, s1;
 };
+
+/// Reads a non-negative integer environment variable (decimal, or 0x hex);
+/// `present` says whether it is set and non-empty. False if malformed.
+inline bool readEnvUnsigned(const char *name, bool &present, uint64_t &value) {
+  const char *text = std::getenv(name);
+  present = text && *text;
+  if (!present)
+    return true;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long parsed = std::strtoull(text, &end, 0);
+  if (errno || *end || text[0] == '-')
+    return false;
+  value = parsed;
+  return true;
+}
 
 } // namespace runtime
 } // namespace overlap

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
+#include "CudaTestSupport.h"
 #include "TestHelpers.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
@@ -29,15 +30,6 @@
 using namespace overlap::cuda;
 using namespace overlap::test;
 
-extern "C" {
-void *mgpuModuleLoad(void *data, size_t size);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
-}
 
 namespace {
 
@@ -255,14 +247,8 @@ TEST(CudaKnobs, DescriptionNamesEveryKnob) {
 // With a device
 //===----------------------------------------------------------------------===//
 
-class CudaKnobsDevice : public ::testing::Test {
+class CudaKnobsDevice : public NeedsCudaDevice {
 protected:
-  void SetUp() override {
-    const char *why = nullptr;
-    if (overlap_cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "no CUDA device (" << (why ? why : "")
-                   << "); run scripts/gpu/run.sh on a GPU machine";
-  }
   void TearDown() override {
     if (ctx)
       overlap_cuda_context_destroy(ctx);

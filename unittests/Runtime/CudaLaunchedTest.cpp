@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Runtime/Bootstrap.h"
+#include "CudaTestSupport.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
 #include "TempDir.h"
@@ -271,15 +272,7 @@ TEST(CudaLaunched, OneRankWithoutALauncher) {
 // With a device
 //===----------------------------------------------------------------------===//
 
-class CudaLaunchedDevice : public ::testing::Test {
-protected:
-  void SetUp() override {
-    const char *why = nullptr;
-    if (overlap_cuda_device_count(&why) == 0)
-      GTEST_SKIP() << "no CUDA device (" << (why ? why : "")
-                   << "); run scripts/gpu/run.sh on a GPU machine";
-  }
-};
+class CudaLaunchedDevice : public overlap::test::NeedsCudaDevice {};
 
 /// One rank of TwoProcesses (run only by it, in a process of its own): an
 /// all-reduce of rank + 1 on the launched context.

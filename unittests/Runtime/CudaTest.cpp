@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestSupport.h"
 #include "TestHelpers.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
@@ -30,23 +31,6 @@
 
 using namespace overlap::test;
 
-extern "C" {
-// The mgpu* entry points (CUDA handle types as void *).
-void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
-void mgpuMemFree(void *ptr, void *stream);
-void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream);
-void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
-void mgpuStreamSynchronize(void *stream);
-void *mgpuStreamCreate();
-void mgpuStreamDestroy(void *stream);
-void *mgpuModuleLoad(void *data, size_t size);
-void mgpuModuleUnload(void *module);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                      intptr_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, size_t paramsCount);
-}
 
 namespace {
 
@@ -211,14 +195,8 @@ TEST(CudaNoDevice, HostContextsAreNotCudaContexts) {
 // With a device
 //===----------------------------------------------------------------------===//
 
-class CudaDevice : public ::testing::Test {
+class CudaDevice : public NeedsCudaDevice {
 protected:
-  void SetUp() override {
-    std::string why;
-    if (deviceCount(why) == 0)
-      GTEST_SKIP() << "no CUDA device (" << why
-                   << "); run scripts/gpu/run.sh on a GPU machine";
-  }
   void TearDown() override {
     if (ctx)
       overlap_cuda_context_destroy(ctx);

@@ -23,16 +23,14 @@ using namespace overlap::cuda;
 
 namespace {
 
+/// A non-negative integer variable (decimal or 0x hex) as int64_t.
 bool readEnvInt(const char *name, bool &present, int64_t &value) {
-  const char *text = std::getenv(name);
-  present = text && *text;
-  if (!present)
-    return true;
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*end || v < 0)
+  uint64_t v = 0;
+  if (!runtime::readEnvUnsigned(name, present, v) ||
+      v > uint64_t(INT64_MAX))
     return false;
-  value = v;
+  if (present)
+    value = int64_t(v);
   return true;
 }
 

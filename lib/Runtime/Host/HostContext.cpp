@@ -347,20 +347,6 @@ namespace {
 
 thread_local std::string launchError;
 
-/// Reads a non-negative integer environment variable; false if malformed.
-bool readEnv(const char *name, bool &present, uint64_t &value) {
-  const char *text = std::getenv(name);
-  present = text && *text;
-  if (!present)
-    return true;
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long parsed = std::strtoull(text, &end, 0);
-  if (errno || *end || text[0] == '-')
-    return false;
-  value = parsed;
-  return true;
-}
 
 overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
   overlap_host_options opts;
@@ -391,7 +377,7 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
     return bad("negative wait_timeout_ms");
   out.waitTimeoutMs = opts.wait_timeout_ms;
   if (!out.waitTimeoutMs) {
-    if (!readEnv("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
+    if (!overlap::runtime::readEnvUnsigned("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
         (present && value == 0))
       return bad("OVERLAP_WAIT_TIMEOUT_MS must be a positive integer");
     out.waitTimeoutMs = present ? static_cast<int64_t>(value) : 10000;
@@ -401,7 +387,7 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
     out.chaos = true;
     out.chaosSeed = opts.chaos_seed;
   } else if (opts.chaos == OVERLAP_CHAOS_FROM_ENV) {
-    if (!readEnv("OVERLAP_HOST_CHAOS", present, value))
+    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS", present, value))
       return bad("OVERLAP_HOST_CHAOS must be a seed (an unsigned integer)");
     out.chaos = present;
     out.chaosSeed = value;
@@ -413,7 +399,7 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
     return bad("negative chaos_max_delay_us");
   out.chaosMaxDelayUs = opts.chaos_max_delay_us;
   if (!out.chaosMaxDelayUs) {
-    if (!readEnv("OVERLAP_HOST_CHAOS_MAX_US", present, value))
+    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS_MAX_US", present, value))
       return bad("OVERLAP_HOST_CHAOS_MAX_US must be an unsigned integer");
     out.chaosMaxDelayUs = present ? static_cast<int64_t>(value) : 1000;
   }

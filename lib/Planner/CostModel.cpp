@@ -6,6 +6,7 @@
 
 #include "overlap/Planner/CostModel.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -17,6 +18,22 @@ using namespace overlap::planner;
 StringRef overlap::planner::toString(Bound bound) {
   return bound == Bound::Comm ? "comm" : "compute";
 }
+
+StringRef overlap::planner::toString(TileGemmPricing pricing) {
+  switch (pricing) {
+  case TileGemmPricing::Contiguous:
+    return "contiguous";
+  case TileGemmPricing::BatchedCurve:
+    return "batched-curve";
+  case TileGemmPricing::TileQuantized:
+    return "tile-quantized";
+  case TileGemmPricing::UnbatchedApproximation:
+    return "unbatched-approximation";
+  }
+  llvm_unreachable("unknown tile GEMM pricing");
+}
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static Error badProblem(const Twine &msg) {
   return createStringError(std::errc::invalid_argument, "%s",
@@ -50,14 +67,25 @@ Expected<CostModel> CostModel::create(const Profile &profile,
     if (!profile.rooflineEfficiency || !peak)
       return createStringError(
           std::errc::not_supported,
-          "%s: no GEMM curve for N=%lld K=%lld %s and no roofline fallback "
-          "(gemm.roofline with device.peak_tflops.%s)",
+          "%s: no GEMM curve for N=%lld K=%lld %s with batch 1 and no "
+          "roofline fallback (gemm.roofline with device.peak_tflops.%s)",
           profile.source.c_str(), (long long)problem.n, (long long)problem.k,
           toString(problem.dtype).str().c_str(),
           toString(problem.dtype).str().c_str());
     model.peakFlops = *peak * *profile.rooflineEfficiency;
     model.bandwidth =
         *profile.device.memoryBandwidth * *profile.rooflineEfficiency;
+  }
+  // Reduce-scatter and all-gather tiles smaller than M are strided-batched
+  // GEMMs of G = ranks matrices (docs/architecture.md); with one rank there
+  // is one matrix, which is one GEMM.
+  if (problem.collective != Collective::AllReduce && problem.ranks > 1) {
+    model.batchCurve = profile.findGemmCurve(problem.n, problem.k,
+                                             problem.dtype, problem.ranks);
+    model.tilePricing = model.batchCurve ? TileGemmPricing::BatchedCurve
+                        : profile.device.gemmTile
+                            ? TileGemmPricing::TileQuantized
+                            : TileGemmPricing::UnbatchedApproximation;
   }
   if (problem.ranks > 1) {
     model.commCurve = profile.findCommCurve(problem.collective, problem.ranks);
@@ -77,7 +105,41 @@ PipelineOrder CostModel::getOrder() const {
              : PipelineOrder::ComputeThenComm;
 }
 
-double CostModel::gemmUs(int64_t rows) const {
+double CostModel::gemmUs(int64_t rows, int64_t calls) const {
+  if (rows <= 0)
+    return 0;
+  calls = std::clamp<int64_t>(calls, 1, rows);
+  if (calls == 1)
+    return rows < problem.m ? batchedGemmUs(rows) : contiguousGemmUs(rows);
+  // Separate calls, each on its own contiguous rows (one rank's piece).
+  double total = 0;
+  for (int64_t c = 0; c < calls; ++c)
+    total += contiguousGemmUs(rows / calls + (c < rows % calls ? 1 : 0));
+  return total;
+}
+
+double CostModel::batchedGemmUs(int64_t rows) const {
+  switch (tilePricing) {
+  case TileGemmPricing::Contiguous:
+  case TileGemmPricing::UnbatchedApproximation:
+    return contiguousGemmUs(rows);
+  case TileGemmPricing::BatchedCurve:
+    return batchCurve->curve.eval(static_cast<double>(rows)) +
+           profile->gemmLatencyUs;
+  case TileGemmPricing::TileQuantized: {
+    // Each of the G matrices of q rows is computed in whole output tiles of
+    // tr rows: G ceil(q / tr) row tiles, as many as one GEMM of
+    // G ceil(q / tr) tr rows has. That is at least `rows` rows, so never
+    // below the unbatched price (GEMM prices never fall as rows grow).
+    int64_t g = problem.ranks;
+    int64_t tr = profile->device.gemmTile->first;
+    return contiguousGemmUs(g * ceilDiv(ceilDiv(rows, g), tr) * tr);
+  }
+  }
+  llvm_unreachable("unknown tile GEMM pricing");
+}
+
+double CostModel::contiguousGemmUs(int64_t rows) const {
   if (rows <= 0)
     return 0;
   double lat = profile->gemmLatencyUs;
@@ -104,23 +166,49 @@ double CostModel::commUs(int64_t rows) const {
 }
 
 double CostModel::idealUs() const {
-  return std::max(gemmUs(problem.m), commUs(problem.m));
+  return std::max(contiguousGemmUs(problem.m), commUs(problem.m));
 }
 
 Bound CostModel::getBound() const {
-  return commUs(problem.m) > gemmUs(problem.m) ? Bound::Comm : Bound::Compute;
+  return commUs(problem.m) > contiguousGemmUs(problem.m) ? Bound::Comm
+                                                         : Bound::Compute;
 }
 
 std::string CostModel::describeGemmSource() const {
-  if (gemmCurve)
-    return formatv("curve N={0} K={1} {2}", gemmCurve->n, gemmCurve->k,
-                   toString(gemmCurve->dtype))
-        .str();
-  return formatv("roofline ({0:f1} TFLOP/s, {1:f0} GB/s after efficiency "
-                 "{2})",
-                 peakFlops / 1e12, bandwidth / 1e9,
-                 *profile->rooflineEfficiency)
-      .str();
+  std::string source =
+      gemmCurve ? formatv("curve N={0} K={1} {2}", gemmCurve->n, gemmCurve->k,
+                          toString(gemmCurve->dtype))
+                      .str()
+                : formatv("roofline ({0:f1} TFLOP/s, {1:f0} GB/s after "
+                          "efficiency {2})",
+                          peakFlops / 1e12, bandwidth / 1e9,
+                          *profile->rooflineEfficiency)
+                      .str();
+  if (tilePricing == TileGemmPricing::Contiguous)
+    return source;
+  int64_t g = problem.ranks;
+  source += formatv("; {0} tiles < M (batched GEMM of {1} matrices): ",
+                    toString(problem.collective), g);
+  switch (tilePricing) {
+  case TileGemmPricing::BatchedCurve:
+    source +=
+        formatv("batched curve N={0} K={1} {2} batch {3}", batchCurve->n,
+                batchCurve->k, toString(batchCurve->dtype), batchCurve->batch);
+    break;
+  case TileGemmPricing::TileQuantized:
+    source += formatv("tile-quantized, one GEMM of {0} x ceil(rows/{0} / {1}) "
+                      "x {1} rows (no batch-{0} curve)",
+                      g, profile->device.gemmTile->first);
+    break;
+  case TileGemmPricing::UnbatchedApproximation:
+    source += formatv("unbatched approximation, one GEMM of the tile's rows "
+                      "(no batch-{0} curve, no device.gemm_tile)",
+                      g);
+    break;
+  case TileGemmPricing::Contiguous:
+    llvm_unreachable("returned above");
+  }
+  return source;
 }
 
 std::string CostModel::describeCommSource() const {
@@ -142,4 +230,3 @@ int64_t overlap::planner::CostModel::getAlignment() const {
     return profile->alignment;
   return std::lcm(profile->alignment, problem.ranks);
 }
-

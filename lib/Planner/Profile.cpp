@@ -135,10 +135,10 @@ double Curve::eval(double x) const {
 // Profile lookups
 //===----------------------------------------------------------------------===//
 
-const GemmCurve *Profile::findGemmCurve(int64_t n, int64_t k,
-                                        DType dtype) const {
+const GemmCurve *Profile::findGemmCurve(int64_t n, int64_t k, DType dtype,
+                                        int64_t batch) const {
   for (const GemmCurve &c : gemmCurves)
-    if (c.n == n && c.k == k && c.dtype == dtype)
+    if (c.n == n && c.k == k && c.dtype == dtype && c.batch == batch)
       return &c;
   return nullptr;
 }
@@ -533,7 +533,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       auto co = rd.object((**arr)[i], path);
       if (!co)
         return co.takeError();
-      if (Error e = rd.checkKeys(**co, path, {"n", "k", "dtype", "curve"}))
+      if (Error e =
+              rd.checkKeys(**co, path, {"n", "k", "dtype", "batch", "curve"}))
         return e;
       GemmCurve gc;
       for (StringRef key : {"n", "k"}) {
@@ -553,6 +554,12 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
         return rd.fail(ProfileReader::join(path, "dtype"),
                        "one of \"f16\", \"bf16\", \"f32\"");
       gc.dtype = *dt;
+      if (const json::Value *bv = (*co)->get("batch")) {
+        auto batch = rd.integer(*bv, ProfileReader::join(path, "batch"), 1);
+        if (!batch)
+          return batch.takeError();
+        gc.batch = *batch;
+      }
       const json::Value *curveV = (*co)->get("curve");
       if (!curveV)
         return rd.fail(ProfileReader::join(path, "curve"),
@@ -561,9 +568,9 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       if (!curve)
         return curve.takeError();
       gc.curve = std::move(*curve);
-      if (p.findGemmCurve(gc.n, gc.k, gc.dtype))
-        return rd.fail(path, "one curve per (n, k, dtype); this one repeats "
-                             "an earlier entry");
+      if (p.findGemmCurve(gc.n, gc.k, gc.dtype, gc.batch))
+        return rd.fail(path, "one curve per (n, k, dtype, batch); this one "
+                             "repeats an earlier entry");
       p.gemmCurves.push_back(std::move(gc));
     }
   }

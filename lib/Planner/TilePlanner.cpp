@@ -31,22 +31,12 @@ ArrayRef<StringRef> overlap::planner::strategyNames() {
 // Pricing a plan
 //===----------------------------------------------------------------------===//
 
-/// One tile issued as `calls` GEMMs of near-equal rows.
-static double splitGemmUs(const CostModel &model, int64_t rows, int64_t calls) {
-  calls = std::max<int64_t>(1, std::min(calls, rows));
-  double total = 0;
-  for (int64_t c = 0; c < calls; ++c)
-    total += model.gemmUs(rows / calls + (c < rows % calls ? 1 : 0));
-  return total;
-}
-
 void overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   size_t n = plan.tiles.size();
   if (!plan.singleGemmKernel) {
     plan.computeUs.resize(n);
     for (size_t i = 0; i < n; ++i)
-      plan.computeUs[i] =
-          splitGemmUs(model, plan.tiles[i], plan.gemmCallsPerTile);
+      plan.computeUs[i] = model.gemmUs(plan.tiles[i], plan.gemmCallsPerTile);
   }
   assert(plan.computeUs.size() == n && "compute durations for every tile");
   plan.commUs.resize(n);

@@ -20,16 +20,19 @@
 // RUN: overlap-run --ranks 8 --entry mrs_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
 
 // MC2: remark: tiles [1024] (mc2, {{.*}}one tile, no overlap wins
-// OPT: remark: tiles [128, 256, 640] (optimal,
+// A tile below M is one batched GEMM of R matrices of tiles[i]/R rows, and
+// slow-link's GEMM tile has 128 rows: optimal keeps tiles[i]/R a multiple
+// of 128, since a smaller piece still costs a whole 128-row tile.
+// OPT: remark: tiles [512, 512] (optimal,
 // UNI4: remark: tiles [256, 256, 256, 256] (uniform:4,
-// BF16: remark: tiles [256, 768] (optimal,
+// BF16: remark: tiles [512, 512] (optimal,
 // BF16ACC: remark: tiles [384, 384, 256] (uniform:3,
 // M = 712 is not a multiple of the 128-row alignment: the last tile takes
 // the remainder (712 = 256 + 256 + 200; 200 rows = 50 per rank).
 // UNEVEN: remark: tiles [256, 256, 200] (uniform:3,
 // UPSTREAM: remark: tiles [512, 512] (uniform:2,
 // R1: remark: tiles [512, 512] (uniform:2,
-// R2: remark: tiles [128, 256, 640] (optimal,
+// R2: remark: tiles [256, 512, 256] (optimal,
 // R8: remark: tiles [256, 256, 256, 256] (uniform:4,
 
 // CHECK: overlap-run: @{{[a-z0-9_]+}} on {{[0-9]+}} host rank

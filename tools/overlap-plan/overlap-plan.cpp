@@ -146,7 +146,8 @@ static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 //===----------------------------------------------------------------------===//
 
 static void printPlanJson(const Plan &plan, const MatmulProblem &pb,
-                          const Profile &profile, raw_ostream &os) {
+                          const Profile &profile, const CostModel &model,
+                          raw_ostream &os) {
   json::OStream j(os, 2);
   j.object([&] {
     j.attribute("strategy", plan.strategy);
@@ -171,6 +172,9 @@ static void printPlanJson(const Plan &plan, const MatmulProblem &pb,
       j.attribute("ranks", pb.ranks);
     });
     j.attribute("profile", profile.name);
+    j.attribute("gemm_source", model.describeGemmSource());
+    j.attribute("tile_gemm_pricing", toString(model.getTileGemmPricing()));
+    j.attribute("comm_source", model.describeCommSource());
     j.attribute("gemm_calls_per_tile", plan.gemmCallsPerTile);
     j.attribute("single_gemm_kernel", plan.singleGemmKernel);
     j.attributeArray("tasks", [&] {
@@ -390,7 +394,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
     out << toChromeTrace(plan->timeline, plan->tiles, title);
   }
   if (args.has("--json"))
-    printPlanJson(*plan, pb, *profile, outs());
+    printPlanJson(*plan, pb, *profile, *model, outs());
   else
     printPlanTable(*plan, pb, *profile, *model, outs());
   return 0;

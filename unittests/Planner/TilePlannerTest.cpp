@@ -263,6 +263,18 @@ TEST(TilePlanner, OptimalEqualsBruteForceOnRandomCases) {
                               Collective::AllGather};
   for (int trial = 0; trial < 300; ++trial) {
     Profile p = randomProfile(rng, 4096, 2048);
+    // Reduce-scatter and all-gather tiles below M are batched GEMMs, priced
+    // apart from the whole of M: by tile quantization (64 to 256-row output
+    // tiles) in some trials, by a batch curve in others. All-reduce ignores
+    // both.
+    if (trial % 4 == 1)
+      p.device.gemmTile = {{int64_t(64) << (trial / 4 % 3), 128}};
+    if (trial % 4 == 2) {
+      GemmCurve batched = p.gemmCurves.front();
+      batched.batch = 8;
+      batched.curve = randomCurve(rng, 2048, 200 + 400 * (trial % 5));
+      p.gemmCurves.push_back(batched);
+    }
     MatmulProblem pb{colls[trial % 3], 0, 4096, 2048, DType::F16, 8};
     int64_t rem = pb.collective == Collective::AllReduce ? remDist(rng) : 0;
     pb.m = blocksDist(rng) * 128 + rem;

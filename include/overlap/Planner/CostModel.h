@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Binds a profile to one matmul problem and answers: how long does a GEMM of
-// m rows take, how many bytes does a tile of m rows put on the wire and how
-// long does its collective take. Every answer is for one call, per-call
-// latency included, uncontended.
+// Binds a profile to one matmul problem and answers: how long does the GEMM
+// of a tile of m rows take as the decomposition runs it, how many bytes does
+// the tile put on the wire and how long does its collective take. Every
+// answer is per call, per-call latency included, uncontended.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,24 @@ struct MatmulProblem {
 enum class Bound { Compute, Comm };
 llvm::StringRef toString(Bound bound);
 
+/// How the GEMM of a reduce-scatter or all-gather tile smaller than M is
+/// priced. The decomposition runs such a tile as one strided-batched GEMM
+/// of G matrices of rows/G rows sharing B (G = the group size); every other
+/// tile (all-reduce, one rank, the whole of M) is one GEMM of its rows.
+enum class TileGemmPricing {
+  /// Every tile is one GEMM of its rows: nothing to approximate.
+  Contiguous,
+  /// The profile's curve for (N, K, dtype) with batch G.
+  BatchedCurve,
+  /// The one-GEMM price of the output row tiles the batched GEMM computes:
+  /// G x ceil(rows/G / tile rows) x tile rows (device.gemm_tile).
+  TileQuantized,
+  /// Neither a batch-G curve nor device.gemm_tile: one GEMM of the tile's
+  /// rows, which ignores the padding of the G small matrices.
+  UnbatchedApproximation,
+};
+llvm::StringRef toString(TileGemmPricing pricing);
+
 class CostModel {
 public:
   /// Fails when the problem is malformed or the profile cannot price it
@@ -46,8 +64,17 @@ public:
   static llvm::Expected<CostModel> create(const Profile &profile,
                                           const MatmulProblem &problem);
 
-  /// One GEMM call of `rows` rows (of N columns, depth K).
-  double gemmUs(int64_t rows) const;
+  /// The GEMM work of one tile of `rows` rows as the decomposition runs it:
+  /// a strided-batched GEMM priced as getTileGemmPricing() says for a
+  /// reduce-scatter or all-gather tile smaller than M, else one GEMM of
+  /// `rows` rows. With calls > 1 the tile is issued as `calls` separate
+  /// GEMMs of near-equal contiguous rows (FiCCO's unfused schedules), each
+  /// priced by contiguousGemmUs.
+  double gemmUs(int64_t rows, int64_t calls = 1) const;
+  /// One GEMM call of `rows` contiguous rows (of N columns, depth K): the
+  /// profile's batch-1 curve or its roofline.
+  double contiguousGemmUs(int64_t rows) const;
+  TileGemmPricing getTileGemmPricing() const { return tilePricing; }
   /// Bytes on the wire for a tile of `rows` rows: rows x N x elt for
   /// all-reduce and reduce-scatter (the whole tile summed over ranks),
   /// rows x K x elt for all-gather (local rows/R times R ranks).
@@ -67,22 +94,32 @@ public:
   double getCommContention() const { return profile->commContention; }
 
   /// Unsplit, uncontended: one GEMM of M rows and one collective call.
-  double serialUs() const { return gemmUs(problem.m) + commUs(problem.m); }
-  /// Perfect overlap with no decomposition loss: max(T_comp, T_comm).
+  double serialUs() const {
+    return contiguousGemmUs(problem.m) + commUs(problem.m);
+  }
+  /// Perfect overlap with no decomposition loss: max(T_comp, T_comm) with
+  /// T_comp the problem's GEMM as one call of M rows.
   double idealUs() const;
   Bound getBound() const;
 
   /// Describes where GEMM times come from ("curve N=8192 K=3072 f16" or
-  /// "roofline ...") and how the collective curve was scaled.
+  /// "roofline ..."), followed for reduce-scatter and all-gather by how
+  /// tiles smaller than M are priced; and how the collective curve was
+  /// scaled.
   std::string describeGemmSource() const;
   std::string describeCommSource() const;
 
 private:
   CostModel() = default;
+  /// A reduce-scatter or all-gather tile smaller than M.
+  double batchedGemmUs(int64_t rows) const;
 
   const Profile *profile = nullptr;
   MatmulProblem problem;
   const GemmCurve *gemmCurve = nullptr;
+  TileGemmPricing tilePricing = TileGemmPricing::Contiguous;
+  /// The batch-G curve when tilePricing is BatchedCurve.
+  const GemmCurve *batchCurve = nullptr;
   double peakFlops = 0;
   double bandwidth = 0;
   const CommCurve *commCurve = nullptr;

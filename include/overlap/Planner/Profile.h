@@ -76,11 +76,15 @@ private:
   std::vector<std::pair<double, double>> points;
 };
 
-/// GEMM time (µs) versus rows m for one (N, K, dtype).
+/// GEMM time (µs) versus rows m for one (N, K, dtype, batch). With batch
+/// G > 1 the call is a strided-batched GEMM of G matrices of m/G rows each
+/// that share B (batch stride 0), as reduce-scatter and all-gather tiles
+/// run; x is still the total rows m.
 struct GemmCurve {
   int64_t n = 0;
   int64_t k = 0;
   DType dtype = DType::F16;
+  int64_t batch = 1;
   Curve curve;
 };
 
@@ -146,8 +150,9 @@ struct Profile {
 
   FiccoParams ficco;
 
-  /// The GEMM curve for exactly (n, k, dtype), or null.
-  const GemmCurve *findGemmCurve(int64_t n, int64_t k, DType dtype) const;
+  /// The GEMM curve for exactly (n, k, dtype, batch), or null.
+  const GemmCurve *findGemmCurve(int64_t n, int64_t k, DType dtype,
+                                 int64_t batch = 1) const;
   /// The curve for the collective whose group size is nearest to `ranks`
   /// (ties go to the larger group), or null when there is none.
   const CommCurve *findCommCurve(Collective collective, int64_t ranks) const;

@@ -116,8 +116,9 @@ llvm::Expected<Plan> planTiles(const Profile &profile,
                                const MatmulProblem &problem,
                                llvm::StringRef strategy);
 
-/// Prices given tiles (one GEMM call per tile) with the same model, e.g.
-/// for plans chosen elsewhere. The tiles must be positive and sum to M.
+/// Prices given tiles (each tile's GEMM as the decomposition runs it, see
+/// CostModel::gemmUs) with the same model, e.g. for plans chosen elsewhere. The
+/// tiles must be positive and sum to M.
 llvm::Expected<Plan> evaluateTiles(const Profile &profile,
                                    const MatmulProblem &problem,
                                    llvm::ArrayRef<int64_t> tiles,

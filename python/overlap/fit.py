@@ -402,9 +402,12 @@ def build_profile(results: Sequence[FitResult], *, name: str, source: str,
         profile["provenance"] = f"fitted from measurements ({source})"
 
     gemm = profile.setdefault("gemm", {})
+    # Fitted curves are of single GEMMs (batch 1): they replace the base's
+    # batch-1 curve of the same shape and keep its batched ones.
     curves = [c for c in gemm.get("curves", [])
-              if not any((c.get("n"), c.get("k"), c.get("dtype", "f16")) ==
-                         (e["n"], e["k"], e["dtype"]) for e in gemm_entries)]
+              if c.get("batch", 1) != 1 or
+              not any((c.get("n"), c.get("k"), c.get("dtype", "f16")) ==
+                      (e["n"], e["k"], e["dtype"]) for e in gemm_entries)]
     if curves or gemm_entries:
         gemm["curves"] = curves + gemm_entries
     gemm.setdefault("latency_us", 0)

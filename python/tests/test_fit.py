@@ -182,6 +182,21 @@ def test_base_profile_keeps_device_and_replaces_curves(repo_root):
     assert list(prof)[:3] == ["name", "description", "provenance"]
 
 
+def test_fitted_gemm_curve_keeps_the_base_batched_curves():
+    results = fit_measurements(parse_measurements(small_csv()))
+    batched = {"n": 8192, "k": 3072, "dtype": "f16", "batch": 8,
+               "table": [[1024, 100.0], [4096, 380.0]]}
+    single = {"n": 8192, "k": 3072, "dtype": "f16",
+              "table": [[1024, 90.0], [4096, 350.0]]}
+    base = {"name": "b", "gemm": {"curves": [single, batched]}}
+    prof = build_profile(results, name="t", source="m.csv", base=base,
+                         base_name="b")
+    curves = prof["gemm"]["curves"]
+    assert batched in curves          # a batch-8 curve is not replaced
+    assert single not in curves       # the batch-1 curve of the shape is
+    assert sum(c.get("batch", 1) == 1 and c["n"] == 8192 for c in curves) == 1
+
+
 def test_no_gemm_and_no_base_is_an_error():
     text = "kind,collective,ranks,bytes,time_us\n" \
            "comm,all-reduce,8,1048576,40\ncomm,all-reduce,8,2097152,60\n"

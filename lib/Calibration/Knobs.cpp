@@ -168,3 +168,13 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
     add(alloc.flag, nameOf(alloc, knobs.streamOrderedAlloc));
   return out;
 }
+
+std::optional<int32_t>
+calibration::resolvedCommSms(const overlap_cuda_options &opts,
+                             const char *environment) {
+  if (opts.comm_sms != OVERLAP_CUDA_COMM_SMS_DEFAULT)
+    return opts.comm_sms;
+  if (!environment || !*environment)
+    return OVERLAP_CUDA_DEFAULT_COMM_SMS;
+  return readBounded(environment, 0, INT32_MAX);
+}

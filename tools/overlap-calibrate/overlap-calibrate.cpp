@@ -34,6 +34,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -89,7 +90,6 @@ int main(int argc, char **argv) {
   o.warmup = int(args.getInt("--warmup", 5));
   o.iters = int(args.getInt("--iters", 20));
   o.name = args.get("--name", "calibrated");
-  o.commSms = knobs.commSms;
   const std::string dtypeName = args.get("--dtype", "f16");
   std::optional<overlap_dtype> dtype = parseDtype(dtypeName);
   if (!dtype)
@@ -108,7 +108,9 @@ int main(int argc, char **argv) {
   if (!o.nccl && o.ranks < 2)
     usageError("the copy-engine leg needs --ranks >= 2 (one rank puts "
                "nothing on the wire)");
+  // The profile records the SMs its GEMMs left to communication.
   const overlap_cuda_options opts = measuringOptions(knobs, std::nullopt);
+  o.commSms = resolvedCommSms(opts, std::getenv("OVERLAP_COMM_SMS"));
 
   DeviceInfo device;
   overlap_context *ctx = nullptr;

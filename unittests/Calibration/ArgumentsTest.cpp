@@ -182,6 +182,22 @@ TEST(Knobs, UnsetFlagsLeaveTheRuntimeDefaults) {
   EXPECT_EQ(opts.comm_sms, 0);
 }
 
+// The reservation a context gets: what the options say, else the runtime's
+// rule for its default.
+TEST(Knobs, ResolvedCommSms) {
+  overlap_cuda_options opts = initialized();
+  EXPECT_EQ(resolvedCommSms(opts, nullptr), OVERLAP_CUDA_DEFAULT_COMM_SMS);
+  EXPECT_EQ(resolvedCommSms(opts, ""), OVERLAP_CUDA_DEFAULT_COMM_SMS);
+  EXPECT_EQ(resolvedCommSms(opts, "24"), 24);
+  EXPECT_EQ(resolvedCommSms(opts, "0"), 0);
+  EXPECT_FALSE(resolvedCommSms(opts, "many"));
+  EXPECT_FALSE(resolvedCommSms(opts, "-2"));
+  opts.comm_sms = 8;
+  EXPECT_EQ(resolvedCommSms(opts, "24"), 8);
+  opts.comm_sms = 0;
+  EXPECT_EQ(resolvedCommSms(opts, nullptr), 0);
+}
+
 TEST(Knobs, BadValuesNameTheFlagAndWhatItAccepts) {
   const std::vector<std::pair<std::vector<const char *>, const char *>> cases =
       {{{"--comm-sms", "-1"}, "--comm-sms: expected a number of SMs >= 0"},

@@ -47,7 +47,8 @@ struct CalibrateOptions {
   /// Also measure the batched GEMM curves.
   bool batchedGemms = true;
   /// The profile's name, and device.comm_sms to record (the reservation
-  /// the context was made with, when known).
+  /// the context was made with, when known; recorded when below the
+  /// device's SMs).
   std::string name = "calibrated";
   std::optional<int64_t> commSms;
 };

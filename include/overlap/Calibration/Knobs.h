@@ -66,6 +66,14 @@ void applyCudaKnobs(const CudaKnobs &knobs,
                     std::optional<int64_t> profileCommSms,
                     overlap_cuda_options &opts);
 
+/// The SMs a context made with `opts` reserves for communication: its
+/// comm_sms, or when that is OVERLAP_CUDA_COMM_SMS_DEFAULT the runtime's
+/// rule for it: `environment` ($OVERLAP_COMM_SMS; null when unset) when it
+/// is a count, else OVERLAP_CUDA_DEFAULT_COMM_SMS. nullopt when the
+/// variable is set but not a count (the runtime then refuses it).
+std::optional<int32_t> resolvedCommSms(const overlap_cuda_options &opts,
+                                       const char *environment);
+
 /// The knobs that were set, as flags ("--comm-sms 0 --sync spin"); "" when
 /// none.
 std::string describeCudaKnobs(const CudaKnobs &knobs);

@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/TilePlanner.h"
+#include "overlap/Planner/Strategies.h"
 
 #include "llvm/ADT/STLExtras.h"
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/Ring.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -70,11 +71,7 @@ StringRef overlap::planner::toString(Collective collective) {
 }
 
 double overlap::planner::ringFactor(Collective collective, int64_t ranks) {
-  if (ranks <= 1)
-    return 0.0;
-  double r = static_cast<double>(ranks);
-  double oneWay = (r - 1.0) / r;
-  return collective == Collective::AllReduce ? 2.0 * oneWay : oneWay;
+  return ringShare(collective, ranks).value();
 }
 
 //===----------------------------------------------------------------------===//

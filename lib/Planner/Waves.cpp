@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/TilePlanner.h"
+#include "overlap/Planner/Strategies.h"
 
 #include <algorithm>
 #include <cmath>

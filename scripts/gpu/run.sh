@@ -19,6 +19,18 @@
 #              that profile and with 4 uniform tiles;
 #   pack       overlap-bench --pack: the pack kernel's bandwidth against
 #              cudaMemcpy2DAsync and a contiguous device-to-device copy;
+#   knobs      each CUDA backend option on and off, to decide which
+#              defaults to keep: overlap-bench (copy-engine leg, 8 ranks,
+#              the three collectives, $KNOB_SHAPES, 4 uniform tiles) with
+#              --comm-sms 0 and the profile's device.comm_sms,
+#              --comm-priority high/normal, --flags device/host, --sync
+#              memop/spin/event, --gemm-cache on/off, --gemm-autotune 1/4
+#              (knob-<option>-<value>.csv, all of them in knobs.csv); the
+#              tile GEMMs of reduce-scatter and all-gather batched vs
+#              contiguous on the 24 shapes (tile-gemm.csv); and, where
+#              allocation happens while a program runs (the compiled MLP;
+#              the bench allocates before it times), --alloc pool vs sync
+#              through OVERLAP_CUDA_ALLOC (knob-alloc.csv);
 #   programs   the compiled programs of scripts/gpu/prepare.sh
 #              (BUILD_DIR/gpu-programs: every integration program and the
 #              MLP, --target=cuda; each plan against the one-tile cuda
@@ -33,12 +45,14 @@
 # lib/liboverlap_runtime_cuda.so, unittests/, bin/ and gpu-programs/;
 # carry it to the machine.
 # Environment:
-#   STEPS="tests programs calibrate bench nccl pack"  the steps to run (e.g. to split
+#   STEPS="tests programs calibrate bench nccl pack knobs"  the steps to run (e.g. to split
 #       a session into shorter commands; none of them has been timed);
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
 #       calibrate step writes, $OUT/profile-copy-engine.json);
 #   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
 #       sweep (not to --pack);
+#   KNOB_SHAPES=4096x8192x3072,1024x4096x1024,8192x8192x1024  the shapes
+#       of the knobs step (compute-bound, small, comm-bound);
 #   NCCL_NP=8  the nccl step also runs 8 ranks (needs 8 GPUs: a machine
 #       with one GPU can only run the one-rank smoke test; two processes on
 #       one GPU are refused by NCCL);
@@ -54,7 +68,7 @@ set -u -o pipefail
 
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
-STEPS=${STEPS:-tests programs calibrate bench nccl pack}
+STEPS=${STEPS:-tests programs calibrate bench nccl pack knobs}
 PROFILE=${PROFILE:-$OUT/profile-copy-engine.json}
 read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
 mkdir -p "$OUT"
@@ -75,8 +89,8 @@ run() { # name, command...: log to $OUT/name.txt, remember failures
 
 for s in $STEPS; do
   case $s in
-    tests|programs|calibrate|bench|nccl|pack) ;;
-    *) echo "unknown step '$s' in STEPS (tests programs calibrate bench nccl pack)"; exit 2 ;;
+    tests|programs|calibrate|bench|nccl|pack|knobs) ;;
+    *) echo "unknown step '$s' in STEPS (tests programs calibrate bench nccl pack knobs)"; exit 2 ;;
   esac
 done
 [[ "${NCCL_NP:-1}" =~ ^[0-9]+$ ]] || { echo "NCCL_NP must be a number of processes"; exit 2; }
@@ -177,6 +191,61 @@ fi
 # The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.
 if want pack; then
   run pack "$BUILD/bin/overlap-bench" --pack --csv "$OUT/pack.csv"
+fi
+
+# The CUDA backend's options, each on and off; every CSV says its settings
+# (the knobs column, and the runtime's description in its first line).
+if want knobs; then
+  kshapes=${KNOB_SHAPES:-4096x8192x3072,1024x4096x1024,8192x8192x1024}
+  kcommon=(--leg copy-engine --ranks 8 --dtype f16 --tiles 4
+    --collective all-reduce,reduce-scatter,all-gather --shapes "$kshapes")
+  # The SMs a profile reserves for communication: the one in use, else the
+  # datasheet profile's.
+  profile_sms=""
+  for p in "$PROFILE" "$(dirname "$0")/../../profiles/h100-nvlink-datasheet.json"; do
+    [ -f "$p" ] || continue
+    profile_sms=$(sed -n 's/.*"comm_sms": *\([0-9][0-9]*\).*/\1/p' "$p" | head -1)
+    [ -n "$profile_sms" ] && break
+  done
+  settings=("comm-sms-0 --comm-sms 0")
+  [ -n "$profile_sms" ] &&
+    settings+=("comm-sms-$profile_sms --comm-sms $profile_sms")
+  settings+=("comm-priority-high --comm-priority high"
+    "comm-priority-normal --comm-priority normal"
+    "flags-device --flags device" "flags-host --flags host"
+    "sync-memop --sync memop" "sync-spin --sync spin"
+    "sync-event --sync event"
+    "gemm-cache-on --gemm-cache on" "gemm-cache-off --gemm-cache off"
+    "gemm-autotune-1 --gemm-autotune 1" "gemm-autotune-4 --gemm-autotune 4")
+  kfiles=()
+  for setting in "${settings[@]}"; do
+    read -r -a words <<<"$setting"
+    sweep "knob-${words[0]}" "${kcommon[@]}" "${words[@]:1}"
+    [ -f "$OUT/knob-${words[0]}.csv" ] && kfiles+=("$OUT/knob-${words[0]}.csv")
+  done
+  # One table of every setting: the first header, then every file's rows.
+  [ ${#kfiles[@]} -gt 0 ] &&
+    awk '/^#/ { next } /^leg,/ { if (seen++) next } { print }' \
+      "${kfiles[@]}" >"$OUT/knobs.csv"
+  # Tile GEMMs: G batched GEMMs of rows/G rows (what the decomposition runs)
+  # vs one contiguous GEMM of the tile's rows.
+  sweep tile-gemm --leg copy-engine --ranks 8 --dtype f16 --tiles 4 \
+    --collective reduce-scatter,all-gather --input-sets 1 --tile-gemm both
+  # Allocation: only a program that allocates while it runs can tell pool
+  # from sync; the compiled MLP does (its fills, ReLU and tiles' buffers).
+  if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
+    echo "alloc,program_ms" >"$OUT/knob-alloc.csv"
+    for a in pool sync; do
+      run "knob-alloc-$a" env OVERLAP_CUDA_ALLOC=$a "$BUILD/bin/overlap-exec" \
+        "$BUILD/gpu-programs/mlp.so" --backend cuda --iters 20
+      ms=$(sed -n 's/.*run: program \([0-9.]*\) ms.*/\1/p' \
+        "$OUT/knob-alloc-$a.txt" | head -1)
+      echo "$a,${ms:-}" >>"$OUT/knob-alloc.csv"
+    done
+  else
+    echo "*** no $BUILD/gpu-programs/mlp.so: --alloc pool vs sync is skipped"
+    status=1
+  fi
 fi
 
 step "done (status $status); results in $OUT"

@@ -1,23 +1,39 @@
 //===- PackBench.h - overlap-bench --pack -----------------------*- C++ -*-===//
 //
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
 // The pack kernel's bandwidth (overlap_pack / overlap_unpack) against
-// cudaMemcpy2DAsync and a contiguous device-to-device copy.
+// cudaMemcpy2DAsync and a contiguous device-to-device copy: the table and
+// the CSV (lib/Calibration's PackMeasure.h measures).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef OVERLAP_TOOLS_OVERLAP_BENCH_PACKBENCH_H
 #define OVERLAP_TOOLS_OVERLAP_BENCH_PACKBENCH_H
 
-#include "BenchCommon.h"
+#include "overlap/Calibration/Knobs.h"
+
+#include <cstdint>
+#include <string>
 
 namespace overlap {
-namespace bench {
+namespace calibration {
 
-/// Runs `overlap-bench --pack` with the parsed arguments: a table, a
-/// summary line and --csv; returns the exit status.
-int packBench(const Args &args, int warmup, int iters);
+/// The flags of `overlap-bench --pack`.
+struct PackOptions {
+  int warmup = 5, iters = 20;
+  int64_t total = int64_t(64) << 20; ///< --pack-total
+  std::string shapes;                ///< --pack-shapes; "" for the default
+  std::string csv;                   ///< --csv; "" for none
+};
 
-} // namespace bench
+/// Runs `overlap-bench --pack`: a table, a summary line and the CSV;
+/// returns the exit status (2 on bad blocks).
+int packBench(const PackOptions &options, const CudaKnobs &knobs);
+
+} // namespace calibration
 } // namespace overlap
 
 #endif // OVERLAP_TOOLS_OVERLAP_BENCH_PACKBENCH_H

@@ -383,6 +383,8 @@ TEST_F(CudaKnobsDevice, MakeCurrentAndDescribe) {
   std::string settings = overlap_cuda_describe(ctx);
   EXPECT_NE(settings.find("comm_sms 16"), std::string::npos) << settings;
   EXPECT_NE(settings.find("flags device"), std::string::npos) << settings;
+  EXPECT_EQ(overlap_cuda_comm_sms(ctx), OVERLAP_CUDA_DEFAULT_COMM_SMS);
+  EXPECT_EQ(overlap_cuda_comm_sms(nullptr), -1);
   EXPECT_EQ(overlap_cuda_make_current(nullptr), OVERLAP_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(overlap_cuda_describe(nullptr), "");
 }

@@ -222,6 +222,11 @@ overlap_cuda_make_current(overlap_context *ctx);
    not a CUDA context. */
 OVERLAP_RUNTIME_EXPORT const char *overlap_cuda_describe(overlap_context *ctx);
 
+/* The SMs the context reserves for communication (comm_sms as resolved:
+   the option, else $OVERLAP_COMM_SMS, else the default); -1 if not a CUDA
+   context. What a profile measured with the context records. */
+OVERLAP_RUNTIME_EXPORT int overlap_cuda_comm_sms(overlap_context *ctx);
+
 /* One line per GEMM shape the context has planned: the shape, the
    algorithm kept and, when autotuned, each candidate's time. Valid until
    the next call on this thread; "" if not a CUDA context. */

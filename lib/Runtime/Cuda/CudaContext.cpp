@@ -826,6 +826,11 @@ const char *overlap_cuda_describe(overlap_context *ctx) {
   return text.c_str();
 }
 
+int overlap_cuda_comm_sms(overlap_context *ctx) {
+  CudaContext *cuda = asCuda(ctx);
+  return cuda ? cuda->options.commSms : -1;
+}
+
 const char *overlap_cuda_gemm_report(overlap_context *ctx) {
   static thread_local std::string text;
   CudaContext *cuda = asCuda(ctx);

@@ -23,6 +23,7 @@ namespace overlap {
 
 using namespace mlir;
 using namespace mlir::overlap;
+namespace planner = ::overlap::planner;
 
 namespace {
 
@@ -111,24 +112,18 @@ private:
   Location loc;
 };
 
-SmallVector<int64_t> tileOffsets(ArrayRef<int64_t> tiles) {
-  SmallVector<int64_t> offsets;
-  int64_t off = 0;
-  for (int64_t rows : tiles) {
-    offsets.push_back(off);
-    off += rows;
-  }
-  return offsets;
-}
+// Tile offsets and, for reduce-scatter and all-gather, the rows and offset
+// of each tile within every rank's block come from the Planner's TileLayout
+// (the rule overlap-bench runs too), never from arithmetic of their own.
 
 void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
-                        PlanAttr plan) {
+                        const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = op.getB().getType().getDimSize(1);
   Value acc = op.getC();
-  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
-                                    plan.getTiles())) {
+  for (const planner::TileSpan &tile : layout.getSpans()) {
+    int64_t off = tile.offset, rows = tile.rows;
     Value a = tb.slice(op.getA(), {off, 0}, {rows, k});
     // Tiles are disjoint, so slicing the running result (not C) reads C's
     // rows and lets bufferization keep everything in C's buffer.
@@ -149,20 +144,19 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
 }
 
 void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
-                            PlanAttr plan, int64_t group) {
+                            const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
   RankedTensorType cType = op.getC().getType();
   Type elem = cType.getElementType();
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
-  int64_t blockRows = cType.getDimSize(0) / group;
+  int64_t group = layout.slots(), blockRows = layout.blockSize();
   // View every rank's block of rows as one batch entry.
   Value a3 = tb.splitRows(op.getA(), group);
   Value c3; // C as blocks, built the first time a tile copies C's rows.
   Value out = tb.empty({blockRows, n}, elem);
-  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
-                                    plan.getTiles())) {
-    int64_t q = rows / group, o = off / group;
+  for (const planner::TileSpan &tile : layout.getSpans()) {
+    int64_t q = tile.blockRows, o = tile.blockOffset;
     Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
     auto cView = [&, q = q, o = o]() {
       if (!c3)
@@ -195,15 +189,15 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
 }
 
 void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
-                        PlanAttr plan, int64_t group) {
+                        const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
   RankedTensorType cType = op.getC().getType();
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
+  int64_t group = layout.slots();
   Value acc = tb.splitRows(op.getC(), group);
-  for (auto [off, rows] : llvm::zip(tileOffsets(plan.getTiles()),
-                                    plan.getTiles())) {
-    int64_t q = rows / group, o = off / group;
+  for (const planner::TileSpan &tile : layout.getSpans()) {
+    int64_t q = tile.blockRows, o = tile.blockOffset;
     Value local = tb.slice(op.getA(), {o, 0}, {q, k});
     auto gatheredType = RankedTensorType::get(
         {group * q, k}, op.getA().getType().getElementType());
@@ -240,24 +234,33 @@ struct OverlapDecomposePass
                          << "' attribute (run overlap-plan first)";
         continue;
       }
+      if (ShapedType::isDynamic(fusedRows(op))) {
+        op->emitRemark() << "not decomposed: M is not static";
+        continue;
+      }
+      // Reduce-scatter and all-gather address every rank's block of rows;
+      // the all-reduce layout does not depend on the group.
+      int64_t group = 1;
+      if (!isa<MatmulAllReduceOp>(op)) {
+        group = groupSizeOf(op, symbols);
+        if (ShapedType::isDynamic(group)) {
+          op->emitRemark() << "not decomposed: the group size of "
+                           << op->getAttr("grid") << " is not static";
+          continue;
+        }
+      }
+      FailureOr<planner::TileLayout> layout = tileLayoutOf(op, plan, group);
+      if (failed(layout)) {
+        signalPassFailure();
+        continue;
+      }
       rewriter.setInsertionPoint(op);
-      if (auto ar = dyn_cast<MatmulAllReduceOp>(op)) {
-        decomposeAllReduce(rewriter, ar, plan);
-        continue;
-      }
-      // Reduce-scatter and all-gather address every rank's block of rows.
-      int64_t group = groupSizeOf(op, symbols);
-      if (ShapedType::isDynamic(group)) {
-        op->emitRemark() << "not decomposed: the group size of "
-                         << op->getAttr("grid")
-                         << " is not static";
-        continue;
-      }
-      if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
-        decomposeReduceScatter(rewriter, rs, plan, group);
+      if (auto ar = dyn_cast<MatmulAllReduceOp>(op))
+        decomposeAllReduce(rewriter, ar, *layout);
+      else if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
+        decomposeReduceScatter(rewriter, rs, *layout);
       else
-        decomposeAllGather(rewriter, cast<AllGatherMatmulOp>(op), plan,
-                           group);
+        decomposeAllGather(rewriter, cast<AllGatherMatmulOp>(op), *layout);
     }
   }
 };

@@ -62,17 +62,8 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     auto a = cast<RankedTensorType>(op->getOperand(0).getType());
     auto b = cast<RankedTensorType>(op->getOperand(1).getType());
     planner::MatmulProblem problem;
-    if (isa<MatmulAllReduceOp>(op)) {
-      problem.collective = planner::Collective::AllReduce;
-      problem.m = a.getDimSize(0);
-    } else if (isa<MatmulReduceScatterOp>(op)) {
-      problem.collective = planner::Collective::ReduceScatter;
-      problem.m = a.getDimSize(0);
-    } else {
-      problem.collective = planner::Collective::AllGather;
-      problem.m = cast<RankedTensorType>(op->getResult(0).getType())
-                      .getDimSize(0);
-    }
+    problem.collective = *plannerCollective(op);
+    problem.m = fusedRows(op);
     problem.k = a.getDimSize(1);
     problem.n = b.getDimSize(1);
     std::optional<planner::DType> dtype = plannerDType(a.getElementType());

@@ -52,3 +52,33 @@ int64_t mlir::overlap::groupSizeOf(Operation *op,
   auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
   return grid ? getGroupSize(grid, axes.asArrayRef()) : ShapedType::kDynamic;
 }
+
+std::optional<planner::Collective>
+mlir::overlap::plannerCollective(Operation *op) {
+  if (isa<MatmulAllReduceOp>(op))
+    return planner::Collective::AllReduce;
+  if (isa<MatmulReduceScatterOp>(op))
+    return planner::Collective::ReduceScatter;
+  if (isa<AllGatherMatmulOp>(op))
+    return planner::Collective::AllGather;
+  return std::nullopt;
+}
+
+int64_t mlir::overlap::fusedRows(Operation *op) {
+  Value rows =
+      isa<AllGatherMatmulOp>(op) ? op->getResult(0) : op->getOperand(0);
+  return cast<ShapedType>(rows.getType()).getDimSize(0);
+}
+
+FailureOr<planner::TileLayout>
+mlir::overlap::tileLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
+  std::optional<planner::Collective> collective = plannerCollective(op);
+  if (!collective)
+    return op->emitOpError() << "has no tile layout: not a fused op";
+  llvm::Expected<planner::TileLayout> layout = planner::TileLayout::create(
+      *collective, fusedRows(op), group, plan.getTiles());
+  if (!layout)
+    return op->emitOpError() << "plan tiles do not fit the op: "
+                             << llvm::toString(layout.takeError());
+  return std::move(*layout);
+}

@@ -10,6 +10,7 @@
 
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/TileLayout.h"
 
 #include <optional>
 
@@ -29,6 +30,24 @@ std::optional<::overlap::planner::DType> plannerDType(Type type);
 /// Group size of the grid and axes named by `op`'s `grid` and `grid_axes`
 /// attributes; ShapedType::kDynamic when unknown.
 int64_t groupSizeOf(Operation *op, SymbolTableCollection &symbols);
+
+/// The Planner's collective of a fused op (`overlap.matmul_all_reduce`,
+/// `overlap.matmul_reduce_scatter`, `overlap.all_gather_matmul`); nullopt
+/// for any other op.
+std::optional<::overlap::planner::Collective> plannerCollective(Operation *op);
+
+/// M of a fused op's full product, which its plan partitions: the rows of A
+/// (all-reduce, reduce-scatter) or of the result (all-gather);
+/// ShapedType::kDynamic when not static.
+int64_t fusedRows(Operation *op);
+
+/// Where the rows of each of `plan`'s tiles of fused op `op` over `group`
+/// ranks are: the Planner's TileLayout, the one rule that overlap-bench runs
+/// too (the all-reduce layout does not depend on the group: pass 1 when it
+/// is unknown). Emits an error on `op` with the Planner's reason when the
+/// plan does not fit the op.
+FailureOr<::overlap::planner::TileLayout>
+tileLayoutOf(Operation *op, PlanAttr plan, int64_t group);
 
 } // namespace overlap
 } // namespace mlir

@@ -150,3 +150,20 @@ func.func @dynamic_group(%a: tensor<128x64xf32>, %b: tensor<64x32xf32>,
       : tensor<128x64xf32>, tensor<64x32xf32>, tensor<128x32xf32> -> tensor<32x32xf32>
   return %r : tensor<32x32xf32>
 }
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A plan on an op whose M is dynamic cannot be laid out.
+// CHECK-LABEL: func.func @dynamic_m
+// CHECK: overlap.matmul_all_reduce
+func.func @dynamic_m(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>,
+                     %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  // expected-remark @+1 {{not decomposed: M is not static}}
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<?x64xf32>, tensor<64x32xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}

@@ -1,0 +1,131 @@
+//===- BenchRunner.h - One GEMM + collective on the GPU --------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// CUDA part (OverlapCalibrationCuda). The device buffers of one shape and
+// collective and what overlap-bench enqueues on them, tiled as
+// overlap-decompose tiles it (planner::TileLayout):
+//   all-reduce      tile t: GEMM of its rows of C in place, then the
+//                   all-reduce of those rows
+//   reduce-scatter  tile t takes tiles[t]/G rows of every rank's block of
+//                   M/G rows: C's rows packed into the tile's buffer, one
+//                   strided-batched GEMM (batch G, B broadcast) into it, one
+//                   reduce-scatter of it into the tile's rows of the result
+//   all-gather      tile t: one all-gather of its rows of the local A shard
+//                   into a packed buffer, then one strided-batched GEMM
+//                   writing its rows of every block of C
+// on one of two legs: NCCL's collective on the world, or the copy-engine
+// stand-in (each tile's ring wire bytes copied device -> pinned host). The
+// tiles are enqueued interleaved (TileSchedule.h). checkRun runs a layout
+// once on poisoned outputs and checks what it wrote.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_CALIBRATION_BENCHRUNNER_H
+#define OVERLAP_CALIBRATION_BENCHRUNNER_H
+
+#include "overlap/Calibration/Arguments.h"
+#include "overlap/Calibration/RankProblem.h"
+#include "overlap/Planner/TileLayout.h"
+#include "overlap/Runtime/overlap_runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace overlap {
+namespace calibration {
+
+/// Host inputs of one input set on this rank, from the set's seeds
+/// (RankProblem): its own A (for all-gather its M/G x K shard), B and C0,
+/// and for all-gather every rank's shard in rank order (what the gathered
+/// buffer holds once the collective has run).
+struct Inputs {
+  std::vector<char> a, b, c0, gathered;
+};
+
+Inputs makeInputs(const RankProblem &problem, int64_t me);
+
+/// Device buffers of one shape and collective and the enqueue functions of
+/// each variant: `whole` is the unsplit problem (serial, and the GEMM and
+/// the collective alone), `plan` the overlapped tiles.
+struct BenchRunner {
+  overlap_context *ctx;
+  overlap_dtype dtype;
+  size_t elt;
+  GemmShape s;
+  planner::Collective coll;
+  bool nccl;
+  int64_t group; ///< the collective's ranks: --ranks, or the nccl world
+  int64_t me;    ///< this rank in the group (0 on the copy-engine leg)
+  planner::TileLayout whole, plan;
+  int64_t key; ///< signal-set keys: key (serial) and key + 1 (overlapped)
+  // A is M x K; for all-gather it is this rank's shard, M/G x K.
+  void *a = nullptr, *b = nullptr, *c = nullptr, *c0 = nullptr;
+  // Packed tiles: reduce-scatter's GEMM outputs (M x N), all-gather's
+  // gathered A (M x K).
+  void *packed = nullptr;
+  void *result = nullptr; ///< nccl: all-reduce M x N, reduce-scatter M/G x N
+  char *mirror = nullptr; ///< copy-engine: pinned, laid out like its source
+  void *extra = nullptr;  ///< copy-engine all-reduce: surplus wire bytes
+  char *hostExtra = nullptr;
+
+  bool gathers() const { return coll == planner::Collective::AllGather; }
+  /// Elements per row of what the collective moves: N, or K for all-gather.
+  int64_t commWidth() const { return gathers() ? s.k : s.n; }
+  char *at(void *base, int64_t row, int64_t width) const;
+  /// The packed rows of tile t: for reduce-scatter its GEMM's output (C
+  /// itself for a whole tile, whose packed order is C's), for all-gather
+  /// the gathered A. All-reduce tiles have none (C in place).
+  char *tileBuffer(const planner::TileLayout &l, size_t t) const;
+  /// Byte offset of (tile t, slot) in a buffer in packed order.
+  size_t packedOffset(const planner::TileLayout &l, size_t t,
+                      int64_t slot) const;
+  size_t resultBytes() const;
+  size_t packedBytes() const;
+  /// Bytes the whole problem's collective moves (nccl-tests' size).
+  size_t commBytes() const { return packedBytes(); }
+
+  /// Tile t's GEMM on the compute stream (`tag` names it in errors).
+  void gemm(const planner::TileLayout &l, size_t t, int64_t tag);
+  /// Reduce-scatter: the tile's buffer starts as C's rows of the tile (the
+  /// copy overlap-decompose emits when C is not a fill), one kernel for all
+  /// blocks.
+  void packC(const planner::TileLayout &l, size_t t, int64_t tag);
+  /// Tile t's collective (or its stand-in) on the comm stream.
+  void collective(const planner::TileLayout &l, size_t t, int64_t tag);
+  /// Tile t's GEMM for timing its two forms: `batched`, G matrices of
+  /// rows/G rows sharing B (what the decomposition runs; the whole tile
+  /// too is cut in G), or one contiguous GEMM of `rows` rows. Reduce-scatter
+  /// and all-gather only.
+  void tileGemm(const planner::TileLayout &l, size_t t, bool batched);
+
+  int producer() const;
+  int consumer() const;
+  /// The schedule the compiler emits for layout `l`, enqueued tile by tile
+  /// (enqueueInterleaved): the producer's work of tile t, signal t, then
+  /// the consumer's wait t and work of tile t.
+  void run(const planner::TileLayout &l, int64_t sigKey);
+  void serial() { run(whole, key); }
+  void overlapped() { run(plan, key + 1); }
+
+  void allocate();
+  void release();
+  /// Uploads this rank's A, B and C0 and waits for the copies.
+  void upload(const Inputs &in);
+};
+
+/// Runs `l` once on fresh C with poisoned outputs and checks what the
+/// collective (or its stand-in) delivered and sampled elements of every
+/// tile's GEMM against a double-precision reference; returns an empty
+/// string or what is wrong.
+std::string checkRun(BenchRunner &r, const planner::TileLayout &l, int64_t key,
+                     const Inputs &in, const RankProblem &problem,
+                     uint64_t seed);
+
+} // namespace calibration
+} // namespace overlap
+
+#endif // OVERLAP_CALIBRATION_BENCHRUNNER_H

@@ -1,0 +1,95 @@
+//===- ProfileWriter.h - Measurements into a Planner profile ---*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What overlap-calibrate measures, turned into a profile the Planner reads
+// (docs/profiles.md): monotone tables of medians (a running maximum makes
+// them nondecreasing, as the Planner requires), the device, contention
+// factors; and the sizes it measures at. Pure C++ (OverlapCalibration); the
+// measurement is Calibrate.h's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_CALIBRATION_PROFILEWRITER_H
+#define OVERLAP_CALIBRATION_PROFILEWRITER_H
+
+#include "overlap/Planner/Profile.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlap {
+namespace calibration {
+
+/// Medians of GEMM calls versus their rows for one (N, K, dtype). With
+/// batch G > 1, each call is a strided batch of G matrices of rows / G rows
+/// sharing B (the tiles of reduce-scatter and all-gather); `rows` is then
+/// the total, G x rows / G.
+struct MeasuredGemm {
+  int64_t n = 0, k = 0;
+  planner::DType dtype = planner::DType::F16;
+  int64_t batch = 1;
+  std::vector<double> rows, us;
+};
+
+/// Medians of one collective versus its size (nccl-tests' size, bytes) over
+/// `ranks` ranks.
+struct MeasuredComm {
+  planner::Collective collective = planner::Collective::AllReduce;
+  int64_t ranks = 0;
+  std::string note;
+  std::vector<double> bytes, us;
+};
+
+struct CalibrationResult {
+  std::string name, description, provenance;
+  std::string deviceName;
+  int64_t smCount = 0;
+  /// Written as device.comm_sms when known (the SMs the measuring context
+  /// reserved for communication).
+  std::optional<int64_t> commSms;
+  std::vector<MeasuredGemm> gemms;
+  std::vector<MeasuredComm> comms;
+  double computeContention = 1, commContention = 1;
+};
+
+/// [[x, y], ...] with y made nondecreasing by a running maximum.
+llvm::json::Array monotoneTable(const std::vector<double> &x,
+                                const std::vector<double> &y);
+
+/// A stream's slowdown when both run: together / alone, at least 1.
+double contentionFactor(double togetherUs, double aloneUs);
+
+/// The profile's JSON text (two-space indent, a final newline). GEMM curves
+/// of batch G > 1 carry "batch": G.
+std::string profileJson(const CalibrationResult &result);
+
+/// Parses profileJson(result) back with the Planner (batched curves
+/// included); its error if the profile would not load.
+llvm::Error checkProfileLoads(const CalibrationResult &result);
+
+/// Rows a GEMM curve is measured at: step, 2 step, ... up to maxM, keeping
+/// only multiples of `multipleOf` (a batched curve's rows divide by its
+/// batch).
+std::vector<int64_t> gemmCurveRows(int64_t step, int64_t maxM,
+                                   int64_t multipleOf = 1);
+
+/// Collective sizes: 64 KiB, doubling, up to maxBytes.
+std::vector<int64_t> commCurveSizes(int64_t maxBytes);
+
+/// The bytes NCCL's `collective` of nccl-tests size `size` really moves:
+/// whole elements, per rank for reduce-scatter and all-gather.
+int64_t ncclMovedBytes(planner::Collective collective, int64_t size,
+                       int64_t elementBytes, int64_t ranks);
+
+} // namespace calibration
+} // namespace overlap
+
+#endif // OVERLAP_CALIBRATION_PROFILEWRITER_H

@@ -1,0 +1,125 @@
+//===- Plan.h - A tile plan and how it is priced ----------------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The building blocks every tile strategy uses: the plan (tiles, per-tile
+// durations, the simulated timeline, each strategy's details), its pricing
+// by the cost model and the simulator (finishPlan), and near-equal tiles on
+// an alignment grid (uniformTiles). The strategies (Strategies.h) and the
+// dispatcher (TilePlanner.h) sit above this header; nothing here knows them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_PLANNER_PLAN_H
+#define OVERLAP_PLANNER_PLAN_H
+
+#include "overlap/Planner/CostModel.h"
+#include "overlap/Planner/Simulator.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace overlap {
+namespace planner {
+
+/// How the MC² algorithm reached its tiles (seed 000 notation).
+struct Mc2Details {
+  int64_t a = 0, b = 0, c = 0;
+  /// max(a, b, c), before the final adjustment.
+  int64_t shortRowsInitial = 0;
+  /// Contended time of the short block on the bound stream (t1 or t0).
+  double balanceUs = 0;
+  /// Long block rows from inverting the other curve, aligned down.
+  int64_t longRowsInitial = 0;
+  int64_t count = 0;
+  int64_t longRows = 0;
+  int64_t shortRows = 0;
+  bool shortFirst = true;
+};
+
+/// The FlashOverlap wave search.
+struct WaveDetails {
+  int64_t outputTiles = 0;
+  int64_t tilesPerWave = 0;
+  int64_t waves = 0;
+  double waveUs = 0;
+  /// Waves per group of the chosen partition.
+  std::vector<int64_t> groups;
+  uint64_t candidatesEvaluated = 0;
+  bool exhaustive = true;
+};
+
+/// The FiCCO heuristic's decision.
+struct FiccoDetails {
+  std::string schedule; ///< e.g. "uniform-fused-1D"
+  std::string reason;
+  double opToByte = 0;
+  double memoryTrafficBytes = 0;
+  double score = 0;
+};
+
+/// One strategy tried by `auto`.
+struct Candidate {
+  std::string strategy;
+  bool ok = false;
+  double predictedUs = 0;
+  size_t numTiles = 0;
+  std::string note; ///< why it was skipped, when !ok
+};
+
+struct Plan {
+  std::string strategy;
+  /// "auto" when `auto` chose this plan among `candidates`; else empty.
+  std::string selectedBy;
+  std::vector<int64_t> tiles;
+  Bound bound = Bound::Comm;
+  double predictedUs = 0;
+  double serialUs = 0;
+  double idealUs = 0;
+  /// (serial - predicted) / (serial - ideal); 0 when serial == ideal.
+  double efficiency = 0;
+  /// max(sum of compute work, sum of comm work) of this plan's tasks.
+  double lowerBoundUs = 0;
+
+  /// GEMM calls per tile (FiCCO's unfused schedules issue several).
+  int64_t gemmCallsPerTile = 1;
+  /// True for `waves`: one GEMM kernel whose wave groups are the tiles.
+  bool singleGemmKernel = false;
+
+  /// Uncontended task durations per tile, and the simulated timeline.
+  std::vector<double> computeUs;
+  std::vector<double> commUs;
+  SimResult timeline;
+
+  std::optional<Mc2Details> mc2;
+  std::optional<WaveDetails> waves;
+  std::optional<FiccoDetails> ficco;
+  /// Filled by `auto`.
+  std::vector<Candidate> candidates;
+};
+
+/// Fills durations, the timeline and the summary numbers of a plan whose
+/// tiles are set (and, for single-kernel plans, computeUs too).
+void finishPlan(const CostModel &model, Plan &plan);
+
+/// The plan of `tiles` as they are (one GEMM call per tile), priced: the
+/// tiles must be positive and sum to the problem's M (an error with
+/// std::errc::invalid_argument otherwise).
+llvm::Expected<Plan> pricePlan(const CostModel &model,
+                               llvm::ArrayRef<int64_t> tiles,
+                               llvm::StringRef strategyName);
+
+/// `n` near-equal tiles on the alignment grid summing to `m` (the last tile
+/// also takes m mod alignment). Fails when m has fewer than n blocks.
+llvm::Expected<std::vector<int64_t>> uniformTiles(int64_t m, int64_t n,
+                                                  int64_t alignment);
+
+} // namespace planner
+} // namespace overlap
+
+#endif // OVERLAP_PLANNER_PLAN_H

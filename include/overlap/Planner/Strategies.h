@@ -1,0 +1,40 @@
+//===- Strategies.h - The tile strategies on a bound model ------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each strategy turns a cost model bound to one problem into a priced plan
+// (Plan.h). TilePlanner.h dispatches to them by name; they know nothing of
+// the dispatcher or of each other.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_PLANNER_STRATEGIES_H
+#define OVERLAP_PLANNER_STRATEGIES_H
+
+#include "overlap/Planner/Plan.h"
+
+namespace overlap {
+namespace planner {
+
+/// The MC² seed's algorithm on a bound cost model (Mc2.cpp).
+Plan planMc2(const CostModel &model);
+
+/// The exact optimum over partitions whose tiles are multiples of the
+/// alignment, except that the first or the last tile also takes
+/// M mod alignment (Optimal.cpp).
+Plan planOptimal(const CostModel &model);
+
+/// FlashOverlap wave grouping; fails for all-gather and for profiles
+/// without device.sm_count / device.gemm_tile (Waves.cpp).
+llvm::Expected<Plan> planWaves(const CostModel &model);
+
+/// FiCCO's heuristic; fails for profiles without the dtype's peak FLOP/s
+/// (Ficco.cpp).
+llvm::Expected<Plan> planFicco(const CostModel &model);
+
+} // namespace planner
+} // namespace overlap
+
+#endif // OVERLAP_PLANNER_STRATEGIES_H

@@ -1,0 +1,295 @@
+//===- BenchRunner.cpp - One GEMM + collective on the GPU ------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Calibration/BenchRunner.h"
+
+#include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/TileSchedule.h"
+#include "overlap/Planner/Ring.h"
+
+#include "CudaCheck.h"
+
+using namespace overlap;
+using namespace overlap::calibration;
+using planner::Collective;
+using planner::TileLayout;
+using planner::TileSpan;
+
+static const int compute = OVERLAP_STREAM_COMPUTE, comm = OVERLAP_STREAM_COMM;
+
+Inputs calibration::makeInputs(const RankProblem &p, int64_t me) {
+  Inputs in;
+  const size_t aBytes = size_t(p.aRows() * p.k) * elementBytes(p.dtype);
+  if (p.gathers()) {
+    in.gathered = p.gatheredA();
+    in.a.assign(in.gathered.begin() + ptrdiff_t(size_t(me) * aBytes),
+                in.gathered.begin() + ptrdiff_t(size_t(me + 1) * aBytes));
+  } else {
+    in.a =
+        inputElements(p.dtype, p.seed(me, Operand::A), size_t(p.aRows() * p.k));
+  }
+  in.b = inputElements(p.dtype, p.seed(me, Operand::B), size_t(p.k * p.n));
+  in.c0 = inputElements(p.dtype, p.seed(me, Operand::C0), size_t(p.m * p.n));
+  return in;
+}
+
+char *BenchRunner::at(void *base, int64_t row, int64_t width) const {
+  return static_cast<char *>(base) + size_t(row * width) * elt;
+}
+
+char *BenchRunner::tileBuffer(const TileLayout &l, size_t t) const {
+  if (coll == Collective::ReduceScatter && l.isWhole(t))
+    return static_cast<char *>(c);
+  return at(packed, l[t].offset, commWidth());
+}
+
+size_t BenchRunner::packedOffset(const TileLayout &l, size_t t,
+                                 int64_t slot) const {
+  return size_t(l.packedRow(t, slot, 0) * commWidth()) * elt;
+}
+
+size_t BenchRunner::resultBytes() const {
+  return coll == Collective::ReduceScatter ? size_t(s.m / group * s.n) * elt
+                                           : size_t(s.m * s.n) * elt;
+}
+
+size_t BenchRunner::packedBytes() const {
+  return size_t(s.m * commWidth()) * elt;
+}
+
+void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
+  const TileSpan &sp = l[t];
+  const int64_t batch = l.gemmBatch(t);
+  const void *aTile = nullptr;
+  void *cTile = nullptr;
+  int64_t strideA = 0, strideC = 0;
+  switch (coll) {
+  case Collective::AllReduce:
+    aTile = at(a, sp.offset, s.k);
+    cTile = at(c, sp.offset, s.n);
+    break;
+  case Collective::ReduceScatter:
+    // A's rows of every block, a block apart; the output packed.
+    aTile = at(a, sp.blockOffset, s.k);
+    strideA = l.blockSize() * s.k;
+    cTile = tileBuffer(l, t);
+    strideC = sp.blockRows * s.n;
+    break;
+  case Collective::AllGather:
+    // The gathered slices one after another; C's rows a block apart.
+    aTile = tileBuffer(l, t);
+    strideA = sp.blockRows * s.k;
+    cTile = at(c, sp.blockOffset, s.n);
+    strideC = l.blockSize() * s.n;
+    break;
+  }
+  if (batch == 1)
+    strideA = strideC = 0;
+  check(ctx,
+        overlap_gemm(ctx, compute, tag, batch,
+                     batch == 1 ? sp.rows : sp.blockRows, s.n, s.k, dtype,
+                     aTile, s.k, strideA, b, s.n, 0, dtype, cTile, s.n,
+                     strideC),
+        "overlap_gemm");
+}
+
+void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
+  const TileSpan &sp = l[t];
+  const bool rs = coll == Collective::ReduceScatter;
+  // Reduce-scatter: A in place, the output into the packed buffer;
+  // all-gather: A from the gathered (packed) buffer, the output into C.
+  void *aBase = rs ? a : packed, *cBase = rs ? packed : c;
+  if (!batched) {
+    check(ctx,
+          overlap_gemm(ctx, compute, -1, 1, sp.rows, s.n, s.k, dtype,
+                       at(aBase, sp.offset, s.k), s.k, 0, b, s.n, 0, dtype,
+                       at(cBase, sp.offset, s.n), s.n, 0),
+          "overlap_gemm (contiguous tile)");
+    return;
+  }
+  const int64_t g = l.slots(), rows = sp.blockRows;
+  const void *aTile =
+      rs ? at(a, sp.blockOffset, s.k) : at(packed, sp.offset, s.k);
+  void *cTile = rs ? at(packed, sp.offset, s.n) : at(c, sp.blockOffset, s.n);
+  const int64_t strideA = rs ? l.blockSize() * s.k : rows * s.k;
+  const int64_t strideC = rs ? rows * s.n : l.blockSize() * s.n;
+  check(ctx,
+        overlap_gemm(ctx, compute, -1, g, rows, s.n, s.k, dtype, aTile, s.k,
+                     strideA, b, s.n, 0, dtype, cTile, s.n, strideC),
+        "overlap_gemm (batched tile)");
+}
+
+void BenchRunner::packC(const TileLayout &l, size_t t, int64_t tag) {
+  const TileSpan &sp = l[t];
+  check(ctx,
+        overlap_pack(ctx, compute, tag, int64_t(elt),
+                     at(c, sp.blockOffset, s.n), l.slots(), sp.blockRows, s.n,
+                     l.blockSize() * s.n, s.n, tileBuffer(l, t)),
+        "overlap_pack");
+}
+
+void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
+  const TileSpan &sp = l[t];
+  const size_t tileBytes = size_t(sp.rows * commWidth()) * elt;
+  const size_t slice = tileBytes / size_t(l.slots());
+  const size_t wire =
+      size_t(planner::ringWireBytes(coll, group, int64_t(tileBytes)));
+  auto copy = [&](void *dst, const void *src, size_t bytes) {
+    if (bytes)
+      check(ctx, overlap_memcpy(ctx, comm, tag, dst, src, bytes),
+            "overlap_memcpy");
+  };
+  switch (coll) {
+  case Collective::AllReduce: {
+    char *rows = at(c, sp.offset, s.n);
+    if (nccl) {
+      check(ctx,
+            overlap_all_reduce(ctx, comm, tag, nullptr, dtype, OVERLAP_SUM,
+                               rows, at(result, sp.offset, s.n), sp.rows * s.n),
+            "overlap_all_reduce");
+      return;
+    }
+    // The tile itself, then the rest of the ring's bytes from scratch.
+    copy(mirror + packedOffset(l, t, 0), rows, tileBytes);
+    copy(hostExtra, extra, wire > tileBytes ? wire - tileBytes : 0);
+    return;
+  }
+  case Collective::ReduceScatter: {
+    char *src = tileBuffer(l, t);
+    if (nccl) {
+      check(ctx,
+            overlap_reduce_scatter(ctx, comm, tag, nullptr, dtype, OVERLAP_SUM,
+                                   src, at(result, sp.blockOffset, s.n),
+                                   sp.blockRows * s.n),
+            "overlap_reduce_scatter");
+      return;
+    }
+    // A ring sends the slices of the other ranks' blocks (G-1 of G);
+    // this rank's own slice stays.
+    copy(mirror + packedOffset(l, t, 1), src + slice, wire);
+    return;
+  }
+  case Collective::AllGather: {
+    char *dst = tileBuffer(l, t);
+    const char *local = at(a, sp.blockOffset, s.k);
+    if (nccl) {
+      check(ctx,
+            overlap_all_gather(ctx, comm, tag, nullptr, dtype, local, dst,
+                               sp.blockRows * s.k),
+            "overlap_all_gather");
+      return;
+    }
+    // This rank (rank 0, the only process) writes its own slot, as an
+    // out-of-place all-gather does; the other slots' bytes go to the
+    // host, as many as a ring moves.
+    copy(dst, local, slice);
+    copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
+    return;
+  }
+  }
+}
+
+int BenchRunner::producer() const {
+  return collectiveProduces(coll) ? comm : compute;
+}
+
+int BenchRunner::consumer() const {
+  return collectiveProduces(coll) ? compute : comm;
+}
+
+namespace {
+
+/// The runtime calls of one tile's steps: GEMM producers (with
+/// reduce-scatter's pack of C) or collective producers, signal/wait on the
+/// acquired set.
+class RunnerSteps : public TileSteps {
+public:
+  RunnerSteps(BenchRunner &r, const TileLayout &l, overlap_signals *sigs)
+      : r(r), l(l), sigs(sigs) {}
+
+  void produce(size_t t) override {
+    if (collectiveProduces(r.coll)) {
+      r.collective(l, t, tag(t));
+      return;
+    }
+    if (r.coll == Collective::ReduceScatter && !l.isWhole(t))
+      r.packC(l, t, tag(t));
+    r.gemm(l, t, tag(t));
+  }
+  void signal(size_t t) override {
+    check(r.ctx, overlap_signal(r.ctx, r.producer(), sigs, int32_t(t)),
+          "signal");
+  }
+  void wait(size_t t) override {
+    check(r.ctx, overlap_wait(r.ctx, r.consumer(), sigs, int32_t(t)), "wait");
+  }
+  void consume(size_t t) override {
+    if (collectiveProduces(r.coll))
+      r.gemm(l, t, tag(t));
+    else
+      r.collective(l, t, tag(t));
+  }
+
+private:
+  int64_t tag(size_t t) const { return l.size() == 1 ? -1 : int64_t(t); }
+
+  BenchRunner &r;
+  const TileLayout &l;
+  overlap_signals *sigs;
+};
+
+} // namespace
+
+void BenchRunner::run(const TileLayout &l, int64_t sigKey) {
+  overlap_signals *sigs = nullptr;
+  check(ctx, overlap_signals_acquire(ctx, sigKey, int32_t(l.size()), &sigs),
+        "acquire");
+  RunnerSteps steps(*this, l, sigs);
+  enqueueInterleaved(l.size(), steps);
+}
+
+void BenchRunner::allocate() {
+  const size_t aRows = size_t(gathers() ? s.m / group : s.m);
+  check(ctx, overlap_alloc(ctx, aRows * size_t(s.k) * elt, &a), "alloc A");
+  check(ctx, overlap_alloc(ctx, size_t(s.k * s.n) * elt, &b), "alloc B");
+  check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c), "alloc C");
+  check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c0), "alloc C0");
+  if (coll != Collective::AllReduce)
+    check(ctx, overlap_alloc(ctx, packedBytes(), &packed), "alloc packed");
+  if (nccl && !gathers())
+    check(ctx, overlap_alloc(ctx, resultBytes(), &result), "alloc result");
+  if (nccl)
+    return;
+  checkCuda(cudaMallocHost(reinterpret_cast<void **>(&mirror), packedBytes()),
+            "cudaMallocHost");
+  if (coll == Collective::AllReduce) {
+    size_t surplus =
+        size_t(planner::ringWireBytes(coll, group, int64_t(packedBytes())));
+    surplus = surplus > packedBytes() ? surplus - packedBytes() + 64 : 64;
+    checkCuda(cudaMallocHost(reinterpret_cast<void **>(&hostExtra), surplus),
+              "cudaMallocHost");
+    check(ctx, overlap_alloc(ctx, surplus, &extra), "alloc");
+  }
+}
+
+void BenchRunner::release() {
+  for (void *p : {a, b, c, c0, packed, result, extra})
+    overlap_free(ctx, p);
+  cudaFreeHost(mirror);
+  cudaFreeHost(hostExtra);
+  a = b = c = c0 = packed = result = extra = nullptr;
+  mirror = hostExtra = nullptr;
+}
+
+void BenchRunner::upload(const Inputs &in) {
+  check(ctx, overlap_memcpy(ctx, compute, -1, a, in.a.data(), in.a.size()),
+        "upload");
+  check(ctx, overlap_memcpy(ctx, compute, -1, b, in.b.data(), in.b.size()),
+        "upload");
+  check(ctx, overlap_memcpy(ctx, compute, -1, c0, in.c0.data(), in.c0.size()),
+        "upload");
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+}

@@ -1,0 +1,217 @@
+//===- RunChecks.cpp - What a benchmark run wrote, checked -----*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// C is reset, what the run must write is poisoned (0xff bytes: NaN in every
+// type), the layout runs once, then: what the collective (or its stand-in)
+// delivered (bit for bit where it moves bytes or one rank reduces; a sum over
+// several ranks: nothing left poisoned, sampled elements within the rounding
+// bound of the other ranks' references plus this rank's own term), and
+// sampled elements of every tile's GEMM against a double-precision
+// reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Calibration/BenchRunner.h"
+
+#include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Planner/Ring.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+using namespace overlap;
+using namespace overlap::calibration;
+using planner::Collective;
+using planner::TileLayout;
+
+static const int compute = OVERLAP_STREAM_COMPUTE;
+
+/// What a sum over ranks (the nccl leg's all-reduce or reduce-scatter)
+/// delivered on this rank. Row q of `result` is row sumResultRow(q) of the
+/// sum over ranks of C0 + A.B; `input` is what this rank fed the
+/// collective (its GEMM's output; in the tiles' packed order when
+/// `packed`). One rank: the result is the input, bit for bit. Several: no
+/// element is left poisoned, and sampled elements (16 per tile) lie within
+/// expectedSum's bound of this rank's own term plus the other ranks'
+/// references. Returns "" or what is wrong.
+static std::string checkSum(const BenchRunner &r, const TileLayout &l,
+                            const std::vector<char> &result,
+                            const std::vector<char> &input, bool packed,
+                            const RankProblem &problem, std::mt19937_64 &rng) {
+  const GemmShape &s = r.s;
+  const size_t rowBytes = size_t(s.n) * r.elt;
+  const int64_t rows = int64_t(result.size() / rowBytes);
+  const std::string what = planner::toString(r.coll).str();
+  auto inputRow = [&](int64_t i) {
+    if (!packed)
+      return i;
+    TileLayout::Location at = l.locate(i);
+    return l.packedRow(at.tile, at.slot, at.row);
+  };
+  if (r.group == 1) {
+    for (int64_t q = 0; q < rows; ++q)
+      if (std::memcmp(
+              &result[size_t(q) * rowBytes],
+              &input[size_t(inputRow(sumResultRow(l, r.me, q))) * rowBytes],
+              rowBytes))
+        return "row " + std::to_string(q) + " of the " + what +
+               "'s output differs from its input (one rank)";
+    return "";
+  }
+  const size_t count = result.size() / r.elt;
+  if (int64_t bad = firstNaN(r.dtype, result.data(), count); bad >= 0)
+    return "the " + what + "'s output (" + std::to_string(bad / s.n) + ", " +
+           std::to_string(bad % s.n) + ") is NaN (never written?)";
+  for (size_t t = 0; t < l.size(); ++t) {
+    for (int sample = 0; sample < 16; ++sample) {
+      int64_t q = l[t].blockOffset + int64_t(rng() % uint64_t(l[t].blockRows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      int64_t i = sumResultRow(l, r.me, q);
+      double local = elementAt(input, r.dtype, size_t(inputRow(i) * s.n + j));
+      ExpectedElement e = expectedSum(problem, r.me, local, i, j);
+      double got = elementAt(result, r.dtype, size_t(q * s.n + j));
+      if (!e.accepts(got))
+        return "tile " + std::to_string(t) + ": the " + what + "'s output (" +
+               std::to_string(q) + ", " + std::to_string(j) +
+               ") = " + std::to_string(got) + ", expected " +
+               std::to_string(e.value) + " +- " + std::to_string(e.bound) +
+               " (sum over " + std::to_string(r.group) + " ranks)";
+    }
+  }
+  return "";
+}
+
+std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
+                                  int64_t key, const Inputs &in,
+                                  const RankProblem &problem, uint64_t seed) {
+  overlap_context *ctx = r.ctx;
+  const GemmShape &s = r.s;
+  const size_t elt = r.elt, cBytes = size_t(s.m * s.n) * elt;
+  const size_t packedBytes = r.packedBytes();
+  const bool rs = r.coll == Collective::ReduceScatter;
+  check(ctx, overlap_memcpy(ctx, compute, -1, r.c, r.c0, cBytes), "reset C");
+  // What the run must write starts as NaN (0xff bytes) in every type.
+  std::vector<char> poison(std::max(cBytes, packedBytes), char(0xff));
+  if (r.result)
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, r.result, poison.data(),
+                         r.resultBytes()),
+          "poison");
+  if (r.mirror)
+    std::fill(r.mirror, r.mirror + packedBytes, char(0xff));
+  if (rs)
+    check(
+        ctx,
+        overlap_memcpy(ctx, compute, -1, r.packed, poison.data(), packedBytes),
+        "poison");
+  // All-gather: the slots the collective writes start poisoned: every slot
+  // on the nccl leg; on the copy-engine leg this rank's own, the others
+  // holding the other ranks' rows (what they would send) as inputs.
+  std::vector<char> gathered;
+  if (r.gathers()) {
+    gathered.resize(packedBytes);
+    planner::arrangeRows(l, in.gathered.data(), size_t(s.k) * elt,
+                         gathered.data());
+    std::vector<char> init = gathered;
+    const size_t sliceRowBytes = size_t(s.k) * elt;
+    for (size_t t = 0; t < l.size(); ++t)
+      for (int64_t slot = 0; slot < l.slots(); ++slot)
+        if (r.nccl || slot == r.me)
+          std::fill_n(init.begin() + ptrdiff_t(r.packedOffset(l, t, slot)),
+                      size_t(l[t].blockRows) * sliceRowBytes, char(0xff));
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, r.packed, init.data(), packedBytes),
+          "upload");
+  }
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  r.run(l, key);
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  std::vector<char> got(cBytes), packedGot, resultGot;
+  check(ctx, overlap_memcpy(ctx, compute, -1, got.data(), r.c, cBytes),
+        "download");
+  if (r.packed) {
+    packedGot.resize(packedBytes);
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, packedGot.data(), r.packed,
+                         packedBytes),
+          "download");
+  }
+  if (r.result) {
+    resultGot.resize(r.resultBytes());
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, resultGot.data(), r.result,
+                         r.resultBytes()),
+          "download");
+  }
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+
+  // The GEMM's output in packed order: a reduce-scatter's tile buffers, or
+  // C (all-reduce, all-gather, a whole reduce-scatter tile: row order).
+  const bool outPacked = rs && !l.isWhole(0);
+  const std::vector<char> &out = outPacked ? packedGot : got;
+  std::mt19937_64 rng(seed);
+  // What a stand-in copied, bit for bit.
+  auto sameBytes = [](const std::vector<char> &x, const char *y, size_t from,
+                      size_t bytes) {
+    return std::equal(x.begin() + ptrdiff_t(from),
+                      x.begin() + ptrdiff_t(from + bytes), y + from);
+  };
+  auto wireOf = [&](size_t t, int64_t width) {
+    return size_t(planner::ringWireBytes(r.coll, r.group,
+                                         l[t].rows * width * int64_t(elt)));
+  };
+  switch (r.coll) {
+  case Collective::AllReduce:
+  case Collective::ReduceScatter:
+    if (r.nccl) {
+      std::string bad = checkSum(r, l, resultGot, out, outPacked, problem, rng);
+      if (!bad.empty())
+        return bad;
+      break;
+    }
+    if (!rs) {
+      if (!sameBytes(got, r.mirror, 0, cBytes))
+        return "the bytes copied to the host differ from C";
+      break;
+    }
+    for (size_t t = 0; t < l.size(); ++t)
+      if (!sameBytes(out, r.mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
+        return "tile " + std::to_string(t) +
+               ": the bytes copied to the host differ from its buffer";
+    break;
+  case Collective::AllGather:
+    if (packedGot != gathered)
+      return "the gathered A differs from every rank's rows";
+    if (!r.nccl)
+      for (size_t t = 0; t < l.size(); ++t)
+        if (!sameBytes(gathered, r.mirror, r.packedOffset(l, t, 1),
+                       wireOf(t, s.k)))
+          return "tile " + std::to_string(t) +
+                 ": the bytes copied to the host differ from its buffer";
+    break;
+  }
+
+  // The GEMM part of every tile: sampled elements (every slot, random rows
+  // and columns) against a double-precision reference of this rank's
+  // C0 + A.B (for all-gather, A gathered from every rank).
+  for (size_t t = 0; t < l.size(); ++t) {
+    for (int sample = 0; sample < 16; ++sample) {
+      int64_t slot = sample % l.slots();
+      int64_t row = int64_t(rng() % uint64_t(l[t].blockRows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      int64_t i = l.globalRow(t, slot, row);
+      double ref = problem.reference(r.me, i, j);
+      int64_t outRow = outPacked ? l.packedRow(t, slot, row) : i;
+      double value = elementAt(out, r.dtype, size_t(outRow * s.n + j));
+      if (!gemmAccepts(r.dtype, value, ref))
+        return "tile " + std::to_string(t) + ": C(" + std::to_string(i) + ", " +
+               std::to_string(j) + ") = " + std::to_string(value) +
+               ", reference " + std::to_string(ref);
+    }
+  }
+  return "";
+}

@@ -1,0 +1,105 @@
+//===- ProfileWriter.cpp - Measurements into a Planner profile -*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Calibration/ProfileWriter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace overlap;
+using namespace overlap::calibration;
+
+json::Array calibration::monotoneTable(const std::vector<double> &x,
+                                       const std::vector<double> &y) {
+  json::Array table;
+  double top = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    top = std::max(top, y[i]);
+    table.push_back(json::Array{x[i], top});
+  }
+  return table;
+}
+
+double calibration::contentionFactor(double togetherUs, double aloneUs) {
+  return aloneUs > 0 ? std::max(1.0, togetherUs / aloneUs) : 1.0;
+}
+
+std::string calibration::profileJson(const CalibrationResult &r) {
+  json::Array gemmCurves;
+  for (const MeasuredGemm &g : r.gemms) {
+    json::Object curve{
+        {"n", g.n},
+        {"k", g.k},
+        {"dtype", planner::toString(g.dtype)},
+        {"curve", json::Object{{"table", monotoneTable(g.rows, g.us)}}}};
+    if (g.batch > 1)
+      curve["batch"] = g.batch;
+    gemmCurves.push_back(std::move(curve));
+  }
+  json::Object collectives;
+  for (const MeasuredComm &c : r.comms) {
+    json::Value *list = collectives.get(planner::toString(c.collective));
+    if (!list)
+      list = &(collectives[planner::toString(c.collective)] = json::Array{});
+    list->getAsArray()->push_back(json::Object{
+        {"ranks", c.ranks},
+        {"x_unit", "B"},
+        {"note", c.note},
+        {"curve", json::Object{{"table", monotoneTable(c.bytes, c.us)}}}});
+  }
+  json::Object device{{"name", r.deviceName}, {"sm_count", r.smCount}};
+  if (r.commSms)
+    device["comm_sms"] = *r.commSms;
+  json::Object profile{
+      {"name", r.name},
+      {"description", r.description},
+      {"provenance", r.provenance},
+      {"device", std::move(device)},
+      {"gemm", json::Object{{"curves", std::move(gemmCurves)}}},
+      {"collectives", std::move(collectives)},
+      {"contention", json::Object{{"compute", r.computeContention},
+                                  {"comm", r.commContention}}}};
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(profile))) << "\n";
+  os.flush();
+  return text;
+}
+
+Error calibration::checkProfileLoads(const CalibrationResult &result) {
+  Expected<planner::Profile> profile =
+      planner::parseProfile(profileJson(result), result.name);
+  return profile ? Error::success() : profile.takeError();
+}
+
+std::vector<int64_t> calibration::gemmCurveRows(int64_t step, int64_t maxM,
+                                                int64_t multipleOf) {
+  std::vector<int64_t> rows;
+  if (step <= 0 || multipleOf <= 0)
+    return rows;
+  for (int64_t m = step; m <= maxM; m += step)
+    if (m % multipleOf == 0)
+      rows.push_back(m);
+  return rows;
+}
+
+std::vector<int64_t> calibration::commCurveSizes(int64_t maxBytes) {
+  std::vector<int64_t> sizes;
+  for (int64_t size = 64 << 10; size <= maxBytes; size *= 2)
+    sizes.push_back(size);
+  return sizes;
+}
+
+int64_t calibration::ncclMovedBytes(planner::Collective collective,
+                                    int64_t size, int64_t elementBytes,
+                                    int64_t ranks) {
+  const int64_t unit =
+      elementBytes * (collective == planner::Collective::AllReduce ? 1 : ranks);
+  return size / unit * unit;
+}

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Calibration/RankProblem.h"
+#include "overlap/Runtime/Numeric.h"
 
 #include <cmath>
 #include <cstring>
@@ -54,21 +55,9 @@ void calibration::storeExact(overlap_dtype dtype, float value, char *dst) {
     std::memcpy(dst, &value, 4);
     return;
   }
-  uint32_t f;
-  std::memcpy(&f, &value, 4);
-  uint16_t h;
-  if (dtype == OVERLAP_BF16) {
-    h = uint16_t(f >> 16); // exact values have no lower bits
-  } else {
-    // f16: 5 exponent bits (bias 15), 10 fraction bits.
-    uint32_t sign = (f >> 16) & 0x8000u;
-    if ((f & 0x7fffffffu) == 0) {
-      h = uint16_t(sign);
-    } else {
-      int exponent = int((f >> 23) & 0xff) - 127 + 15;
-      h = uint16_t(sign | uint32_t(exponent) << 10 | (f & 0x7fffffu) >> 13);
-    }
-  }
+  // The runtime's conversions round to nearest even: exact values are kept.
+  uint16_t h = dtype == OVERLAP_BF16 ? runtime::f32ToBf16(value)
+                                     : runtime::f32ToF16(value);
   std::memcpy(dst, &h, 2);
 }
 
@@ -89,19 +78,7 @@ float calibration::decodeElement(overlap_dtype dtype, const char *bytes) {
   }
   uint16_t h;
   std::memcpy(&h, bytes, 2);
-  if (dtype == OVERLAP_BF16) {
-    uint32_t f = uint32_t(h) << 16;
-    float v;
-    std::memcpy(&v, &f, 4);
-    return v;
-  }
-  const float sign = h & 0x8000 ? -1.0f : 1.0f;
-  const int exponent = (h >> 10) & 0x1f, fraction = h & 0x3ff;
-  if (exponent == 0x1f)
-    return fraction ? std::nanf("") : sign * INFINITY;
-  if (exponent == 0)
-    return sign * std::ldexp(float(fraction), -24);
-  return sign * std::ldexp(float(1024 + fraction), exponent - 25);
+  return dtype == OVERLAP_BF16 ? runtime::bf16ToF32(h) : runtime::f16ToF32(h);
 }
 
 float calibration::elementAt(const std::vector<char> &bytes,

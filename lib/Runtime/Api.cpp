@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
-#include "Numeric.h"
+#include "overlap/Runtime/Numeric.h"
 
 #include <cstdlib>
 #include <string>

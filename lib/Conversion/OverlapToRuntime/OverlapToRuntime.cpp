@@ -225,14 +225,20 @@ public:
   /// target=cuda: kernels and allocations go to the context's device, not
   /// to whichever device is current on the calling thread.
   void makeDeviceCurrent(Location loc) {
+    Value status = rt.call(loc, "overlap_cuda_make_current",
+                           rt.builder().getI32Type(), {rt.ctx});
+    assertSuccess(loc, status,
+                  "overlap_cuda_make_current: cannot make the context's "
+                  "device current");
+  }
+
+  /// Stops the program (cf.assert) with `message` unless `status` is
+  /// OVERLAP_SUCCESS: for calls whose failure must not reach a kernel.
+  void assertSuccess(Location loc, Value status, const Twine &message) {
     OpBuilder &b = rt.builder();
-    Value status = rt.call(loc, "overlap_cuda_make_current", b.getI32Type(),
-                           {rt.ctx});
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
                                      rt.i32(loc, 0));
-    cf::AssertOp::create(b, loc, ok,
-                         "overlap_cuda_make_current: cannot make the "
-                         "context's device current");
+    cf::AssertOp::create(b, loc, ok, message.str());
   }
 
   /// An op the runtime does not provide, run on the host thread.
@@ -362,10 +368,8 @@ private:
                             rt.i64(loc, bytes), slot});
     // A failed allocation must not reach a kernel (a fault there poisons
     // the CUDA context): stop here, naming the size.
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, status,
-                                     rt.i32(loc, 0));
-    cf::AssertOp::create(
-        b, loc, ok,
+    assertSuccess(
+        loc, status,
         "overlap_alloc_async: cannot allocate " + std::to_string(bytes) +
             " bytes of device memory for " + llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);

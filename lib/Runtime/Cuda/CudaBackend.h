@@ -244,9 +244,15 @@ private:
                                  const runtime::GemmArgs &args, int32_t batch,
                                  const GemmDescriptors &d, void *ws,
                                  size_t wsBytes, GemmPlan &plan);
-  /// Flag `index` of `sigs` as the host reads it (device flags: a copy on
-  /// the control stream).
-  uint32_t readFlag(CudaSignals *sigs, int32_t index);
+  /// Flags [first, first + count) of `sigs` as the host reads them (device
+  /// flags: one copy on the control stream; all 0 if it fails).
+  void readFlags(CudaSignals *sigs, int32_t first, int32_t count,
+                 uint32_t *out);
+  uint32_t readFlag(CudaSignals *sigs, int32_t index) {
+    uint32_t value = 0;
+    readFlags(sigs, index, 1, &value);
+    return value;
+  }
   /// Frees the flags and events of a signal set.
   void releaseSignals(CudaSignals &sigs);
   void writeFlag(CudaSignals *sigs, int32_t index, uint32_t value);
@@ -265,6 +271,7 @@ private:
   int commPriority_ = 0, computePriority_ = 0;
   cudaStream_t control_ = nullptr; // host reads/writes of device flags
   std::vector<cudaEvent_t> joinEvents_; // one per stream
+  std::vector<int> everyStream_;        // 0 .. numStreams - 1
   cudaMemPool_t pool_ = nullptr;        // stream-ordered allocations
   std::vector<std::unique_ptr<CudaGroup>> groups_;
   std::vector<std::unique_ptr<CudaSignals>> signals_;

@@ -170,8 +170,9 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
       ownedStreams_.push_back(false);
       continue;
     }
-    // The comm stream first: a collective's CTAs are then scheduled ahead
-    // of GEMM CTAs still queued (they keep the SMs they have).
+    // The comm stream at the higher priority: a collective's CTAs are then
+    // scheduled ahead of GEMM CTAs still queued (running ones keep their
+    // SMs).
     cudaStream_t made = nullptr;
     if (overlap_status s = check(
             site, "cudaStreamCreateWithPriority",
@@ -191,6 +192,7 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
                 cudaStreamCreateWithFlags(&control_, cudaStreamNonBlocking)))
     return failed(s);
   for (int i = 0; i < numStreams; ++i) {
+    everyStream_.push_back(i);
     cudaEvent_t event = nullptr;
     if (overlap_status s =
             check(site, "cudaEventCreateWithFlags",
@@ -490,11 +492,13 @@ void CudaContext::free(void *ptr) {
 overlap_status CudaContext::order(const std::vector<int> &from,
                                   const std::vector<int> &to,
                                   const char *call) {
+  // A stream waits for no event of its own, so a lone target records none.
   for (int f : from)
-    if (overlap_status s =
-            check(Site::tile(call, f, -1), "cudaEventRecord",
-                  cudaEventRecord(joinEvents_[f], streams_[f])))
-      return s;
+    if (!(to.size() == 1 && to[0] == f))
+      if (overlap_status s =
+              check(Site::tile(call, f, -1), "cudaEventRecord",
+                    cudaEventRecord(joinEvents_[f], streams_[f])))
+        return s;
   for (int t : to)
     for (int f : from)
       if (f != t)
@@ -506,10 +510,7 @@ overlap_status CudaContext::order(const std::vector<int> &from,
 }
 
 overlap_status CudaContext::joinStreams() {
-  std::vector<int> all;
-  for (int i = 0; i < numStreams; ++i)
-    all.push_back(i);
-  return order(all, all, "overlap_streams_join");
+  return order(everyStream_, everyStream_, "overlap_streams_join");
 }
 
 overlap_status CudaContext::allocAsync(int s, size_t bytes, void **ptr) {
@@ -532,10 +533,7 @@ overlap_status CudaContext::allocAsync(int s, size_t bytes, void **ptr) {
   if (s >= 0)
     return OVERLAP_SUCCESS;
   // Usable on every stream: the others wait for the allocation.
-  std::vector<int> all;
-  for (int i = 0; i < numStreams; ++i)
-    all.push_back(i);
-  return order({0}, all, "overlap_alloc_async");
+  return order({0}, everyStream_, "overlap_alloc_async");
 }
 
 overlap_status CudaContext::freeAsync(int s, void *ptr) {
@@ -544,14 +542,10 @@ overlap_status CudaContext::freeAsync(int s, void *ptr) {
     return status();
   }
   const int on = s < 0 ? 0 : s;
-  if (s < 0) {
-    // After every stream's work so far: stream 0 waits for the others.
-    std::vector<int> all;
-    for (int i = 0; i < numStreams; ++i)
-      all.push_back(i);
-    if (overlap_status st = order(all, {0}, "overlap_free_async"))
+  // After every stream's work so far: stream 0 waits for the others.
+  if (s < 0)
+    if (overlap_status st = order(everyStream_, {0}, "overlap_free_async"))
       return st;
-  }
   return check(Site::tile("overlap_free_async", s, -1), "cudaFreeAsync",
                cudaFreeAsync(ptr, streams_[on]));
 }

@@ -233,11 +233,12 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
     else
       (void)cudaGetLastError(), ms = -1;
     char text[64];
-    std::snprintf(text, sizeof(text), "%s#%zu %.1f us", i ? ", " : "", i + 1,
-                  ms * 1000.0);
-    times += ms < 0 ? std::string(i ? ", #" : "#") + std::to_string(i + 1) +
-                          " failed"
-                    : std::string(text);
+    if (ms < 0)
+      std::snprintf(text, sizeof(text), "%s#%zu failed", i ? ", " : "", i + 1);
+    else
+      std::snprintf(text, sizeof(text), "%s#%zu %.1f us", i ? ", " : "", i + 1,
+                    ms * 1000.0);
+    times += text;
     if (ms >= 0 && (best < 0 || ms < best)) {
       best = ms;
       plan.algo = usable[i].algo;

@@ -20,6 +20,7 @@
 
 #include "CudaBackend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -89,15 +90,20 @@ void CudaContext::releaseSignals(CudaSignals &set) {
   set.hostFlags = set.deviceFlags = nullptr;
 }
 
-uint32_t CudaContext::readFlag(CudaSignals *sigs, int32_t index) {
-  if (sigs->hostFlags)
-    return static_cast<volatile uint32_t *>(sigs->hostFlags)[index];
-  uint32_t value = 0;
-  if (cudaMemcpyAsync(&value, sigs->deviceFlags + index, sizeof(value),
+void CudaContext::readFlags(CudaSignals *sigs, int32_t first, int32_t count,
+                            uint32_t *out) {
+  if (sigs->hostFlags) {
+    for (int32_t i = 0; i < count; ++i)
+      out[i] = static_cast<volatile uint32_t *>(sigs->hostFlags)[first + i];
+    return;
+  }
+  if (cudaMemcpyAsync(out, sigs->deviceFlags + first,
+                      sizeof(uint32_t) * size_t(count),
                       cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
-      cudaStreamSynchronize(control_) != cudaSuccess)
+      cudaStreamSynchronize(control_) != cudaSuccess) {
     (void)cudaGetLastError();
-  return value;
+    std::fill(out, out + count, 0u); // every wait counts as open
+  }
 }
 
 void CudaContext::writeFlag(CudaSignals *sigs, int32_t index, uint32_t value) {
@@ -200,17 +206,10 @@ overlap_status CudaContext::wait(const Site &site, overlap_signals *sigs,
     std::map<CudaSignals *, std::vector<uint32_t>> seen;
     for (const PendingWait &w : waits) {
       std::vector<uint32_t> &flags = seen[w.sigs];
-      if (!flags.empty())
-        continue;
-      flags.resize(size_t(w.sigs->count));
-      for (int32_t i = 0; i < w.sigs->count; ++i)
-        flags[size_t(i)] = w.sigs->hostFlags ? readFlag(w.sigs, i) : 0;
-      if (!w.sigs->hostFlags &&
-          (cudaMemcpyAsync(flags.data(), w.sigs->deviceFlags,
-                           sizeof(uint32_t) * flags.size(),
-                           cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
-           cudaStreamSynchronize(control_) != cudaSuccess))
-        (void)cudaGetLastError(); // all 0: every wait is kept
+      if (flags.empty()) {
+        flags.resize(size_t(w.sigs->count));
+        readFlags(w.sigs, 0, w.sigs->count, flags.data());
+      }
     }
     std::vector<PendingWait> open;
     for (const PendingWait &w : waits)

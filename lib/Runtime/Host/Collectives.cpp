@@ -14,7 +14,7 @@
 
 #include "HostBackend.h"
 #include "Kernels.h"
-#include "Numeric.h"
+#include "overlap/Runtime/Numeric.h"
 
 #include <algorithm>
 #include <cstring>

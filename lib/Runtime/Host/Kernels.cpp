@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
-#include "Numeric.h"
+#include "overlap/Runtime/Numeric.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_LIB_RUNTIME_NUMERIC_H
-#define OVERLAP_LIB_RUNTIME_NUMERIC_H
+#ifndef OVERLAP_RUNTIME_NUMERIC_H
+#define OVERLAP_RUNTIME_NUMERIC_H
 
 #include "overlap/Runtime/overlap_runtime.h"
 
@@ -123,4 +123,4 @@ template <> struct Elem<OVERLAP_BF16> {
 } // namespace runtime
 } // namespace overlap
 
-#endif // OVERLAP_LIB_RUNTIME_NUMERIC_H
+#endif // OVERLAP_RUNTIME_NUMERIC_H

@@ -74,8 +74,8 @@ timeline "$BUILD/mc2-example.trace.json" "$BUILD/mc2-example.plan.json" "$BUILD/
 echo
 echo "== 7. Ahead of time: the same plan as a shared library, run with no MLIR"
 COMPILE=$BUILD/bin/overlap-compile
-"$COMPILE" "$EXAMPLE" --strategy=uniform:4 --emit=so --no-remarks -o "$BUILD/mlp.so"
-"$COMPILE" "$EXAMPLE" --strategy=none --emit=so --no-remarks -o "$BUILD/mlp.ref.so"
+"$COMPILE" "$EXAMPLE" --strategy=uniform:4 --emit=so -o "$BUILD/mlp.so"
+"$COMPILE" "$EXAMPLE" --strategy=none --emit=so -o "$BUILD/mlp.ref.so"
 "$BUILD/bin/overlap-exec" "$BUILD/mlp.so" --ref "$BUILD/mlp.ref.so" --ranks 4
 
 echo
@@ -83,9 +83,9 @@ echo "== 8. For the GPU (--target=cuda): kernels for the fills and the ReLU,"
 echo "      launched on the streams; cuBLASLt/NCCL calls; compiled, not run here"
 if [ -f "$BUILD/lib/liboverlap_runtime_cuda.so" ]; then
   "$COMPILE" "$EXAMPLE" --target=cuda --strategy=uniform:4 --emit=mlir \
-    --stop-after-stage=runtime --no-remarks -o "$BUILD/mlp.cuda.mlir"
+    --stop-after-stage=runtime -o "$BUILD/mlp.cuda.mlir"
   "$COMPILE" "$EXAMPLE" --target=cuda --strategy=uniform:4 --emit=so \
-    --no-remarks -o "$BUILD/mlp.cuda.so"
+    -o "$BUILD/mlp.cuda.so"
   echo "kernels: $(grep -c 'gpu.func' "$BUILD/mlp.cuda.mlir")," \
     "launches on a context stream: $(grep -c 'gpu.launch_func async' "$BUILD/mlp.cuda.mlir")," \
     "GEMMs: $(grep -c 'call @overlap_gemm' "$BUILD/mlp.cuda.mlir")," \

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/Ring.h"
 
@@ -16,8 +17,14 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <cmath>
 #include <limits>
+
+/// A function of this library whose address names the binary that holds
+/// the Planner (shippedProfilesDir).
+static void shippedProfilesDirAnchor() {}
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -787,6 +794,22 @@ Expected<Profile> overlap::planner::loadProfile(StringRef path) {
                              path.str().c_str(),
                              buf.getError().message().c_str());
   return parseProfile((*buf)->getBuffer(), path);
+}
+
+std::string overlap::planner::shippedProfilesDir() {
+  if (const char *env = std::getenv("OVERLAP_PROFILES_DIR"))
+    if (*env)
+      return env;
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&shippedProfilesDirAnchor), &info) ||
+      !info.dli_fname)
+    return "";
+  SmallString<256> real;
+  if (sys::fs::real_path(info.dli_fname, real))
+    return "";
+  SmallString<256> dir = sys::path::parent_path(sys::path::parent_path(real));
+  sys::path::append(dir, "share", "overlap", "profiles");
+  return std::string(dir);
 }
 
 std::string overlap::planner::resolveProfilePath(StringRef nameOrPath,

@@ -72,7 +72,7 @@ compile)
     "$ROOT/examples/mlp.mlir" >"$DIR/mlp.mlir"
   : >"$DIR/programs.txt"
   programs | while read -r name src entry strategy profile rtol atol; do
-    args=("$DIR/$src.mlir" --entry "$entry" --emit=so --no-remarks)
+    args=("$DIR/$src.mlir" --entry "$entry" --emit=so)
     [ "$profile" = - ] || args+=(--profile "$profile")
     "$COMPILE" "${args[@]}" --target=cuda --strategy="$strategy" \
       -o "$DIR/$name.so" &&

@@ -5,36 +5,36 @@
 // all-reduce.mlir for the choice of profiles).
 //
 // RUN: sed -e 's/@R@/4/' -e 's/@Q1024@/256/g' -e 's/@Q712@/178/g' %s > %t.4.mlir
-// RUN: overlap-run --ranks 4 --entry agm_f32 --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=MC2,CHECK
-// RUN: overlap-run --ranks 4 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=OPT,CHECK
-// RUN: overlap-run --ranks 4 --entry agm_f32 --strategy uniform:4 --seed 11 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNI4,CHECK
-// RUN: overlap-run --ranks 4 --entry agm_bf16 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16,CHECK
-// RUN: overlap-run --ranks 4 --entry agm_bf16_acc --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16ACC,CHECK
-// RUN: overlap-run --ranks 4 --entry agm_uneven --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN,CHECK
-// RUN: overlap-run --ranks 4 --entry upstream --strategy uniform:2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UPSTREAM,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_f32 --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=MC2,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=OPT,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_f32 --strategy uniform:4 --seed 11 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNI4,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_bf16 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_bf16_acc --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16ACC,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry agm_uneven --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry upstream --strategy uniform:2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UPSTREAM,CHECK
 // RUN: sed -e 's/@R@/1/' -e 's/@Q1024@/1024/g' -e 's/@Q712@/712/g' %s > %t.1.mlir
-// RUN: overlap-run --ranks 1 --entry agm_f32 --strategy uniform:2 %t.1.mlir 2>&1 | FileCheck %s --check-prefixes=R1,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 1 --entry agm_f32 --strategy uniform:2 %t.1.mlir 2>&1 | FileCheck %s --check-prefixes=R1,CHECK
 // RUN: sed -e 's/@R@/2/' -e 's/@Q1024@/512/g' -e 's/@Q712@/356/g' %s > %t.2.mlir
-// RUN: overlap-run --ranks 2 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=R2,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 2 --entry agm_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=R2,CHECK
 // RUN: sed -e 's/@R@/8/' -e 's/@Q1024@/128/g' -e 's/@Q712@/89/g' %s > %t.8.mlir
-// RUN: overlap-run --ranks 8 --entry agm_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 8 --entry agm_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
 
-// MC2: remark: tiles [1024] (mc2, {{.*}}one tile, no overlap wins
+// MC2: Remark="tiles [1024] (mc2, {{.*}}one tile, no overlap wins
 // A tile below M is one batched GEMM of R matrices of tiles[i]/R rows, and
 // slow-link's GEMM tile has 128 rows: optimal keeps tiles[i]/R a multiple
 // of 128, since a smaller piece still costs a whole 128-row tile.
-// OPT: remark: tiles [512, 512] (optimal,
-// UNI4: remark: tiles [256, 256, 256, 256] (uniform:4,
-// BF16: remark: tiles [512, 512] (optimal,
-// BF16ACC: remark: tiles [384, 384, 256] (uniform:3,
+// OPT: Remark="tiles [512, 512] (optimal,
+// UNI4: Remark="tiles [256, 256, 256, 256] (uniform:4,
+// BF16: Remark="tiles [512, 512] (optimal,
+// BF16ACC: Remark="tiles [384, 384, 256] (uniform:3,
 // M = 712 is not a multiple of the 128-row alignment: the last tile takes
 // the remainder (712 = 256 + 256 + 200; 200 rows = 50 per rank).
 // (All-gather mirrors the order of optimal plans: the short tile is last.)
-// UNEVEN: remark: tiles [256, 256, 200] (uniform:3,
-// UPSTREAM: remark: tiles [512, 512] (uniform:2,
-// R1: remark: tiles [512, 512] (uniform:2,
-// R2: remark: tiles [512, 256, 256] (optimal,
-// R8: remark: tiles [256, 256, 256, 256] (uniform:4,
+// UNEVEN: Remark="tiles [256, 256, 200] (uniform:3,
+// UPSTREAM: Remark="tiles [512, 512] (uniform:2,
+// R1: Remark="tiles [512, 512] (uniform:2,
+// R2: Remark="tiles [512, 256, 256] (optimal,
+// R8: Remark="tiles [256, 256, 256, 256] (uniform:4,
 
 // CHECK: overlap-run: @{{[a-z0-9_]+}} on {{[0-9]+}} host rank
 // CHECK: result0 {{.*}} max abs err 0 {{.*}} bit-identical

@@ -8,34 +8,34 @@
 // profile Inputs/slow-link.json (a slow link that makes splitting pay).
 //
 // RUN: sed 's/@R@/4/' %s > %t.4.mlir
-// RUN: overlap-run --ranks 4 --entry mar_f32 --profile h100-nvlink-datasheet --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=MC2,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=OPT,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_f32 --strategy uniform:4 --seed 7 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNI4,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_bf16 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_bf16_acc --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16ACC,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_uneven --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN,CHECK
-// RUN: overlap-run --ranks 4 --entry mar_uneven --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN-MC2,CHECK
-// RUN: overlap-run --ranks 4 --entry upstream --strategy uniform:2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UPSTREAM,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_f32 --profile h100-nvlink-datasheet --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=MC2,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=OPT,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_f32 --strategy uniform:4 --seed 7 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNI4,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_bf16 --profile %S/Inputs/slow-link.json --strategy optimal %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_bf16_acc --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=BF16ACC,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_uneven --strategy uniform:3 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry mar_uneven --strategy mc2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UNEVEN-MC2,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry upstream --strategy uniform:2 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=UPSTREAM,CHECK
 // RUN: sed 's/@R@/1/' %s > %t.1.mlir
-// RUN: overlap-run --ranks 1 --entry mar_f32 --strategy uniform:2 %t.1.mlir 2>&1 | FileCheck %s --check-prefixes=R1,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 1 --entry mar_f32 --strategy uniform:2 %t.1.mlir 2>&1 | FileCheck %s --check-prefixes=R1,CHECK
 // RUN: sed 's/@R@/2/' %s > %t.2.mlir
-// RUN: overlap-run --ranks 2 --entry mar_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=R2,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 2 --entry mar_f32 --profile %S/Inputs/slow-link.json --strategy optimal %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=R2,CHECK
 // RUN: sed 's/@R@/8/' %s > %t.8.mlir
-// RUN: overlap-run --ranks 8 --entry mar_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 8 --entry mar_f32 --strategy uniform:4 %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=R8,CHECK
 
-// MC2: remark: tiles [1024] (mc2, {{.*}}one tile, no overlap wins
-// OPT: remark: tiles [128, 256, 640] (optimal,
-// UNI4: remark: tiles [256, 256, 256, 256] (uniform:4,
-// BF16: remark: tiles [256, 768] (optimal,
-// BF16ACC: remark: tiles [384, 384, 256] (uniform:3,
+// MC2: Remark="tiles [1024] (mc2, {{.*}}one tile, no overlap wins
+// OPT: Remark="tiles [128, 256, 640] (optimal,
+// UNI4: Remark="tiles [256, 256, 256, 256] (uniform:4,
+// BF16: Remark="tiles [256, 768] (optimal,
+// BF16ACC: Remark="tiles [384, 384, 256] (uniform:3,
 // M = 712 is not a multiple of the 128-row alignment: the last tile takes
 // the remainder (712 = 256 + 256 + 200), and mc2 keeps one tile of 712.
-// UNEVEN: remark: tiles [256, 256, 200] (uniform:3,
-// UNEVEN-MC2: remark: tiles [712] (mc2,
-// UPSTREAM: remark: tiles [512, 512] (uniform:2,
-// R1: remark: tiles [512, 512] (uniform:2,
-// R2: remark: tiles [128, 256, 640] (optimal,
-// R8: remark: tiles [256, 256, 256, 256] (uniform:4,
+// UNEVEN: Remark="tiles [256, 256, 200] (uniform:3,
+// UNEVEN-MC2: Remark="tiles [712] (mc2,
+// UPSTREAM: Remark="tiles [512, 512] (uniform:2,
+// R1: Remark="tiles [512, 512] (uniform:2,
+// R2: Remark="tiles [128, 256, 640] (optimal,
+// R8: Remark="tiles [256, 256, 256, 256] (uniform:4,
 
 // CHECK: overlap-run: @{{[a-z0-9_]+}} on {{[0-9]+}} host rank
 // CHECK: result0 {{.*}} max abs err 0 {{.*}} bit-identical

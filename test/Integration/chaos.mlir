@@ -6,16 +6,16 @@
 // seed does, for every collective -- and never an error (exit 2). The same
 // programs with their waits stay bit-identical under chaos.
 //
-// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mar --strategy uniform:4 --testing-drop-waits --chaos $s --no-remarks %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
-// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mrs --strategy uniform:4 --testing-drop-waits --chaos $s --no-remarks %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
-// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry agm --strategy uniform:4 --testing-drop-waits --chaos $s --no-remarks %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
+// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mar --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
+// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mrs --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
+// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry agm --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
 // DROP: (waits dropped)
 // DROP: MISMATCH
 // DROP-NEXT: exit 1
 //
-// RUN: overlap-run --ranks 4 --entry mar --strategy uniform:4 --chaos 1 --no-remarks %s | FileCheck %s --check-prefix=CHAOS-OK
-// RUN: overlap-run --ranks 4 --entry mrs --strategy uniform:4 --chaos 2 --no-remarks %s | FileCheck %s --check-prefix=CHAOS-OK
-// RUN: overlap-run --ranks 4 --entry agm --strategy uniform:4 --chaos 3 --no-remarks %s | FileCheck %s --check-prefix=CHAOS-OK
+// RUN: overlap-run --ranks 4 --entry mar --strategy uniform:4 --chaos 1 %s | FileCheck %s --check-prefix=CHAOS-OK
+// RUN: overlap-run --ranks 4 --entry mrs --strategy uniform:4 --chaos 2 %s | FileCheck %s --check-prefix=CHAOS-OK
+// RUN: overlap-run --ranks 4 --entry agm --strategy uniform:4 --chaos 3 %s | FileCheck %s --check-prefix=CHAOS-OK
 // CHAOS-OK: , chaos {{[0-9]+}}
 // CHAOS-OK: bit-identical: yes
 // CHAOS-OK-NEXT: OK

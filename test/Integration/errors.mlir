@@ -34,14 +34,14 @@
 // PROFILE: exit 2
 //
 // A wait timeout is a runtime error: the runtime's launch error is printed.
-// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:2 --chaos 1 --chaos-max-us 200000 --wait-timeout-ms 1 --no-remarks %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=TIMEOUT
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:2 --chaos 1 --chaos-max-us 200000 --wait-timeout-ms 1 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=TIMEOUT
 // TIMEOUT: overlap-run: error: the overlap run failed: OVERLAP_ERROR_TIMEOUT: overlap_
 // TIMEOUT: exit 2
 //
 // overlap-compile: the CUDA target refuses an op that would read device
 // memory on the host, naming the op and the stage.
-// RUN: overlap-compile %S/Inputs/host-read.mlir --emit=obj -o /dev/null --no-remarks
-// RUN: not overlap-compile %S/Inputs/host-read.mlir --target=cuda --emit=mlir -o /dev/null --no-remarks 2>&1 | FileCheck %s --check-prefix=CUDA
+// RUN: overlap-compile %S/Inputs/host-read.mlir --emit=obj -o /dev/null
+// RUN: not overlap-compile %S/Inputs/host-read.mlir --target=cuda --emit=mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUDA
 // CUDA: host-read.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'memref.load' op would run on the host, but with target=cuda its buffers are device memory
 // CUDA-NOT: see current operation
 // CUDA: overlap-compile: error: stage 'runtime' (lowering to calls of the Overlap runtime) failed
@@ -70,4 +70,4 @@ func.func @mar_dyn(%a: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // RUN: not overlap-compile %s --emit=mlir --stop-after-stage=kernels 2>&1 | FileCheck %s --check-prefix=KSTAGE
 // KSTAGE: unknown stage 'kernels' for --target=host (tensor, bufferize, schedule, runtime, llvm)
 // RUN: not overlap-compile %s --target=cuda --gpu-format=cubin 2>&1 | FileCheck %s --check-prefix=FORMAT
-// FORMAT: overlap-compile: error: --gpu-format: 'cubin' is not one of fatbin, bin, isa
+// FORMAT: overlap-compile: error: gpu-format: 'cubin' is not one of fatbin, bin, isa

@@ -1,19 +1,19 @@
 // overlap-compile: the whole pipeline in process, to each kind of output.
 //
-// RUN: overlap-compile %s --strategy uniform:2 --emit=mlir --no-remarks | FileCheck %s --check-prefix=MLIR
-// RUN: overlap-compile %s --strategy uniform:2 --emit=mlir --stop-after-stage=schedule --no-remarks | FileCheck %s --check-prefix=SCHED
-// RUN: overlap-compile %s --strategy uniform:2 --emit=llvm --no-remarks -o %t.ll
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=mlir | FileCheck %s --check-prefix=MLIR
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=mlir --stop-after-stage=schedule | FileCheck %s --check-prefix=SCHED
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=llvm -o %t.ll
 // RUN: FileCheck %s --check-prefix=LLVM < %t.ll
-// RUN: overlap-compile %s --strategy uniform:2 --emit=obj --no-remarks -o %t.o
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=obj -o %t.o
 // RUN: llvm-nm %t.o | FileCheck %s --check-prefix=OBJ
-// RUN: overlap-compile %s --strategy uniform:2 --emit=so --no-remarks -o %t.so
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=so -o %t.so
 // RUN: llvm-nm -D --defined-only %t.so | FileCheck %s --check-prefix=SO
 // RUN: llvm-readobj --needed-libs %t.so | FileCheck %s --check-prefix=NEEDED
 // A C program runs the library on 2 host ranks and checks D exactly.
 // RUN: cc -ffp-contract=off -I %overlap_src/include %S/Inputs/c-driver.c -ldl -o %t.driver
 // RUN: %t.driver %t.so | FileCheck %s --check-prefix=DRIVER
-// RUN: overlap-compile %s --strategy uniform:2 --emit=llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: overlap-compile --print-pipeline --profile p.json --strategy mc2 | FileCheck %s --check-prefix=PIPELINE
+// RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: overlap-compile --remarks-filter=overlap --print-pipeline --profile p.json --strategy mc2 | FileCheck %s --check-prefix=PIPELINE
 
 // MLIR: llvm.func @mar(%arg0: !llvm.ptr
 // MLIR: llvm.call @overlap_gemm
@@ -36,7 +36,7 @@
 // NEEDED: liboverlap_runtime.so
 // DRIVER: c-driver: OK
 
-// REMARK: remark: tiles [128, 128] (uniform:2,
+// REMARK: Remark="tiles [128, 128] (uniform:2,
 
 // PIPELINE: builtin.module(overlap-pipeline{profile="p.json" strategy="mc2"}, one-shot-bufferize{{.*}}, overlap-schedule-streams{testing-drop-waits=false}, convert-overlap-to-runtime{target="host"}, convert-bufferization-to-memref, {{.*}}, reconcile-unrealized-casts)
 

@@ -7,9 +7,9 @@
 // the lowering checks unit/contiguous strides at run time, and lowers the
 // shard.process_multi_index that picks rank 0 from the runtime's rank.
 //
-// RUN: overlap-run --ranks 4 --strategy uniform:2 %S/Inputs/upstream-mlp.mlir 2>&1 | FileCheck %s
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --strategy uniform:2 %S/Inputs/upstream-mlp.mlir 2>&1 | FileCheck %s
 
-// CHECK: remark: tiles [256, 256] (uniform:2,
+// CHECK: Remark="tiles [256, 256] (uniform:2,
 // CHECK: overlap-run: @mlp on 4 host ranks
 // CHECK: bit-identical: yes
 // CHECK-NEXT: OK

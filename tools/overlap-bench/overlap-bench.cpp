@@ -26,6 +26,7 @@
 
 #include "overlap/Calibration/BenchMeasure.h"
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Ring.h"
 
 #include "llvm/Support/Error.h"
@@ -286,7 +287,7 @@ int main(int argc, char **argv) {
   std::string profileText; // ranks must plan from the same profile
   if (args.has("--profile")) {
     std::string path = planner::resolveProfilePath(args.get("--profile", ""),
-                                                   OVERLAP_PROFILES_DIR);
+                                                   planner::shippedProfilesDir());
     if (path.empty())
       usageError("no profile " + args.get("--profile", ""));
     auto loaded = planner::loadProfile(path);

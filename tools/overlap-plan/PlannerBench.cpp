@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/TilePlanner.h"
 
@@ -28,7 +29,7 @@ static const Profile &profileNamed(const char *name) {
   if (it != cache.end())
     return it->second;
   llvm::Expected<Profile> p =
-      loadProfile(std::string(OVERLAP_PROFILES_DIR) + "/" + name + ".json");
+      loadProfile(shippedProfilesDir() + "/" + name + ".json");
   if (!p) {
     llvm::errs() << llvm::toString(p.takeError()) << "\n";
     std::exit(1);

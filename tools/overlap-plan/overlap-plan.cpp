@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TilePlanner.h"
@@ -33,10 +34,6 @@
 using namespace llvm;
 using namespace overlap::planner;
 
-#ifndef OVERLAP_PROFILES_DIR
-#define OVERLAP_PROFILES_DIR ""
-#endif
-
 static const char *const kUsage = R"(usage:
   overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather
                       --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
@@ -47,7 +44,8 @@ static const char *const kUsage = R"(usage:
 
 matmul plans the M-tiling of C = A.B fused with a collective (defaults:
 --dtype f16, --strategy auto). NAME is looked up as <NAME>.json in the
-shipped profiles directory ()" OVERLAP_PROFILES_DIR R"().
+shipped profiles directory ($OVERLAP_PROFILES_DIR, else
+share/overlap/profiles of the installation).
 chain orders a matrix chain (OP_Count) and decides TEE-ACM2 fusion per node
 with a fast memory of Mf elements.
 )";
@@ -362,11 +360,11 @@ static int runMatmul(ArrayRef<const char *> argv) {
   pb.dtype = *dtype;
 
   std::string profileArg = *args.get("--profile");
-  std::string path = resolveProfilePath(profileArg, OVERLAP_PROFILES_DIR);
+  std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
   if (path.empty())
     return usageError(formatv("--profile: no file '{0}' and no profile of "
                               "that name in {1}",
-                              profileArg, OVERLAP_PROFILES_DIR));
+                              profileArg, shippedProfilesDir()));
   Expected<Profile> profile = loadProfile(path);
   if (!profile) {
     planError(profile.takeError());

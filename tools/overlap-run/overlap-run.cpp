@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Compile.h"
-#include "EntrySignature.h"
-#include "Registration.h"
-#include "RunSupport.h"
+#include "overlap/Compiler/Driver.h"
+#include "overlap/Compiler/EntrySignature.h"
+#include "overlap/Compiler/Remarks.h"
+#include "overlap/Loader/RunSupport.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -46,7 +46,7 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace run = ::overlap::run;
-namespace tools = mlir::overlap::tools;
+namespace compiler = mlir::overlap::compiler;
 
 namespace {
 cl::OptionCategory category("overlap-run options");
@@ -66,13 +66,14 @@ cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
 cl::opt<std::string> profile("profile",
                              cl::desc("Hardware profile: a JSON path or a "
                                       "name in profiles/"),
-                             cl::init("h100-nvlink-datasheet"),
+                             cl::init(compiler::CompileOptions().profile),
                              cl::cat(category));
 cl::opt<std::string> strategy("strategy",
                               cl::desc("Tiling strategy of the overlap "
                                        "compilation (the reference uses "
                                        "none)"),
-                              cl::init("auto"), cl::cat(category));
+                              cl::init(compiler::CompileOptions().strategy),
+                              cl::cat(category));
 cl::opt<std::string>
     chaos("chaos",
           cl::desc("Host chaos mode with this seed (random delays before "
@@ -100,9 +101,6 @@ cl::opt<double> absTolerance("atol",
                              cl::init(0.0), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
-cl::opt<bool> noRemarks("no-remarks",
-                        cl::desc("Do not print the passes' remarks (plans)"),
-                        cl::init(false), cl::cat(category));
 } // namespace
 
 static constexpr const char *kTool = "overlap-run";
@@ -189,32 +187,17 @@ struct Program {
 } // namespace
 
 static LogicalResult compileAndJit(Program &program,
-                                   const tools::CompileOptions &opts,
+                                   const compiler::CompileOptions &opts,
                                    llvm::StringRef what,
                                    const std::string &entryName) {
-  if (failed(tools::runStages(
+  if (failed(compiler::runStages(
           *program.module, opts, "", kTool, llvm::errs(),
           [](PassManager &pm) { return applyPassManagerCLOptions(pm); }))) {
     llvm::errs() << kTool << ": error: compiling the " << what
                  << " program (strategy " << opts.strategy << ") failed\n";
     return failure();
   }
-  tools::initializeNativeTarget();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = optLevel == 0
-                                         ? llvm::CodeGenOptLevel::None
-                                         : llvm::CodeGenOptLevel::Default;
-  // memrefCopy, which finalize-memref-to-llvm calls for copies between
-  // non-contiguous memrefs.
-  std::string runnerUtils =
-      tools::mlirRunnerUtilsDir() + "/libmlir_c_runner_utils.so";
-  SmallVector<llvm::StringRef> libs;
-  if (llvm::sys::fs::exists(runnerUtils))
-    libs.push_back(runnerUtils);
-  engineOptions.sharedLibPaths = libs;
-  auto engine = ExecutionEngine::create(*program.module, engineOptions);
+  auto engine = compiler::createJit(*program.module, optLevel);
   if (!engine) {
     llvm::errs() << kTool << ": error: JIT compilation of the " << what
                  << " program failed: " << llvm::toString(engine.takeError())
@@ -251,6 +234,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  compiler::registerRemarkCLOptions(category);
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
@@ -280,56 +264,57 @@ int main(int argc, char **argv) {
     hostOptions.chaos_seed = chaosSeed;
   }
 
-  std::unique_ptr<MLIRContext> contextOwner = tools::createToolContext();
-  MLIRContext &context = *contextOwner;
+  // The overlap program is compiled in a context whose remarks the flags
+  // turn on; the reference in its own, silent one.
+  std::unique_ptr<MLIRContext> context = compiler::createContext();
+  std::unique_ptr<MLIRContext> referenceContext = compiler::createContext();
+  if (llvm::Error err = compiler::enableRemarks(
+          *context, compiler::remarkOptionsFromCL()))
+    return usageOrCompileError(llvm::toString(std::move(err)));
   std::string errorMessage;
   std::shared_ptr<llvm::SourceMgr> sourceMgr =
-      tools::loadSource(inputFile, errorMessage);
+      compiler::loadSource(inputFile, errorMessage);
   if (!sourceMgr)
     return usageOrCompileError(errorMessage);
-  SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, &context);
-  // Remarks of the overlap compilation only (the plan), without the
-  // operation dump; the reference compilation's are dropped.
-  bool showRemarks = !noRemarks;
-  ScopedDiagnosticHandler remarkHandler(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() != DiagnosticSeverity::Remark)
-      return failure();
-    if (showRemarks)
-      sourceMgrHandler.emitDiagnostic(diag.getLocation(), diag.str(),
-                                      DiagnosticSeverity::Remark);
-    return success();
-  });
+  SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, context.get());
+  SourceMgrDiagnosticHandler referenceHandler(*sourceMgr,
+                                              referenceContext.get());
 
-  OwningOpRef<ModuleOp> parsed = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> parsed =
+      parseSourceFile<ModuleOp>(sourceMgr, context.get());
   if (!parsed)
     return usageOrCompileError("cannot parse " + inputFile);
   FailureOr<std::string> entryName =
-      tools::selectEntry(*parsed, entry, kTool, llvm::errs());
+      compiler::selectEntry(*parsed, entry, kTool, llvm::errs());
   if (failed(entryName))
     return 2;
   std::string error;
   FailureOr<run::Signature> sig =
-      tools::describeEntry(*parsed, *entryName, kTool, error);
+      compiler::describeEntry(*parsed, *entryName, kTool, error);
   if (failed(sig))
     return usageOrCompileError(error);
   if (!run::checkRanks(*sig, ranks, error))
     return usageOrCompileError(error);
 
-  tools::CompileOptions overlapOptions;
+  compiler::CompileOptions overlapOptions;
   overlapOptions.profile = profile;
   overlapOptions.strategy = strategy;
   overlapOptions.testingDropWaits = testingDropWaits;
-  tools::CompileOptions referenceOptions;
+  compiler::CompileOptions referenceOptions;
   referenceOptions.profile = profile;
   referenceOptions.strategy = "none";
 
   Program overlapProgram, referenceProgram;
-  overlapProgram.module = parsed->clone();
-  referenceProgram.module = std::move(parsed);
+  referenceProgram.module =
+      parseSourceFile<ModuleOp>(sourceMgr, referenceContext.get());
+  if (!referenceProgram.module ||
+      failed(compiler::selectEntry(*referenceProgram.module, *entryName, kTool,
+                                   llvm::errs())))
+    return 2;
+  overlapProgram.module = std::move(parsed);
   if (failed(
           compileAndJit(overlapProgram, overlapOptions, "overlap", *entryName)))
     return 2;
-  showRemarks = false;
   if (failed(compileAndJit(referenceProgram, referenceOptions, "reference",
                            *entryName)))
     return 2;

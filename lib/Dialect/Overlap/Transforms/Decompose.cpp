@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "PlannerBridge.h"
@@ -229,13 +230,15 @@ struct OverlapDecomposePass
       auto plan =
           op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
       if (!plan) {
-        op->emitRemark() << "not decomposed: no '"
-                         << OverlapDialect::getPlanAttrName()
-                         << "' attribute (run overlap-plan first)";
+        remarkMissed(op, "not-decomposed", "overlap-decompose",
+                     "not decomposed: no '" +
+                         OverlapDialect::getPlanAttrName() +
+                         "' attribute (run overlap-plan first)");
         continue;
       }
       if (ShapedType::isDynamic(fusedRows(op))) {
-        op->emitRemark() << "not decomposed: M is not static";
+        remarkMissed(op, "not-decomposed", "overlap-decompose",
+                     "not decomposed: M is not static");
         continue;
       }
       // Reduce-scatter and all-gather address every rank's block of rows;
@@ -244,8 +247,9 @@ struct OverlapDecomposePass
       if (!isa<MatmulAllReduceOp>(op)) {
         group = groupSizeOf(op, symbols);
         if (ShapedType::isDynamic(group)) {
-          op->emitRemark() << "not decomposed: the group size of "
-                           << op->getAttr("grid") << " is not static";
+          remarkMissed(op, "not-decomposed", "overlap-decompose",
+                       "not decomposed: the group size of " +
+                           remarkText(op->getAttr("grid")) + " is not static");
           continue;
         }
       }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 #include "PlannerBridge.h"
 #include "overlap/Planner/TilePlanner.h"
@@ -73,15 +74,17 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     problem.dtype = *dtype;
     if (ShapedType::isDynamic(problem.m) || ShapedType::isDynamic(problem.n) ||
         ShapedType::isDynamic(problem.k)) {
-      op->emitRemark() << "not planned: M, N and K must be static";
+      remarkMissed(op, "not-planned", "overlap-plan",
+                   "not planned: M, N and K must be static");
       return success();
     }
 
     int64_t group = ranks > 0 ? int64_t(ranks) : groupSizeOf(op, symbols);
     if (ShapedType::isDynamic(group)) {
-      op->emitRemark() << "not planned: the group size of "
-                       << op->getAttr("grid")
-                       << " is not static; pass ranks=N to plan anyway";
+      remarkMissed(op, "not-planned", "overlap-plan",
+                   "not planned: the group size of " +
+                       remarkText(op->getAttr("grid")) +
+                       " is not static; pass ranks=N to plan anyway");
       return success();
     }
     problem.ranks = group;
@@ -128,7 +131,12 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                            gain >= 0 ? "faster" : "slower")
                  .str();
     }
-    op->emitRemark() << why;
+    remark::analysis(op->getLoc(), remarkOpts(kPlanRemarkName, "overlap-plan"))
+        << why << remark::metric("tiles", formatTiles(plan->tiles))
+        << remark::metric("strategy", plan->strategy)
+        << remark::metric("bound", bound == Bound::Comm ? "comm" : "compute")
+        << remark::metric("predicted_us", plan->predictedUs)
+        << remark::metric("serial_us", plan->serialUs);
     return success();
   }
 };

@@ -2,25 +2,15 @@
 
 #include "PlannerBridge.h"
 
-#include <cstdlib>
-
-#ifndef OVERLAP_PROFILES_DIR
-#define OVERLAP_PROFILES_DIR ""
-#endif
+#include "overlap/Planner/Defaults.h"
 
 using namespace mlir;
 namespace planner = ::overlap::planner;
 
-static std::string profilesDir() {
-  if (const char *env = std::getenv("OVERLAP_PROFILES_DIR"))
-    return env;
-  return OVERLAP_PROFILES_DIR;
-}
-
 FailureOr<planner::Profile>
 mlir::overlap::loadPassProfile(Operation *anchor, StringRef passName,
                                StringRef nameOrPath) {
-  std::string dir = profilesDir();
+  std::string dir = planner::shippedProfilesDir();
   std::string path = planner::resolveProfilePath(nameOrPath, dir);
   if (path.empty())
     return anchor->emitError()

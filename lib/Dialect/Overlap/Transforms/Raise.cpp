@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "PlannerBridge.h"
@@ -70,7 +71,8 @@ std::string whyNotFusable(linalg::MatmulOp matmul) {
 }
 
 void remarkNotRaised(Operation *op, StringRef why) {
-  op->emitRemark() << "not raised to a fused overlap op: " << why;
+  remarkMissed(op, "not-raised", "overlap-raise",
+               "not raised to a fused overlap op: " + why);
 }
 
 /// Replaces `collective` (and the casts between it and the matmul) by
@@ -82,6 +84,9 @@ void replaceWithFused(RewriterBase &rewriter, Operation *collective,
   if (replacement.getType() != wanted)
     replacement = tensor::CastOp::create(rewriter, collective->getLoc(),
                                          wanted, replacement);
+  remarkPassed(fused.getDefiningOp(), "raised", "overlap-raise",
+               "raised to " +
+                   fused.getDefiningOp()->getName().getStringRef());
   rewriter.replaceOp(collective, replacement);
 }
 
@@ -202,6 +207,8 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
       rewriter, matmul.getLoc(), matmul.getResult(0).getType(),
       gather.getInput(), matmul.getInputs()[1], matmul.getOutputs()[0],
       gather.getGridAttr(), gather.getGridAxesAttr());
+  remarkPassed(fused, "raised", "overlap-raise",
+               "raised to " + fused->getName().getStringRef());
   rewriter.replaceOp(matmul, fused.getResult());
   casts.push_back(gather);
   eraseDeadChain(rewriter, casts);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "PlannerBridge.h"
@@ -201,7 +202,8 @@ struct OverlapReorderChainsPass
                            chainOp.getFactors().end());
       for (Value f : chain.factors)
         if (!cast<RankedTensorType>(f.getType()).hasStaticShape()) {
-          root->emitRemark() << "not reordered: a factor has a dynamic shape";
+          remarkMissed(root, "not-reordered", "overlap-reorder-chains",
+                       "not reordered: a factor has a dynamic shape");
           return success();
         }
       // As written: left to right.
@@ -231,13 +233,20 @@ struct OverlapReorderChainsPass
     eraseDead(rewriter, old);
 
     const planner::ChainNode &top = plan->nodes.back();
-    product.getDefiningOp()->emitRemark()
-        << "chain of " << chain.factors.size() << " matrices "
-        << (plan->scalarMults < chain.mults ? "reordered to " : "kept as ")
-        << plan->order << ": " << chain.mults
-        << " scalar multiplications before, " << plan->scalarMults
-        << " after; root fusion " << planner::toString(top.decision)
-        << ", modelled transfers " << plan->totalTransfers;
+    std::string what = llvm::formatv(
+        "chain of {0} matrices {1}{2}: {3} scalar multiplications before, {4} "
+        "after; root fusion {5}, modelled transfers {6}",
+        chain.factors.size(),
+        plan->scalarMults < chain.mults ? "reordered to " : "kept as ",
+        plan->order, chain.mults, plan->scalarMults,
+        planner::toString(top.decision), plan->totalTransfers);
+    if (plan->scalarMults < chain.mults)
+      remarkPassed(product.getDefiningOp(), "chain-reordered",
+                   "overlap-reorder-chains", what);
+    else
+      remark::analysis(product.getDefiningOp()->getLoc(),
+                       remarkOpts("chain-kept", "overlap-reorder-chains"))
+          << what;
     return success();
   }
 
@@ -283,10 +292,11 @@ struct OverlapReorderChainsPass
     if (!dtype || ShapedType::isDynamic(group))
       return;
     if (p >= n) {
-      collective->emitRemark()
-          << "all-reduce not moved: the product with the right factor does "
-             "not shrink the tensor (N = "
-          << n << " -> " << p << " columns)";
+      remarkMissed(collective, "all-reduce-not-moved",
+                   "overlap-reorder-chains",
+                   "all-reduce not moved: the product with the right factor "
+                   "does not shrink the tensor (N = " +
+                       llvm::Twine(n) + " -> " + llvm::Twine(p) + " columns)");
       return;
     }
     auto commUs = [&](int64_t cols) -> FailureOr<double> {
@@ -295,8 +305,10 @@ struct OverlapReorderChainsPass
       llvm::Expected<planner::CostModel> model =
           planner::CostModel::create(prof, problem);
       if (!model) {
-        collective->emitRemark() << "all-reduce not moved: "
-                                 << llvm::toString(model.takeError());
+        remarkMissed(collective, "all-reduce-not-moved",
+                     "overlap-reorder-chains",
+                     "all-reduce not moved: " +
+                         llvm::toString(model.takeError()));
         return failure();
       }
       return model->commUs(m);
@@ -306,10 +318,13 @@ struct OverlapReorderChainsPass
       return;
     int64_t elt = x.getElementTypeBitWidth() / 8;
     if (*after >= *before) {
-      collective->emitRemark() << llvm::formatv(
-          "all-reduce not moved: {0} -> {1} bytes, but the profile predicts "
-          "no shorter communication ({2:F1} -> {3:F1} us)",
-          m * n * elt, m * p * elt, *before, *after);
+      remarkMissed(collective, "all-reduce-not-moved",
+                   "overlap-reorder-chains",
+                   llvm::formatv("all-reduce not moved: {0} -> {1} bytes, but "
+                                 "the profile predicts no shorter "
+                                 "communication ({2:F1} -> {3:F1} us)",
+                                 m * n * elt, m * p * elt, *before, *after)
+                       .str());
       return;
     }
 
@@ -332,10 +347,12 @@ struct OverlapReorderChainsPass
     auto moved = MatmulAllReduceOp::create(
         rewriter, product.getLoc(), product.getResult(0).getType(), partial,
         product.getInputs()[1], product.getOutputs()[0], gridAttr, axesAttr);
-    moved->emitRemark() << llvm::formatv(
-        "all-reduce moved after the product with the replicated right "
-        "factor: {0} -> {1} bytes on the wire, predicted {2:F1} -> {3:F1} us",
-        m * n * elt, m * p * elt, *before, *after);
+    remarkPassed(moved, "all-reduce-moved", "overlap-reorder-chains",
+                 llvm::formatv("all-reduce moved after the product with the "
+                               "replicated right factor: {0} -> {1} bytes on "
+                               "the wire, predicted {2:F1} -> {3:F1} us",
+                               m * n * elt, m * p * elt, *before, *after)
+                     .str());
     rewriter.replaceOp(product, moved.getResult());
     rewriter.eraseOp(collective);
   }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -179,9 +180,9 @@ struct OverlapScheduleStreamsPass
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
           if (llvm::any_of(tasks, [&](const Task &t) { return t.op == def; })) {
-            op->emitRemark() << "not scheduled on streams: this op uses a "
-                                "result of tile work and cannot move in "
-                                "front of it";
+            remarkMissed(op, "not-scheduled", "overlap-schedule-streams",
+                         "not scheduled on streams: this op uses a result "
+                         "of tile work and cannot move in front of it");
             return;
           }
 

@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-decompose --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --cse --canonicalize -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: overlap-opt %s --overlap-decompose --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --cse --canonicalize --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s
 
 shard.grid @tp(shape = 4)
 

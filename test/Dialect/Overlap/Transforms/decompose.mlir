@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-decompose -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: overlap-opt %s --overlap-decompose --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s
 
 shard.grid @tp(shape = 4)
 

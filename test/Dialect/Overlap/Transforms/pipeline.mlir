@@ -1,11 +1,11 @@
 // RUN: overlap-opt %s --overlap-pipeline="profile=h100-nvlink-datasheet strategy=uniform:2" -split-input-file | FileCheck %s
-// RUN: overlap-opt %s --overlap-pipeline="strategy=auto" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: overlap-opt %s --overlap-pipeline="strategy=auto" --remarks-filter-analyse=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
 
 // The upstream-partitioned Megatron MLP (sharding-propagation,
 // shard-partition, canonicalize on a column- then row-parallel pair of
 // weights over 4 ranks): the row-parallel matmul + all_reduce is raised,
 // planned and split into two tiles.
-// AUTO: remark: tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
+// AUTO: remark: {{.*}}Remark="tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
 // CHECK: %[[C:.*]] = scf.if
@@ -45,7 +45,7 @@ func.func @mlp(%arg0: tensor<512x64xf32>, %arg1: tensor<64x64xf32>, %arg2: tenso
 // Sequence-parallel input gathered along rows, then a column-parallel
 // matmul: raised to all_gather_matmul, planned, and decomposed into
 // per-tile gathers feeding strided-batched matmuls.
-// AUTO: remark: tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
+// AUTO: remark: {{.*}}Remark="tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
 // CHECK-LABEL: func.func @all_gather
 // CHECK-NOT: shard.all_gather
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 128, 256]

@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-plan="profile=h100-nvlink-datasheet strategy=uniform:4" -verify-diagnostics -o /dev/null
+// RUN: overlap-opt %s --overlap-plan="profile=h100-nvlink-datasheet strategy=uniform:4" --remarks-filter=overlap -verify-diagnostics -o /dev/null
 
 // A reduce-scatter tile takes tiles[i] / G rows of every rank's block, so
 // with 3 ranks the Planner aligns tile boundaries to lcm(128, 3) = 384 rows

@@ -1,14 +1,14 @@
-// RUN: overlap-opt %s --overlap-plan="profile=mc2-example strategy=mc2" -split-input-file -verify-diagnostics | FileCheck %s
-// RUN: overlap-opt %s --overlap-plan="profile=%profiles/mc2-example.json strategy=none" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
-// RUN: overlap-opt %s --overlap-plan="profile=mc2-example strategy=optimal ranks=8" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTIMAL
+// RUN: overlap-opt %s --overlap-plan="profile=mc2-example strategy=mc2" --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: overlap-opt %s --overlap-plan="profile=%profiles/mc2-example.json strategy=none" --remarks-filter=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: overlap-opt %s --overlap-plan="profile=mc2-example strategy=optimal ranks=8" --remarks-filter=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTIMAL
 // RUN: not overlap-opt %s --overlap-plan="profile=no-such-profile" -split-input-file 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not overlap-opt %s --overlap-plan="profile=%S/Inputs/bad-profile.json" -split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: not overlap-opt %s --overlap-plan="profile=mc2-example strategy=uniform:0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
 
-// NONE: remark: tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
-// OPTIMAL: remark: tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
+// NONE: remark: [Analysis] plan | Category:overlap:overlap-plan | Remark="tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
+// OPTIMAL: remark: [Analysis] plan | Category:overlap:overlap-plan | Remark="tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
 // The ranks override plans the op over a dynamic grid too.
-// OPTIMAL: remark: tiles [{{.*}}] (optimal, comm-bound)
+// OPTIMAL: remark: {{.*}}Remark="tiles [{{.*}}] (optimal, comm-bound)
 // MISSING: error: overlap-plan: profile 'no-such-profile' is neither a file nor a name in {{.*}}profiles
 // MALFORMED: error: overlap-plan: {{.*}}bad-profile.json
 // BADSTRATEGY: error: 'overlap.matmul_all_reduce' op overlap-plan failed: {{.*}}uniform

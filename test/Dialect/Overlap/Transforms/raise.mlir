@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-raise -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: overlap-opt %s --overlap-raise --remarks-filter-missed=overlap -split-input-file -verify-diagnostics | FileCheck %s
 
 shard.grid @tp(shape = 4)
 

@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-reorder-chains="move-collectives=true" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MOVE
+// RUN: overlap-opt %s --overlap-reorder-chains="move-collectives=true" --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=MOVE
 // RUN: overlap-opt %s --overlap-reorder-chains -split-input-file 2>/dev/null | FileCheck %s
 
 

@@ -1,4 +1,4 @@
-// RUN: overlap-opt %s --overlap-reorder-chains -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: overlap-opt %s --overlap-reorder-chains --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s
 
 // Cormen's example chain 10x100, 100x5, 5x50 written as a (b c): 75000
 // multiplications; (a b) c needs 7500.

@@ -1,13 +1,15 @@
-//===- Registration.cpp - Dialects and passes of the tools ------*- C++ -*-===//
+//===- InitAll.cpp - Dialects and passes of Overlap's pipelines -*- C++ -*-===//
 //
-// The same dialects and interface models as overlap-opt, plus the LLVM IR
-// translations the tools need to leave MLIR. Passes are registered by group
-// (not registerAllPasses) because the pipeline is spelled as text and only
-// these groups appear in it.
+// InitAllDialects.h and InitAllPasses.h: the dialects and interface models
+// Overlap's input and pipelines use, the LLVM IR translations to leave MLIR,
+// and the passes. Upstream passes are registered by group (not upstream's
+// registerAllPasses) because only these groups appear in the pipelines.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Registration.h"
+#include "overlap/InitAllDialects.h"
+#include "overlap/InitAllPasses.h"
+#include "overlap/Compiler/Pipeline.h"
 
 #include "overlap/Conversion/Passes.h"
 
@@ -28,6 +30,7 @@
 #include "mlir/Dialect/Func/Extensions/ShardingExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -47,6 +50,11 @@
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
@@ -72,7 +80,7 @@
 
 using namespace mlir;
 
-void mlir::overlap::tools::registerInterfaceModels(DialectRegistry &registry) {
+void mlir::overlap::registerInterfaceModels(DialectRegistry &registry) {
   // To-LLVM and inliner interfaces, sharding extensions of func/tensor.
   registerAllExtensions(registry);
   // The external models that upstream's registerAllDialects would add for
@@ -106,7 +114,7 @@ void mlir::overlap::tools::registerInterfaceModels(DialectRegistry &registry) {
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
 }
 
-void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
+void mlir::overlap::registerAllDialects(DialectRegistry &registry) {
   registry
       .insert<overlap::OverlapDialect, affine::AffineDialect,
               arith::ArithDialect, bufferization::BufferizationDialect,
@@ -124,18 +132,34 @@ void mlir::overlap::tools::registerDialects(DialectRegistry &registry) {
   gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
-void mlir::overlap::tools::registerPasses() {
+void mlir::overlap::registerOverlapPassesAndPipelines() {
   static std::once_flag once;
   std::call_once(once, [] {
     overlap::registerOverlapPasses();
     overlap::registerOverlapPipelines();
     overlap::registerOverlapConversionPasses();
-    // cse, canonicalize, symbol-dce.
+    compiler::registerCompilerPipelines();
+  });
+}
+
+void mlir::overlap::registerAllPasses() {
+  registerOverlapPassesAndPipelines();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // cse, canonicalize, symbol-dce, inline.
     registerTransformsPasses();
+    // The passes that make Overlap's input: sharding-propagation,
+    // shard-partition.
+    shard::registerShardPasses();
     // one-shot-bufferize and the deallocation passes.
     bufferization::registerBufferizationPasses();
-    // convert-linalg-to-loops.
+    // convert-linalg-to-loops and the other linalg, tensor, arith, func and
+    // scf passes users put around Overlap's.
     registerLinalgPasses();
+    tensor::registerTensorPasses();
+    arith::registerArithPasses();
+    func::registerFuncPasses();
+    registerSCFPasses();
     // expand-strided-metadata.
     memref::registerMemRefPasses();
     // lower-affine, convert-*-to-llvm, reconcile-unrealized-casts,
@@ -143,5 +167,6 @@ void mlir::overlap::tools::registerPasses() {
     registerConversionPasses();
     // gpu-kernel-outlining, nvvm-attach-target, gpu-module-to-binary.
     registerGPUPasses();
+    gpu::registerGPUToNVVMPipeline();
   });
 }

@@ -9,8 +9,8 @@
 #ifndef OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
 #define OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
 
-#include "ElfImports.h"
-#include "RunSupport.h"
+#include "overlap/Loader/ElfImports.h"
+#include "overlap/Loader/RunSupport.h"
 
 #include <memory>
 #include <string>
@@ -46,6 +46,17 @@ struct Outcome {
   /// synchronize after it) on the slowest rank, in milliseconds.
   std::vector<double> iterationMs;
 };
+
+/// A program names liboverlap_runtime.so or liboverlap_runtime_cuda.so;
+/// loading the runtimes that sit next to the one this process links (with
+/// RTLD_GLOBAL, before any program) makes every program use those, wherever
+/// it was compiled.
+void preloadRuntimes();
+
+/// dlopens `path` (from `overlap-compile --emit=so`) and reads its embedded
+/// signature and entry point into `lib`. On failure returns false with the
+/// reason in `message`.
+bool loadLibrary(const std::string &path, Library &lib, std::string &message);
 
 class Executor {
 public:

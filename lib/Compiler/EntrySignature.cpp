@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "EntrySignature.h"
+#include "overlap/Compiler/EntrySignature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -19,7 +19,7 @@ namespace run = ::overlap::run;
 
 namespace mlir {
 namespace overlap {
-namespace tools {
+namespace compiler {
 
 FailureOr<run::BufferSpec> specFor(Type type, std::string name,
                                    llvm::StringRef runner, std::string &error) {
@@ -131,6 +131,6 @@ void embedSignature(llvm::Module &module, const run::Signature &sig) {
   global->setAlignment(llvm::Align(1));
 }
 
-} // namespace tools
+} // namespace compiler
 } // namespace overlap
 } // namespace mlir

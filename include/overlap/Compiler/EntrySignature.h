@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H
-#define OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H
+#ifndef OVERLAP_COMPILER_ENTRYSIGNATURE_H
+#define OVERLAP_COMPILER_ENTRYSIGNATURE_H
 
-#include "RunSupport.h"
+#include "overlap/Loader/RunSupport.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -29,7 +29,7 @@ class FuncOp;
 } // namespace func
 
 namespace overlap {
-namespace tools {
+namespace compiler {
 
 /// The buffer of an argument or result of type `type`: a statically shaped
 /// tensor or identity-layout memref of f32, f16 or bf16. Otherwise fails
@@ -63,8 +63,8 @@ FailureOr<::overlap::run::Signature> describeEntry(ModuleOp module,
 /// NUL-terminated, exported) to `module`.
 void embedSignature(llvm::Module &module, const ::overlap::run::Signature &sig);
 
-} // namespace tools
+} // namespace compiler
 } // namespace overlap
 } // namespace mlir
 
-#endif // OVERLAP_TOOLS_COMMON_ENTRYSIGNATURE_H
+#endif // OVERLAP_COMPILER_ENTRYSIGNATURE_H

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Executor.h"
+#include "overlap/Loader/Executor.h"
 
 #ifdef OVERLAP_HAVE_CUDA
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ElfImports.h"
+#include "overlap/Loader/ElfImports.h"
 
 #include <cerrno>
 #include <cstdint>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RunSupport.h"
+#include "overlap/Loader/RunSupport.h"
 
 #include <algorithm>
 #include <chrono>

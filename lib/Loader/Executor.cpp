@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Executor.h"
+#include "overlap/Loader/Executor.h"
 
 #include <algorithm>
 #include <array>

@@ -1,0 +1,74 @@
+/*===- overlap-c/Compiler.h - The Overlap compiler from C ---------*- C -*-===*\
+|*                                                                            *|
+|* One call from MLIR text to a file: MLIR after the pipeline, LLVM IR, an    *|
+|* object, or a shared library linked against the Overlap runtime (what       *|
+|* overlap-compile does, through the same driver). The result says what went  *|
+|* wrong, or which plans the Planner chose (JSON).                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef OVERLAP_C_COMPILER_H
+#define OVERLAP_C_COMPILER_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  OVERLAP_EMIT_MLIR = 0,
+  OVERLAP_EMIT_LLVM = 1,
+  OVERLAP_EMIT_OBJECT = 2,
+  OVERLAP_EMIT_SHARED_LIBRARY = 3
+} OverlapEmit;
+
+/** The compile options; overlapCompileOptionsDefault() gives the defaults
+ *  (the same as overlap-compile's). A null string keeps the default. */
+typedef struct {
+  const char *profile;  /* a JSON path or a shipped profile's name */
+  const char *strategy; /* none, uniform:N, mc2, optimal, waves, ficco, auto */
+  const char *target;   /* host or cuda */
+  const char *entry;    /* "": the only public function with a body */
+  const char *cpu;      /* "": generic; "native" */
+  OverlapEmit emit;
+  unsigned optLevel; /* 0 to 3 */
+} OverlapCompileOptions;
+
+MLIR_CAPI_EXPORTED OverlapCompileOptions overlapCompileOptionsDefault(void);
+
+typedef struct OverlapCompileResult OverlapCompileResult;
+
+/** Compiles the MLIR text `source` and writes the output to `outputPath`.
+ *  Never returns null; destroy the result with overlapCompileResultDestroy. */
+MLIR_CAPI_EXPORTED OverlapCompileResult *
+overlapCompile(MlirStringRef source, MlirStringRef outputPath,
+               const OverlapCompileOptions *options);
+
+/** Whether the compilation succeeded. */
+MLIR_CAPI_EXPORTED bool
+overlapCompileResultSucceeded(const OverlapCompileResult *result);
+
+/** On failure: what went wrong (stage, diagnostics with locations). */
+MLIR_CAPI_EXPORTED MlirStringRef
+overlapCompileResultError(const OverlapCompileResult *result);
+
+/** On success: the plans chosen, a JSON array of objects with "location",
+ *  "summary" and the remark's metrics (tiles, strategy, bound,
+ *  predicted_us, serial_us). */
+MLIR_CAPI_EXPORTED MlirStringRef
+overlapCompileResultPlansJSON(const OverlapCompileResult *result);
+
+MLIR_CAPI_EXPORTED void overlapCompileResultDestroy(OverlapCompileResult *r);
+
+/** Runs the registered pipeline `overlap-to-llvm{options}` (options as in
+ *  the pipeline's text form, e.g. "target=host strategy=uniform:2") on
+ *  `module` in place; diagnostics go to the context's handlers. */
+MLIR_CAPI_EXPORTED MlirLogicalResult
+mlirOverlapRunPipeline(MlirModule module, MlirStringRef options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OVERLAP_C_COMPILER_H */

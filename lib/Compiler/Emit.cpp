@@ -1,0 +1,276 @@
+//===- Emit.cpp - Objects, shared libraries and the JIT ---------*- C++ -*-===//
+//
+// The driver's way out: the link of a shared library against the runtime,
+// compileToFiles (text in, a file out, in one call: what the C API and the
+// Python package use), the check of --mcpu, and the JIT.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Compiler/Driver.h"
+#include "overlap/Compiler/EntrySignature.h"
+#include "overlap/Compiler/Remarks.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::overlap::compiler;
+namespace run = ::overlap::run;
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error mlir::overlap::compiler::linkSharedLibrary(
+    llvm::StringRef object, llvm::StringRef output, llvm::StringRef target,
+    bool needsRunnerUtils, llvm::StringRef cc) {
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(cc);
+  if (!program)
+    return error("stage 'link': cannot find the C compiler '" + cc +
+                 "' on PATH (needed for shared libraries)");
+  std::string runtimeDir = runtimeLibraryDir();
+  std::string mlirDir = mlirRunnerUtilsDir();
+  std::string runtime =
+      target == "cuda" ? "overlap_runtime_cuda" : "overlap_runtime";
+  std::string runtimePath = runtimeDir + "/lib" + runtime + ".so";
+  if (!llvm::sys::fs::exists(runtimePath))
+    return error("stage 'link': " + runtimePath + " does not exist" +
+                 (target == "cuda"
+                      ? " (the CUDA backend is built only where CMake finds "
+                        "CUDA, NCCL and cuBLASLt)"
+                      : ""));
+  // $ORIGIN first: a program shipped next to a runtime uses that one; else
+  // the runtime this compiler links (an installation's lib/).
+  std::vector<std::string> args = {*program,
+                                   "-shared",
+                                   "-o",
+                                   output.str(),
+                                   object.str(),
+                                   "-L" + runtimeDir,
+                                   "-Wl,-rpath,$ORIGIN:" + runtimeDir,
+                                   "-l" + runtime};
+  if (needsRunnerUtils) {
+    args.push_back("-L" + mlirDir);
+    args.push_back("-Wl,-rpath," + mlirDir);
+    args.push_back("-lmlir_c_runner_utils");
+  }
+  args.push_back("-lm");
+  SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string errorMessage;
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, {}, 0, 0,
+                                     &errorMessage);
+  if (rc != 0) {
+    std::string command;
+    for (const std::string &arg : args)
+      command += arg + " ";
+    return error("stage 'link': '" + command + "' failed" +
+                 (errorMessage.empty() ? "" : ": " + errorMessage) +
+                 " (exit status " + llvm::Twine(rc) + ")");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::overlap::compiler::checkHostCPU(llvm::StringRef cpu) {
+  if (cpu.empty() || cpu == "native" || cpu == "generic")
+    return llvm::Error::success();
+  initializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string why;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, why);
+  if (!target)
+    return error("no LLVM target for " + triple.str() + ": " + why);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (info && info->isCPUStringValid(cpu))
+    return llvm::Error::success();
+  return error("--mcpu: '" + cpu + "' is not a CPU of " + triple.str() +
+               " (use 'native', 'generic' or a name from "
+               "'llc -mcpu=help')");
+}
+
+llvm::Expected<std::unique_ptr<ExecutionEngine>>
+mlir::overlap::compiler::createJit(ModuleOp module, unsigned optLevel) {
+  initializeNativeTarget();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = optLevel == 0
+                                         ? llvm::CodeGenOptLevel::None
+                                         : llvm::CodeGenOptLevel::Default;
+  // memrefCopy, which finalize-memref-to-llvm calls for copies between
+  // non-contiguous memrefs.
+  std::string runnerUtils = mlirRunnerUtilsDir() + "/libmlir_c_runner_utils.so";
+  SmallVector<llvm::StringRef> libs;
+  if (llvm::sys::fs::exists(runnerUtils))
+    libs.push_back(runnerUtils);
+  engineOptions.sharedLibPaths = libs;
+  return ExecutionEngine::create(module, engineOptions);
+}
+
+llvm::Expected<Artifact>
+mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
+                                        llvm::StringRef output,
+                                        const DriverOptions &options) {
+  std::unique_ptr<MLIRContext> context = createContext();
+  // Errors (with their locations) are collected for the returned message.
+  std::string diagnostics;
+  ScopedDiagnosticHandler collect(context.get(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Remark)
+      return success();
+    llvm::raw_string_ostream os(diagnostics);
+    os << diag.getLocation() << ": "
+       << (diag.getSeverity() == DiagnosticSeverity::Error ? "error: "
+                                                           : "warning: ")
+       << diag.str() << "\n";
+    return success();
+  });
+  PlanCollector *plans = collectPlans(*context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, context.get(), "input");
+  llvm::Expected<Artifact> artifact =
+      module ? compileModule(*module, output, options)
+             : llvm::Expected<Artifact>(error("stage 'parse': the input does "
+                                              "not parse"));
+  if (!artifact)
+    return error(llvm::toString(artifact.takeError()) +
+                 (diagnostics.empty() ? "" : "\n" + diagnostics));
+  if (plans)
+    artifact->plans = plans->take();
+  return artifact;
+}
+
+llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
+    ModuleOp module, llvm::StringRef output, const DriverOptions &options,
+    llvm::StringRef stopAfter,
+    llvm::function_ref<LogicalResult(PassManager &)> configure) {
+  if (llvm::Error err = options.compile.validate())
+    return std::move(err);
+  if (options.optLevel > 3)
+    return error("-O" + llvm::Twine(options.optLevel) +
+                 ": the level is 0 to 3");
+  if (llvm::Error err = checkHostCPU(options.cpu))
+    return std::move(err);
+  if (!stopAfter.empty() && options.emit != Emit::MLIR)
+    return error("--stop-after-stage needs --emit=mlir");
+  if (!stopAfter.empty() &&
+      llvm::none_of(buildStages(options.compile),
+                    [&](const Stage &s) { return s.name == stopAfter; }))
+    return error("--stop-after-stage: unknown stage '" + stopAfter +
+                 "' for --target=" + options.compile.target + " (" +
+                 stageNames(options.compile) + ")");
+
+  Artifact artifact;
+  artifact.path = output.str();
+  std::string why;
+  llvm::raw_string_ostream whyOs(why);
+  if (!options.entry.empty() &&
+      failed(selectEntry(module, options.entry, "", whyOs)))
+    return error(llvm::StringRef(why).rtrim());
+
+  // Objects and libraries carry their entry's signature, so that
+  // overlap-exec runs them without MLIR. A module it cannot describe still
+  // compiles (a C program may call it), with a warning.
+  std::optional<run::Signature> signature;
+  if (options.emit == Emit::Object || options.emit == Emit::SharedLibrary) {
+    FailureOr<std::string> entryName =
+        options.entry.empty() ? soleEntry(module, why)
+                              : FailureOr<std::string>(options.entry);
+    FailureOr<run::Signature> sig = failure();
+    if (succeeded(entryName))
+      sig = describeEntry(module, *entryName, "overlap-exec", why);
+    if (succeeded(sig)) {
+      sig->target = options.compile.target;
+      sig->strategy = options.compile.strategy;
+      sig->profile = options.compile.profile;
+      signature = std::move(*sig);
+    } else {
+      artifact.warnings.push_back(
+          "no " + std::string(run::kSignatureSymbol) +
+          " embedded (overlap-exec cannot run the output): " + why);
+    }
+  }
+
+  std::string stageErrors;
+  llvm::raw_string_ostream stageOs(stageErrors);
+  if (failed(runStages(module, options.compile, stopAfter, "", stageOs,
+                       configure)))
+    return error(llvm::StringRef(stageErrors).rtrim());
+
+  std::string fileError;
+  if (options.emit == Emit::MLIR) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    module.print(file->os());
+    file->os() << "\n";
+    file->keep();
+    return artifact;
+  }
+  std::string tmError;
+  llvm::raw_string_ostream tmOs(tmError);
+  std::string cpu = options.cpu == "native" ? llvm::sys::getHostCPUName().str()
+                                            : options.cpu;
+  std::unique_ptr<llvm::TargetMachine> tm =
+      createHostTargetMachine(cpu, options.optLevel, tmOs);
+  if (!tm)
+    return error("stage 'codegen': " + tmError);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateToLLVMIR(module, llvmContext, *tm, options.optLevel, tmOs);
+  if (!llvmModule)
+    return error("stage 'translate': " + tmError);
+  if (options.emit == Emit::LLVM) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    llvmModule->print(file->os(), nullptr);
+    file->keep();
+    return artifact;
+  }
+  if (signature)
+    embedSignature(*llvmModule, *signature);
+  if (options.emit == Emit::Object) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    if (failed(emitObject(*llvmModule, *tm, file->os(), tmOs)))
+      return error("stage 'codegen': " + tmError);
+    file->keep();
+    return artifact;
+  }
+  llvm::SmallString<128> objectPath;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "overlap-compile", "o", fd, objectPath))
+    return error("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    if (failed(emitObject(*llvmModule, *tm, os, tmOs)))
+      return error("stage 'codegen': " + tmError);
+  }
+  bool needsRunnerUtils = llvmModule->getFunction("memrefCopy") != nullptr;
+  if (llvm::Error err =
+          linkSharedLibrary(objectPath, output, options.compile.target,
+                            needsRunnerUtils, options.cc))
+    return std::move(err);
+  return artifact;
+}

@@ -1,0 +1,242 @@
+//===- Pipeline.cpp - The Overlap compile pipeline --------------*- C++ -*-===//
+//
+// The stages and their textual pipelines, the registered pipeline
+// `overlap-to-llvm`, and CompileOptions' checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Compiler/Pipeline.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::overlap::compiler;
+
+llvm::Error CompileOptions::validate() const {
+  auto oneOf = [](llvm::StringRef option, llvm::StringRef value,
+                  std::initializer_list<llvm::StringRef> accepted)
+      -> llvm::Error {
+    if (llvm::is_contained(accepted, value))
+      return llvm::Error::success();
+    std::string list;
+    llvm::ListSeparator sep(", ");
+    for (llvm::StringRef a : accepted)
+      list += (llvm::Twine(sep) + a).str();
+    return llvm::createStringError("%s: '%s' is not one of %s",
+                                   option.str().c_str(), value.str().c_str(),
+                                   list.c_str());
+  };
+  if (llvm::Error err = oneOf("target", target, {"host", "cuda"}))
+    return err;
+  if (llvm::Error err = oneOf("gpu-format", gpuFormat, {"fatbin", "bin", "isa"}))
+    return err;
+  if (profile.empty())
+    return llvm::createStringError("profile: empty (a JSON path or the name "
+                                   "of a shipped profile)");
+  if (strategy.empty())
+    return llvm::createStringError("strategy: empty (none, uniform:N, mc2, "
+                                   "optimal, waves, ficco, auto)");
+  return llvm::Error::success();
+}
+
+namespace mlir {
+namespace overlap {
+namespace compiler {
+
+/// Pass option values are quoted so that a profile path with spaces or
+/// pipeline punctuation survives parsing.
+static std::string quote(llvm::StringRef value) {
+  return ("\"" + value + "\"").str();
+}
+
+std::vector<Stage> buildStages(const CompileOptions &options) {
+  std::vector<Stage> stages;
+  bool cuda = options.target == "cuda";
+  // With target=cuda only the entry gets device memory and the context's
+  // streams, so calls are inlined first.
+  stages.push_back({"tensor",
+                    "raise, reorder chains, plan and decompose on tensors",
+                    std::string(cuda ? "inline, " : "") +
+                        "overlap-pipeline{profile=" + quote(options.profile) +
+                        " strategy=" + quote(options.strategy) + "}"});
+  // Ownership-based deallocation runs before stream scheduling so that its
+  // deallocations (after the last use of each buffer) are not tile work:
+  // they end a concurrent region, whose end synchronizes the streams, so no
+  // buffer is freed while a stream may still use it. The canonicalization
+  // before buffer-deallocation-simplification is not optional: without it
+  // the simplification crashes in BufferOriginAnalysis (MLIR 22) on a
+  // single-tile all-gather.
+  stages.push_back({"bufferize",
+                    "one-shot bufferization and buffer deallocation",
+                    "one-shot-bufferize{bufferize-function-boundaries "
+                    "function-boundary-type-conversion=identity-layout-map}, "
+                    "ownership-based-buffer-deallocation, canonicalize, "
+                    "buffer-deallocation-simplification, "
+                    "bufferization-lower-deallocations, cse, canonicalize"});
+  stages.push_back(
+      {"schedule", "compute and comm streams with signal/wait",
+       std::string("overlap-schedule-streams{testing-drop-waits=") +
+           (options.testingDropWaits ? "true" : "false") + "}"});
+  // With target=cuda the buffers are device memory: the linalg ops the
+  // runtime has no call for become kernels, in place (so on their stream),
+  // before the runtime lowering launches them. Clones (of a returned
+  // argument) become alloc + copy first, so that the runtime lowering
+  // turns them into overlap_alloc + overlap_memcpy.
+  if (cuda)
+    stages.push_back(
+        {"kernels", "GPU kernels for the linalg ops without a runtime call",
+         "convert-bufferization-to-memref, "
+         "func.func(overlap-linalg-to-gpu), "
+         "func.func(gpu-launch-sink-index-computations), gpu-kernel-outlining, "
+         "nvvm-attach-target{chip=" +
+             quote(options.gpuChip) + " features=" +
+             quote(options.gpuFeatures) + " O=3}"});
+  stages.push_back(
+      {"runtime", "lowering to calls of the Overlap runtime",
+       "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});
+  std::string host =
+      "expand-strided-metadata, lower-affine, "
+      "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
+      "convert-arith-to-llvm, convert-index-to-llvm, ";
+  if (!cuda)
+    stages.push_back(
+        {"llvm", "lowering of the remaining upstream dialects to LLVM",
+         "convert-bufferization-to-memref, convert-linalg-to-loops, " + host +
+             "convert-func-to-llvm, convert-cf-to-llvm, "
+             "reconcile-unrealized-casts"});
+  else
+    // The kernels first (NVVM, then a binary for the chip), then the host
+    // code; gpu-to-llvm turns the launches into mgpu* calls on the streams
+    // convert-overlap-to-runtime gave them.
+    stages.push_back(
+        {"llvm", "kernels to NVVM and a GPU binary, host code to LLVM",
+         "convert-bufferization-to-memref, "
+         "gpu.module(expand-strided-metadata, lower-affine, "
+         "convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, cse, "
+         "reconcile-unrealized-casts), "
+         "gpu-module-to-binary{format=" +
+             quote(options.gpuFormat) + "}, " + host +
+             "gpu-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
+             "reconcile-unrealized-casts"});
+  return stages;
+}
+
+std::string describePipeline(const CompileOptions &options) {
+  std::string text = "builtin.module(";
+  llvm::ListSeparator sep(", ");
+  for (const Stage &stage : buildStages(options))
+    text += llvm::StringRef(sep).str() + stage.pipeline;
+  return text + ")";
+}
+
+LogicalResult runStages(ModuleOp module, const CompileOptions &options,
+                        llvm::StringRef stopAfter, llvm::StringRef tool,
+                        llvm::raw_ostream &errs,
+                        function_ref<LogicalResult(PassManager &)> configure) {
+  std::string prefix = tool.empty() ? "" : (tool + ": error: ").str();
+  for (const Stage &stage : buildStages(options)) {
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    std::string parseErrors;
+    llvm::raw_string_ostream parseOs(parseErrors);
+    if (failed(parsePassPipeline(stage.pipeline, pm, parseOs))) {
+      errs << prefix << "stage '" << stage.name
+           << "': cannot build the pipeline '" << stage.pipeline
+           << "': " << parseErrors << "\n";
+      return failure();
+    }
+    if (configure && failed(configure(pm)))
+      return failure();
+    if (failed(pm.run(module))) {
+      errs << prefix << "stage '" << stage.name << "' ("
+           << stage.description << ") failed\n";
+      return failure();
+    }
+    if (stage.name == stopAfter)
+      break;
+  }
+  return success();
+}
+
+std::string stageNames(const CompileOptions &options) {
+  std::string names;
+  llvm::ListSeparator sep(", ");
+  for (const Stage &stage : buildStages(options))
+    names += (llvm::Twine(sep) + stage.name).str();
+  return names;
+}
+
+LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
+                            llvm::StringRef stopAfter, std::string &error) {
+  if (llvm::Error err = options.validate()) {
+    error = llvm::toString(std::move(err));
+    return failure();
+  }
+  std::vector<Stage> stages = buildStages(options);
+  if (!stopAfter.empty() && llvm::none_of(stages, [&](const Stage &s) {
+        return s.name == stopAfter;
+      })) {
+    error = ("stop-after-stage: unknown stage '" + stopAfter +
+             "' for target=" + options.target + " (" + stageNames(options) +
+             ")")
+                .str();
+    return failure();
+  }
+  for (const Stage &stage : stages) {
+    std::string parseErrors;
+    llvm::raw_string_ostream parseOs(parseErrors);
+    if (failed(parsePassPipeline(stage.pipeline, pm, parseOs))) {
+      error = "stage '" + stage.name + "': cannot build the pipeline '" +
+              stage.pipeline + "': " + parseErrors;
+      return failure();
+    }
+    if (stage.name == stopAfter)
+      break;
+  }
+  return success();
+}
+
+CompileOptions CompilePipelineOptions::toCompileOptions() const {
+  CompileOptions options;
+  options.profile = profile;
+  options.strategy = strategy;
+  options.target = target;
+  options.testingDropWaits = testingDropWaits;
+  options.gpuChip = gpuChip;
+  options.gpuFeatures = gpuFeatures;
+  options.gpuFormat = gpuFormat;
+  return options;
+}
+
+void registerCompilerPipelines() {
+  // The lower-level registration, so that a bad option value fails the
+  // pipeline's parsing with a message instead of building a wrong one.
+  registerPassPipeline(
+      "overlap-to-llvm",
+      "The whole Overlap compiler: raise, plan, decompose, bufferize, "
+      "schedule streams, lower to runtime calls and to the LLVM dialect",
+      [](OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
+          -> LogicalResult {
+        auto options = CompilePipelineOptions::createFromString(text);
+        if (!options)
+          return errorHandler("overlap-to-llvm: cannot parse the options '" +
+                              text + "'");
+        std::string error;
+        if (failed(buildPipeline(pm, options->toCompileOptions(),
+                                 options->stopAfter, error)))
+          return errorHandler("overlap-to-llvm: " + error);
+        return success();
+      },
+      [](llvm::function_ref<void(const detail::PassOptions &)> print) {
+        CompilePipelineOptions options;
+        print(options);
+      });
+}
+
+} // namespace compiler
+} // namespace overlap
+} // namespace mlir

@@ -10,7 +10,9 @@ include(CMakePackageConfigHelpers)
 set(OVERLAP_INSTALL_PROFILESDIR ${CMAKE_INSTALL_DATADIR}/overlap/profiles)
 set(OVERLAP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/overlap)
 
-set(overlap_exported OverlapPlanner OverlapLoader overlap_runtime)
+set(overlap_exported OverlapPlanner OverlapLoader overlap_runtime
+  OverlapHostCAPI)
+set_target_properties(OverlapHostCAPI PROPERTIES EXPORT_NAME HostCAPI)
 set_target_properties(OverlapPlanner PROPERTIES EXPORT_NAME Planner)
 set_target_properties(OverlapLoader PROPERTIES EXPORT_NAME Loader)
 set_target_properties(overlap_runtime PROPERTIES EXPORT_NAME Runtime)

@@ -20,6 +20,7 @@
 
 #include "overlap/Loader/ElfImports.h"
 #include "overlap/Loader/Executor.h"
+#include "overlap/Loader/Session.h"
 #include "overlap/Loader/RunSupport.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
@@ -66,28 +67,7 @@ static const char *const kUsage =
     "  --chaos-max-us US    longest chaos delay (0: the runtime's default)\n"
     "  -v                   say which allocator imports were poisoned\n";
 
-namespace {
-struct Options {
-  std::string program;
-  std::string reference;
-  int ranks = 0;
-  uint64_t seed = 1;
-  run::Tolerance tolerance;
-  std::string backend;
-  std::string refBackend;
-  int device = 0;
-  int iterations = 1;
-  int64_t waitTimeoutMs = 0;
-  std::optional<uint64_t> chaos;
-  int64_t chaosMaxUs = 0;
-  bool verbose = false;
-};
-} // namespace
-
-static int error(const std::string &message) {
-  std::fprintf(stderr, "%s: error: %s\n", kTool, message.c_str());
-  return 2;
-}
+using Options = exec::SessionOptions;
 
 static bool parseInteger(const std::string &text, int64_t low, int64_t high,
                          int64_t &value) {
@@ -222,88 +202,6 @@ static bool parseOptions(int argc, char **argv, Options &o,
   return true;
 }
 
-/// Points the program's allocator imports at the poisoning versions.
-static void poison(exec::Library &lib, const exec::Executor &executor,
-                   bool verbose) {
-  std::vector<exec::ImportRedirect> redirects = executor.poisonedImports();
-  std::string why;
-  if (!exec::redirectImports(lib.handle, redirects, why)) {
-    std::fprintf(stderr, "%s: warning: %s: allocations are not poisoned: %s\n",
-                 kTool, lib.path.c_str(), why.c_str());
-    return;
-  }
-  if (!verbose)
-    return;
-  std::string list;
-  for (const exec::ImportRedirect &redirect : redirects)
-    list += std::string(list.empty() ? "" : ", ") + redirect.name + " " +
-            std::to_string(redirect.slots);
-  std::fprintf(stderr, "%s: %s: poisoned import slots: %s\n", kTool,
-               lib.path.c_str(), list.c_str());
-}
-
-/// "program.so (strategy uniform:4)".
-static std::string describe(const exec::Library &lib) {
-  return lib.path + (lib.sig.strategy.empty()
-                         ? ""
-                         : " (strategy " + lib.sig.strategy + ")");
-}
-
-static std::string millis(const exec::Outcome &outcome) {
-  return run::formatDouble("%.3f", run::median(outcome.iterationMs)) + " ms";
-}
-
-/// "cuda run: program 1.234 ms, reference 2.345 ms (...)": `runs` timed on
-/// `executor`.
-static std::string timingLine(const exec::Executor &executor,
-                              const std::string &runs, int iterations) {
-  bool cuda = std::string(executor.backend()) == "cuda";
-  return std::string(executor.backend()) + " run: " + runs + " (" +
-         (iterations > 1 ? "median of " + std::to_string(iterations) + " runs, "
-                         : std::string()) +
-         (cuda ? "wall clock of the entry call and the synchronize after it)"
-               : "wall clock of the entry call on the slowest rank; threads "
-                 "on this CPU, not a performance measure)") +
-         "\n";
-}
-
-/// Makes the executor of `backend` for `ranks` ranks of `sig`; `option`
-/// (--backend, --ref-backend) names the choice in messages. Returns 0, or
-/// the exit status after printing why not: 2, or 3 without a CUDA device.
-static int createExecutor(const std::string &backend, const char *option,
-                          const Options &o, const run::Signature &sig,
-                          int ranks,
-                          std::unique_ptr<exec::Executor> &executor) {
-  if (backend == "cuda") {
-    if (ranks != 1)
-      return error(std::string(option) +
-                   " cuda runs one rank per process "
-                   "(overlap_cuda_context_create_single), but @" +
-                   sig.name + " needs " + std::to_string(ranks) + " ranks");
-    bool noDevice = false;
-    std::string message;
-    executor =
-        exec::createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
-    if (executor)
-      return 0;
-    if (!noDevice)
-      return error(message);
-    std::fprintf(stderr, "%s: %s; %s cuda needs one\n", kTool, message.c_str(),
-                 option);
-    return 3;
-  }
-  overlap_host_options options;
-  overlap_host_options_init(&options);
-  options.wait_timeout_ms = o.waitTimeoutMs;
-  options.chaos_max_delay_us = o.chaosMaxUs;
-  if (o.chaos) {
-    options.chaos = OVERLAP_CHAOS_ON;
-    options.chaos_seed = *o.chaos;
-  }
-  executor = exec::createHostExecutor(ranks, options);
-  return 0;
-}
-
 int main(int argc, char **argv) {
   Options o;
   std::string message;
@@ -317,108 +215,13 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  exec::preloadRuntimes();
-  exec::Library program, reference;
-  bool haveReference = !o.reference.empty();
-  if (!exec::loadLibrary(o.program, program, message) ||
-      (haveReference && !exec::loadLibrary(o.reference, reference, message)))
-    return error(message);
-  const run::Signature &sig = program.sig;
-  std::string backend = o.backend.empty() ? sig.target : o.backend;
-  std::string refBackend = o.refBackend.empty() ? backend : o.refBackend;
-  bool sameBackend = refBackend == backend;
-  if (haveReference) {
-    // On two backends each library is checked against its own below.
-    std::string diff =
-        run::signatureDifference(sig, reference.sig, sameBackend);
-    if (!diff.empty()) {
-      if (o.refBackend.empty() && reference.sig.target != refBackend)
-        diff += " (--ref-backend " + reference.sig.target +
-                " runs the reference on the backend it was compiled for)";
-      return error(o.program + " and " + o.reference +
-                   " have different signatures: " + diff);
-    }
-  }
-
-  if (backend != sig.target)
-    return error(o.program + " was compiled for --target=" + sig.target +
-                 "; --backend " + backend +
-                 " runs programs compiled with --target=" + backend);
-  if (haveReference && refBackend != reference.sig.target)
-    return error(o.reference + " was compiled for --target=" +
-                 reference.sig.target + "; --ref-backend " + refBackend +
-                 " runs references compiled with --target=" + refBackend);
-  int ranks = o.ranks ? o.ranks : run::defaultRanks(sig);
-  if (!run::checkRanks(sig, ranks, message))
-    return error(message);
-  if (backend == "cuda" && o.chaos)
-    return error("--chaos is a mode of the host backend");
-
-  // One executor when both libraries run on the same backend; the
-  // reference's own otherwise (CudaExecutor is one per process).
-  std::unique_ptr<exec::Executor> executor, ownRefExecutor;
-  if (int status =
-          createExecutor(backend, "--backend", o, sig, ranks, executor))
-    return status;
-  if (haveReference && !sameBackend)
-    if (int status = createExecutor(refBackend, "--ref-backend", o,
-                                    reference.sig, ranks, ownRefExecutor))
-      return status;
-  exec::Executor &refExecutor = ownRefExecutor ? *ownRefExecutor : *executor;
-  poison(program, *executor, o.verbose);
-  if (haveReference)
-    poison(reference, refExecutor, o.verbose);
-
-  std::printf("%s: @%s on %s, program %s", kTool, sig.name.c_str(),
-              executor->where().c_str(), describe(program).c_str());
-  if (haveReference)
-    std::printf(" vs reference %s", describe(reference).c_str());
-  if (ownRefExecutor)
-    std::printf(" on %s", ownRefExecutor->where().c_str());
-  std::printf(", seed %" PRIu64, o.seed);
-  if (o.chaos)
-    std::printf(", chaos %" PRIu64, *o.chaos);
-  if (o.iterations > 1)
-    std::printf(", %d iterations", o.iterations);
-  std::printf("\n");
-  std::fflush(stdout);
-
-  exec::Outcome programOutcome, referenceOutcome;
-  if (!executor->execute(program, o.seed, o.iterations, programOutcome,
-                         message))
-    return error("the program run failed: " + message);
-  if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
-                                            referenceOutcome, message))
-    return error("the reference run failed: " + message);
-
-  std::string programRuns = "program " + millis(programOutcome);
-  std::string timing;
-  if (!haveReference)
-    timing = timingLine(*executor, programRuns, o.iterations);
-  else if (sameBackend)
-    timing = timingLine(*executor,
-                        programRuns + ", reference " + millis(referenceOutcome),
-                        o.iterations);
-  else
-    timing = timingLine(*executor, programRuns, o.iterations) +
-             timingLine(refExecutor, "reference " + millis(referenceOutcome),
-                        o.iterations);
-
-  int status = 0;
-  if (haveReference) {
-    run::Comparison comparison = run::compareOutputs(
-        sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance,
-        "program", "reference");
-    std::fputs(comparison.text.c_str(), stdout);
-    std::fputs(timing.c_str(), stdout);
-    std::fputs(run::verdict(comparison).c_str(), stdout);
-    status = comparison.ok ? 0 : 1;
-  } else {
-    std::fputs(run::checksums(sig, programOutcome.outputs).c_str(), stdout);
-    std::fputs(timing.c_str(), stdout);
-  }
-  executor->release(program, programOutcome);
-  if (haveReference)
-    refExecutor.release(reference, referenceOutcome);
-  return status;
+  exec::SessionOutput output;
+  output.out = [](const std::string &text) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  output.err = [](const std::string &text) {
+    std::fputs(text.c_str(), stderr);
+  };
+  return exec::runSession(o, output);
 }

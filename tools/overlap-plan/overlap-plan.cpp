@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/Defaults.h"
+#include "overlap/Planner/Json.h"
 #include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TilePlanner.h"
@@ -142,115 +143,6 @@ static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//
-
-static void printPlanJson(const Plan &plan, const MatmulProblem &pb,
-                          const Profile &profile, const CostModel &model,
-                          raw_ostream &os) {
-  json::OStream j(os, 2);
-  j.object([&] {
-    j.attribute("strategy", plan.strategy);
-    if (!plan.selectedBy.empty())
-      j.attribute("selected_by", plan.selectedBy);
-    j.attributeArray("tiles", [&] {
-      for (int64_t t : plan.tiles)
-        j.value(t);
-    });
-    j.attribute("bound", toString(plan.bound));
-    j.attribute("predicted_us", r3(plan.predictedUs));
-    j.attribute("serial_us", r3(plan.serialUs));
-    j.attribute("ideal_us", r3(plan.idealUs));
-    j.attribute("efficiency", std::round(plan.efficiency * 1e6) / 1e6);
-    j.attribute("lower_bound_us", r3(plan.lowerBoundUs));
-    j.attributeObject("problem", [&] {
-      j.attribute("collective", toString(pb.collective));
-      j.attribute("m", pb.m);
-      j.attribute("n", pb.n);
-      j.attribute("k", pb.k);
-      j.attribute("dtype", toString(pb.dtype));
-      j.attribute("ranks", pb.ranks);
-    });
-    j.attribute("profile", profile.name);
-    j.attribute("gemm_source", model.describeGemmSource());
-    j.attribute("tile_gemm_pricing", toString(model.getTileGemmPricing()));
-    j.attribute("comm_source", model.describeCommSource());
-    j.attribute("gemm_calls_per_tile", plan.gemmCallsPerTile);
-    j.attribute("single_gemm_kernel", plan.singleGemmKernel);
-    j.attributeArray("tasks", [&] {
-      for (size_t i = 0; i < plan.tiles.size(); ++i) {
-        const SimTask &c = plan.timeline.task(Stream::Compute, i);
-        const SimTask &m = plan.timeline.task(Stream::Comm, i);
-        j.object([&] {
-          j.attribute("tile", static_cast<int64_t>(i));
-          j.attribute("rows", plan.tiles[i]);
-          j.attribute("compute_us", r3(plan.computeUs[i]));
-          j.attribute("comm_us", r3(plan.commUs[i]));
-          j.attribute("compute_start_us", r3(c.startUs));
-          j.attribute("compute_end_us", r3(c.endUs));
-          j.attribute("comm_start_us", r3(m.startUs));
-          j.attribute("comm_end_us", r3(m.endUs));
-        });
-      }
-    });
-    if (plan.mc2) {
-      const Mc2Details &d = *plan.mc2;
-      j.attributeObject("mc2", [&] {
-        j.attribute("a", d.a);
-        j.attribute("b", d.b);
-        j.attribute("c", d.c);
-        j.attribute("short_rows_initial", d.shortRowsInitial);
-        j.attribute("balance_us", r3(d.balanceUs));
-        j.attribute("long_rows_initial", d.longRowsInitial);
-        j.attribute("count", d.count);
-        j.attribute("long_rows", d.longRows);
-        j.attribute("short_rows", d.shortRows);
-        j.attribute("short_first", d.shortFirst);
-      });
-    }
-    if (plan.waves) {
-      const WaveDetails &w = *plan.waves;
-      j.attributeObject("waves", [&] {
-        j.attribute("output_tiles", w.outputTiles);
-        j.attribute("tiles_per_wave", w.tilesPerWave);
-        j.attribute("waves", w.waves);
-        j.attribute("wave_us", r3(w.waveUs));
-        j.attributeArray("groups", [&] {
-          for (int64_t g : w.groups)
-            j.value(g);
-        });
-        j.attribute("candidates_evaluated",
-                    static_cast<int64_t>(w.candidatesEvaluated));
-        j.attribute("search", w.exhaustive ? "exhaustive" : "pruned");
-      });
-    }
-    if (plan.ficco) {
-      const FiccoDetails &f = *plan.ficco;
-      j.attributeObject("ficco", [&] {
-        j.attribute("schedule", f.schedule);
-        j.attribute("reason", f.reason);
-        j.attribute("op_to_byte", r3(f.opToByte));
-        j.attribute("memory_traffic_bytes", f.memoryTrafficBytes);
-        j.attribute("score", std::round(f.score * 1e6) / 1e6);
-      });
-    }
-    if (!plan.candidates.empty()) {
-      j.attributeArray("candidates", [&] {
-        for (const Candidate &c : plan.candidates) {
-          j.object([&] {
-            j.attribute("strategy", c.strategy);
-            if (c.ok) {
-              j.attribute("predicted_us", r3(c.predictedUs));
-              j.attribute("tiles", static_cast<int64_t>(c.numTiles));
-            } else {
-              j.attribute("predicted_us", nullptr);
-              j.attribute("skipped", c.note);
-            }
-          });
-        }
-      });
-    }
-  });
-  os << "\n";
-}
 
 static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
                            const Profile &profile, const CostModel &model,
@@ -392,7 +284,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
     out << toChromeTrace(plan->timeline, plan->tiles, title);
   }
   if (args.has("--json"))
-    printPlanJson(*plan, pb, *profile, *model, outs());
+    writePlanJSON(*plan, pb, *profile, *model, outs());
   else
     printPlanTable(*plan, pb, *profile, *model, outs());
   return 0;
@@ -440,37 +332,7 @@ static int runChain(ArrayRef<const char *> argv) {
 
   raw_ostream &os = outs();
   if (args.has("--json")) {
-    json::OStream j(os, 2);
-    j.object([&] {
-      j.attribute("order", plan->order);
-      j.attribute("scalar_mults", plan->scalarMults);
-      j.attribute("total_transfers", plan->totalTransfers);
-      j.attributeArray("nodes", [&] {
-        for (const ChainNode &n : plan->nodes) {
-          j.object([&] {
-            j.attribute("i", n.i);
-            j.attribute("j", n.j);
-            j.attribute("k", n.k);
-            j.attribute("no_fuse", n.noFuse);
-            if (n.leftFuse)
-              j.attribute("left_fuse", *n.leftFuse);
-            else
-              j.attribute("left_fuse", nullptr);
-            if (n.rightFuse)
-              j.attribute("right_fuse", *n.rightFuse);
-            else
-              j.attribute("right_fuse", nullptr);
-            j.attribute("decision", toString(n.decision));
-            j.attributeArray("tile", [&] {
-              j.value(n.tileX);
-              j.value(n.tileY);
-            });
-            j.attribute("final", n.finalTransfers);
-          });
-        }
-      });
-    });
-    os << "\n";
+    writeChainPlanJSON(*plan, os);
     return 0;
   }
   os << "order           " << plan->order << "\n";

@@ -1,0 +1,63 @@
+//===- Session.h - Run a compiled program, as overlap-exec does --*- C++ -*-===//
+//
+// One call that loads a library from `overlap-compile --emit=so` (and a
+// reference), runs both on their backends with the same seeded inputs and
+// reports like overlap-exec: what overlap-exec, the C API (overlapRun) and
+// the Python package (overlap.run) share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LOADER_SESSION_H
+#define OVERLAP_LOADER_SESSION_H
+
+#include "overlap/Loader/Executor.h"
+#include "overlap/Loader/RunSupport.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace overlap {
+namespace exec {
+
+/// What to run and how (overlap-exec's flags).
+struct SessionOptions {
+  /// The name that starts every message ("overlap-exec").
+  std::string tool = "overlap-exec";
+  std::string program;
+  /// Empty: no reference, a checksum per output.
+  std::string reference;
+  /// 0: the size of the program's grid.
+  int ranks = 0;
+  uint64_t seed = 1;
+  run::Tolerance tolerance;
+  /// Empty: the program's target.
+  std::string backend;
+  /// Empty: `backend`.
+  std::string refBackend;
+  int device = 0;
+  int iterations = 1;
+  int64_t waitTimeoutMs = 0;
+  std::optional<uint64_t> chaos;
+  int64_t chaosMaxUs = 0;
+  bool verbose = false;
+};
+
+/// Where the session writes: the report (`out`, a line or more at a time,
+/// the first before anything runs) and errors and warnings (`err`).
+struct SessionOutput {
+  std::function<void(const std::string &)> out;
+  std::function<void(const std::string &)> err;
+};
+
+/// Runs the session. Returns overlap-exec's exit status: 0 when every
+/// output matches (or, without a reference, the run succeeded), 1 on a
+/// mismatch, 2 on a load, signature or runtime error, 3 when the CUDA
+/// backend cannot run here.
+int runSession(const SessionOptions &options, const SessionOutput &output);
+
+} // namespace exec
+} // namespace overlap
+
+#endif // OVERLAP_LOADER_SESSION_H

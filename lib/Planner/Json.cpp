@@ -1,0 +1,248 @@
+//===- Json.cpp - Plans as JSON documents -----------------------*- C++ -*-===//
+
+#include "overlap/Planner/Json.h"
+
+#include "overlap/Planner/Defaults.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <system_error>
+
+using namespace llvm;
+using namespace overlap::planner;
+
+/// Rounded for output: µs to the nanosecond.
+static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
+                          const Profile &profile, const CostModel &model,
+                          raw_ostream &os) {
+  json::OStream j(os, 2);
+  j.object([&] {
+    j.attribute("strategy", plan.strategy);
+    if (!plan.selectedBy.empty())
+      j.attribute("selected_by", plan.selectedBy);
+    j.attributeArray("tiles", [&] {
+      for (int64_t t : plan.tiles)
+        j.value(t);
+    });
+    j.attribute("bound", toString(plan.bound));
+    j.attribute("predicted_us", r3(plan.predictedUs));
+    j.attribute("serial_us", r3(plan.serialUs));
+    j.attribute("ideal_us", r3(plan.idealUs));
+    j.attribute("efficiency", std::round(plan.efficiency * 1e6) / 1e6);
+    j.attribute("lower_bound_us", r3(plan.lowerBoundUs));
+    j.attributeObject("problem", [&] {
+      j.attribute("collective", toString(pb.collective));
+      j.attribute("m", pb.m);
+      j.attribute("n", pb.n);
+      j.attribute("k", pb.k);
+      j.attribute("dtype", toString(pb.dtype));
+      j.attribute("ranks", pb.ranks);
+    });
+    j.attribute("profile", profile.name);
+    j.attribute("gemm_source", model.describeGemmSource());
+    j.attribute("tile_gemm_pricing", toString(model.getTileGemmPricing()));
+    j.attribute("comm_source", model.describeCommSource());
+    j.attribute("gemm_calls_per_tile", plan.gemmCallsPerTile);
+    j.attribute("single_gemm_kernel", plan.singleGemmKernel);
+    j.attributeArray("tasks", [&] {
+      for (size_t i = 0; i < plan.tiles.size(); ++i) {
+        const SimTask &c = plan.timeline.task(Stream::Compute, i);
+        const SimTask &m = plan.timeline.task(Stream::Comm, i);
+        j.object([&] {
+          j.attribute("tile", static_cast<int64_t>(i));
+          j.attribute("rows", plan.tiles[i]);
+          j.attribute("compute_us", r3(plan.computeUs[i]));
+          j.attribute("comm_us", r3(plan.commUs[i]));
+          j.attribute("compute_start_us", r3(c.startUs));
+          j.attribute("compute_end_us", r3(c.endUs));
+          j.attribute("comm_start_us", r3(m.startUs));
+          j.attribute("comm_end_us", r3(m.endUs));
+        });
+      }
+    });
+    if (plan.mc2) {
+      const Mc2Details &d = *plan.mc2;
+      j.attributeObject("mc2", [&] {
+        j.attribute("a", d.a);
+        j.attribute("b", d.b);
+        j.attribute("c", d.c);
+        j.attribute("short_rows_initial", d.shortRowsInitial);
+        j.attribute("balance_us", r3(d.balanceUs));
+        j.attribute("long_rows_initial", d.longRowsInitial);
+        j.attribute("count", d.count);
+        j.attribute("long_rows", d.longRows);
+        j.attribute("short_rows", d.shortRows);
+        j.attribute("short_first", d.shortFirst);
+      });
+    }
+    if (plan.waves) {
+      const WaveDetails &w = *plan.waves;
+      j.attributeObject("waves", [&] {
+        j.attribute("output_tiles", w.outputTiles);
+        j.attribute("tiles_per_wave", w.tilesPerWave);
+        j.attribute("waves", w.waves);
+        j.attribute("wave_us", r3(w.waveUs));
+        j.attributeArray("groups", [&] {
+          for (int64_t g : w.groups)
+            j.value(g);
+        });
+        j.attribute("candidates_evaluated",
+                    static_cast<int64_t>(w.candidatesEvaluated));
+        j.attribute("search", w.exhaustive ? "exhaustive" : "pruned");
+      });
+    }
+    if (plan.ficco) {
+      const FiccoDetails &f = *plan.ficco;
+      j.attributeObject("ficco", [&] {
+        j.attribute("schedule", f.schedule);
+        j.attribute("reason", f.reason);
+        j.attribute("op_to_byte", r3(f.opToByte));
+        j.attribute("memory_traffic_bytes", f.memoryTrafficBytes);
+        j.attribute("score", std::round(f.score * 1e6) / 1e6);
+      });
+    }
+    if (!plan.candidates.empty()) {
+      j.attributeArray("candidates", [&] {
+        for (const Candidate &c : plan.candidates) {
+          j.object([&] {
+            j.attribute("strategy", c.strategy);
+            if (c.ok) {
+              j.attribute("predicted_us", r3(c.predictedUs));
+              j.attribute("tiles", static_cast<int64_t>(c.numTiles));
+            } else {
+              j.attribute("predicted_us", nullptr);
+              j.attribute("skipped", c.note);
+            }
+          });
+        }
+      });
+    }
+  });
+  os << "\n";
+}
+
+void overlap::planner::writeChainPlanJSON(const ChainPlan &chain,
+                                          raw_ostream &os) {
+  const ChainPlan *plan = &chain;
+  json::OStream j(os, 2);
+  j.object([&] {
+    j.attribute("order", plan->order);
+    j.attribute("scalar_mults", plan->scalarMults);
+    j.attribute("total_transfers", plan->totalTransfers);
+    j.attributeArray("nodes", [&] {
+      for (const ChainNode &n : plan->nodes) {
+        j.object([&] {
+          j.attribute("i", n.i);
+          j.attribute("j", n.j);
+          j.attribute("k", n.k);
+          j.attribute("no_fuse", n.noFuse);
+          if (n.leftFuse)
+            j.attribute("left_fuse", *n.leftFuse);
+          else
+            j.attribute("left_fuse", nullptr);
+          if (n.rightFuse)
+            j.attribute("right_fuse", *n.rightFuse);
+          else
+            j.attribute("right_fuse", nullptr);
+          j.attribute("decision", toString(n.decision));
+          j.attributeArray("tile", [&] {
+            j.value(n.tileX);
+            j.value(n.tileY);
+          });
+          j.attribute("final", n.finalTransfers);
+        });
+      }
+    });
+  });
+  os << "\n";
+}
+
+static Error requestError(const Twine &message) {
+  return createStringError(std::make_error_code(std::errc::invalid_argument),
+                           "request: " + message);
+}
+
+Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
+  Expected<json::Value> parsed = json::parse(request);
+  if (!parsed)
+    return requestError("not JSON: " + toString(parsed.takeError()));
+  const json::Object *object = parsed->getAsObject();
+  if (!object)
+    return requestError("expected an object");
+  auto string = [&](StringRef key, StringRef fallback) -> std::string {
+    std::optional<StringRef> v = object->getString(key);
+    return (v ? *v : fallback).str();
+  };
+  std::string text;
+  raw_string_ostream os(text);
+  std::string kind = string("kind", "matmul");
+  if (kind == "chain") {
+    const json::Array *dimsArray = object->getArray("dims");
+    if (!dimsArray)
+      return requestError("\"dims\": expected an array of positive "
+                          "integers");
+    std::vector<int64_t> dims;
+    for (const json::Value &d : *dimsArray) {
+      std::optional<int64_t> v = d.getAsInteger();
+      if (!v || *v < 1)
+        return requestError("\"dims\": expected positive integers");
+      dims.push_back(*v);
+    }
+    std::optional<double> mf = object->getNumber("fast_memory");
+    if (!mf || !(*mf >= 1) || !std::isfinite(*mf))
+      return requestError("\"fast_memory\": expected a number >= 1");
+    Expected<ChainPlan> plan = planChain(dims, *mf);
+    if (!plan)
+      return plan.takeError();
+    writeChainPlanJSON(*plan, os);
+    return text;
+  }
+  if (kind != "matmul")
+    return requestError("\"kind\": '" + kind + "' is not matmul or chain");
+  MatmulProblem problem;
+  std::string collective = string("collective", "");
+  std::optional<Collective> c = parseCollective(collective);
+  if (!c)
+    return requestError("\"collective\": expected all-reduce, "
+                        "reduce-scatter or all-gather, got '" +
+                        collective + "'");
+  problem.collective = *c;
+  for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &problem.m},
+                            {"n", &problem.n},
+                            {"k", &problem.k},
+                            {"ranks", &problem.ranks}}) {
+    std::optional<int64_t> v = object->getInteger(key);
+    if (!v || *v < 1)
+      return requestError(formatv("\"{0}\": expected a positive integer",
+                                  key));
+    *field = *v;
+  }
+  std::string dtype = string("dtype", "f16");
+  std::optional<DType> d = parseDType(dtype);
+  if (!d)
+    return requestError("\"dtype\": expected f16, bf16 or f32, got '" +
+                        dtype + "'");
+  problem.dtype = *d;
+  std::string profileArg = string("profile", kDefaultProfile);
+  std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
+  if (path.empty())
+    return requestError(formatv("\"profile\": no file '{0}' and no profile "
+                                "of that name in {1}",
+                                profileArg, shippedProfilesDir()));
+  Expected<Profile> profile = loadProfile(path);
+  if (!profile)
+    return profile.takeError();
+  Expected<CostModel> model = CostModel::create(*profile, problem);
+  if (!model)
+    return model.takeError();
+  Expected<Plan> plan =
+      planTiles(*profile, problem, string("strategy", kDefaultStrategy));
+  if (!plan)
+    return plan.takeError();
+  writePlanJSON(*plan, problem, *profile, *model, os);
+  return text;
+}

@@ -130,21 +130,17 @@ mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
                                         llvm::StringRef output,
                                         const DriverOptions &options) {
   std::unique_ptr<MLIRContext> context = createContext();
-  // Errors (with their locations) are collected for the returned message.
+  // Diagnostics (with their locations in "input") go into the message.
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, "input"), llvm::SMLoc());
   std::string diagnostics;
-  ScopedDiagnosticHandler collect(context.get(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Remark)
-      return success();
-    llvm::raw_string_ostream os(diagnostics);
-    os << diag.getLocation() << ": "
-       << (diag.getSeverity() == DiagnosticSeverity::Error ? "error: "
-                                                           : "warning: ")
-       << diag.str() << "\n";
-    return success();
-  });
+  llvm::raw_string_ostream diagnosticsOs(diagnostics);
+  SourceMgrDiagnosticHandler collect(*sourceMgr, context.get(),
+                                     diagnosticsOs);
   PlanCollector *plans = collectPlans(*context);
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, context.get(), "input");
+      parseSourceFile<ModuleOp>(sourceMgr, context.get());
   llvm::Expected<Artifact> artifact =
       module ? compileModule(*module, output, options)
              : llvm::Expected<Artifact>(error("stage 'parse': the input does "

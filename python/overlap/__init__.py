@@ -1,17 +1,23 @@
 """Overlap's Python side (docs/python.md).
 
-- ``overlap.plan`` / ``overlap.chain``: run the ``overlap-plan`` Planner CLI
-  and get plain dataclasses back (``overlap.planner``).
+- ``overlap.compile`` / ``overlap.run``: the compiler and the loader in
+  process, through Overlap's C API (``overlap.compiler``, ``overlap.native``).
+- ``overlap.plan`` / ``overlap.chain``: the Planner in process, plain
+  dataclasses back (``overlap.planner``).
 - ``python -m overlap.fit``: fit a hardware profile from measurements.
 - ``python -m overlap.plot timeline|sweep``: Gantt charts and speedup sweeps.
 
 The fitting and plotting modules need only numpy and matplotlib, not a build.
 """
 
+from .compiler import CompileError, Compiled, RunResult, compile, run
+from .native import NativeNotFound
 from .planner import (ChainNode, ChainPlan, Plan, PlanError, PlannerNotFound,
-                      Task, chain, find_overlap_plan, plan)
+                      Task, chain, find_overlap_plan, plan, plan_json)
 
 __version__ = "0.1.0"
 
-__all__ = ["ChainNode", "ChainPlan", "Plan", "PlanError", "PlannerNotFound",
-           "Task", "chain", "find_overlap_plan", "plan", "__version__"]
+__all__ = ["ChainNode", "ChainPlan", "CompileError", "Compiled",
+           "NativeNotFound", "Plan", "PlanError", "PlannerNotFound",
+           "RunResult", "Task", "chain", "compile", "find_overlap_plan",
+           "plan", "plan_json", "run", "__version__"]

@@ -1,4 +1,4 @@
-"""A thin wrapper over the ``overlap-plan`` CLI (docs/planner.md).
+"""The Planner from Python (docs/planner.md), in process.
 
     >>> import overlap
     >>> p = overlap.plan(m=4096, n=8192, k=3072, ranks=8,
@@ -6,12 +6,17 @@
     >>> p.tiles
     [512, 896, 896, 896, 896]
 
-Results are plain dataclasses built from ``overlap-plan ... --json``; fields
-the CLI adds later land in ``extra``, and ``raw`` keeps the whole object.
+``plan`` and ``chain`` call the Planner in this process through the C API
+(``overlapPlanJSON`` in libOverlapHostCAPI.so, overlap/native.py), which
+returns the document of ``overlap-plan ... --json``; with ``binary=`` (or
+``trace=``) they run that CLI instead. Results are plain dataclasses; fields
+the Planner adds later land in ``extra``, and ``raw`` keeps the whole
+object.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -20,9 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from . import native
+
 
 class PlannerNotFound(FileNotFoundError):
-    """No overlap-plan binary: set OVERLAP_PLAN or build the project."""
+    """No Planner: neither the native library (overlap/native.py) nor an
+    overlap-plan binary (OVERLAP_PLAN) is built or installed."""
 
 
 class PlanError(RuntimeError):
@@ -167,6 +175,25 @@ def run_json(args: Sequence[str], binary: Optional[str] = None,
             from None
 
 
+def plan_json(request: Dict[str, Any]) -> Dict[str, Any]:
+    """Plans ``request`` in process (``overlapPlanJSON``): {"kind":
+    "matmul", "collective", "m", "n", "k", "ranks", "dtype", "profile",
+    "strategy"} or {"kind": "chain", "dims", "fast_memory"}. Raises
+    PlanError (returncode 2: a bad request; 1: planning failed)."""
+    try:
+        lib = native.host_api()
+    except native.NativeNotFound as err:
+        raise PlannerNotFound(str(err)) from None
+    result, error = ctypes.c_void_p(), ctypes.c_void_p()
+    text = json.dumps(request)
+    status = lib.overlapPlanJSON(text.encode(), ctypes.byref(result),
+                                 ctypes.byref(error))
+    document, message = native.take_strings(lib, result, error)
+    if status != 0:
+        raise PlanError(["overlapPlanJSON", text], status, message or "")
+    return json.loads(document)
+
+
 def plan(m: int, n: int, k: int, *, ranks: int,
          profile: Union[str, os.PathLike],
          collective: str = "all-reduce", dtype: str = "f16",
@@ -176,9 +203,15 @@ def plan(m: int, n: int, k: int, *, ranks: int,
     """``overlap-plan matmul ... --json``: split a fused matmul + collective.
 
     ``profile`` is a shipped name (``"mc2-example"``) or a path;
-    ``trace`` also writes the Chrome trace there. Raises PlanError with the
-    tool's message on failure, PlannerNotFound without a binary.
+    ``trace`` also writes the Chrome trace there (through the CLI). Raises
+    PlanError with the Planner's message on failure, PlannerNotFound
+    without a Planner.
     """
+    if binary is None and trace is None:
+        return Plan.from_json(plan_json(
+            {"kind": "matmul", "collective": collective, "m": int(m),
+             "n": int(n), "k": int(k), "ranks": int(ranks), "dtype": dtype,
+             "profile": os.fspath(profile), "strategy": strategy}))
     args = ["matmul", "--collective", collective, "--m", m, "--n", n,
             "--k", k, "--dtype", dtype, "--ranks", ranks,
             "--profile", os.fspath(profile), "--strategy", strategy, "--json"]
@@ -189,7 +222,12 @@ def plan(m: int, n: int, k: int, *, ranks: int,
 
 def chain(dims: Sequence[int], fast_memory: int, *,
           binary: Optional[str] = None) -> ChainPlan:
-    """``overlap-plan chain --dims ... --fast-memory ... --json``."""
+    """``overlap-plan chain --dims ... --fast-memory ... --json``, in
+    process unless ``binary`` names the CLI."""
+    if binary is None:
+        return ChainPlan.from_json(plan_json(
+            {"kind": "chain", "dims": [int(d) for d in dims],
+             "fast_memory": fast_memory}))
     args = ["chain", "--dims", ",".join(str(int(d)) for d in dims),
             "--fast-memory", fast_memory, "--json"]
     return ChainPlan.from_json(run_json(args, binary))

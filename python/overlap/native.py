@@ -1,0 +1,137 @@
+"""The native part of the package: Overlap's C API through ctypes.
+
+Debian's MLIR is built without Python bindings, so the package binds
+Overlap's own C API (include/overlap-c):
+
+- ``libOverlapHostCAPI.so`` (no MLIR): the Planner in process
+  (``overlapPlanJSON``) and the loader that runs compiled programs
+  (``overlapRun``);
+- ``libOverlapCAPI.so``: the compiler (``overlapCompile``).
+
+The libraries are looked for in ``$OVERLAP_LIB_DIR``, then
+``$OVERLAP_PREFIX/lib`` (an installation: ``cmake --install build --prefix
+P``), then ``$OVERLAP_BUILD_DIR/lib``, then ``<repo>/build/lib``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+__all__ = ["NativeNotFound", "library_dirs", "host_api", "compiler_api"]
+
+
+class NativeNotFound(FileNotFoundError):
+    """The native library is not built or installed where it is looked for."""
+
+
+def library_dirs() -> List[Path]:
+    """Where the native libraries are looked for, in order."""
+    dirs = []
+    for var, sub in (("OVERLAP_LIB_DIR", ""), ("OVERLAP_PREFIX", "lib"),
+                     ("OVERLAP_BUILD_DIR", "lib")):
+        value = os.environ.get(var)
+        if value:
+            dirs.append(Path(value) / sub if sub else Path(value))
+    dirs.append(Path(__file__).resolve().parent.parent.parent / "build" /
+                "lib")
+    return dirs
+
+
+_loaded: Dict[str, ctypes.CDLL] = {}
+
+
+def _load(name: str) -> ctypes.CDLL:
+    if name in _loaded:
+        return _loaded[name]
+    tried = []
+    for d in library_dirs():
+        path = d / name
+        tried.append(str(path))
+        if path.is_file():
+            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            _loaded[name] = lib
+            return lib
+    raise NativeNotFound(
+        f"{name} not found (build it with ./scripts/build.sh, or set "
+        f"OVERLAP_LIB_DIR / OVERLAP_PREFIX / OVERLAP_BUILD_DIR); looked at "
+        + ", ".join(tried))
+
+
+class MlirStringRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_char_p), ("length", ctypes.c_size_t)]
+
+    @classmethod
+    def of(cls, text: bytes) -> "MlirStringRef":
+        return cls(text, len(text))
+
+    def text(self) -> str:
+        return ctypes.string_at(self.data, self.length).decode()
+
+
+class CompileOptions(ctypes.Structure):
+    _fields_ = [("profile", ctypes.c_char_p), ("strategy", ctypes.c_char_p),
+                ("target", ctypes.c_char_p), ("entry", ctypes.c_char_p),
+                ("cpu", ctypes.c_char_p), ("emit", ctypes.c_int),
+                ("optLevel", ctypes.c_uint)]
+
+
+class RunOptions(ctypes.Structure):
+    _fields_ = [("program", ctypes.c_char_p), ("reference", ctypes.c_char_p),
+                ("backend", ctypes.c_char_p), ("ranks", ctypes.c_int),
+                ("seed", ctypes.c_uint64), ("iterations", ctypes.c_int),
+                ("rtol", ctypes.c_double), ("atol", ctypes.c_double),
+                ("waitTimeoutMs", ctypes.c_int64)]
+
+
+def host_api() -> ctypes.CDLL:
+    """libOverlapHostCAPI.so with its prototypes."""
+    lib = _load("libOverlapHostCAPI.so")
+    if not hasattr(lib, "_overlap_ready"):
+        out = ctypes.POINTER(ctypes.c_void_p)
+        lib.overlapPlanJSON.argtypes = [ctypes.c_char_p, out, out]
+        lib.overlapPlanJSON.restype = ctypes.c_int
+        lib.overlapFree.argtypes = [ctypes.c_void_p]
+        lib.overlapFree.restype = None
+        lib.overlapRunOptionsDefault.argtypes = []
+        lib.overlapRunOptionsDefault.restype = RunOptions
+        lib.overlapRun.argtypes = [ctypes.POINTER(RunOptions), out, out]
+        lib.overlapRun.restype = ctypes.c_int
+        lib._overlap_ready = True
+    return lib
+
+
+def compiler_api() -> ctypes.CDLL:
+    """libOverlapCAPI.so with its prototypes."""
+    lib = _load("libOverlapCAPI.so")
+    if not hasattr(lib, "_overlap_ready"):
+        lib.overlapCompileOptionsDefault.argtypes = []
+        lib.overlapCompileOptionsDefault.restype = CompileOptions
+        lib.overlapCompile.argtypes = [MlirStringRef, MlirStringRef,
+                                       ctypes.POINTER(CompileOptions)]
+        lib.overlapCompile.restype = ctypes.c_void_p
+        lib.overlapCompileResultSucceeded.argtypes = [ctypes.c_void_p]
+        lib.overlapCompileResultSucceeded.restype = ctypes.c_bool
+        for fn in ("overlapCompileResultError",
+                   "overlapCompileResultPlansJSON"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p]
+            getattr(lib, fn).restype = MlirStringRef
+        lib.overlapCompileResultDestroy.argtypes = [ctypes.c_void_p]
+        lib.overlapCompileResultDestroy.restype = None
+        lib._overlap_ready = True
+    return lib
+
+
+def take_strings(lib: ctypes.CDLL, *pointers: ctypes.c_void_p
+                 ) -> Tuple[Optional[str], ...]:
+    """The C strings the C API returned (then freed with overlapFree)."""
+    texts = []
+    for p in pointers:
+        if p.value:
+            texts.append(ctypes.string_at(p.value).decode())
+            lib.overlapFree(p)
+        else:
+            texts.append(None)
+    return tuple(texts)

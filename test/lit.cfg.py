@@ -13,7 +13,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.overlap_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "Inputs"]
+                   "Inputs", "downstream"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
@@ -22,6 +22,11 @@ config.substitutions.append(
     ("%overlap_lib", os.path.join(config.overlap_obj_root, "lib")))
 config.substitutions.append(
     ("%profiles", os.path.join(config.overlap_src_root, "profiles")))
+
+# Debian's own mlir-opt, for the plugin test (not overlap-opt).
+config.substitutions.append(
+    ("%stock_mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%overlap_obj", config.overlap_obj_root))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -37,7 +42,7 @@ if config.overlap_have_cuda:
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
 tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",
-         "overlap-exec", "mlir-opt", "mlir-runner"]
+         "overlap-exec", "overlap-capi-test", "mlir-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.overlap_tools_dir,
                              append_path=True)

@@ -60,8 +60,15 @@ static std::string plansToJSON(const std::vector<compiler::PlanRecord> &plans) {
   for (const compiler::PlanRecord &plan : plans) {
     llvm::json::Object object{{"location", plan.location},
                               {"summary", plan.summary}};
-    for (const auto &[key, value] : plan.metrics)
-      object[key] = value;
+    // Times are numbers; the other metrics stay text.
+    for (const auto &[key, value] : plan.metrics) {
+      double number;
+      if (llvm::StringRef(key).ends_with("_us") &&
+          !llvm::StringRef(value).getAsDouble(number))
+        object[key] = number;
+      else
+        object[key] = value;
+    }
     array.push_back(std::move(object));
   }
   std::string text;

@@ -3,6 +3,8 @@
 #include "overlap/Compiler/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Remark/RemarkStreamer.h"
 #include "llvm/Remarks/RemarkFormat.h"
@@ -96,7 +98,11 @@ void PlanCollector::streamOptimizationRemark(
     return;
   PlanRecord record;
   llvm::raw_string_ostream loc(record.location);
-  loc << remark.getLocation();
+  if (auto file = remark.getLocation()->findInstanceOf<FileLineColLoc>())
+    loc << file.getFilename().getValue() << ":" << file.getLine() << ":"
+        << file.getColumn();
+  else
+    loc << remark.getLocation();
   for (const remark::detail::Remark::Arg &arg : remark.getArgs()) {
     if (arg.key == "Remark")
       record.summary += arg.val;

@@ -131,7 +131,8 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                            gain >= 0 ? "faster" : "slower")
                  .str();
     }
-    remark::analysis(op->getLoc(), remarkOpts(kPlanRemarkName, "overlap-plan"))
+    remark::analysis(op->getLoc(),
+                     remarkOpts(kPlanRemarkName, "overlap-plan", op))
         << why << remark::metric("tiles", formatTiles(plan->tiles))
         << remark::metric("strategy", plan->strategy)
         << remark::metric("bound", bound == Bound::Comm ? "comm" : "compute")

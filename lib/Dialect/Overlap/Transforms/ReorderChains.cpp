@@ -245,7 +245,8 @@ struct OverlapReorderChainsPass
                    "overlap-reorder-chains", what);
     else
       remark::analysis(product.getDefiningOp()->getLoc(),
-                       remarkOpts("chain-kept", "overlap-reorder-chains"))
+                       remarkOpts("chain-kept", "overlap-reorder-chains",
+                                  product.getDefiningOp()))
           << what;
     return success();
   }

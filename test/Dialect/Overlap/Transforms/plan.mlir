@@ -5,8 +5,8 @@
 // RUN: not overlap-opt %s --overlap-plan="profile=%S/Inputs/bad-profile.json" -split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: not overlap-opt %s --overlap-plan="profile=mc2-example strategy=uniform:0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
 
-// NONE: remark: [Analysis] plan | Category:overlap:overlap-plan | Remark="tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
-// OPTIMAL: remark: [Analysis] plan | Category:overlap:overlap-plan | Remark="tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
+// NONE: remark: [Analysis] plan | Category:overlap:overlap-plan | Function={{[a-z_0-9]+}} | Remark="tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
+// OPTIMAL: remark: [Analysis] plan | Category:overlap:overlap-plan | Function={{[a-z_0-9]+}} | Remark="tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
 // The ranks override plans the op over a dynamic grid too.
 // OPTIMAL: remark: {{.*}}Remark="tiles [{{.*}}] (optimal, comm-bound)
 // MISSING: error: overlap-plan: profile 'no-such-profile' is neither a file nor a name in {{.*}}profiles

@@ -13,6 +13,7 @@
 #ifndef OVERLAP_DIALECT_OVERLAP_TRANSFORMS_REMARKS_H
 #define OVERLAP_DIALECT_OVERLAP_TRANSFORMS_REMARKS_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Remarks.h"
 #include "llvm/ADT/Twine.h"
@@ -37,17 +38,28 @@ inline remark::RemarkOpts remarkOpts(llvm::StringRef name,
       .subCategory(pass);
 }
 
+/// The same, naming the function that holds `op` (the remark's Function).
+inline remark::RemarkOpts remarkOpts(llvm::StringRef name, llvm::StringRef pass,
+                                     Operation *op) {
+  remark::RemarkOpts opts = remarkOpts(name, pass);
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (auto symbol = parent->getAttrOfType<StringAttr>("sym_name");
+        symbol && parent->getNumRegions())
+      return opts.function(symbol.getValue());
+  return opts;
+}
+
 /// `pass` left `op` alone: a missed remark `name` whose reason is `why`.
 inline void remarkMissed(Operation *op, llvm::StringRef name,
                          llvm::StringRef pass, const llvm::Twine &why) {
-  remark::missed(op->getLoc(), remarkOpts(name, pass))
+  remark::missed(op->getLoc(), remarkOpts(name, pass, op))
       << remark::reason("{0}", why.str());
 }
 
 /// `pass` rewrote `op`: a passed remark `name` that says `what`.
 inline void remarkPassed(Operation *op, llvm::StringRef name,
                          llvm::StringRef pass, const llvm::Twine &what) {
-  remark::passed(op->getLoc(), remarkOpts(name, pass)) << what.str();
+  remark::passed(op->getLoc(), remarkOpts(name, pass, op)) << what.str();
 }
 
 /// Prints `value` (an attribute, a type) to a string, for remark text.

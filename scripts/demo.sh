@@ -19,7 +19,8 @@ PY=$("$ROOT/scripts/python-env.sh" | tail -n 1)
 EXAMPLE=$ROOT/examples/mlp.mlir
 OPT=$BUILD/bin/overlap-opt
 PLAN=$BUILD/bin/overlap-plan
-# Remarks are the compiler's log; drop MLIR's "see current operation" notes.
+# Remarks are the compiler's log (MLIR's remark framework, off unless
+# --remarks-filter selects them); drop MLIR's "see current operation" notes.
 remarks() { grep -E "remark|error" | grep -v "note:" || true; }
 timeline() { # TRACE PLAN_JSON PNG
   MPLBACKEND=Agg "$PY" -m overlap.plot timeline "$1" --plan "$2" -o "$3" >/dev/null
@@ -34,13 +35,13 @@ echo "   (all_gather_matmul -> ReLU -> matmul_reduce_scatter over 4 ranks)"
 echo
 echo "== 2. What the Planner decides for it (H100 datasheet profile, strategy=auto)"
 "$OPT" "$EXAMPLE" --overlap-pipeline="profile=h100-nvlink-datasheet strategy=auto" \
-  -o "$BUILD/mlp.auto.mlir" 2>&1 | remarks
+  --remarks-filter=overlap -o "$BUILD/mlp.auto.mlir" 2>&1 | remarks
 echo "(at this small size no split wins on that profile; step 3 forces 4 tiles)"
 
 echo
 echo "== 3. Compile with strategy=uniform:4 and run on 4 host ranks, against"
 echo "      the reference (one matmul, then one collective, per op)"
-"$BUILD/bin/overlap-run" --ranks 4 --strategy uniform:4 \
+"$BUILD/bin/overlap-run" --ranks 4 --strategy uniform:4 --remarks-filter=overlap \
   --profile h100-nvlink-datasheet "$EXAMPLE" 2>&1 | grep -v "note:" | grep -v "^ *\^\|^ *%" 
 
 echo

@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
   o.ranks = args.getInt("--ranks", 8);
   o.inputSets = int(args.getInt("--input-sets", 3));
   o.uniformTiles = args.getInt("--tiles", 4);
-  o.strategy = args.get("--strategy", "auto");
+  o.strategy = args.get("--strategy", planner::kDefaultStrategy);
   const std::string csvPath = args.get("--csv", "");
   if (!args.error().empty())
     usageError(args.error());

@@ -266,7 +266,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
   if (!model)
     return planError(model.takeError());
 
-  std::string strategy = args.get("--strategy").value_or("auto");
+  std::string strategy = args.get("--strategy").value_or(kDefaultStrategy);
   Expected<Plan> plan = planTiles(*profile, pb, strategy);
   if (!plan)
     return planError(plan.takeError());

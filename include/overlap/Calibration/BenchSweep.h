@@ -15,6 +15,7 @@
 #define OVERLAP_CALIBRATION_BENCHSWEEP_H
 
 #include "overlap/Calibration/Arguments.h"
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TileLayout.h"
 #include "overlap/Runtime/overlap_runtime.h"
@@ -42,7 +43,7 @@ struct SweepOptions {
   overlap_dtype dtype = OVERLAP_F16;
   std::string dtypeName = "f16";
   std::string leg = "copy-engine";
-  std::string strategy = "auto";
+  std::string strategy = ::overlap::planner::kDefaultStrategy;
   /// The group: --ranks on the copy-engine leg, the world on the nccl leg.
   int64_t ranks = 8;
   /// Tiles of the overlapped variant without a profile (or when the

@@ -10,6 +10,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+#include "overlap/Planner/Defaults.h"
 
 namespace mlir {
 namespace arith {
@@ -33,12 +34,12 @@ struct OverlapPipelineOptions
   PassOptions::Option<std::string> profile{
       *this, "profile",
       llvm::cl::desc("Hardware profile (path or name in profiles/)"),
-      llvm::cl::init("h100-nvlink-datasheet")};
+      llvm::cl::init(::overlap::planner::kDefaultProfile)};
   PassOptions::Option<std::string> strategy{
       *this, "strategy",
       llvm::cl::desc("Tiling strategy: none, uniform:N, mc2, optimal, waves, "
                      "ficco, auto"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(::overlap::planner::kDefaultStrategy)};
   PassOptions::Option<int64_t> ranks{
       *this, "ranks",
       llvm::cl::desc("Group size override (0: from the grid)"),
@@ -46,7 +47,7 @@ struct OverlapPipelineOptions
   PassOptions::Option<double> fastMemory{
       *this, "fast-memory",
       llvm::cl::desc("Fast-memory elements for chain fusion"),
-      llvm::cl::init(49152)};
+      llvm::cl::init(::overlap::planner::kDefaultFastMemory)};
   PassOptions::Option<bool> moveCollectives{
       *this, "move-collectives",
       llvm::cl::desc("Move sum all-reduces past shrinking products "

@@ -69,10 +69,12 @@ def OverlapPlan : Pass<"overlap-plan", "ModuleOp"> {
     message.
   }];
   let options = [
-    Option<"profile", "profile", "std::string", /*default=*/"\"h100-nvlink-datasheet\"",
+    Option<"profile", "profile", "std::string",
+           /*default=*/"::overlap::planner::kDefaultProfile",
            "Hardware profile: a JSON file path, or the name of one in the "
            "installed profiles/ directory">,
-    Option<"strategy", "strategy", "std::string", /*default=*/"\"auto\"",
+    Option<"strategy", "strategy", "std::string",
+           /*default=*/"::overlap::planner::kDefaultStrategy",
            "Tiling strategy: none, uniform:N, mc2, optimal, waves, ficco, "
            "auto">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
@@ -153,14 +155,15 @@ def OverlapReorderChains : Pass<"overlap-reorder-chains", "ModuleOp"> {
     arguments, which is one more reason the option is opt-in.
   }];
   let options = [
-    Option<"fastMemory", "fast-memory", "double", /*default=*/"49152",
+    Option<"fastMemory", "fast-memory", "double",
+           /*default=*/"::overlap::planner::kDefaultFastMemory",
            "Fast-memory size in elements for the fusion model (TEE-ACM2's "
            "M)">,
     Option<"moveCollectives", "move-collectives", "bool", /*default=*/"false",
            "Move sum all-reduces past shrinking products with a replicated "
            "right factor (changes rounding)">,
     Option<"profile", "profile", "std::string",
-           /*default=*/"\"h100-nvlink-datasheet\"",
+           /*default=*/"::overlap::planner::kDefaultProfile",
            "Profile that prices the collectives for move-collectives">
   ];
   let dependentDialects = ["::mlir::overlap::OverlapDialect",

@@ -10,9 +10,7 @@
 
 #include <stdint.h>
 
-#ifndef OVERLAP_C_API
-#define OVERLAP_C_API __attribute__((visibility("default")))
-#endif
+#include "overlap-c/Export.h"
 
 #ifdef __cplusplus
 extern "C" {

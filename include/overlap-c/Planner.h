@@ -7,9 +7,7 @@
 #ifndef OVERLAP_C_PLANNER_H
 #define OVERLAP_C_PLANNER_H
 
-#ifndef OVERLAP_C_API
-#define OVERLAP_C_API __attribute__((visibility("default")))
-#endif
+#include "overlap-c/Export.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,6 +12,9 @@
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "overlap/Runtime/overlap_runtime.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -104,6 +107,76 @@ llvm::Error mlir::overlap::compiler::checkHostCPU(llvm::StringRef cpu) {
   return error("--mcpu: '" + cpu + "' is not a CPU of " + triple.str() +
                " (use 'native', 'generic' or a name from "
                "'llc -mcpu=help')");
+}
+
+/// The runtime's C ABI (and, for runs that check them, the poisoning
+/// allocators of RunSupport.h: every allocation starts as all-ones bytes, a
+/// NaN in f32, f16 and bf16), by name, for the JIT. Registered explicitly
+/// (rather than found among the process's symbols) so that resolution does
+/// not depend on how the host program was linked.
+static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle,
+                                           bool poisonAllocations) {
+  llvm::orc::SymbolMap map;
+  auto add = [&](llvm::StringRef name, auto *fn) {
+    map[mangle(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
+        llvm::JITSymbolFlags::Exported};
+  };
+#define OVERLAP_SYMBOL(fn) add(#fn, &fn)
+  OVERLAP_SYMBOL(overlap_status_name);
+  OVERLAP_SYMBOL(overlap_last_error);
+  OVERLAP_SYMBOL(overlap_context_status);
+  OVERLAP_SYMBOL(overlap_host_options_init);
+  OVERLAP_SYMBOL(overlap_host_launch);
+  OVERLAP_SYMBOL(overlap_host_launch_error);
+  OVERLAP_SYMBOL(overlap_context_rank);
+  OVERLAP_SYMBOL(overlap_context_size);
+  OVERLAP_SYMBOL(overlap_context_num_streams);
+  OVERLAP_SYMBOL(overlap_context_world);
+  OVERLAP_SYMBOL(overlap_stream_synchronize);
+  OVERLAP_SYMBOL(overlap_context_synchronize);
+  OVERLAP_SYMBOL(overlap_group_split);
+  OVERLAP_SYMBOL(overlap_group_rank);
+  OVERLAP_SYMBOL(overlap_group_size);
+  OVERLAP_SYMBOL(overlap_group_destroy);
+  OVERLAP_SYMBOL(overlap_free);
+  OVERLAP_SYMBOL(overlap_memcpy);
+  OVERLAP_SYMBOL(overlap_launch_host_func);
+  OVERLAP_SYMBOL(overlap_gemm);
+  OVERLAP_SYMBOL(overlap_all_reduce);
+  OVERLAP_SYMBOL(overlap_reduce_scatter);
+  OVERLAP_SYMBOL(overlap_all_gather);
+  OVERLAP_SYMBOL(overlap_barrier);
+  OVERLAP_SYMBOL(overlap_signals_create);
+  OVERLAP_SYMBOL(overlap_signals_acquire);
+  OVERLAP_SYMBOL(overlap_signals_next_epoch);
+  OVERLAP_SYMBOL(overlap_signals_destroy);
+  OVERLAP_SYMBOL(overlap_signal);
+  OVERLAP_SYMBOL(overlap_wait);
+  OVERLAP_SYMBOL(overlap_pack);
+  OVERLAP_SYMBOL(overlap_unpack);
+  OVERLAP_SYMBOL(overlap_f32_to_f16);
+  OVERLAP_SYMBOL(overlap_f16_to_f32);
+  OVERLAP_SYMBOL(overlap_f32_to_bf16);
+  OVERLAP_SYMBOL(overlap_bf16_to_f32);
+  OVERLAP_SYMBOL(overlap_dtype_size);
+  if (poisonAllocations) {
+    add("overlap_alloc", &run::poisonedOverlapAlloc);
+    add("malloc", &run::poisonedMalloc);
+    add("aligned_alloc", &run::poisonedAlignedAlloc);
+  } else {
+    OVERLAP_SYMBOL(overlap_alloc);
+  }
+#undef OVERLAP_SYMBOL
+  return map;
+}
+
+
+void mlir::overlap::compiler::registerRuntimeSymbols(ExecutionEngine &engine,
+                                                     bool poisonAllocations) {
+  engine.registerSymbols([&](llvm::orc::MangleAndInterner mangle) {
+    return runtimeSymbols(mangle, poisonAllocations);
+  });
 }
 
 llvm::Expected<std::unique_ptr<ExecutionEngine>>

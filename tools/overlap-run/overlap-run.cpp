@@ -111,69 +111,6 @@ static int usageOrCompileError(const llvm::Twine &message) {
 }
 
 //===----------------------------------------------------------------------===//
-// Memory the JIT'd program allocates is poisoned
-//===----------------------------------------------------------------------===//
-
-// Every allocation of the compiled program (memref.alloc lowers to malloc)
-// starts as all-ones bytes, a NaN in f32, f16 and bf16 (RunSupport.h).
-
-/// The runtime's C ABI and the poisoning allocators, by name, for the JIT.
-/// Registered explicitly (rather than found among the process's symbols) so
-/// that resolution does not depend on how the tool was linked.
-static llvm::orc::SymbolMap
-runtimeSymbols(llvm::orc::MangleAndInterner mangle) {
-  llvm::orc::SymbolMap map;
-  auto add = [&](llvm::StringRef name, auto *fn) {
-    map[mangle(name)] = {
-        llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
-        llvm::JITSymbolFlags::Exported};
-  };
-#define OVERLAP_SYMBOL(fn) add(#fn, &fn)
-  OVERLAP_SYMBOL(overlap_status_name);
-  OVERLAP_SYMBOL(overlap_last_error);
-  OVERLAP_SYMBOL(overlap_context_status);
-  OVERLAP_SYMBOL(overlap_host_options_init);
-  OVERLAP_SYMBOL(overlap_host_launch);
-  OVERLAP_SYMBOL(overlap_host_launch_error);
-  OVERLAP_SYMBOL(overlap_context_rank);
-  OVERLAP_SYMBOL(overlap_context_size);
-  OVERLAP_SYMBOL(overlap_context_num_streams);
-  OVERLAP_SYMBOL(overlap_context_world);
-  OVERLAP_SYMBOL(overlap_stream_synchronize);
-  OVERLAP_SYMBOL(overlap_context_synchronize);
-  OVERLAP_SYMBOL(overlap_group_split);
-  OVERLAP_SYMBOL(overlap_group_rank);
-  OVERLAP_SYMBOL(overlap_group_size);
-  OVERLAP_SYMBOL(overlap_group_destroy);
-  OVERLAP_SYMBOL(overlap_free);
-  OVERLAP_SYMBOL(overlap_memcpy);
-  OVERLAP_SYMBOL(overlap_launch_host_func);
-  OVERLAP_SYMBOL(overlap_gemm);
-  OVERLAP_SYMBOL(overlap_all_reduce);
-  OVERLAP_SYMBOL(overlap_reduce_scatter);
-  OVERLAP_SYMBOL(overlap_all_gather);
-  OVERLAP_SYMBOL(overlap_barrier);
-  OVERLAP_SYMBOL(overlap_signals_create);
-  OVERLAP_SYMBOL(overlap_signals_acquire);
-  OVERLAP_SYMBOL(overlap_signals_next_epoch);
-  OVERLAP_SYMBOL(overlap_signals_destroy);
-  OVERLAP_SYMBOL(overlap_signal);
-  OVERLAP_SYMBOL(overlap_wait);
-  OVERLAP_SYMBOL(overlap_pack);
-  OVERLAP_SYMBOL(overlap_unpack);
-  OVERLAP_SYMBOL(overlap_f32_to_f16);
-  OVERLAP_SYMBOL(overlap_f16_to_f32);
-  OVERLAP_SYMBOL(overlap_f32_to_bf16);
-  OVERLAP_SYMBOL(overlap_bf16_to_f32);
-  OVERLAP_SYMBOL(overlap_dtype_size);
-#undef OVERLAP_SYMBOL
-  add("overlap_alloc", &run::poisonedOverlapAlloc);
-  add("malloc", &run::poisonedMalloc);
-  add("aligned_alloc", &run::poisonedAlignedAlloc);
-  return map;
-}
-
-//===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
 
@@ -205,7 +142,9 @@ static LogicalResult compileAndJit(Program &program,
     return failure();
   }
   program.engine = std::move(*engine);
-  program.engine->registerSymbols(runtimeSymbols);
+  // Every allocation of the program starts poisoned (RunSupport.h).
+  compiler::registerRuntimeSymbols(*program.engine,
+                                   /*poisonAllocations=*/true);
   auto fn = program.engine->lookupPacked("_mlir_ciface_" + entryName);
   if (!fn) {
     llvm::errs() << kTool << ": error: the " << what

@@ -96,6 +96,11 @@ std::string mlirRunnerUtilsDir();
 llvm::Expected<std::unique_ptr<ExecutionEngine>> createJit(ModuleOp module,
                                                            unsigned optLevel);
 
+/// Makes the runtime's C ABI known to `engine` by name; with
+/// `poisonAllocations`, overlap_alloc, malloc and aligned_alloc are the
+/// loader's poisoning versions (RunSupport.h), as overlap-run uses them.
+void registerRuntimeSymbols(ExecutionEngine &engine, bool poisonAllocations);
+
 /// Links `object` into the shared library `output` with the C compiler
 /// `cc` (a name on PATH or a path): the runtime of `target`
 /// (liboverlap_runtime.so, or liboverlap_runtime_cuda.so for cuda) from

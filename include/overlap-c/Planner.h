@@ -1,7 +1,7 @@
 /*===- overlap-c/Planner.h - The Planner from C, without MLIR -----*- C -*-===*\
 |*                                                                            *|
-|* Plans in process (libOverlapHostCAPI.so, no MLIR or LLVM needed at run     *|
-|* time): a JSON request in, the document of `overlap-plan --json` out.       *|
+|* Plans in process (libOverlapHostCAPI.so, no MLIR; LLVM's Support through   *|
+|* the Planner): a JSON request in, the document of `overlap-plan --json` out.*|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef OVERLAP_C_PLANNER_H

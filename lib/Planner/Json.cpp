@@ -233,9 +233,12 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
     return requestError(formatv("\"profile\": no file '{0}' and no profile "
                                 "of that name in {1}",
                                 profileArg, shippedProfilesDir()));
+  // A malformed profile is a planning failure (status 1), as in
+  // overlap-plan, not a bad request.
   Expected<Profile> profile = loadProfile(path);
   if (!profile)
-    return profile.takeError();
+    return createStringError(inconvertibleErrorCode(),
+                             toString(profile.takeError()));
   Expected<CostModel> model = CostModel::create(*profile, problem);
   if (!model)
     return model.takeError();

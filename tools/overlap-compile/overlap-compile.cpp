@@ -88,7 +88,7 @@ cl::opt<std::string>
               cl::init(compiler::CompileOptions().gpuFormat), cl::cat(category));
 cl::opt<std::string> profile("profile",
                              cl::desc("Hardware profile: a JSON path or a "
-                                      "name in profiles/"),
+                                      "shipped name (share/overlap/profiles)"),
                              cl::init(compiler::CompileOptions().profile),
                              cl::cat(category));
 cl::opt<std::string> strategy("strategy",

@@ -65,7 +65,7 @@ cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1), cl::cat(category));
 cl::opt<std::string> profile("profile",
                              cl::desc("Hardware profile: a JSON path or a "
-                                      "name in profiles/"),
+                                      "shipped name (share/overlap/profiles)"),
                              cl::init(compiler::CompileOptions().profile),
                              cl::cat(category));
 cl::opt<std::string> strategy("strategy",

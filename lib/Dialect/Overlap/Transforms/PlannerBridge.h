@@ -18,7 +18,7 @@ namespace mlir {
 namespace overlap {
 
 /// Loads the profile a pass option names (a path, or a bare name looked up
-/// in $OVERLAP_PROFILES_DIR, else the source tree's profiles/). Emits an
+/// in planner::shippedProfilesDir()). Emits an
 /// error on `anchor` that carries the Planner's message on failure.
 FailureOr<::overlap::planner::Profile> loadPassProfile(Operation *anchor,
                                                       StringRef passName,

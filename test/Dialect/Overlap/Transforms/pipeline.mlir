@@ -9,8 +9,8 @@
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
 // CHECK: %[[C:.*]] = scf.if
+// CHECK: overlap.tiles %[[C]] : tensor<512x64xf32> (%[[C0:.*]] = [0, 0] [256, 64], %{{.*}} = [256, 0] [256, 64])
 // CHECK: %[[A0:.*]] = tensor.extract_slice %[[H]][0, 0] [256, 64] [1, 1]
-// CHECK: %[[C0:.*]] = tensor.extract_slice %[[C]][0, 0] [256, 64] [1, 1]
 // CHECK: %[[P0:.*]] = linalg.matmul ins(%[[A0]], %arg2 {{.*}} outs(%[[C0]]
 // CHECK: overlap.all_reduce %[[P0]] on @tp grid_axes = [0]
 // CHECK: %[[A1:.*]] = tensor.extract_slice %[[H]][256, 0] [256, 64] [1, 1]

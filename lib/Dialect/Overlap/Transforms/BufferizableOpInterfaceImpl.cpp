@@ -12,6 +12,8 @@
 #include "overlap/Dialect/Overlap/Transforms/BufferizableOpInterfaceImpl.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
+#include "PlannerBridge.h"
+
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -312,6 +314,11 @@ struct RejectFusedModel
   LogicalResult bufferize(Operation *op, RewriterBase &,
                           const BufferizationOptions &,
                           BufferizationState &) const {
+    if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty())
+      return op->emitOpError()
+             << "must be decomposed before bufferization, which needs "
+                "static shapes: "
+             << dynamic;
     return op->emitOpError()
            << "must be decomposed before bufferization: run overlap-plan "
               "and overlap-decompose (strategy=none keeps it as one tile)";

@@ -264,8 +264,9 @@ struct OverlapDecomposePass
                          << "' attribute (run overlap-plan first)";
         continue;
       }
-      if (ShapedType::isDynamic(fusedRows(op))) {
-        op->emitRemark() << "not decomposed: M is not static";
+      if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
+        op->emitRemark() << "not decomposed: " << dynamic
+                         << "; tiles need static shapes";
         continue;
       }
       // Reduce-scatter and all-gather address every rank's block of rows;

@@ -71,9 +71,9 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return op->emitOpError() << "cannot be planned: element type "
                                << a.getElementType() << " has no profile";
     problem.dtype = *dtype;
-    if (ShapedType::isDynamic(problem.m) || ShapedType::isDynamic(problem.n) ||
-        ShapedType::isDynamic(problem.k)) {
-      op->emitRemark() << "not planned: M, N and K must be static";
+    if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
+      op->emitRemark() << "not planned: " << dynamic
+                       << "; plans need static shapes";
       return success();
     }
 

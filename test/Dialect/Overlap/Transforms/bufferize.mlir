@@ -166,3 +166,20 @@ func.func @undecomposed(%a: tensor<128x64xf32>, %b: tensor<64x32xf32>,
   return %r : tensor<128x32xf32>
 }
 
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A planned op with a dynamic shape is not decomposed; bufferization says
+// which shape.
+func.func @dynamic_c(%a: tensor<512x64xf32>, %b: tensor<64x32xf32>,
+                     %c: tensor<?x32xf32>) -> tensor<128x32xf32> {
+  // expected-remark @+3 {{not decomposed: C is 'tensor<?x32xf32>'; tiles need static shapes}}
+  // expected-error @+2 {{failed to bufferize op}}
+  // expected-error @+1 {{'overlap.matmul_reduce_scatter' op must be decomposed before bufferization, which needs static shapes: C is 'tensor<?x32xf32>'}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128, 128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<512x64xf32>, tensor<64x32xf32>, tensor<?x32xf32> -> tensor<128x32xf32>
+  return %r : tensor<128x32xf32>
+}

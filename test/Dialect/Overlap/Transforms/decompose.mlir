@@ -160,7 +160,7 @@ shard.grid @tp(shape = 4)
 // CHECK: overlap.matmul_all_reduce
 func.func @dynamic_m(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>,
                      %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
-  // expected-remark @+1 {{not decomposed: M is not static}}
+  // expected-remark @+1 {{not decomposed: A is 'tensor<?x64xf32>'; tiles need static shapes}}
   %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
       {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "given",
                                     bound = comm, predicted_us = 1.0, serial_us = 2.0>}
@@ -168,3 +168,37 @@ func.func @dynamic_m(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>,
   return %r : tensor<?x32xf32>
 }
 
+// -----
+
+shard.grid @tp(shape = 4)
+
+// Every shape must be static, not only M: a dynamic accumulator would give
+// the tiles' views of C a negative extent.
+// CHECK-LABEL: func.func @dynamic_c
+// CHECK: overlap.matmul_reduce_scatter
+// CHECK-NOT: overlap.tiles
+func.func @dynamic_c(%a: tensor<512x64xf32>, %b: tensor<64x32xf32>,
+                     %c: tensor<?x32xf32>) -> tensor<128x32xf32> {
+  // expected-remark @+1 {{not decomposed: C is 'tensor<?x32xf32>'; tiles need static shapes}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128, 128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<512x64xf32>, tensor<64x32xf32>, tensor<?x32xf32> -> tensor<128x32xf32>
+  return %r : tensor<128x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// CHECK-LABEL: func.func @dynamic_n
+// CHECK: overlap.all_gather_matmul
+func.func @dynamic_n(%a: tensor<64x16xf32>, %b: tensor<16x?xf32>,
+                     %c: tensor<256x?xf32>) -> tensor<256x?xf32> {
+  // expected-remark @+1 {{not decomposed: B is 'tensor<16x?xf32>'; tiles need static shapes}}
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<64x16xf32>, tensor<16x?xf32>, tensor<256x?xf32> -> tensor<256x?xf32>
+  return %r : tensor<256x?xf32>
+}

@@ -42,3 +42,19 @@ func.func @dynamic_group(%a: tensor<4096x3072xf16>, %b: tensor<3072x8192xf16>,
       -> tensor<4096x8192xf16>
   return %r : tensor<4096x8192xf16>
 }
+
+// -----
+
+shard.grid @tp(shape = 8)
+
+// A dynamic accumulator cannot be tiled, so it is not planned either.
+// CHECK-LABEL: func.func @dynamic_c
+// CHECK-NOT: overlap.plan
+func.func @dynamic_c(%a: tensor<4096x3072xf16>, %b: tensor<3072x8192xf16>,
+                     %c: tensor<?x8192xf16>) -> tensor<512x8192xf16> {
+  // expected-remark @+1 {{not planned: C is 'tensor<?x8192xf16>'; plans need static shapes}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<?x8192xf16>
+      -> tensor<512x8192xf16>
+  return %r : tensor<512x8192xf16>
+}

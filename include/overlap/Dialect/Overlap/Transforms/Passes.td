@@ -85,8 +85,9 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
   let summary = "Split each planned fused op into per-tile matmuls and collectives";
   let description = [{
     Applies `overlap.plan`: each tile of M becomes its own matmul and its
-    own tile-level collective, still on tensors. Ops without a plan are
-    left alone (a remark says so).
+    own tile-level collective, still on tensors. Ops without a plan, or
+    with shapes or a group size that are not static, are left alone (a
+    remark says why).
 
     The tiles of one fused op are the slices of one `overlap.tiles`: each
     tile's ops work on its slice (a block argument) and yield its new

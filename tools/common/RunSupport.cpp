@@ -690,6 +690,19 @@ static std::string outputColumns(const BufferSpec &spec) {
   return buffer;
 }
 
+bool checkTolerance(const Tolerance &tolerance, std::string &error) {
+  for (auto [flag, value] : {std::pair<const char *, double>{"--rtol",
+                                                              tolerance.rtol},
+                             {"--atol", tolerance.atol}}) {
+    if (std::isfinite(value) && value >= 0)
+      continue;
+    error = std::string(flag) + " " + formatDouble("%g", value) +
+            ": a tolerance is a finite number >= 0";
+    return false;
+  }
+  return true;
+}
+
 Comparison compareOutputs(const Signature &sig,
                           const std::vector<std::vector<OutputView>> &got,
                           const std::vector<std::vector<OutputView>> &want,

@@ -265,8 +265,10 @@ int main(int argc, char **argv) {
   if (optLevel > 3)
     return usageOrCompileError("-O" + llvm::Twine(optLevel) +
                                ": the level is 0 to 3");
-  if (relTolerance < 0 || absTolerance < 0)
-    return usageOrCompileError("--rtol and --atol must not be negative");
+  run::Tolerance tolerance{relTolerance, absTolerance};
+  std::string toleranceError;
+  if (!run::checkTolerance(tolerance, toleranceError))
+    return usageOrCompileError(toleranceError);
   overlap_host_options hostOptions;
   overlap_host_options_init(&hostOptions);
   hostOptions.wait_timeout_ms = waitTimeoutMs;
@@ -368,7 +370,6 @@ int main(int argc, char **argv) {
     return usageOrCompileError("overlap run, " + error);
   if (!run::collectOutputs(referenceRun, want, error))
     return usageOrCompileError("reference run, " + error);
-  run::Tolerance tolerance{relTolerance, absTolerance};
   run::Comparison comparison =
       run::compareOutputs(*sig, got, want, tolerance, "overlap", "reference");
   run::freeResults(*sig, overlapRun);

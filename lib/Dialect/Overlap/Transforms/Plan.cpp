@@ -39,6 +39,13 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
   using OverlapPlanBase::OverlapPlanBase;
 
   void runOnOperation() override {
+    if (ranks < 0) {
+      getOperation().emitError()
+          << "overlap-plan: option ranks is " << static_cast<int64_t>(ranks)
+          << "; expected 0 (each op's group size from its grid) or a group "
+             "size >= 1";
+      return signalPassFailure();
+    }
     FailureOr<planner::Profile> loaded =
         loadPassProfile(getOperation(), "overlap-plan", profile);
     if (failed(loaded))

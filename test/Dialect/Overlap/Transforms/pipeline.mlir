@@ -1,5 +1,11 @@
 // RUN: overlap-opt %s --overlap-pipeline="profile=h100-nvlink-datasheet strategy=uniform:2" -split-input-file | FileCheck %s
 // RUN: overlap-opt %s --overlap-pipeline="strategy=auto" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// The forwarded options are checked by the passes that take them, and the
+// error names the option.
+// RUN: not overlap-opt %s --overlap-pipeline="fast-memory=nan" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=FASTMEM
+// FASTMEM: error: overlap-reorder-chains: option fast-memory is nan; expected a finite number of elements >= 1
+// RUN: not overlap-opt %s --overlap-pipeline="ranks=-1" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANKS
+// RANKS: error: overlap-plan: option ranks is -1; expected 0 (each op's group size from its grid) or a group size >= 1
 
 // The upstream-partitioned Megatron MLP (sharding-propagation,
 // shard-partition, canonicalize on a column- then row-parallel pair of

@@ -4,6 +4,8 @@
 // RUN: not overlap-opt %s --overlap-plan="profile=no-such-profile" -split-input-file 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not overlap-opt %s --overlap-plan="profile=%S/Inputs/bad-profile.json" -split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: not overlap-opt %s --overlap-plan="profile=mc2-example strategy=uniform:0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
+// RUN: not overlap-opt %s --overlap-plan="profile=mc2-example ranks=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADRANKS
+// BADRANKS: error: overlap-plan: option ranks is -1; expected 0 (each op's group size from its grid) or a group size >= 1
 
 // NONE: remark: tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
 // OPTIMAL: remark: tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster

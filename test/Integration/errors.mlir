@@ -62,6 +62,13 @@
 // STOP: overlap-compile: error: --stop-after-stage needs --emit=mlir
 // RUN: not overlap-compile %s --emit=mlir --stop-after-stage=nope 2>&1 | FileCheck %s --check-prefix=STAGE
 // STAGE: overlap-compile: error: --stop-after-stage: unknown stage 'nope' for --target=host (tensor, bufferize, schedule, runtime, llvm)
+//
+// An unknown CPU is refused before anything is compiled, naming the flag
+// (LLVM itself only warns, then aborts in code generation).
+// RUN: not overlap-compile %s --entry mar --emit=obj --mcpu=bogus -o %t.o 2>&1 | FileCheck %s --check-prefix=MCPU
+// MCPU: overlap-compile: error: --mcpu bogus: 'bogus' is not a CPU of {{.*}} (the closest is '{{.*}}'; 'generic' and 'native' also work)
+// MCPU-NOT: LLVM ERROR
+// MCPU-NOT: remark
 
 shard.grid @tp(shape = 4)
 

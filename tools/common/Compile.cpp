@@ -21,6 +21,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -230,18 +231,52 @@ static llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
   }
 }
 
-std::unique_ptr<llvm::TargetMachine>
-createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
-                        llvm::raw_ostream &errs) {
+/// The host's LLVM target, or null with the reason on `errs`.
+static const llvm::Target *hostTarget(const llvm::Triple &triple,
+                                      llvm::raw_ostream &errs) {
   initializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) {
+  if (!target)
     errs << "no LLVM target for " << triple.str() << ": " << error << "\n";
-    return nullptr;
+  return target;
+}
+
+LogicalResult checkHostCPU(llvm::StringRef cpu, llvm::raw_ostream &errs) {
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target = hostTarget(triple, errs);
+  if (!target)
+    return failure();
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (cpu.empty() || !info || info->isCPUStringValid(cpu))
+    return success();
+  errs << "'" << cpu << "' is not a CPU of " << triple.str();
+  llvm::StringRef closest;
+  unsigned distance = ~0u;
+  for (const llvm::SubtargetSubTypeKV &known :
+       info->getAllProcessorDescriptions()) {
+    unsigned d = cpu.edit_distance(known.Key);
+    if (d < distance) {
+      distance = d;
+      closest = known.Key;
+    }
   }
+  if (!closest.empty())
+    errs << " (the closest is '" << closest << "'; 'generic' and 'native' "
+         << "also work)";
+  errs << "\n";
+  return failure();
+}
+
+std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
+                        llvm::raw_ostream &errs) {
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target = hostTarget(triple, errs);
+  if (!target || failed(checkHostCPU(cpu, errs)))
+    return nullptr;
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu.empty() ? llvm::StringRef("generic") : cpu, "", targetOptions,

@@ -103,8 +103,14 @@ mlir::FailureOr<std::string> selectEntry(mlir::ModuleOp module,
 /// Initializes the native LLVM target once per process.
 void initializeNativeTarget();
 
+/// Whether the host target knows CPU `cpu` (empty: "generic"). LLVM only
+/// warns about an unknown CPU and then fails in code generation without
+/// naming it; on failure this says which CPU and the closest known name.
+mlir::LogicalResult checkHostCPU(llvm::StringRef cpu, llvm::raw_ostream &errs);
+
 /// A TargetMachine for the host triple, position independent (so the
-/// object can go into a shared library). `cpu` empty means "generic".
+/// object can go into a shared library). `cpu` empty means "generic"; an
+/// unknown CPU is an error (checkHostCPU).
 std::unique_ptr<llvm::TargetMachine>
 createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
                         llvm::raw_ostream &errs);

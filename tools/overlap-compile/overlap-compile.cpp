@@ -241,6 +241,12 @@ int main(int argc, char **argv) {
     return fail("--stop-after-stage needs --emit=mlir");
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level is 0 to 3");
+  std::string cpu =
+      mcpu == "native" ? llvm::sys::getHostCPUName().str() : std::string(mcpu);
+  std::string cpuError;
+  llvm::raw_string_ostream cpuErrorOs(cpuError);
+  if (emit != Emit::MLIR && failed(tools::checkHostCPU(cpu, cpuErrorOs)))
+    return fail("--mcpu " + mcpu + ": " + llvm::StringRef(cpuError).rtrim());
 
   std::unique_ptr<MLIRContext> contextOwner = tools::createToolContext();
   MLIRContext &context = *contextOwner;
@@ -310,8 +316,6 @@ int main(int argc, char **argv) {
 
   std::string tmError;
   llvm::raw_string_ostream tmErrorOs(tmError);
-  std::string cpu =
-      mcpu == "native" ? llvm::sys::getHostCPUName().str() : std::string(mcpu);
   std::unique_ptr<llvm::TargetMachine> tm =
       tools::createHostTargetMachine(cpu, optLevel, tmErrorOs);
   if (!tm)

@@ -45,6 +45,28 @@ def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapCheckCollectives : Pass<"overlap-check-collectives", "ModuleOp"> {
+  let summary = "Refuse the shard collectives that Overlap cannot lower";
+  let description = [{
+    Runs last in `overlap-pipeline`, before bufferization. The Overlap
+    lowering handles a `shard` collective only when `overlap-raise` fused it
+    with a matmul; any other shard op on tensors (a collective, a sharding
+    annotation) would stop bufferization with "op was not bufferized". This
+    pass makes that an error on the op that says why: for an all-reduce,
+    reduce-scatter or all-gather, the reason overlap-raise did not fuse it
+    (the same rule that its remark gives).
+
+    ```mlir
+    %m = linalg.matmul ins(%a, %b : ...) outs(%c : ...) -> tensor<256x32xf32>
+    // error: 'shard.all_reduce' op is not lowered by Overlap, which lowers a
+    // collective only fused with a matmul, and overlap-raise did not fuse
+    // it: the reduction is 'max'; only a sum distributes over the tiles of
+    // C + A*B
+    %r = shard.all_reduce %m on @tp grid_axes = [0] reduction = max : ...
+    ```
+  }];
+}
+
 def OverlapPlan : Pass<"overlap-plan", "ModuleOp"> {
   let summary = "Choose the M-tiles of every fused op with the Planner";
   let description = [{

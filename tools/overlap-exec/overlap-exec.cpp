@@ -483,7 +483,7 @@ int main(int argc, char **argv) {
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(
         sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance,
-        "program", "reference");
+        "program", "reference", o.seed);
     std::fputs(comparison.text.c_str(), stdout);
     std::fputs(timing.c_str(), stdout);
     std::fputs(run::verdict(comparison).c_str(), stdout);

@@ -696,9 +696,9 @@ static std::string outputColumns(const BufferSpec &spec) {
 }
 
 bool checkTolerance(const Tolerance &tolerance, std::string &error) {
-  for (auto [flag, value] : {std::pair<const char *, double>{"--rtol",
-                                                              tolerance.rtol},
-                             {"--atol", tolerance.atol}}) {
+  for (auto [flag, value] :
+       {std::pair<const char *, double>{"--rtol", tolerance.rtol},
+        {"--atol", tolerance.atol}}) {
     if (std::isfinite(value) && value >= 0)
       continue;
     error = std::string(flag) + " " + formatDouble("%g", value) +
@@ -718,22 +718,23 @@ static bool argumentWritten(const BufferSpec &spec,
   for (size_t r = 0; r < views.size(); ++r) {
     fillArgument(spec, input.data, seed, static_cast<int>(r), index);
     const OutputView &view = views[r][output];
-    forEachIndex(view.sizes, [&](int64_t linear,
-                                 const std::vector<int64_t> &at) {
-      written |= loadBits(spec.elem, view.base, offsetOf(view, at)) !=
-                 loadBits(spec.elem, input.data, linear);
-    });
+    forEachIndex(
+        view.sizes, [&](int64_t linear, const std::vector<int64_t> &at) {
+          written |= loadBits(spec.elem, view.base, offsetOf(view, at)) !=
+                     loadBits(spec.elem, input.data, linear);
+        });
   }
   return written;
 }
 
 /// Why input-only argument `index` (output `output`) differs between the
 /// two runs: which of them wrote into its buffer.
-static std::string inputOnlyNote(
-    const BufferSpec &spec, const std::vector<std::vector<OutputView>> &got,
-    const std::vector<std::vector<OutputView>> &want, size_t output,
-    size_t index, uint64_t seed, std::string_view gotName,
-    std::string_view wantName) {
+static std::string
+inputOnlyNote(const BufferSpec &spec,
+              const std::vector<std::vector<OutputView>> &got,
+              const std::vector<std::vector<OutputView>> &want, size_t output,
+              size_t index, uint64_t seed, std::string_view gotName,
+              std::string_view wantName) {
   bool gotWrote = argumentWritten(spec, got, output, index, seed);
   bool wantWrote = argumentWritten(spec, want, output, index, seed);
   std::string writer(gotWrote ? gotName : wantName);
@@ -769,12 +770,12 @@ Comparison compareOutputs(const Signature &sig,
                    formatDouble("%-10.3g", stats.maxRel) +
                    (stats.bitIdentical ? " bit-identical" : "") + "\n";
     if (inputOnly && !ok) {
-      result.text +=
-          "    " + std::to_string(stats.mismatches) + " element" +
-          (stats.mismatches == 1 ? "" : "s") + " differ over all ranks; " +
-          inputOnlyNote(spec, got, want, i, i - sig.results.size(), seed,
-                        gotName, wantName) +
-          "\n";
+      result.text += "    " + std::to_string(stats.mismatches) + " element" +
+                     (stats.mismatches == 1 ? "" : "s") +
+                     " differ over all ranks; " +
+                     inputOnlyNote(spec, got, want, i, i - sig.results.size(),
+                                   seed, gotName, wantName) +
+                     "\n";
       continue;
     }
     result.ok &= ok;

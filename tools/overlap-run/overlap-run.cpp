@@ -372,9 +372,8 @@ int main(int argc, char **argv) {
     return usageOrCompileError("overlap run, " + error);
   if (!run::collectOutputs(referenceRun, want, error))
     return usageOrCompileError("reference run, " + error);
-  run::Comparison comparison =
-      run::compareOutputs(*sig, got, want, tolerance, "overlap", "reference",
-                          seed);
+  run::Comparison comparison = run::compareOutputs(
+      *sig, got, want, tolerance, "overlap", "reference", seed);
   run::freeResults(*sig, overlapRun);
   run::freeResults(*sig, referenceRun);
 

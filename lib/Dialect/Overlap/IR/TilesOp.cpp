@@ -69,14 +69,14 @@ ParseResult TilesOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::Argument> args;
   SmallVector<int64_t> offsets, sizes;
   auto parseIntegers = [&](SmallVectorImpl<int64_t> &out) {
-    return parser.parseCommaSeparatedList(
-        OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
-          int64_t value;
-          if (parser.parseInteger(value))
-            return failure();
-          out.push_back(value);
-          return success();
-        });
+    return parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                          [&]() -> ParseResult {
+                                            int64_t value;
+                                            if (parser.parseInteger(value))
+                                              return failure();
+                                            out.push_back(value);
+                                            return success();
+                                          });
   };
   auto parseTile = [&]() -> ParseResult {
     OpAsmParser::Argument arg;
@@ -100,8 +100,7 @@ ParseResult TilesOp::parse(OpAsmParser &parser, OperationState &result) {
     llvm::append_range(sizes, tileSizes);
     return success();
   };
-  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren,
-                                     parseTile))
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren, parseTile))
     return failure();
   Region *body = result.addRegion();
   if (parser.parseRegion(*body, args) ||
@@ -184,8 +183,8 @@ LogicalResult TilesOp::verify() {
     Type argType = getBodyBlock().getArgument(i).getType();
     RankedTensorType expected = sliceType(destType, sizes);
     if (argType != expected)
-      return emitOpError() << "body argument #" << i << " has type "
-                           << argType << ", expected " << expected
+      return emitOpError() << "body argument #" << i << " has type " << argType
+                           << ", expected " << expected
                            << " (the slice's shape)";
   }
   for (unsigned i = 0; i < tiles; ++i)

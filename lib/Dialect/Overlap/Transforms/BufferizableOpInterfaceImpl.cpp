@@ -163,8 +163,8 @@ struct TilesModel
       return destType;
     auto destMemRef = dyn_cast<MemRefType>(*destType);
     if (!destMemRef)
-      return op->emitOpError() << "destination buffer type " << *destType
-                               << " is not a memref";
+      return op->emitOpError()
+             << "destination buffer type " << *destType << " is not a memref";
     unsigned i = arg.getArgNumber();
     SmallVector<int64_t> strides(destMemRef.getRank(), 1);
     return cast<BufferLikeType>(memref::SubViewOp::inferResultType(
@@ -179,9 +179,9 @@ struct TilesModel
   LogicalResult resolveConflicts(Operation *op, RewriterBase &rewriter,
                                  const AnalysisState &analysisState,
                                  const BufferizationState &state) const {
-    if (failed(cast<BufferizableOpInterface>(op)
-                   .resolveTensorOpOperandConflicts(rewriter, analysisState,
-                                                    state)))
+    if (failed(
+            cast<BufferizableOpInterface>(op).resolveTensorOpOperandConflicts(
+                rewriter, analysisState, state)))
       return failure();
     auto tiles = cast<TilesOp>(op);
     YieldOp yield = tiles.getYield();
@@ -192,9 +192,9 @@ struct TilesModel
           tiles.getBodyBlock().getArgument(operand.getOperandNumber());
       if (analysisState.areEquivalentBufferizedValues(operand.get(), slice))
         continue;
-      FailureOr<Value> copy = allocateTensorForShapedValue(
-          rewriter, yield.getLoc(), operand.get(), analysisState.getOptions(),
-          state);
+      FailureOr<Value> copy =
+          allocateTensorForShapedValue(rewriter, yield.getLoc(), operand.get(),
+                                       analysisState.getOptions(), state);
       if (failed(copy))
         return failure();
       moved.push_back({&operand, *copy});
@@ -219,8 +219,8 @@ struct TilesModel
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto tiles = cast<TilesOp>(op);
-    FailureOr<Value> buffer = getBuffer(rewriter, tiles.getDest(), options,
-                                        state);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, tiles.getDest(), options, state);
     if (failed(buffer))
       return failure();
     Block &body = tiles.getBodyBlock();
@@ -242,9 +242,9 @@ struct TilesModel
       rewriter.setInsertionPoint(first);
       unsigned i = arg.getArgNumber();
       SmallVector<int64_t> strides(tiles.getTileSizes(i).size(), 1);
-      Value view = memref::SubViewOp::create(
-          rewriter, op->getLoc(), *buffer, tiles.getTileOffsets(i),
-          tiles.getTileSizes(i), strides);
+      Value view = memref::SubViewOp::create(rewriter, op->getLoc(), *buffer,
+                                             tiles.getTileOffsets(i),
+                                             tiles.getTileSizes(i), strides);
       auto tensor =
           ToTensorOp::create(rewriter, op->getLoc(), arg.getType(), view);
       for (Operation *user : users) {

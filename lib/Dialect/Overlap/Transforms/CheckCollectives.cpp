@@ -44,10 +44,10 @@ struct OverlapCheckCollectivesPass
                              "(sharding-propagation, shard-partition)";
         return;
       }
-      InFlightDiagnostic diag =
-          op->emitOpError() << "is not lowered by Overlap, which lowers a "
-                               "collective only fused with a matmul, and "
-                               "overlap-raise did not fuse it: ";
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "is not lowered by Overlap, which lowers a "
+                                   "collective only fused with a matmul, and "
+                                   "overlap-raise did not fuse it: ";
       if (std::string why = whyNotRaised(op); !why.empty())
         diag << why;
       else

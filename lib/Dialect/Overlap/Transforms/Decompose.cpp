@@ -103,7 +103,8 @@ public:
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&op.getBodyBlock());
     SmallVector<Value> values;
-    for (auto [span, arg] : llvm::zip_equal(spans, op.getBodyBlock().getArguments()))
+    for (auto [span, arg] :
+         llvm::zip_equal(spans, op.getBodyBlock().getArguments()))
       values.push_back(work(span, arg));
     YieldOp::create(rewriter, loc, values);
     return op.getResult();
@@ -148,16 +149,14 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
       },
       [&](const planner::TileSpan &tile, Value c) {
         Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
-        Value product = linalg::MatmulOp::create(rewriter, op.getLoc(),
-                                                 TypeRange{c.getType()},
-                                                 ValueRange{a, op.getB()},
-                                                 ValueRange{c})
+        Value product = linalg::MatmulOp::create(
+                            rewriter, op.getLoc(), TypeRange{c.getType()},
+                            ValueRange{a, op.getB()}, ValueRange{c})
                             .getResult(0);
-        return AllReduceOp::create(
-                   rewriter, op.getLoc(), c.getType(), product,
-                   op.getGridAttr(), op.getGridAxesAttr(),
-                   ReductionKindAttr::get(rewriter.getContext(),
-                                          ReductionKind::Sum))
+        return AllReduceOp::create(rewriter, op.getLoc(), c.getType(), product,
+                                   op.getGridAttr(), op.getGridAxesAttr(),
+                                   ReductionKindAttr::get(rewriter.getContext(),
+                                                          ReductionKind::Sum))
             .getResult();
       });
   rewriter.replaceOp(op, result);

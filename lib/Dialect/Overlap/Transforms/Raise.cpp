@@ -207,8 +207,7 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
 }
 
 /// shard.all_gather (rows) -> lhs of linalg.matmul.
-bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
-                              linalg::MatmulOp matmul) {
+bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul) {
   bool singleUse = true;
   SmallVector<Operation *> casts;
   shard::AllGatherOp gather = gatheredLhs(matmul, singleUse, casts);

@@ -102,11 +102,23 @@ llvm::Error mlir::overlap::compiler::checkHostCPU(llvm::StringRef cpu) {
     return error("no LLVM target for " + triple.str() + ": " + why);
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       target->createMCSubtargetInfo(triple, "", ""));
-  if (info && info->isCPUStringValid(cpu))
+  if (!info || info->isCPUStringValid(cpu))
     return llvm::Error::success();
+  llvm::StringRef closest;
+  unsigned distance = ~0u;
+  for (const llvm::SubtargetSubTypeKV &known :
+       info->getAllProcessorDescriptions()) {
+    unsigned d = cpu.edit_distance(known.Key);
+    if (d < distance) {
+      distance = d;
+      closest = known.Key;
+    }
+  }
   return error("--mcpu: '" + cpu + "' is not a CPU of " + triple.str() +
-               " (use 'native', 'generic' or a name from "
-               "'llc -mcpu=help')");
+               (closest.empty() ? llvm::Twine("")
+                                : " (the closest is '" + closest + "'") +
+               (closest.empty() ? " (" : "; ") +
+               "'generic' and 'native' also work)");
 }
 
 /// The runtime's C ABI (and, for runs that check them, the poisoning

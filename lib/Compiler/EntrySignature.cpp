@@ -60,6 +60,9 @@ FailureOr<run::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
     auto spec = specFor(type, "arg" + std::to_string(i), runner, error);
     if (failed(spec))
       return failure();
+    // What the entry writes to a memref it takes is an output; a tensor
+    // argument is a value (see BufferSpec::inout).
+    spec->inout = isa<MemRefType>(type);
     sig.args.push_back(*spec);
   }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {

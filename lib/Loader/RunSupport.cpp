@@ -89,7 +89,8 @@ std::string formatSignature(const Signature &sig) {
     text += "grid " + grid.name + (dims.empty() ? "" : " " + dims) + "\n";
   }
   for (const BufferSpec &spec : sig.args)
-    text += "arg " + spec.name + " " + spec.typeString() + "\n";
+    text += "arg " + spec.name + " " + spec.typeString() +
+            (spec.inout ? " inout" : "") + "\n";
   for (const BufferSpec &spec : sig.results)
     text += "result " + spec.name + " " + spec.typeString() + "\n";
   return text;
@@ -200,10 +201,11 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       sig.grids.push_back(std::move(grid));
     } else if (key == "arg" || key == "result") {
       BufferSpec spec;
-      if (item.size() != 3 || !parseType(item[2], spec))
-        return fail("expected '" + std::string(key) +
-                    " NAME TYPE' with a static shape and f32, f16 or bf16, "
-                    "found '" +
+      spec.inout = key == "arg" && item.size() == 4 && item[3] == "inout";
+      if (item.size() != 3 + spec.inout || !parseType(item[2], spec))
+        return fail("expected '" + std::string(key) + " NAME TYPE" +
+                    (key == "arg" ? " [inout]" : "") +
+                    "' with a static shape and f32, f16 or bf16, found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);
       (key == "arg" ? sig.args : sig.results).push_back(std::move(spec));
@@ -250,9 +252,12 @@ std::string signatureDifference(const Signature &program,
           std::to_string(want.size()));
       return;
     }
+    auto text = [](const BufferSpec &spec) {
+      return spec.typeString() + (spec.inout ? " inout" : "");
+    };
     for (size_t i = 0; i < got.size(); ++i)
-      if (got[i].typeString() != want[i].typeString())
-        add(got[i].name + ":", got[i].typeString(), want[i].typeString());
+      if (text(got[i]) != text(want[i]))
+        add(got[i].name + ":", text(got[i]), text(want[i]));
   };
   buffers("arguments", program.args, reference.args);
   buffers("results", program.results, reference.results);
@@ -690,26 +695,91 @@ static std::string outputColumns(const BufferSpec &spec) {
   return buffer;
 }
 
+bool checkTolerance(const Tolerance &tolerance, std::string &error) {
+  for (auto [flag, value] :
+       {std::pair<const char *, double>{"--rtol", tolerance.rtol},
+        {"--atol", tolerance.atol}}) {
+    if (std::isfinite(value) && value >= 0)
+      continue;
+    error = std::string(flag) + " " + formatDouble("%g", value) +
+            ": a tolerance is a finite number >= 0";
+    return false;
+  }
+  return true;
+}
+
+/// Whether some rank's argument `index` no longer holds the input that
+/// fillArgument made for it from `seed`.
+static bool argumentWritten(const BufferSpec &spec,
+                            const std::vector<std::vector<OutputView>> &views,
+                            size_t output, size_t index, uint64_t seed) {
+  HostBuffer input(spec.numElements() * spec.elemBytes());
+  bool written = false;
+  for (size_t r = 0; r < views.size(); ++r) {
+    fillArgument(spec, input.data, seed, static_cast<int>(r), index);
+    const OutputView &view = views[r][output];
+    forEachIndex(
+        view.sizes, [&](int64_t linear, const std::vector<int64_t> &at) {
+          written |= loadBits(spec.elem, view.base, offsetOf(view, at)) !=
+                     loadBits(spec.elem, input.data, linear);
+        });
+  }
+  return written;
+}
+
+/// Why input-only argument `index` (output `output`) differs between the
+/// two runs: which of them wrote into its buffer.
+static std::string
+inputOnlyNote(const BufferSpec &spec,
+              const std::vector<std::vector<OutputView>> &got,
+              const std::vector<std::vector<OutputView>> &want, size_t output,
+              size_t index, uint64_t seed, std::string_view gotName,
+              std::string_view wantName) {
+  bool gotWrote = argumentWritten(spec, got, output, index, seed);
+  bool wantWrote = argumentWritten(spec, want, output, index, seed);
+  std::string writer(gotWrote ? gotName : wantName);
+  std::string other(gotWrote ? wantName : gotName);
+  std::string who = gotWrote && wantWrote
+                        ? "both runs wrote into its buffer, differently"
+                        : "the " + writer + " run wrote into its buffer, the " +
+                              other + " run did not";
+  return "not a mismatch: " + spec.name +
+         " is a tensor argument, an input only, whose buffer a compiled "
+         "program may reuse (for a result, or an accumulator it updates in "
+         "place); " +
+         who;
+}
+
 Comparison compareOutputs(const Signature &sig,
                           const std::vector<std::vector<OutputView>> &got,
                           const std::vector<std::vector<OutputView>> &want,
                           const Tolerance &tolerance, std::string_view gotName,
-                          std::string_view wantName) {
+                          std::string_view wantName, uint64_t seed) {
   Comparison result;
   std::vector<const BufferSpec *> specs = outputSpecs(sig);
   for (size_t i = 0; i < specs.size(); ++i) {
     const BufferSpec &spec = *specs[i];
+    bool inputOnly = i >= sig.results.size() && !spec.inout;
     OutputStats stats;
     for (size_t r = 0; r < got.size(); ++r)
       compareOutput(spec.elem, got[r][i], want[r][i], static_cast<int>(r),
                     tolerance, stats);
     bool ok = stats.mismatches == 0;
-    result.ok &= ok;
-    result.bitIdentical &= stats.bitIdentical;
     result.text += outputColumns(spec) + " max abs err " +
                    formatDouble("%-10.3g", stats.maxAbs) + " max rel err " +
                    formatDouble("%-10.3g", stats.maxRel) +
                    (stats.bitIdentical ? " bit-identical" : "") + "\n";
+    if (inputOnly && !ok) {
+      result.text += "    " + std::to_string(stats.mismatches) + " element" +
+                     (stats.mismatches == 1 ? "" : "s") +
+                     " differ over all ranks; " +
+                     inputOnlyNote(spec, got, want, i, i - sig.results.size(),
+                                   seed, gotName, wantName) +
+                     "\n";
+      continue;
+    }
+    result.ok &= ok;
+    result.bitIdentical &= stats.bitIdentical;
     if (ok)
       continue;
     result.text += "    " + std::to_string(stats.mismatches) + " element" +

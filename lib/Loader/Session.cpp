@@ -220,7 +220,7 @@ int Session::run() {
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(
         sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance,
-        "program", "reference");
+        "program", "reference", o.seed);
     out(comparison.text + timing + run::verdict(comparison));
     status = comparison.ok ? 0 : 1;
   } else {

@@ -21,6 +21,18 @@
 // DYN: overlap-run: error: arg0 has type tensor<?x64xf32>; overlap-run handles statically shaped tensors and identity-layout memrefs
 // DYN: exit 2
 //
+// Tolerances are finite and not negative: a NaN bound would report a
+// bit-identical run as a MISMATCH.
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --rtol nan %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=RTOL-NAN
+// RTOL-NAN: overlap-run: error: --rtol nan: a tolerance is a finite number >= 0
+// RTOL-NAN-NEXT: exit 2
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --atol inf %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ATOL-INF
+// ATOL-INF: overlap-run: error: --atol inf: a tolerance is a finite number >= 0
+// ATOL-INF-NEXT: exit 2
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --atol -1e-3 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ATOL-NEG
+// ATOL-NEG: overlap-run: error: --atol -0.001: a tolerance is a finite number >= 0
+// ATOL-NEG-NEXT: exit 2
+//
 // The Planner refuses a plan: the error names the op and the stage.
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:3 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PLAN
 // PLAN: error: 'overlap.matmul_all_reduce' op overlap-plan failed: --strategy: uniform:3 needs 3 tiles of 128-row blocks but M = 256 has only 2
@@ -50,6 +62,13 @@
 // STOP: overlap-compile: error: --stop-after-stage needs --emit=mlir
 // RUN: not overlap-compile %s --emit=mlir --stop-after-stage=nope 2>&1 | FileCheck %s --check-prefix=STAGE
 // STAGE: overlap-compile: error: --stop-after-stage: unknown stage 'nope' for --target=host (tensor, bufferize, schedule, runtime, llvm)
+//
+// An unknown CPU is refused before anything is compiled, naming the flag
+// (LLVM itself only warns, then aborts in code generation).
+// RUN: not overlap-compile %s --entry mar --emit=obj --mcpu=bogus -o %t.o 2>&1 | FileCheck %s --check-prefix=MCPU
+// MCPU: overlap-compile: error: --mcpu: 'bogus' is not a CPU of {{.*}} (the closest is '{{.*}}'; 'generic' and 'native' also work)
+// MCPU-NOT: LLVM ERROR
+// MCPU-NOT: remark
 
 shard.grid @tp(shape = 4)
 

@@ -94,13 +94,15 @@ static bool parseUnsigned(const std::string &text, uint64_t &value) {
   return true;
 }
 
+/// A number; whether it is a valid tolerance is run::checkTolerance's to
+/// say.
 static bool parseTolerance(const std::string &text, double &value) {
   if (text.empty())
     return false;
   errno = 0;
   char *end = nullptr;
   value = std::strtod(text.c_str(), &end);
-  return !errno && !*end && value >= 0;
+  return !errno && !*end;
 }
 
 /// Parses the command line; on a usage error returns false with `message`.
@@ -153,10 +155,10 @@ static bool parseOptions(int argc, char **argv, Options &o,
         return bad("an unsigned seed");
     } else if (name == "--rtol") {
       if (!parseTolerance(value, o.tolerance.rtol))
-        return bad("a tolerance >= 0");
+        return bad("a number");
     } else if (name == "--atol") {
       if (!parseTolerance(value, o.tolerance.atol))
-        return bad("a tolerance >= 0");
+        return bad("a number");
     } else if (name == "--backend" || name == "--ref-backend") {
       if (value != "host" && value != "cuda")
         return bad("host or cuda");
@@ -194,6 +196,8 @@ static bool parseOptions(int argc, char **argv, Options &o,
     return false;
   }
   o.program = positional.front();
+  if (!run::checkTolerance(o.tolerance, message))
+    return false;
   if (!o.refBackend.empty() && o.reference.empty()) {
     message = "--ref-backend " + o.refBackend +
               " without --ref: there is no reference to run";

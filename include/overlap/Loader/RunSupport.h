@@ -43,6 +43,13 @@ struct BufferSpec {
   std::string name;
   Elem elem = Elem::F32;
   std::vector<int64_t> shape;
+  /// An argument whose contents after the run are an output: a memref the
+  /// entry takes and writes (destination passing). A tensor argument is a
+  /// value, an input only: the compiled program may reuse its buffer (for a
+  /// result or an accumulator updated in place, as bufferization decides),
+  /// so what it holds after the run is not part of what the program
+  /// promises and two correct programs may leave it differently.
+  bool inout = false;
 
   int64_t numElements() const;
   size_t elemBytes() const { return elem == Elem::F32 ? 4 : 2; }
@@ -89,6 +96,7 @@ constexpr const char *kSignatureSymbol = "overlap_entry_signature";
 ///   profile h100-nvlink-datasheet
 ///   grid tp 4
 ///   arg arg0 256x512xf32
+///   arg arg1 256x512xf32 inout
 ///   result result0 256x512xf32
 std::string formatSignature(const Signature &sig);
 
@@ -245,6 +253,12 @@ struct Tolerance {
   double atol = 0;
 };
 
+/// Each tolerance must be a finite number >= 0 (a NaN bound would fail
+/// every element, bit-identical ones included; an infinite one would pass
+/// every element but a NaN). On failure returns false with the flag
+/// (--rtol, --atol) and its value in `error`.
+bool checkTolerance(const Tolerance &tolerance, std::string &error);
+
 /// The comparison of two runs of the same signature.
 struct Comparison {
   /// One line per output (and one more per output that differs).
@@ -258,11 +272,15 @@ struct Comparison {
 /// order: an element matches when |got - want| <= atol + rtol * |want|, and
 /// a NaN never matches. `gotName`/`wantName` name the two in the first
 /// mismatch's line ("overlap"/"reference", "program"/"reference").
+/// Arguments that are not `inout` are inputs only: where they differ, the
+/// text says so and which program wrote into which (against the inputs
+/// both runs were given, made again from `seed`), and the comparison still
+/// holds.
 Comparison compareOutputs(const Signature &sig,
                           const std::vector<std::vector<OutputView>> &got,
                           const std::vector<std::vector<OutputView>> &want,
                           const Tolerance &tolerance, std::string_view gotName,
-                          std::string_view wantName);
+                          std::string_view wantName, uint64_t seed);
 
 /// "bit-identical: yes|no" and "OK" or "MISMATCH", one per line.
 std::string verdict(const Comparison &comparison);

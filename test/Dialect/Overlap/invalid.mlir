@@ -577,3 +577,97 @@ func.func @f() {
   }
   return
 }
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{slices #0 and #1 overlap; slices must be disjoint}}
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [0, 0] [128, 32], %t1 = [64, 0] [128, 32]) {
+    overlap.yield %t0, %t1 : tensor<128x32xf32>, tensor<128x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{slice #1 spans [192, 320) in dimension 0, outside the destination's [0, 256)}}
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [0, 0] [128, 32], %t1 = [192, 0] [128, 32]) {
+    overlap.yield %t0, %t1 : tensor<128x32xf32>, tensor<128x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{destination 'tensor<?x32xf32>' must have a static shape of rank 1 or more}}
+  %r = overlap.tiles %c : tensor<?x32xf32> (%t0 = [0, 0] [128, 32]) {
+    overlap.yield %t0 : tensor<128x32xf32>
+  }
+  return %r : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{expected 2 offsets and 2 sizes (the rank of 'tensor<256x32xf32>'), got 1 and 2}}
+  %r = overlap.tiles %c : tensor<256x32xf32> (%t0 = [0] [128, 32]) {
+    overlap.yield %t0 : tensor<128x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{body argument #0 has type 'tensor<64x32xf32>', expected 'tensor<128x32xf32>' (the slice's shape)}}
+  %r = "overlap.tiles"(%c) ({
+  ^bb0(%t0: tensor<64x32xf32>):
+    "overlap.yield"(%t0) : (tensor<64x32xf32>) -> ()
+  }) {static_offsets = array<i64: 0, 0>, static_sizes = array<i64: 128, 32>}
+      : (tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{has 2 slices but its body takes 1 arguments}}
+  %r = "overlap.tiles"(%c) ({
+  ^bb0(%t0: tensor<128x32xf32>):
+    "overlap.yield"(%t0) : (tensor<128x32xf32>) -> ()
+  }) {static_offsets = array<i64: 0, 0, 128, 0>, static_sizes = array<i64: 128, 32, 128, 32>}
+      : (tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [0, 0] [128, 32], %t1 = [128, 0] [128, 32]) {
+    // expected-error @+1 {{yields 1 values for 2 slices}}
+    overlap.yield %t0 : tensor<128x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%c: tensor<256x32xf32>, %x: tensor<128x16xf32>) -> tensor<256x32xf32> {
+  %r = overlap.tiles %c : tensor<256x32xf32> (%t0 = [0, 0] [128, 32]) {
+    // expected-error @+1 {{value #0 has type 'tensor<128x16xf32>', expected the slice's 'tensor<128x32xf32>'}}
+    overlap.yield %x : tensor<128x16xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<128x16xf32>) {
+  // expected-error @+1 {{expects parent op 'overlap.tiles'}}
+  overlap.yield %x : tensor<128x16xf32>
+}

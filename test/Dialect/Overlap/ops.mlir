@@ -141,3 +141,25 @@ func.func @empty_axes(%t: tensor<7x3xf32>) -> tensor<7x3xf32> {
       : tensor<7x3xf32> -> tensor<7x3xf32>
   return %0 : tensor<7x3xf32>
 }
+
+// Disjoint slices, one block argument each; a part no slice covers (rows
+// 6..7 of the 3-D case) keeps its contents.
+// CHECK-LABEL: func.func @tiles
+func.func @tiles(%c: tensor<256x32xf32>, %d: tensor<4x8x16xf32>)
+    -> (tensor<256x32xf32>, tensor<4x8x16xf32>) {
+  // CHECK: %[[R:.*]] = overlap.tiles %{{.*}} : tensor<256x32xf32> (%[[T0:.*]] = [0, 0] [128, 32], %[[T1:.*]] = [128, 0] [128, 32]) {
+  // CHECK-NEXT: overlap.yield %[[T1]], %[[T0]] : tensor<128x32xf32>, tensor<128x32xf32>
+  // CHECK-NEXT: } attributes {note = "swap"}
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [0, 0] [128, 32], %t1 = [128, 0] [128, 32]) {
+    overlap.yield %t1, %t0 : tensor<128x32xf32>, tensor<128x32xf32>
+  } attributes {note = "swap"}
+  // CHECK: overlap.tiles %{{.*}} : tensor<4x8x16xf32> (%{{.*}} = [0, 0, 0] [4, 2, 16], %{{.*}} = [0, 2, 0] [4, 4, 16])
+  %s = overlap.tiles %d : tensor<4x8x16xf32>
+      (%u0 = [0, 0, 0] [4, 2, 16], %u1 = [0, 2, 0] [4, 4, 16]) {
+    %g = overlap.all_reduce %u1 on @tp grid_axes = [0]
+        : tensor<4x4x16xf32> -> tensor<4x4x16xf32>
+    overlap.yield %u0, %g : tensor<4x2x16xf32>, tensor<4x4x16xf32>
+  }
+  return %r, %s : tensor<256x32xf32>, tensor<4x8x16xf32>
+}

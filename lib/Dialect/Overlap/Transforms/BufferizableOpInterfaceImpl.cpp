@@ -12,6 +12,8 @@
 #include "overlap/Dialect/Overlap/Transforms/BufferizableOpInterfaceImpl.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
+#include "PlannerBridge.h"
+
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -122,6 +124,176 @@ struct IntoBufferModel
   }
 };
 
+/// `overlap.tiles`: the destination is read and written in place (the
+/// result is its buffer); each body argument is a view of its slice, a
+/// definition of its own for the analysis, like a function argument. The
+/// analysis so sees each tile's ops with the tile's aliases only, instead of
+/// every tile aliasing one chain of inserts into the destination (whose
+/// read-after-write checks grow with the cube of the number of tiles).
+/// That is sound because the slices are disjoint (verified) and the body
+/// reaches the destination only through them: the op itself is the one
+/// reader and writer of the destination the analysis has to order.
+struct TilesModel
+    : public BufferizableOpInterface::ExternalModel<TilesModel, TilesOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+                                      const AnalysisState &) const {
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+  bool isWritable(Operation *, Value, const AnalysisState &) const {
+    return true;
+  }
+
+  FailureOr<BufferLikeType>
+  getBufferType(Operation *op, Value value, const BufferizationOptions &options,
+                const BufferizationState &state,
+                SmallVector<Value> &invocationStack) const {
+    auto tiles = cast<TilesOp>(op);
+    FailureOr<BufferLikeType> destType = bufferization::getBufferType(
+        tiles.getDest(), options, state, invocationStack);
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (failed(destType) || !arg)
+      return destType;
+    auto destMemRef = dyn_cast<MemRefType>(*destType);
+    if (!destMemRef)
+      return op->emitOpError()
+             << "destination buffer type " << *destType << " is not a memref";
+    unsigned i = arg.getArgNumber();
+    SmallVector<int64_t> strides(destMemRef.getRank(), 1);
+    return cast<BufferLikeType>(memref::SubViewOp::inferResultType(
+        destMemRef, tiles.getTileOffsets(i), tiles.getTileSizes(i), strides));
+  }
+
+  /// A yielded value that the analysis did not keep in its slice's buffer
+  /// (a copy somewhere in the tile, or another slice's value) is copied into
+  /// the slice, so that bufferize() may take every slice's view as its
+  /// final contents. All such values are copied out before any is copied
+  /// in: a value may be another slice's old contents.
+  LogicalResult resolveConflicts(Operation *op, RewriterBase &rewriter,
+                                 const AnalysisState &analysisState,
+                                 const BufferizationState &state) const {
+    if (failed(
+            cast<BufferizableOpInterface>(op).resolveTensorOpOperandConflicts(
+                rewriter, analysisState, state)))
+      return failure();
+    auto tiles = cast<TilesOp>(op);
+    YieldOp yield = tiles.getYield();
+    rewriter.setInsertionPoint(yield);
+    SmallVector<std::pair<OpOperand *, Value>> moved;
+    for (OpOperand &operand : yield->getOpOperands()) {
+      BlockArgument slice =
+          tiles.getBodyBlock().getArgument(operand.getOperandNumber());
+      if (analysisState.areEquivalentBufferizedValues(operand.get(), slice))
+        continue;
+      FailureOr<Value> copy =
+          allocateTensorForShapedValue(rewriter, yield.getLoc(), operand.get(),
+                                       analysisState.getOptions(), state);
+      if (failed(copy))
+        return failure();
+      moved.push_back({&operand, *copy});
+    }
+    for (auto [operand, copy] : moved) {
+      BlockArgument slice =
+          tiles.getBodyBlock().getArgument(operand->getOperandNumber());
+      Value placed = MaterializeInDestinationOp::create(
+                         rewriter, yield.getLoc(), copy, slice)
+                         .getResult();
+      rewriter.modifyOpInPlace(yield, [&]() { operand->set(placed); });
+    }
+    return success();
+  }
+
+  /// The body is already bufferized (the driver goes post-order): each
+  /// slice's view of the destination's buffer replaces its argument, placed
+  /// where the tile first uses it, and the body is inlined. The body's ops
+  /// took their buffers of an argument through a `to_buffer` at the top of
+  /// the body; those take the view directly.
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto tiles = cast<TilesOp>(op);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, tiles.getDest(), options, state);
+    if (failed(buffer))
+      return failure();
+    Block &body = tiles.getBodyBlock();
+    SmallVector<Value> views;
+    for (BlockArgument arg : body.getArguments()) {
+      SmallVector<Operation *> users(arg.getUsers());
+      Operation *first = &body.back();
+      auto use = [&](Operation *user) {
+        Operation *inBody = body.findAncestorOpInBlock(*user);
+        if (inBody->isBeforeInBlock(first))
+          first = inBody;
+      };
+      for (Operation *user : users) {
+        if (isa<ToBufferOp>(user))
+          llvm::for_each(user->getUsers(), use);
+        else
+          use(user);
+      }
+      rewriter.setInsertionPoint(first);
+      unsigned i = arg.getArgNumber();
+      SmallVector<int64_t> strides(tiles.getTileSizes(i).size(), 1);
+      Value view = memref::SubViewOp::create(rewriter, op->getLoc(), *buffer,
+                                             tiles.getTileOffsets(i),
+                                             tiles.getTileSizes(i), strides);
+      auto tensor =
+          ToTensorOp::create(rewriter, op->getLoc(), arg.getType(), view);
+      for (Operation *user : users) {
+        auto toBuffer = dyn_cast<ToBufferOp>(user);
+        if (!toBuffer)
+          continue;
+        if (toBuffer.getType() == view.getType())
+          rewriter.replaceOp(toBuffer, view);
+        else
+          rewriter.moveOpAfter(toBuffer, tensor);
+      }
+      views.push_back(tensor);
+    }
+    Operation *yield = body.getTerminator();
+    rewriter.inlineBlockBefore(&body, op, views);
+    rewriter.eraseOp(yield);
+    replaceOpWithBufferizedValues(rewriter, op, *buffer);
+    return success();
+  }
+};
+
+/// `overlap.yield` ends an `overlap.tiles` body: its values are the slices'
+/// new contents, which resolveConflicts above keeps in the slices' buffers;
+/// they alias nothing of the parent, and the parent's bufferize() erases it.
+struct YieldModel
+    : public BufferizableOpInterface::ExternalModel<YieldModel, YieldOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool mustBufferizeInPlace(Operation *, OpOperand &,
+                            const AnalysisState &) const {
+    return true;
+  }
+  LogicalResult bufferize(Operation *, RewriterBase &,
+                          const BufferizationOptions &,
+                          BufferizationState &) const {
+    return success();
+  }
+};
+
 /// Fused ops must be decomposed first.
 template <typename OpTy>
 struct RejectFusedModel
@@ -142,6 +314,11 @@ struct RejectFusedModel
   LogicalResult bufferize(Operation *op, RewriterBase &,
                           const BufferizationOptions &,
                           BufferizationState &) const {
+    if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty())
+      return op->emitOpError()
+             << "must be decomposed before bufferization, which needs "
+                "static shapes: "
+             << dynamic;
     return op->emitOpError()
            << "must be decomposed before bufferization: run overlap-plan "
               "and overlap-decompose (strategy=none keeps it as one tile)";
@@ -157,6 +334,8 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(
         *ctx);
     AllGatherOp::attachInterface<IntoBufferModel<AllGatherOp>>(*ctx);
+    TilesOp::attachInterface<TilesModel>(*ctx);
+    YieldOp::attachInterface<YieldModel>(*ctx);
     MatmulAllReduceOp::attachInterface<RejectFusedModel<MatmulAllReduceOp>>(
         *ctx);
     MatmulReduceScatterOp::attachInterface<

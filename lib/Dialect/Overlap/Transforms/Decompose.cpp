@@ -49,14 +49,6 @@ public:
                                           idxs(ones));
   }
 
-  Value insert(Value source, Value dest, ArrayRef<int64_t> offsets,
-               ArrayRef<int64_t> sizes) {
-    SmallVector<int64_t> ones(offsets.size(), 1);
-    return tensor::InsertSliceOp::create(rewriter, loc, source, dest,
-                                         idxs(offsets), idxs(sizes),
-                                         idxs(ones));
-  }
-
   /// rows x cols -> blocks x (rows / blocks) x cols.
   Value splitRows(Value matrix, int64_t blocks) {
     auto type = cast<RankedTensorType>(matrix.getType());
@@ -94,6 +86,31 @@ public:
     return op.getResult(0);
   }
 
+  /// `overlap.tiles` over `dest`, one slice per span: `slice(span)` gives
+  /// its offsets and sizes, `work(span, slice)` builds the span's ops in the
+  /// body on the slice's block argument and returns its new contents. One
+  /// op rather than a chain of inserts into `dest`: bufferization then
+  /// analyses each tile on its own (see TilesOp).
+  Value tiles(Value dest, ArrayRef<planner::TileSpan> spans,
+              function_ref<void(const planner::TileSpan &,
+                                SmallVectorImpl<int64_t> &offsets,
+                                SmallVectorImpl<int64_t> &sizes)>
+                  slice,
+              function_ref<Value(const planner::TileSpan &, Value)> work) {
+    SmallVector<int64_t> offsets, sizes;
+    for (const planner::TileSpan &span : spans)
+      slice(span, offsets, sizes);
+    auto op = TilesOp::create(rewriter, loc, dest, offsets, sizes);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&op.getBodyBlock());
+    SmallVector<Value> values;
+    for (auto [span, arg] :
+         llvm::zip_equal(spans, op.getBodyBlock().getArguments()))
+      values.push_back(work(span, arg));
+    YieldOp::create(rewriter, loc, values);
+    return op.getResult();
+  }
+
   /// A packed buffer of `shape` holding C's rows of one tile: a fill when
   /// C is a fill (no copy of a constant), otherwise a copy of the strided
   /// view `cView()` builds (only then).
@@ -122,26 +139,28 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
   TileBuilder tb(rewriter, op.getLoc());
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = op.getB().getType().getDimSize(1);
-  Value acc = op.getC();
-  for (const planner::TileSpan &tile : layout.getSpans()) {
-    int64_t off = tile.offset, rows = tile.rows;
-    Value a = tb.slice(op.getA(), {off, 0}, {rows, k});
-    // Tiles are disjoint, so slicing the running result (not C) reads C's
-    // rows and lets bufferization keep everything in C's buffer.
-    Value c = tb.slice(acc, {off, 0}, {rows, n});
-    Value product = linalg::MatmulOp::create(rewriter, op.getLoc(),
-                                             TypeRange{c.getType()},
-                                             ValueRange{a, op.getB()},
-                                             ValueRange{c})
-                        .getResult(0);
-    Value reduced = AllReduceOp::create(rewriter, op.getLoc(), c.getType(),
-                                        product, op.getGridAttr(),
-                                        op.getGridAxesAttr(),
-                                        ReductionKindAttr::get(rewriter.getContext(), ReductionKind::Sum))
-                        .getResult();
-    acc = tb.insert(reduced, acc, {off, 0}, {rows, n});
-  }
-  rewriter.replaceOp(op, acc);
+  // Each tile's rows of C are its slice: the matmul accumulates into them
+  // and the all-reduce sums them in place.
+  Value result = tb.tiles(
+      op.getC(), layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({tile.offset, 0});
+        sizes.append({tile.rows, n});
+      },
+      [&](const planner::TileSpan &tile, Value c) {
+        Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
+        Value product = linalg::MatmulOp::create(
+                            rewriter, op.getLoc(), TypeRange{c.getType()},
+                            ValueRange{a, op.getB()}, ValueRange{c})
+                            .getResult(0);
+        return AllReduceOp::create(rewriter, op.getLoc(), c.getType(), product,
+                                   op.getGridAttr(), op.getGridAxesAttr(),
+                                   ReductionKindAttr::get(rewriter.getContext(),
+                                                          ReductionKind::Sum))
+            .getResult();
+      });
+  rewriter.replaceOp(op, result);
 }
 
 void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
@@ -155,27 +174,32 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   // View every rank's block of rows as one batch entry.
   Value a3 = tb.splitRows(op.getA(), group);
   Value c3; // C as blocks, built the first time a tile copies C's rows.
-  Value out = tb.empty({blockRows, n}, elem);
-  for (const planner::TileSpan &tile : layout.getSpans()) {
-    int64_t q = tile.blockRows, o = tile.blockOffset;
-    Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
-    auto cView = [&, q = q, o = o]() {
-      if (!c3)
-        c3 = tb.splitRows(op.getC(), group);
-      return tb.slice(c3, {0, o, 0}, {group, q, n});
-    };
-    Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
-    Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
-    // Scatter straight into this tile's rows of the result.
-    Value slot = tb.slice(out, {o, 0}, {q, n});
-    Value scattered =
-        ReduceScatterOp::create(rewriter, op.getLoc(), slot.getType(), packed,
-                                slot, op.getGridAttr(), op.getGridAxesAttr(),
-                                ReductionKindAttr::get(rewriter.getContext(),
-                                                       ReductionKind::Sum))
+  // Each tile's rows of the result are its slice, which the collective
+  // scatters into.
+  Value out = tb.tiles(
+      tb.empty({blockRows, n}, elem), layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({tile.blockOffset, 0});
+        sizes.append({tile.blockRows, n});
+      },
+      [&](const planner::TileSpan &tile, Value slot) {
+        int64_t q = tile.blockRows, o = tile.blockOffset;
+        Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
+        auto cView = [&]() {
+          if (!c3)
+            c3 = tb.splitRows(op.getC(), group);
+          return tb.slice(c3, {0, o, 0}, {group, q, n});
+        };
+        Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
+        Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
+        return ReduceScatterOp::create(
+                   rewriter, op.getLoc(), slot.getType(), packed, slot,
+                   op.getGridAttr(), op.getGridAxesAttr(),
+                   ReductionKindAttr::get(rewriter.getContext(),
+                                          ReductionKind::Sum))
             .getResult();
-    out = tb.insert(scattered, out, {o, 0}, {q, n});
-  }
+      });
   Value c = op.getC();
   rewriter.replaceOp(op, out);
   // A fill accumulator was replaced by fills of the packed buffers; drop it
@@ -196,22 +220,27 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
   int64_t group = layout.slots();
-  Value acc = tb.splitRows(op.getC(), group);
-  for (const planner::TileSpan &tile : layout.getSpans()) {
-    int64_t q = tile.blockRows, o = tile.blockOffset;
-    Value local = tb.slice(op.getA(), {o, 0}, {q, k});
-    auto gatheredType = RankedTensorType::get(
-        {group * q, k}, op.getA().getType().getElementType());
-    Value gathered =
-        AllGatherOp::create(rewriter, op.getLoc(), gatheredType, local,
-                            /*init=*/Value(), op.getGridAttr(),
-                            op.getGridAxesAttr())
-            .getResult();
-    Value a = tb.splitRows(gathered, group);
-    Value c = tb.slice(acc, {0, o, 0}, {group, q, n});
-    Value product = tb.batchedMatmul(a, op.getB(), c);
-    acc = tb.insert(product, acc, {0, o, 0}, {group, q, n});
-  }
+  // Each tile's rows of every rank's block of C are its slice, where the
+  // batched matmul accumulates in place.
+  Value acc = tb.tiles(
+      tb.splitRows(op.getC(), group), layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({0, tile.blockOffset, 0});
+        sizes.append({group, tile.blockRows, n});
+      },
+      [&](const planner::TileSpan &tile, Value c) {
+        int64_t q = tile.blockRows, o = tile.blockOffset;
+        Value local = tb.slice(op.getA(), {o, 0}, {q, k});
+        auto gatheredType = RankedTensorType::get(
+            {group * q, k}, op.getA().getType().getElementType());
+        Value gathered =
+            AllGatherOp::create(rewriter, op.getLoc(), gatheredType, local,
+                                /*init=*/Value(), op.getGridAttr(),
+                                op.getGridAxesAttr())
+                .getResult();
+        return tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(), c);
+      });
   rewriter.replaceOp(op, tb.joinRows(acc));
 }
 
@@ -236,9 +265,10 @@ struct OverlapDecomposePass
                          "' attribute (run overlap-plan first)");
         continue;
       }
-      if (ShapedType::isDynamic(fusedRows(op))) {
+      if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
         remarkMissed(op, "not-decomposed", "overlap-decompose",
-                     "not decomposed: M is not static");
+                     "not decomposed: " + dynamic +
+                         "; tiles need static shapes");
         continue;
       }
       // Reduce-scatter and all-gather address every rank's block of rows;

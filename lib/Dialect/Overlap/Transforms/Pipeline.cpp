@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - The overlap-pipeline pass pipeline -----*- C++ -*-===//
 //
 // One flag for users: raise -> reorder-chains -> plan -> decompose, with the
-// options of the passes forwarded.
+// options of the passes forwarded, then a check that no shard op is left
+// that the later stages cannot lower.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ void mlir::overlap::buildOverlapPipeline(OpPassManager &pm,
   plan.ranks = opts.ranks;
   pm.addPass(createOverlapPlan(plan));
   pm.addPass(createOverlapDecompose());
+  pm.addPass(createOverlapCheckCollectives());
 }
 
 void mlir::overlap::registerOverlapPipelines() {

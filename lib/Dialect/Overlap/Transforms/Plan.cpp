@@ -40,6 +40,13 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
   using OverlapPlanBase::OverlapPlanBase;
 
   void runOnOperation() override {
+    if (ranks < 0) {
+      getOperation().emitError()
+          << "overlap-plan: option ranks is " << static_cast<int64_t>(ranks)
+          << "; expected 0 (each op's group size from its grid) or a group "
+             "size >= 1";
+      return signalPassFailure();
+    }
     FailureOr<planner::Profile> loaded =
         loadPassProfile(getOperation(), "overlap-plan", profile);
     if (failed(loaded))
@@ -72,10 +79,9 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return op->emitOpError() << "cannot be planned: element type "
                                << a.getElementType() << " has no profile";
     problem.dtype = *dtype;
-    if (ShapedType::isDynamic(problem.m) || ShapedType::isDynamic(problem.n) ||
-        ShapedType::isDynamic(problem.k)) {
+    if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
       remarkMissed(op, "not-planned", "overlap-plan",
-                   "not planned: M, N and K must be static");
+                   "not planned: " + dynamic + "; plans need static shapes");
       return success();
     }
 

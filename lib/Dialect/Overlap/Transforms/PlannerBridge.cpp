@@ -60,6 +60,24 @@ int64_t mlir::overlap::fusedRows(Operation *op) {
   return cast<ShapedType>(rows.getType()).getDimSize(0);
 }
 
+std::string mlir::overlap::dynamicShapeOf(Operation *op) {
+  static constexpr const char *names[] = {"A", "B", "C"};
+  auto describe = [](StringRef name, Value value) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << name << " is '" << value.getType() << "'";
+    return text;
+  };
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (i < std::size(names) &&
+        !cast<ShapedType>(operand.getType()).hasStaticShape())
+      return describe(names[i], operand);
+  for (Value result : op->getResults())
+    if (!cast<ShapedType>(result.getType()).hasStaticShape())
+      return describe("the result", result);
+  return "";
+}
+
 FailureOr<planner::TileLayout>
 mlir::overlap::tileLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
   std::optional<planner::Collective> collective = plannerCollective(op);

@@ -13,6 +13,7 @@
 #include "overlap/Planner/TileLayout.h"
 
 #include <optional>
+#include <string>
 
 namespace mlir {
 namespace overlap {
@@ -40,6 +41,13 @@ std::optional<::overlap::planner::Collective> plannerCollective(Operation *op);
 /// (all-reduce, reduce-scatter) or of the result (all-gather);
 /// ShapedType::kDynamic when not static.
 int64_t fusedRows(Operation *op);
+
+/// The first of a fused op's A, B, C and result whose shape is not static,
+/// as "C is 'tensor<?x32xf32>'"; empty when all are static. Plans and tiles
+/// are made only for static shapes (a tile's slices and packed buffers have
+/// static types), so overlap-plan and overlap-decompose leave such an op
+/// alone and bufferization refuses it, all with this reason.
+std::string dynamicShapeOf(Operation *op);
 
 /// Where the rows of each of `plan`'s tiles of fused op `op` over `group`
 /// ranks are: the Planner's TileLayout, the one rule that overlap-bench runs

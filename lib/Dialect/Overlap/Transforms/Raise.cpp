@@ -10,6 +10,7 @@
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "PlannerBridge.h"
+#include "Raise.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -90,51 +91,97 @@ void replaceWithFused(RewriterBase &rewriter, Operation *collective,
   rewriter.replaceOp(collective, replacement);
 }
 
+/// matmul -> shard.all_reduce / shard.reduce_scatter: why `op`, whose
+/// operand is `matmul`'s result (through casts that have no other users when
+/// `singleUse`), cannot become a fused op; empty when it can.
+template <typename CollectiveOp>
+std::string whyNotFused(CollectiveOp op, linalg::MatmulOp matmul,
+                        bool singleUse) {
+  constexpr bool isReduceScatter =
+      std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
+  StringRef kind = isReduceScatter ? "reduce-scatter" : "all-reduce";
+  if (!singleUse || !matmul->hasOneUse())
+    return "the unreduced matmul result has other users, which would need "
+           "it before the " +
+           kind.str();
+  if (op.getReduction() != shard::ReductionKind::Sum)
+    return "the reduction is '" +
+           shard::stringifyReductionKind(op.getReduction()).str() +
+           "'; only a sum distributes over the tiles of C + A*B";
+  if constexpr (isReduceScatter) {
+    if (op.getScatterAxis().getSExtValue() != 0)
+      return "the reduce-scatter splits axis " +
+             std::to_string(op.getScatterAxis().getSExtValue()) +
+             "; only rows (axis 0) keep every tile one contiguous "
+             "collective";
+  }
+  if (std::string why = whyNotFusable(matmul); !why.empty())
+    return why;
+  auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
+  if (!resultType || resultType.getElementType() !=
+                         getElementTypeOrSelf(matmul.getResult(0).getType()))
+    return "the collective changes the element type";
+  if constexpr (isReduceScatter) {
+    SymbolTableCollection symbols;
+    int64_t group = groupSizeOf(op, symbols);
+    int64_t rows =
+        cast<RankedTensorType>(matmul.getOutputs()[0].getType()).getDimSize(0);
+    if (ShapedType::isDynamic(group) || rows % group != 0)
+      return "the group size is not static or does not divide the rows";
+  }
+  return "";
+}
+
+/// shard.all_gather -> left operand of `matmul` (through casts that have no
+/// other users when `singleUse`): why they cannot become a fused op; empty
+/// when they can.
+std::string whyNotFused(shard::AllGatherOp gather, linalg::MatmulOp matmul,
+                        bool singleUse) {
+  if (!singleUse || !gather->hasOneUse())
+    return "the gathered left operand has other users, which would need the "
+           "whole gather";
+  if (gather.getGatherAxis().getSExtValue() != 0)
+    return "the all-gather concatenates axis " +
+           std::to_string(gather.getGatherAxis().getSExtValue()) +
+           "; only rows (axis 0) are handled";
+  if (std::string why = whyNotFusable(matmul); !why.empty())
+    return why;
+  auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+  if (!localType || !localType.hasStaticShape() ||
+      localType.getElementType() !=
+          getElementTypeOrSelf(matmul.getInputs()[0].getType()))
+    return "the gathered operand is dynamic or changes element type";
+  return "";
+}
+
+/// The matmul that produces `collective`'s operand, through casts.
+template <typename CollectiveOp>
+linalg::MatmulOp producerMatmul(CollectiveOp collective, bool &singleUse,
+                                SmallVectorImpl<Operation *> &casts) {
+  return stripCasts(collective.getInput(), singleUse, casts)
+      .template getDefiningOp<linalg::MatmulOp>();
+}
+
+/// The gather that produces `matmul`'s left operand, through casts.
+shard::AllGatherOp gatheredLhs(linalg::MatmulOp matmul, bool &singleUse,
+                               SmallVectorImpl<Operation *> &casts) {
+  if (!matmul.hasPureTensorSemantics())
+    return {};
+  return stripCasts(matmul.getInputs()[0], singleUse, casts)
+      .getDefiningOp<shard::AllGatherOp>();
+}
+
 /// matmul -> shard.all_reduce / shard.reduce_scatter. Returns true when it
 /// rewrote.
 template <typename CollectiveOp>
 bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
   bool singleUse = true;
   SmallVector<Operation *> casts;
-  Value source = stripCasts(op.getInput(), singleUse, casts);
-  auto matmul = source.getDefiningOp<linalg::MatmulOp>();
+  linalg::MatmulOp matmul = producerMatmul(op, singleUse, casts);
   if (!matmul)
     return false;
-  constexpr bool isReduceScatter =
-      std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
-  StringRef kind = isReduceScatter ? "reduce-scatter" : "all-reduce";
-  if (!singleUse || !matmul->hasOneUse()) {
-    remarkNotRaised(op, "the unreduced matmul result has other users, which "
-                        "would need it before the " +
-                            kind.str());
-    return false;
-  }
-  if (op.getReduction() != shard::ReductionKind::Sum) {
-    remarkNotRaised(op, "the reduction is '" +
-                            shard::stringifyReductionKind(op.getReduction())
-                                .str() +
-                            "'; only a sum distributes over the tiles of "
-                            "C + A*B");
-    return false;
-  }
-  if constexpr (isReduceScatter) {
-    if (op.getScatterAxis().getSExtValue() != 0) {
-      remarkNotRaised(op, "the reduce-scatter splits axis " +
-                              std::to_string(
-                                  op.getScatterAxis().getSExtValue()) +
-                              "; only rows (axis 0) keep every tile one "
-                              "contiguous collective");
-      return false;
-    }
-  }
-  if (std::string why = whyNotFusable(matmul); !why.empty()) {
+  if (std::string why = whyNotFused(op, matmul, singleUse); !why.empty()) {
     remarkNotRaised(op, why);
-    return false;
-  }
-  auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
-  Type elem = getElementTypeOrSelf(matmul.getResult(0).getType());
-  if (!resultType || resultType.getElementType() != elem) {
-    remarkNotRaised(op, "the collective changes the element type");
     return false;
   }
 
@@ -142,18 +189,16 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
   Value a = matmul.getInputs()[0], b = matmul.getInputs()[1];
   Value c = matmul.getOutputs()[0];
   Type fusedType = matmul.getResult(0).getType();
+  constexpr bool isReduceScatter =
+      std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
   if constexpr (isReduceScatter) {
     // The users may see a dynamic shape; the fused op states rows = M / G.
     SymbolTableCollection symbols;
     int64_t group = groupSizeOf(op, symbols);
     auto cType = cast<RankedTensorType>(c.getType());
-    if (ShapedType::isDynamic(group) || cType.getDimSize(0) % group != 0) {
-      remarkNotRaised(op, "the group size is not static or does not divide "
-                          "the rows");
-      return false;
-    }
     fusedType = RankedTensorType::get(
-        {cType.getDimSize(0) / group, cType.getDimSize(1)}, elem);
+        {cType.getDimSize(0) / group, cType.getDimSize(1)},
+        cType.getElementType());
   }
   using FusedOp =
       std::conditional_t<isReduceScatter, MatmulReduceScatterOp,
@@ -167,38 +212,14 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
 }
 
 /// shard.all_gather (rows) -> lhs of linalg.matmul.
-bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
-                              linalg::MatmulOp matmul) {
-  if (!matmul.hasPureTensorSemantics())
-    return false;
+bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul) {
   bool singleUse = true;
   SmallVector<Operation *> casts;
-  Value lhs = stripCasts(matmul.getInputs()[0], singleUse, casts);
-  auto gather = lhs.getDefiningOp<shard::AllGatherOp>();
+  shard::AllGatherOp gather = gatheredLhs(matmul, singleUse, casts);
   if (!gather)
     return false;
-  if (!singleUse || !gather->hasOneUse()) {
-    remarkNotRaised(matmul, "the gathered left operand has other users, "
-                            "which would need the whole gather");
-    return false;
-  }
-  if (gather.getGatherAxis().getSExtValue() != 0) {
-    remarkNotRaised(matmul, "the all-gather concatenates axis " +
-                                std::to_string(
-                                    gather.getGatherAxis().getSExtValue()) +
-                                "; only rows (axis 0) are handled");
-    return false;
-  }
-  if (std::string why = whyNotFusable(matmul); !why.empty()) {
+  if (std::string why = whyNotFused(gather, matmul, singleUse); !why.empty()) {
     remarkNotRaised(matmul, why);
-    return false;
-  }
-  auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
-  if (!localType || !localType.hasStaticShape() ||
-      localType.getElementType() !=
-          getElementTypeOrSelf(matmul.getInputs()[0].getType())) {
-    remarkNotRaised(matmul, "the gathered operand is dynamic or changes "
-                            "element type");
     return false;
   }
 
@@ -214,6 +235,54 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter,
   eraseDeadChain(rewriter, casts);
   return true;
 }
+
+/// The matmul whose left operand `gather`'s result is, through casts.
+linalg::MatmulOp consumerMatmul(shard::AllGatherOp gather) {
+  SmallVector<Value> worklist = {gather.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      if (auto cast = dyn_cast<tensor::CastOp>(use.getOwner()))
+        worklist.push_back(cast.getResult());
+      else if (auto matmul = dyn_cast<linalg::MatmulOp>(use.getOwner());
+               matmul && use.getOperandNumber() == 0)
+        return matmul;
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+std::string mlir::overlap::whyNotRaised(Operation *op) {
+  auto afterMatmul = [](auto collective) -> std::string {
+    bool singleUse = true;
+    SmallVector<Operation *> casts;
+    linalg::MatmulOp matmul = producerMatmul(collective, singleUse, casts);
+    if (!matmul)
+      return "its operand is not the result of a linalg.matmul (a collective "
+             "is fused with the matmul that produces it)";
+    return whyNotFused(collective, matmul, singleUse);
+  };
+  if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
+    return afterMatmul(allReduce);
+  if (auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op))
+    return afterMatmul(reduceScatter);
+  if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+    linalg::MatmulOp matmul = consumerMatmul(gather);
+    bool singleUse = true;
+    SmallVector<Operation *> casts;
+    if (!matmul || gatheredLhs(matmul, singleUse, casts) != gather)
+      return "its result is not the left operand of a linalg.matmul on "
+             "tensors (an all-gather is fused with the matmul that consumes "
+             "it)";
+    return whyNotFused(gather, matmul, singleUse);
+  }
+  return "only all-reduce, reduce-scatter and all-gather are fused with a "
+         "matmul";
+}
+
+namespace {
 
 struct OverlapRaisePass
     : public mlir::overlap::impl::OverlapRaiseBase<OverlapRaisePass> {

@@ -18,8 +18,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <map>
 
 namespace mlir {
@@ -171,11 +173,13 @@ struct OverlapReorderChainsPass
   using OverlapReorderChainsBase::OverlapReorderChainsBase;
 
   void runOnOperation() override {
-    if (fastMemory < 1) {
+    // NaN compares false with everything: test for the valid range.
+    if (!(std::isfinite(fastMemory) && fastMemory >= 1)) {
+      std::string value;
+      llvm::raw_string_ostream(value) << llvm::format("%g", double(fastMemory));
       getOperation().emitError()
-          << "overlap-reorder-chains: fast-memory must be at least 1 "
-             "element, got "
-          << fastMemory;
+          << "overlap-reorder-chains: option fast-memory is " << value
+          << "; expected a finite number of elements >= 1";
       return signalPassFailure();
     }
     if (moveCollectives && failed(moveAllCollectives()))

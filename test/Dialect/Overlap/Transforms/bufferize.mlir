@@ -80,6 +80,76 @@ func.func @all_gather(%a: tensor<64x8xf32>, %b: tensor<8x16xf32>, %c: tensor<128
 
 // -----
 
+shard.grid @tp(shape = 2)
+
+// C is also A: the tiles cannot update A's buffer in place while later
+// tiles still read A's rows, so C is copied once and the tiles work on the
+// copy.
+// CHECK-LABEL: func.func @c_is_a
+// CHECK-SAME: (%[[A:[a-z0-9]+]]: memref<256x64xf32>
+// CHECK: %[[COPY:.*]] = memref.alloc() {{.*}} : memref<256x64xf32>
+// CHECK-NEXT: memref.copy %[[A]], %[[COPY]]
+// CHECK: %[[A0:.*]] = memref.subview %[[A]][0, 0] [128, 64]
+// CHECK-NEXT: %[[C0:.*]] = memref.subview %[[COPY]][0, 0] [128, 64]
+// CHECK-NEXT: linalg.matmul ins(%[[A0]], {{.*}} outs(%[[C0]] :
+// CHECK-NEXT: overlap.all_reduce %[[C0]]
+// CHECK-NOT: memref.copy
+// CHECK: return %[[COPY]]
+func.func @c_is_a(%a: tensor<256x64xf32>, %b: tensor<64x64xf32>) -> tensor<256x64xf32> {
+  %r = overlap.matmul_all_reduce %a, %b, %a on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<256x64xf32>, tensor<64x64xf32>, tensor<256x64xf32> -> tensor<256x64xf32>
+  return %r : tensor<256x64xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// overlap.tiles: each slice is a view of the destination's buffer, made
+// where the tile first uses it; the destination is read afterwards here, so
+// it is copied first and the tiles update the copy.
+// CHECK-LABEL: func.func @tiles_read_after
+// CHECK-SAME: (%[[C:[a-z0-9]+]]: memref<256x32xf32>
+// CHECK: %[[COPY:.*]] = memref.alloc() {{.*}} : memref<256x32xf32>
+// CHECK-NEXT: memref.copy %[[C]], %[[COPY]]
+// CHECK-NEXT: %[[T0:.*]] = memref.subview %[[COPY]][0, 0] [128, 32] [1, 1]
+// CHECK-NEXT: overlap.all_reduce %[[T0]]
+// CHECK-NEXT: return %[[COPY]], %[[C]]
+func.func @tiles_read_after(%c: tensor<256x32xf32>) -> (tensor<256x32xf32>, tensor<256x32xf32>) {
+  %r = overlap.tiles %c : tensor<256x32xf32> (%t0 = [0, 0] [128, 32]) {
+    %a = overlap.all_reduce %t0 on @tp grid_axes = [0] : tensor<128x32xf32> -> tensor<128x32xf32>
+    overlap.yield %a : tensor<128x32xf32>
+  }
+  return %r, %c : tensor<256x32xf32>, tensor<256x32xf32>
+}
+
+// -----
+
+// A value that is not its slice's own buffer is copied into the slice; all
+// are copied out before any is copied in (here each is the other slice).
+// CHECK-LABEL: func.func @tiles_swap
+// CHECK-SAME: (%[[C:[a-z0-9]+]]: memref<256x32xf32>
+// CHECK: %[[X1:.*]] = memref.alloc()
+// CHECK-NEXT: %[[T1:.*]] = memref.subview %[[C]][128, 0] [128, 32] [1, 1]
+// CHECK-NEXT: memref.copy %[[T1]], %[[X1]]
+// CHECK-NEXT: %[[X0:.*]] = memref.alloc()
+// CHECK-NEXT: %[[T0:.*]] = memref.subview %[[C]][0, 0] [128, 32] [1, 1]
+// CHECK-NEXT: memref.copy %[[T0]], %[[X0]]
+// CHECK-NEXT: memref.copy %[[X1]], %[[T0]]
+// CHECK-NEXT: memref.copy %[[X0]], %[[T1]]
+// CHECK-NEXT: return %[[C]]
+func.func @tiles_swap(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [0, 0] [128, 32], %t1 = [128, 0] [128, 32]) {
+    overlap.yield %t1, %t0 : tensor<128x32xf32>, tensor<128x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
 shard.grid @tp(shape = 4)
 
 // A fused op that was never decomposed is rejected with a clear error.
@@ -93,5 +163,23 @@ func.func @undecomposed(%a: tensor<128x64xf32>, %b: tensor<64x32xf32>,
   // expected-error @+1 {{'overlap.matmul_all_reduce' op must be decomposed before bufferization: run overlap-plan and overlap-decompose (strategy=none keeps it as one tile)}}
   %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
       : tensor<128x64xf32>, tensor<64x32xf32>, tensor<128x32xf32> -> tensor<128x32xf32>
+  return %r : tensor<128x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A planned op with a dynamic shape is not decomposed; bufferization says
+// which shape.
+func.func @dynamic_c(%a: tensor<512x64xf32>, %b: tensor<64x32xf32>,
+                     %c: tensor<?x32xf32>) -> tensor<128x32xf32> {
+  // expected-remark @+3 {{not decomposed: C is 'tensor<?x32xf32>'; tiles need static shapes}}
+  // expected-error @+2 {{failed to bufferize op}}
+  // expected-error @+1 {{'overlap.matmul_reduce_scatter' op must be decomposed before bufferization, which needs static shapes: C is 'tensor<?x32xf32>'}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [128, 128, 128, 128], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<512x64xf32>, tensor<64x32xf32>, tensor<?x32xf32> -> tensor<128x32xf32>
   return %r : tensor<128x32xf32>
 }

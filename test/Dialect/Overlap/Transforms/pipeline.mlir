@@ -1,5 +1,11 @@
 // RUN: overlap-opt %s --overlap-pipeline="profile=h100-nvlink-datasheet strategy=uniform:2" -split-input-file | FileCheck %s
 // RUN: overlap-opt %s --overlap-pipeline="strategy=auto" --remarks-filter-analyse=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// The forwarded options are checked by the passes that take them, and the
+// error names the option.
+// RUN: not overlap-opt %s --overlap-pipeline="fast-memory=nan" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=FASTMEM
+// FASTMEM: error: overlap-reorder-chains: option fast-memory is nan; expected a finite number of elements >= 1
+// RUN: not overlap-opt %s --overlap-pipeline="ranks=-1" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANKS
+// RANKS: error: overlap-plan: option ranks is -1; expected 0 (each op's group size from its grid) or a group size >= 1
 
 // The upstream-partitioned Megatron MLP (sharding-propagation,
 // shard-partition, canonicalize on a column- then row-parallel pair of
@@ -9,8 +15,8 @@
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
 // CHECK: %[[C:.*]] = scf.if
+// CHECK: overlap.tiles %[[C]] : tensor<512x64xf32> (%[[C0:.*]] = [0, 0] [256, 64], %{{.*}} = [256, 0] [256, 64])
 // CHECK: %[[A0:.*]] = tensor.extract_slice %[[H]][0, 0] [256, 64] [1, 1]
-// CHECK: %[[C0:.*]] = tensor.extract_slice %[[C]][0, 0] [256, 64] [1, 1]
 // CHECK: %[[P0:.*]] = linalg.matmul ins(%[[A0]], %arg2 {{.*}} outs(%[[C0]]
 // CHECK: overlap.all_reduce %[[P0]] on @tp grid_axes = [0]
 // CHECK: %[[A1:.*]] = tensor.extract_slice %[[H]][256, 0] [256, 64] [1, 1]

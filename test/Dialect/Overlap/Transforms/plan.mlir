@@ -4,6 +4,8 @@
 // RUN: not overlap-opt %s --overlap-plan="profile=no-such-profile" -split-input-file 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not overlap-opt %s --overlap-plan="profile=%S/Inputs/bad-profile.json" -split-input-file 2>&1 | FileCheck %s --check-prefix=MALFORMED
 // RUN: not overlap-opt %s --overlap-plan="profile=mc2-example strategy=uniform:0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADSTRATEGY
+// RUN: not overlap-opt %s --overlap-plan="profile=mc2-example ranks=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADRANKS
+// BADRANKS: error: overlap-plan: option ranks is -1; expected 0 (each op's group size from its grid) or a group size >= 1
 
 // NONE: remark: [Analysis] plan | Category:overlap:overlap-plan | Function={{[a-z_0-9]+}} | Remark="tiles [4096] (none, comm-bound): one tile, no overlap wins; predicted 1733.9 us (serial 1733.9 us)
 // OPTIMAL: remark: [Analysis] plan | Category:overlap:overlap-plan | Function={{[a-z_0-9]+}} | Remark="tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
@@ -41,4 +43,20 @@ func.func @dynamic_group(%a: tensor<4096x3072xf16>, %b: tensor<3072x8192xf16>,
       : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<4096x8192xf16>
       -> tensor<4096x8192xf16>
   return %r : tensor<4096x8192xf16>
+}
+
+// -----
+
+shard.grid @tp(shape = 8)
+
+// A dynamic accumulator cannot be tiled, so it is not planned either.
+// CHECK-LABEL: func.func @dynamic_c
+// CHECK-NOT: overlap.plan
+func.func @dynamic_c(%a: tensor<4096x3072xf16>, %b: tensor<3072x8192xf16>,
+                     %c: tensor<?x8192xf16>) -> tensor<512x8192xf16> {
+  // expected-remark @+1 {{not planned: C is 'tensor<?x8192xf16>'; plans need static shapes}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<?x8192xf16>
+      -> tensor<512x8192xf16>
+  return %r : tensor<512x8192xf16>
 }

@@ -1,4 +1,8 @@
 // RUN: overlap-opt %s --overlap-reorder-chains --remarks-filter=overlap -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: not overlap-opt %s --overlap-reorder-chains="fast-memory=0.5" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=SMALL
+// SMALL: error: overlap-reorder-chains: option fast-memory is 0.5; expected a finite number of elements >= 1
+// RUN: not overlap-opt %s --overlap-reorder-chains="fast-memory=inf" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=INF
+// INF: error: overlap-reorder-chains: option fast-memory is inf; expected a finite number of elements >= 1
 
 // Cormen's example chain 10x100, 100x5, 5x50 written as a (b c): 75000
 // multiplications; (a b) c needs 7500.

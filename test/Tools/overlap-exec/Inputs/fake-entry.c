@@ -9,7 +9,11 @@
                         poisons (NaN)
      -DNO_RESULT        the result descriptor is left as it was
      -DNO_SIGNATURE     no overlap_entry_signature at all
-     -DBAD_SIGNATURE    a signature with an unsupported element type */
+     -DBAD_SIGNATURE    a signature with an unsupported element type
+     -DIN_PLACE         the result is arg0's buffer, updated in place (as
+                        bufferization may do with a tensor argument)
+     -DINOUT            the signature says arg0 is inout (a memref the
+                        entry writes), so its contents are an output */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -22,6 +26,12 @@
 #define GRID "1"
 #else
 #define GRID "2"
+#endif
+
+#ifdef INOUT
+#define ARG0 "arg arg0 4x8xf32 inout\n"
+#else
+#define ARG0 "arg arg0 4x8xf32\n"
 #endif
 
 #if defined(BAD_SIGNATURE)
@@ -37,7 +47,7 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "target " TARGET "\n"
                                        "strategy hand-written\n"
                                        "grid g " GRID "\n"
-                                       "arg arg0 4x8xf32\n"
+                                       ARG0
                                        "result result0 4x8xf32\n";
 #endif
 
@@ -53,7 +63,11 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
   (void)result;
   (void)arg0;
 #else
+#ifdef IN_PLACE
+  float *out = arg0->aligned + arg0->offset;
+#else
   float *out = malloc(N * sizeof(float));
+#endif
 #ifdef PARTIAL
   int written = N / 2;
 #else
@@ -61,7 +75,12 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
 #endif
   for (int i = 0; i < written; ++i)
     out[i] = arg0->aligned[arg0->offset + i] + 1.0f;
+#ifdef IN_PLACE
+  result->allocated = arg0->allocated;
+  result->aligned = out;
+#else
   result->allocated = result->aligned = out;
+#endif
   result->offset = 0;
   result->sizes[0] = 4;
   result->sizes[1] = 8;

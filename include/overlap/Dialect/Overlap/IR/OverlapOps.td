@@ -117,6 +117,75 @@ def Overlap_ChainMatmulOp : Overlap_Op<"chain_matmul", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Tiles of a decomposed op
+//===----------------------------------------------------------------------===//
+
+def Overlap_TilesOp : Overlap_Op<"tiles", [
+    SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "disjoint slices of a tensor, each replaced by its region's value";
+  let description = [{
+    Passes disjoint static slices (unit strides) of `dest` to the body as
+    block arguments, one per slice, and returns `dest` with every slice
+    replaced by the matching value of `overlap.yield`: a set of
+    `tensor.extract_slice` / `tensor.insert_slice` pairs on the same
+    tensor, said once. Parts of `dest` that no slice covers keep their
+    contents.
+
+    It is what `overlap-decompose` emits for the tiles of a fused op.
+    Bufferization views each slice of `dest`'s buffer in place (a
+    `memref.subview`) and inlines the body, so one-shot bufferization
+    analyses the tiles one by one rather than as one chain of inserts
+    through a growing tensor, whose aliasing analysis grows with the cube
+    of the number of tiles.
+
+    ```mlir
+    %r = overlap.tiles %c : tensor<256x32xf32>
+        (%t0 = [0, 0] [128, 32], %t1 = [128, 0] [128, 32]) {
+      %p0 = linalg.matmul ins(%a0, %b : tensor<128x64xf32>, tensor<64x32xf32>)
+                          outs(%t0 : tensor<128x32xf32>) -> tensor<128x32xf32>
+      %p1 = linalg.matmul ins(%a1, %b : tensor<128x64xf32>, tensor<64x32xf32>)
+                          outs(%t1 : tensor<128x32xf32>) -> tensor<128x32xf32>
+      overlap.yield %p0, %p1 : tensor<128x32xf32>, tensor<128x32xf32>
+    }
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$dest, DenseI64ArrayAttr:$static_offsets,
+                       DenseI64ArrayAttr:$static_sizes);
+  let results = (outs AnyRankedTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "Value":$dest, "ArrayRef<int64_t>":$offsets,
+                   "ArrayRef<int64_t>":$sizes)>
+  ];
+  let extraClassDeclaration = [{
+    /// Number of slices (block arguments).
+    unsigned getNumTiles();
+    /// Offsets and sizes of slice `i`, one entry per dimension of `dest`.
+    ArrayRef<int64_t> getTileOffsets(unsigned i);
+    ArrayRef<int64_t> getTileSizes(unsigned i);
+    Block &getBodyBlock() { return getBody().front(); }
+    YieldOp getYield();
+  }];
+}
+
+def Overlap_YieldOp : Overlap_Op<"yield", [
+    Pure, Terminator, HasParent<"TilesOp">]> {
+  let summary = "the new contents of the slices of an `overlap.tiles`";
+  let description = [{
+    Ends the body of `overlap.tiles` with one value per slice, of the
+    slice's type.
+
+    ```mlir
+    overlap.yield %p0, %p1 : tensor<128x32xf32>, tensor<128x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
 // Tile-level collectives (tensor: value semantics; memref: in place / into)
 //===----------------------------------------------------------------------===//
 

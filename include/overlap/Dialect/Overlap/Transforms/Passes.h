@@ -55,7 +55,7 @@ struct OverlapPipelineOptions
       llvm::cl::init(false)};
 };
 
-/// raise -> reorder-chains -> plan -> decompose.
+/// raise -> reorder-chains -> plan -> decompose -> check-collectives.
 void buildOverlapPipeline(OpPassManager &pm,
                           const OverlapPipelineOptions &options);
 

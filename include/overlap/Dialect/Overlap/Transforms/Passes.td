@@ -45,6 +45,28 @@ def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapCheckCollectives : Pass<"overlap-check-collectives", "ModuleOp"> {
+  let summary = "Refuse the shard collectives that Overlap cannot lower";
+  let description = [{
+    Runs last in `overlap-pipeline`, before bufferization. The Overlap
+    lowering handles a `shard` collective only when `overlap-raise` fused it
+    with a matmul; any other shard op on tensors (a collective, a sharding
+    annotation) would stop bufferization with "op was not bufferized". This
+    pass makes that an error on the op that says why: for an all-reduce,
+    reduce-scatter or all-gather, the reason overlap-raise did not fuse it
+    (the same rule that its remark gives).
+
+    ```mlir
+    %m = linalg.matmul ins(%a, %b : ...) outs(%c : ...) -> tensor<256x32xf32>
+    // error: 'shard.all_reduce' op is not lowered by Overlap, which lowers a
+    // collective only fused with a matmul, and overlap-raise did not fuse
+    // it: the reduction is 'max'; only a sum distributes over the tiles of
+    // C + A*B
+    %r = shard.all_reduce %m on @tp grid_axes = [0] reduction = max : ...
+    ```
+  }];
+}
+
 def OverlapPlan : Pass<"overlap-plan", "ModuleOp"> {
   let summary = "Choose the M-tiles of every fused op with the Planner";
   let description = [{
@@ -87,12 +109,20 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
   let summary = "Split each planned fused op into per-tile matmuls and collectives";
   let description = [{
     Applies `overlap.plan`: each tile of M becomes its own matmul and its
-    own tile-level collective, still on tensors. Ops without a plan are
-    left alone (a remark says so).
+    own tile-level collective, still on tensors. Ops without a plan, or
+    with shapes or a group size that are not static, are left alone (a
+    remark says why).
+
+    The tiles of one fused op are the slices of one `overlap.tiles`: each
+    tile's ops work on its slice (a block argument) and yield its new
+    contents. A chain of `tensor.insert_slice` through one growing tensor
+    would say the same, but one-shot bufferization's aliasing analysis of
+    such a chain grows with the cube of the number of tiles (255 tiles took
+    ten minutes); with the slices it analyses each tile on its own.
 
     All-reduce: tile i is rows `off_i .. off_i + m_i` of A and C; a
-    `linalg.matmul` and an `overlap.all_reduce` per tile, reassembled with
-    `tensor.insert_slice` into C.
+    `linalg.matmul` into the tile's slice of C and an `overlap.all_reduce`
+    of it.
 
     Reduce-scatter and all-gather: tile i takes `m_i / G` rows at offset
     `off_i / G` of every rank's block, so each tile is one collective call.
@@ -100,9 +130,9 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
     (`tensor.expand_shape`), and the matmul is a `linalg.batch_matmul`
     whose B is broadcast over the G blocks (a strided-batched GEMM):
     reduce-scatter computes into a packed `(G * m_i/G) x N` buffer that the
-    collective reads and scatters `into` the tile's rows of the result;
+    collective reads and scatters `into` the tile's slice of the result;
     all-gather's collective writes a packed buffer that the batched matmul
-    reads, and the product lands in place in C.
+    reads, and the product lands in place in the tile's slice of C's view.
 
     Before (all-reduce, tiles [128, 128]):
     ```mlir
@@ -111,12 +141,14 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
     ```
     After:
     ```mlir
-    %a0 = tensor.extract_slice %a[0, 0] [128, 64] [1, 1]
-    %c0 = tensor.extract_slice %c[0, 0] [128, 32] [1, 1]
-    %p0 = linalg.matmul ins(%a0, %b : ...) outs(%c0 : ...)
-    %r0 = overlap.all_reduce %p0 on @tp grid_axes = [0] : ...
-    %o0 = tensor.insert_slice %r0 into %c[0, 0] [128, 32] [1, 1]
-    ... (tile 1 at row 128, inserted into %o0)
+    %r = overlap.tiles %c : tensor<256x32xf32>
+        (%c0 = [0, 0] [128, 32], %c1 = [128, 0] [128, 32]) {
+      %a0 = tensor.extract_slice %a[0, 0] [128, 64] [1, 1]
+      %p0 = linalg.matmul ins(%a0, %b : ...) outs(%c0 : ...)
+      %r0 = overlap.all_reduce %p0 on @tp grid_axes = [0] : ...
+      ... (tile 1: rows 128.. of A, into %c1)
+      overlap.yield %r0, %r1 : tensor<128x32xf32>, tensor<128x32xf32>
+    }
     ```
   }];
   let dependentDialects = ["::mlir::overlap::OverlapDialect",

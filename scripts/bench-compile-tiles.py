@@ -105,7 +105,7 @@ def main():
                 path = os.path.join(tmp, f"{collective}-{count}.mlir")
                 with open(path, "w") as f:
                     f.write(module(collective, count * ALIGN))
-                base = [compiler, "--no-remarks", f"--strategy=uniform:{count}",
+                base = [compiler, f"--strategy=uniform:{count}",
                         path]
                 cells = []
                 previous, dead = 0.0, False

@@ -10,13 +10,15 @@ Overlap's own C API (include/overlap-c):
 
 The libraries are looked for in ``$OVERLAP_LIB_DIR``, then
 ``$OVERLAP_PREFIX/lib`` (an installation: ``cmake --install build --prefix
-P``), then ``$OVERLAP_BUILD_DIR/lib``, then ``<repo>/build/lib``.
+P``), then ``$OVERLAP_BUILD_DIR/lib``, then ``<repo>/build/lib``, then the
+``lib/`` beside an ``overlap-compile`` on PATH (an installation's ``bin/``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -37,6 +39,9 @@ def library_dirs() -> List[Path]:
             dirs.append(Path(value) / sub if sub else Path(value))
     dirs.append(Path(__file__).resolve().parent.parent.parent / "build" /
                 "lib")
+    tool = shutil.which("overlap-compile")
+    if tool:
+        dirs.append(Path(tool).resolve().parent.parent / "lib")
     return dirs
 
 

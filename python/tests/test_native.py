@@ -103,3 +103,13 @@ def test_compile_to_mlir_text(compiler_api, mlp, tmp_path):
     assert "llvm.call @overlap_all_gather" in text
     with pytest.raises(ValueError, match="emit"):
         overlap.compile(mlp, emit="exe")
+
+
+def test_libraries_found_through_an_installation_on_path(monkeypatch, tmp_path):
+    # An installation's bin/ on PATH: its lib/ is searched after the others.
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "overlap-compile"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert native.library_dirs()[-1] == tmp_path / "lib"

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/Json.h"
 #include "overlap/Planner/Ring.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -663,11 +664,9 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
 Expected<Profile> overlap::planner::parseProfile(StringRef text,
                                                  StringRef nameForErrors) {
   ProfileReader rd(nameForErrors.str());
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseJson(text, nameForErrors);
   if (!root)
-    return createStringError(std::errc::invalid_argument, "%s: invalid JSON %s",
-                             nameForErrors.str().c_str(),
-                             toString(root.takeError()).c_str());
+    return root.takeError();
   const json::Object *obj = root->getAsObject();
   if (!obj)
     return rd.fail("(top level)", "an object");

@@ -6,6 +6,7 @@
 
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/Json.h"
+#include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Ring.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -224,25 +225,43 @@ public:
     return *d;
   }
 
-  Expected<double> positive(const json::Value &v,
-                            const std::string &path) const {
-    Expected<double> d = number(v, path, "a positive number");
+  /// A number in [lo, hi] (Limits.h), `what` saying what it is.
+  Expected<double> numberIn(const json::Value &v, const std::string &path,
+                            double lo, double hi, StringRef what) const {
+    std::string expected =
+        (what + " in [" + shortNumber(lo) + ", " + shortNumber(hi) + "]").str();
+    Expected<double> d = number(v, path, expected);
     if (!d)
       return d.takeError();
-    if (*d <= 0)
-      return fail(path, "a positive number, got " + formatv("{0}", *d));
+    if (*d < lo || *d > hi)
+      return fail(path, expected + ", got " + shortNumber(*d));
     return *d;
   }
 
   Expected<int64_t> integer(const json::Value &v, const std::string &path,
-                            int64_t min) const {
+                            int64_t min,
+                            int64_t max = std::numeric_limits<int64_t>::max())
+      const {
     std::optional<int64_t> i = v.getAsInteger();
     std::string what = "an integer >= " + std::to_string(min);
+    if (max != std::numeric_limits<int64_t>::max())
+      what += " and <= " + std::to_string(max);
     if (!i)
       return fail(path, what);
-    if (*i < min)
+    if (*i < min || *i > max)
       return fail(path, what + ", got " + std::to_string(*i));
     return *i;
+  }
+
+  /// Latencies and curve values, µs.
+  Expected<double> time(const json::Value &v, const std::string &path) const {
+    return numberIn(v, path, 0, kMaxProfileUs, "a time (µs)");
+  }
+
+  static std::string shortNumber(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", d);
+    return buf;
   }
 
   Expected<std::string> string(const json::Value &v,
@@ -316,11 +335,9 @@ Expected<Curve> ProfileReader::curve(const json::Value &v,
       Expected<double> x = number((*pt)[0], ppath + "[0]");
       if (!x)
         return x.takeError();
-      Expected<double> y = number((*pt)[1], ppath + "[1]");
+      Expected<double> y = time((*pt)[1], ppath + "[1]");
       if (!y)
         return y.takeError();
-      if (*y < 0)
-        return fail(ppath + "[1]", "a time >= 0");
       if (!points.empty() && *x <= points.back().first)
         return fail(ppath + "[0]", "x strictly greater than the previous "
                                    "point's (" +
@@ -453,13 +470,13 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
   if (Error e = optionalField(obj, "name", dev.name, str("name")))
     return e;
   if (const json::Value *sv = obj.get("sm_count")) {
-    auto sms = rd.integer(*sv, "device.sm_count", 1);
+    auto sms = rd.integer(*sv, "device.sm_count", 1, kMaxProfileCount);
     if (!sms)
       return sms.takeError();
     dev.smCount = *sms;
   }
   if (const json::Value *cv = obj.get("comm_sms")) {
-    auto cs = rd.integer(*cv, "device.comm_sms", 0);
+    auto cs = rd.integer(*cv, "device.comm_sms", 0, kMaxProfileCount);
     if (!cs)
       return cs.takeError();
     if (dev.smCount && *cs >= *dev.smCount)
@@ -472,10 +489,10 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
     if (!a || a->size() != 2)
       return rd.fail("device.gemm_tile", "[rows, cols] of the GEMM output "
                                          "tile");
-    auto r = rd.integer((*a)[0], "device.gemm_tile[0]", 1);
+    auto r = rd.integer((*a)[0], "device.gemm_tile[0]", 1, kMaxProfileCount);
     if (!r)
       return r.takeError();
-    auto c = rd.integer((*a)[1], "device.gemm_tile[1]", 1);
+    auto c = rd.integer((*a)[1], "device.gemm_tile[1]", 1, kMaxProfileCount);
     if (!c)
       return c.takeError();
     dev.gemmTile = {*r, *c};
@@ -491,14 +508,16 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
       std::optional<DType> dt = parseDType(kv.first);
       if (!dt)
         return rd.fail(fpath, "a dtype key (f16, bf16, f32)");
-      auto tf = rd.positive(kv.second, fpath);
+      auto tf = rd.numberIn(kv.second, fpath, kMinProfileRate,
+                            kMaxProfileRate, "TFLOP/s");
       if (!tf)
         return tf.takeError();
       dev.peakFlops[static_cast<int>(*dt)] = *tf * 1e12;
     }
   }
   if (const json::Value *bv = obj.get("memory_bandwidth_gbps")) {
-    auto bw = rd.positive(*bv, "device.memory_bandwidth_gbps");
+    auto bw = rd.numberIn(*bv, "device.memory_bandwidth_gbps", kMinProfileRate,
+                          kMaxProfileRate, "a bandwidth (GB/s)");
     if (!bw)
       return bw.takeError();
     dev.memoryBandwidth = *bw * 1e9;
@@ -515,11 +534,9 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
   if (Error e = rd.checkKeys(obj, "gemm", {"latency_us", "curves", "roofline"}))
     return e;
   if (const json::Value *lv = obj.get("latency_us")) {
-    auto lat = rd.number(*lv, "gemm.latency_us", "a latency >= 0 (µs)");
+    auto lat = rd.time(*lv, "gemm.latency_us");
     if (!lat)
       return lat.takeError();
-    if (*lat < 0)
-      return rd.fail("gemm.latency_us", "a latency >= 0 (µs)");
     p.gemmLatencyUs = *lat;
   }
   if (const json::Value *cv = obj.get("curves")) {
@@ -540,7 +557,7 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
         std::string kpath = ProfileReader::join(path, key);
         if (!kv)
           return rd.fail(kpath, "an integer >= 1");
-        auto val = rd.integer(*kv, kpath, 1);
+        auto val = rd.integer(*kv, kpath, 1, kMaxDim);
         if (!val)
           return val.takeError();
         (key == "n" ? gc.n : gc.k) = *val;
@@ -553,7 +570,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
                        "one of \"f16\", \"bf16\", \"f32\"");
       gc.dtype = *dt;
       if (const json::Value *bv = (*co)->get("batch")) {
-        auto batch = rd.integer(*bv, ProfileReader::join(path, "batch"), 1);
+        auto batch =
+            rd.integer(*bv, ProfileReader::join(path, "batch"), 1, kMaxRanks);
         if (!batch)
           return batch.takeError();
         gc.batch = *batch;
@@ -580,12 +598,10 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       return e;
     double eff = 1.0;
     if (const json::Value *ev = (*ro)->get("efficiency")) {
-      auto e =
-          rd.number(*ev, "gemm.roofline.efficiency", "a fraction in (0, 1]");
+      auto e = rd.numberIn(*ev, "gemm.roofline.efficiency",
+                           kMinProfileFraction, 1, "a fraction");
       if (!e)
         return e.takeError();
-      if (*e <= 0 || *e > 1)
-        return rd.fail("gemm.roofline.efficiency", "a fraction in (0, 1]");
       eff = *e;
     }
     p.rooflineEfficiency = eff;
@@ -623,7 +639,8 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       if (!rv)
         return rd.fail(ProfileReader::join(path, "ranks"),
                        "an integer >= 2 (the group size measured)");
-      auto ranks = rd.integer(*rv, ProfileReader::join(path, "ranks"), 2);
+      auto ranks =
+          rd.integer(*rv, ProfileReader::join(path, "ranks"), 2, kMaxRanks);
       if (!ranks)
         return ranks.takeError();
       cc.ranks = *ranks;
@@ -635,12 +652,9 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
                        "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
       cc.bytesPerUnit = *unit;
       if (const json::Value *lv = (*eo)->get("latency_us")) {
-        auto lat = rd.number(*lv, ProfileReader::join(path, "latency_us"));
+        auto lat = rd.time(*lv, ProfileReader::join(path, "latency_us"));
         if (!lat)
           return lat.takeError();
-        if (*lat < 0)
-          return rd.fail(ProfileReader::join(path, "latency_us"),
-                         "a latency >= 0 (µs)");
         cc.latencyUs = *lat;
       }
       const json::Value *curveV = (*eo)->get("curve");
@@ -732,27 +746,21 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
         std::string path = "contention." + key.str();
         if (!fv)
           return rd.fail(path, "a slowdown factor >= 1");
-        auto f = rd.number(*fv, path, "a slowdown factor >= 1");
+        auto f = rd.numberIn(*fv, path, 1, kMaxContention, "a slowdown factor");
         if (!f)
           return f.takeError();
-        if (*f < 1)
-          return rd.fail(path,
-                         "a slowdown factor >= 1, got " + formatv("{0}", *f));
         (key == "compute" ? p.computeContention : p.commContention) = *f;
       }
     } else {
-      auto f = rd.number(*cv, "contention",
-                         "a slowdown factor >= 1 or {\"compute\", \"comm\"}");
+      auto f = rd.numberIn(*cv, "contention", 1, kMaxContention,
+                           "a slowdown factor");
       if (!f)
         return f.takeError();
-      if (*f < 1)
-        return rd.fail("contention",
-                       "a slowdown factor >= 1, got " + formatv("{0}", *f));
       p.computeContention = p.commContention = *f;
     }
   }
   if (const json::Value *av = obj->get("alignment")) {
-    auto a = rd.integer(*av, "alignment", 1);
+    auto a = rd.integer(*av, "alignment", 1, kMaxProfileCount);
     if (!a)
       return a.takeError();
     p.alignment = *a;
@@ -765,7 +773,8 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
       return std::move(e);
     for (StringRef key : {"reference_us", "low", "high"}) {
       if (const json::Value *x = (*fo)->get(key)) {
-        auto val = rd.positive(*x, "ficco." + key.str());
+        auto val = rd.numberIn(*x, "ficco." + key.str(), kMinProfileFraction,
+                               kMaxFiccoValue, "a number");
         if (!val)
           return val.takeError();
         (key == "reference_us" ? p.ficco.referenceUs

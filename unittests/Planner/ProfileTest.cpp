@@ -159,7 +159,8 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
 
   e = parseError(
       profileText(R"({"table": [[0, 1]]})", R"(, "contention": 0.9)"));
-  EXPECT_NE(e.find("contention: expected a slowdown factor >= 1"),
+  EXPECT_NE(e.find("contention: expected a slowdown factor in [1, 1000], "
+                   "got 0.9"),
             std::string::npos)
       << e;
 
@@ -182,7 +183,8 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   e = parseError(
       profileText(R"({"table": [[0, 1]]})")
           .replace(profileText().find("\"ranks\": 8"), 10, "\"ranks\": 1"));
-  EXPECT_NE(e.find("ranks: expected an integer >= 2, got 1"), std::string::npos)
+  EXPECT_NE(e.find("ranks: expected an integer >= 2 and <= 65536, got 1"),
+            std::string::npos)
       << e;
 
   e = errorOf(loadProfile("/nonexistent/profile.json"));

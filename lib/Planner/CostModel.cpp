@@ -50,8 +50,8 @@ Expected<CostModel> CostModel::create(const Profile &profile,
     return std::move(e);
   if (Error e = checkLimit("--k", problem.k, 1, kMaxDim, "depth K"))
     return std::move(e);
-  if (Error e = checkLimit("--ranks", problem.ranks, 1, kMaxRanks,
-                           "a group size"))
+  if (Error e =
+          checkLimit("--ranks", problem.ranks, 1, kMaxRanks, "a group size"))
     return std::move(e);
   if (problem.collective != Collective::AllReduce &&
       problem.m % problem.ranks != 0)

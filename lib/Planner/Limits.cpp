@@ -9,9 +9,8 @@
 using namespace llvm;
 using namespace overlap::planner;
 
-Error overlap::planner::checkLimit(const Twine &what, int64_t value,
-                                   int64_t lo, int64_t hi,
-                                   const Twine &expected) {
+Error overlap::planner::checkLimit(const Twine &what, int64_t value, int64_t lo,
+                                   int64_t hi, const Twine &expected) {
   if (value >= lo && value <= hi)
     return Error::success();
   return createStringError(std::errc::invalid_argument,

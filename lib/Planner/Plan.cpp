@@ -107,8 +107,8 @@ Expected<Plan> overlap::planner::pricePlan(const CostModel &model,
                       Twine(t));
     // Each tile within M keeps the sum (at most kMaxTiles of them) in range.
     if (t > m)
-      return badValue("tiles: a tile of " + Twine(t) + " rows is larger than "
-                      "M = " + Twine(m));
+      return badValue("tiles: a tile of " + Twine(t) +
+                      " rows is larger than M = " + Twine(m));
     sum += t;
   }
   if (sum != m)

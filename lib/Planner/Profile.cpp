@@ -238,10 +238,9 @@ public:
     return *d;
   }
 
-  Expected<int64_t> integer(const json::Value &v, const std::string &path,
-                            int64_t min,
-                            int64_t max = std::numeric_limits<int64_t>::max())
-      const {
+  Expected<int64_t>
+  integer(const json::Value &v, const std::string &path, int64_t min,
+          int64_t max = std::numeric_limits<int64_t>::max()) const {
     std::optional<int64_t> i = v.getAsInteger();
     std::string what = "an integer >= " + std::to_string(min);
     if (max != std::numeric_limits<int64_t>::max())
@@ -508,8 +507,8 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
       std::optional<DType> dt = parseDType(kv.first);
       if (!dt)
         return rd.fail(fpath, "a dtype key (f16, bf16, f32)");
-      auto tf = rd.numberIn(kv.second, fpath, kMinProfileRate,
-                            kMaxProfileRate, "TFLOP/s");
+      auto tf = rd.numberIn(kv.second, fpath, kMinProfileRate, kMaxProfileRate,
+                            "TFLOP/s");
       if (!tf)
         return tf.takeError();
       dev.peakFlops[static_cast<int>(*dt)] = *tf * 1e12;
@@ -598,8 +597,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       return e;
     double eff = 1.0;
     if (const json::Value *ev = (*ro)->get("efficiency")) {
-      auto e = rd.numberIn(*ev, "gemm.roofline.efficiency",
-                           kMinProfileFraction, 1, "a fraction");
+      auto e = rd.numberIn(*ev, "gemm.roofline.efficiency", kMinProfileFraction,
+                           1, "a fraction");
       if (!e)
         return e.takeError();
       eff = *e;

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/Limits.h"
+#include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/TileLayout.h"
 #include "overlap/Planner/TilePlanner.h"
 
@@ -99,8 +99,8 @@ TEST(Limits, LargestProblemPlansInRange) {
   p.alignment = 1;
   for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
     MatmulProblem pb{c, big, big, big, DType::F16, kMaxRanks};
-    for (llvm::StringRef s : {"none", "uniform:4096", "mc2", "optimal",
-                              "waves", "ficco", "auto"}) {
+    for (llvm::StringRef s :
+         {"none", "uniform:4096", "mc2", "optimal", "waves", "ficco", "auto"}) {
       llvm::Expected<Plan> plan = planTiles(p, pb, s);
       if (!plan) {
         // Past a limit: a tile count or the work bound, never a size;
@@ -203,8 +203,8 @@ TEST(Limits, PlansAreFiniteOrRefused) {
     Profile p = linearProfile(8192, 3072, 0.1, 20);
     p.commCurves[0].curve =
         Curve::piecewise({{0, INFINITY, {0, coeff, coeff}}});
-    for (llvm::StringRef s : {"none", "uniform:4", "mc2", "optimal", "waves",
-                              "ficco"}) {
+    for (llvm::StringRef s :
+         {"none", "uniform:4", "mc2", "optimal", "waves", "ficco"}) {
       std::string e = errorOf(planTiles(p, pb, s));
       EXPECT_TRUE(contains(e, s.str() + ": ")) << e;
 
@@ -223,7 +223,8 @@ TEST(Limits, ProfileNumbersAreBounded) {
   auto parse = [](const std::string &device, const std::string &gemm,
                   const std::string &extra) {
     std::string text = R"({"device": {)" + device + R"(},
-      "gemm": {)" + gemm + R"("curves": [{"n": 8192, "k": 3072,
+      "gemm": {)" + gemm +
+                       R"("curves": [{"n": 8192, "k": 3072,
         "dtype": "f16", "curve": {"table": [[0, 0], [4096, 400]]}}]},
       "collectives": {"all-reduce": [{"ranks": 8, "x_unit": "MiB",
         "curve": {"table": [[0, 10], [64, 900]]}}]})" +

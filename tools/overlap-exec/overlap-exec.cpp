@@ -214,6 +214,8 @@ static bool parseOptions(int argc, char **argv, Options &o,
     return false;
   }
   o.program = positional.front();
+  if (!run::checkTimeFlags(o.waitTimeoutMs, o.chaosMaxUs, message))
+    return false;
   if (!o.refBackend.empty() && o.reference.empty()) {
     message = "--ref-backend " + o.refBackend +
               " without --ref: there is no reference to run";

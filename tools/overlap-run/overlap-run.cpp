@@ -267,6 +267,9 @@ int main(int argc, char **argv) {
                                ": the level is 0 to 3");
   if (relTolerance < 0 || absTolerance < 0)
     return usageOrCompileError("--rtol and --atol must not be negative");
+  std::string flagError;
+  if (!run::checkTimeFlags(waitTimeoutMs, chaosMaxUs, flagError))
+    return usageOrCompileError(flagError);
   overlap_host_options hostOptions;
   overlap_host_options_init(&hostOptions);
   hostOptions.wait_timeout_ms = waitTimeoutMs;

@@ -163,7 +163,7 @@ TEST(Signals, TimeoutComesFromTheEnvironment) {
   EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(overlap_host_launch_error(),
                "overlap_host_launch: OVERLAP_WAIT_TIMEOUT_MS must be a "
-               "positive integer");
+               "positive integer of at most 1000000000 (ms)");
   unsetenv("OVERLAP_WAIT_TIMEOUT_MS");
 }
 

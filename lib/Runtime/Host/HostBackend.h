@@ -109,8 +109,9 @@ public:
                                           int color,
                                           const std::vector<int> &members);
 
-  Clock::duration timeout() const {
-    return std::chrono::milliseconds(options.waitTimeoutMs);
+  /// When a wait or a barrier that starts now times out.
+  Clock::time_point deadline() const {
+    return runtime::deadlineAfter(Clock::now(), options.waitTimeoutMs);
   }
 
   /// Waits on `cv` until `ready()`; OVERLAP_ERROR_ABORTED as soon as the
@@ -165,6 +166,10 @@ private:
   };
   void loop();
   void run(Task &task);
+  /// Chaos mode's delay before a task, drawn from the stream's sequence.
+  std::chrono::microseconds chaosDelay();
+  /// Sleeps in slices, returning early once this rank or the world failed.
+  void sleepUnlessFailed(std::chrono::microseconds delay);
 
   HostContext &ctx_;
   const int index_;

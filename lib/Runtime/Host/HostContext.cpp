@@ -92,11 +92,16 @@ Stream::~Stream() {
   worker_.join();
 }
 
-void Stream::enqueue(const Site &site, Work work) {
+void Stream::enqueue(const Site &site, Work work, bool signals) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Task{site, std::move(work)});
-    ++enqueued_;
+    if (signals) {
+      if (!queue_.empty())
+        queue_.back().producer = true;
+      else
+        producerSeq_ = enqueued_; // already taken by the worker
+    }
+    queue_.push_back(Task{site, std::move(work), ++enqueued_, false});
   }
   wake_.notify_one();
 }
@@ -109,6 +114,7 @@ void Stream::synchronize() {
 void Stream::loop() {
   for (;;) {
     Task task;
+    bool producer = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
@@ -116,8 +122,15 @@ void Stream::loop() {
         return; // stopping, and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      // A signal is enqueued right after the work it follows, maybe after
+      // the worker took that work: under chaos, give the rank's thread a
+      // moment to say whether this task is a producer.
+      if (ctx_.world.options.chaos && queue_.empty())
+        wake_.wait_for(lock, std::chrono::microseconds(200),
+                       [&] { return stop_ || enqueued_ > task.seq; });
+      producer = task.producer || producerSeq_ == task.seq;
     }
-    run(task);
+    run(task, producer);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++done_;
@@ -126,12 +139,18 @@ void Stream::loop() {
   }
 }
 
-std::chrono::microseconds Stream::chaosDelay() {
+std::chrono::microseconds Stream::chaosDelay(bool producer) {
   const uint64_t max =
       static_cast<uint64_t>(ctx_.world.options.chaosMaxDelayUs);
-  if (!(chaos_() & 1))
+  if (producer)
+    // Work a signal follows is what another stream waits for: always held
+    // back, for half the longest delay to all of it, so that a consumer
+    // that lacks its wait runs first and reads what is not written yet.
+    return std::chrono::microseconds(max / 2 + chaos_() % (max - max / 2 + 1));
+  // Everything else moves a little, once in four, to vary the interleaving.
+  if (chaos_() % 4 != 0)
     return std::chrono::microseconds(0);
-  return std::chrono::microseconds(chaos_() % (max + 1));
+  return std::chrono::microseconds(chaos_() % (max / 4 + 1));
 }
 
 void Stream::sleepUnlessFailed(std::chrono::microseconds delay) {
@@ -150,7 +169,7 @@ void Stream::sleepUnlessFailed(std::chrono::microseconds delay) {
   }
 }
 
-void Stream::run(Task &task) {
+void Stream::run(Task &task, bool producer) {
   World &world = ctx_.world;
   // After the first error on this rank, the rest of its work is dropped;
   // after one on another rank, it is dropped with an error of its own.
@@ -166,7 +185,7 @@ void Stream::run(Task &task) {
   if (dropped())
     return;
   if (world.options.chaos) {
-    sleepUnlessFailed(chaosDelay());
+    sleepUnlessFailed(chaosDelay(producer));
     if (dropped())
       return;
   }
@@ -319,17 +338,20 @@ overlap_status HostContext::signal(const Site &site, overlap_signals *sigs,
                                    int32_t index) {
   auto *set = static_cast<HostSignals *>(sigs);
   uint64_t epoch = set->epoch;
-  enqueue(site, [set, index, epoch](std::string &) {
-    {
-      std::lock_guard<std::mutex> lock(set->mutex);
-      // Never lower a flag: a late signal of an old epoch must not undo a
-      // newer one.
-      if (set->flags[index].load(std::memory_order_relaxed) < epoch)
-        set->flags[index].store(epoch, std::memory_order_release);
-    }
-    set->cv.notify_all();
-    return OVERLAP_SUCCESS;
-  });
+  enqueue(
+      site,
+      [set, index, epoch](std::string &) {
+        {
+          std::lock_guard<std::mutex> lock(set->mutex);
+          // Never lower a flag: a late signal of an old epoch must not undo
+          // a newer one.
+          if (set->flags[index].load(std::memory_order_relaxed) < epoch)
+            set->flags[index].store(epoch, std::memory_order_release);
+        }
+        set->cv.notify_all();
+        return OVERLAP_SUCCESS;
+      },
+      /*signals=*/true);
   return OVERLAP_SUCCESS;
 }
 

@@ -145,8 +145,10 @@ typedef struct overlap_host_options {
      OVERLAP_ERROR_TIMEOUT. 0 means $OVERLAP_WAIT_TIMEOUT_MS, else 10000. At
      most OVERLAP_MAX_WAIT_TIMEOUT_MS. */
   int64_t wait_timeout_ms;
-  /* Chaos mode: a random delay (seeded per rank and stream) before each
-     stream task, so that a missing wait shows up as a wrong result. */
+  /* Chaos mode: random delays (seeded per rank and stream) before stream
+     tasks, so that a missing wait shows up as a wrong result: the task a
+     signal follows is always held back, others now and then
+     (docs/runtime.md). */
   int32_t chaos;
   uint64_t chaos_seed;
   /* Upper bound of one chaos delay; 0 means $OVERLAP_HOST_CHAOS_MAX_US,

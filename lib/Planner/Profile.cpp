@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/Profile.h"
-#include "overlap/Planner/Json.h"
+#include "overlap/Planner/UserJson.h"
 #include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Ring.h"
 
@@ -677,7 +677,7 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
 Expected<Profile> overlap::planner::parseProfile(StringRef text,
                                                  StringRef nameForErrors) {
   ProfileReader rd(nameForErrors.str());
-  Expected<json::Value> root = parseJson(text, nameForErrors);
+  Expected<json::Value> root = parseUserJson(text, nameForErrors);
   if (!root)
     return root.takeError();
   const json::Object *obj = root->getAsObject();

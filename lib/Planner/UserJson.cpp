@@ -1,10 +1,10 @@
-//===- Json.cpp - JSON from users, with bounded nesting --------*- C++ -*-===//
+//===- UserJson.cpp - JSON from users, with bounded nesting ----*- C++ -*-===//
 //
 // Part of the Overlap project.
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/Json.h"
+#include "overlap/Planner/UserJson.h"
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -46,7 +46,7 @@ static size_t findTooDeep(StringRef text, unsigned limit) {
   return StringRef::npos;
 }
 
-Expected<json::Value> overlap::planner::parseJson(StringRef text,
+Expected<json::Value> overlap::planner::parseUserJson(StringRef text,
                                                   StringRef nameForErrors) {
   size_t at = findTooDeep(text, kMaxJsonDepth);
   if (at != StringRef::npos) {

@@ -25,9 +25,8 @@
 
 #include "overlap/Planner/Strategies.h"
 
-#include "llvm/ADT/Twine.h"
-
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
 
 #include <algorithm>
 #include <limits>
@@ -81,9 +80,7 @@ private:
   std::vector<std::pair<double, double>> cache;
 };
 
-} // namespace
-
-/// Pipeline steps of one strategy's search against the work bound.
+/// The search's pipeline steps against the work bound.
 struct StepBudget {
   uint64_t used = 0;
   /// Counts `n` more steps; false once past kMaxSearchSteps.
@@ -92,6 +89,8 @@ struct StepBudget {
     return used <= kMaxSearchSteps;
   }
 };
+
+} // namespace
 
 static Error overBudget(const CostModel &model, uint64_t steps) {
   const int64_t m = model.getProblem().m, align = model.getAlignment();

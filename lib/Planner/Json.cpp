@@ -3,6 +3,7 @@
 #include "overlap/Planner/Json.h"
 
 #include "overlap/Planner/Defaults.h"
+#include "overlap/Planner/UserJson.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -167,9 +168,9 @@ static Error requestError(const Twine &message) {
 }
 
 Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
-  Expected<json::Value> parsed = json::parse(request);
+  Expected<json::Value> parsed = parseUserJson(request, "request");
   if (!parsed)
-    return requestError("not JSON: " + toString(parsed.takeError()));
+    return requestError(toString(parsed.takeError()));
   const json::Object *object = parsed->getAsObject();
   if (!object)
     return requestError("expected an object");

@@ -26,7 +26,8 @@ Plan planMc2(const CostModel &model);
 /// M mod alignment (Optimal.cpp).
 Plan planOptimal(const CostModel &model);
 
-/// FlashOverlap wave grouping; fails for all-gather and for profiles
+/// FlashOverlap wave grouping; fails for all-gather and all-to-all
+/// dispatch (the collective feeds the GEMM) and for profiles
 /// without device.sm_count / device.gemm_tile (Waves.cpp).
 llvm::Expected<Plan> planWaves(const CostModel &model);
 

@@ -158,6 +158,7 @@ static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle,
   OVERLAP_SYMBOL(overlap_all_reduce);
   OVERLAP_SYMBOL(overlap_reduce_scatter);
   OVERLAP_SYMBOL(overlap_all_gather);
+  OVERLAP_SYMBOL(overlap_all_to_all);
   OVERLAP_SYMBOL(overlap_barrier);
   OVERLAP_SYMBOL(overlap_signals_create);
   OVERLAP_SYMBOL(overlap_signals_acquire);

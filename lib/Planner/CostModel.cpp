@@ -34,6 +34,32 @@ StringRef overlap::planner::toString(TileGemmPricing pricing) {
   llvm_unreachable("unknown tile GEMM pricing");
 }
 
+std::optional<AllToAllSide>
+overlap::planner::parseAllToAllSide(StringRef name) {
+  if (name == "dispatch")
+    return AllToAllSide::Dispatch;
+  if (name == "combine")
+    return AllToAllSide::Combine;
+  return std::nullopt;
+}
+
+StringRef overlap::planner::toString(AllToAllSide side) {
+  return side == AllToAllSide::Dispatch ? "dispatch" : "combine";
+}
+
+bool overlap::planner::exchangesInput(const MatmulProblem &problem) {
+  return problem.collective == Collective::AllGather ||
+         (problem.collective == Collective::AllToAll &&
+          problem.side == AllToAllSide::Dispatch);
+}
+
+std::string overlap::planner::describeCollective(const MatmulProblem &problem) {
+  std::string text = toString(problem.collective).str();
+  if (problem.collective == Collective::AllToAll)
+    text += " (" + toString(problem.side).str() + ")";
+  return text;
+}
+
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static Error badProblem(const Twine &msg) {
@@ -78,9 +104,9 @@ Expected<CostModel> CostModel::create(const Profile &profile,
     model.bandwidth =
         *profile.device.memoryBandwidth * *profile.rooflineEfficiency;
   }
-  // Reduce-scatter and all-gather tiles smaller than M are strided-batched
-  // GEMMs of G = ranks matrices (docs/architecture.md); with one rank there
-  // is one matrix, which is one GEMM.
+  // Reduce-scatter, all-gather and all-to-all tiles smaller than M are
+  // strided-batched GEMMs of G = ranks matrices (docs/architecture.md); with
+  // one rank there is one matrix, which is one GEMM.
   if (problem.collective != Collective::AllReduce && problem.ranks > 1) {
     model.batchCurve = profile.findGemmCurve(problem.n, problem.k,
                                              problem.dtype, problem.ranks);
@@ -102,9 +128,8 @@ Expected<CostModel> CostModel::create(const Profile &profile,
 }
 
 PipelineOrder CostModel::getOrder() const {
-  return problem.collective == Collective::AllGather
-             ? PipelineOrder::CommThenCompute
-             : PipelineOrder::ComputeThenComm;
+  return exchangesInput(problem) ? PipelineOrder::CommThenCompute
+                                 : PipelineOrder::ComputeThenComm;
 }
 
 double CostModel::gemmUs(int64_t rows, int64_t calls) const {
@@ -154,8 +179,7 @@ double CostModel::contiguousGemmUs(int64_t rows) const {
 }
 
 double CostModel::commBytes(int64_t rows) const {
-  int64_t width =
-      problem.collective == Collective::AllGather ? problem.k : problem.n;
+  int64_t width = exchangesInput(problem) ? problem.k : problem.n;
   return static_cast<double>(rows) * static_cast<double>(width) *
          byteWidth(problem.dtype);
 }

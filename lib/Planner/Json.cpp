@@ -37,6 +37,8 @@ void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
     j.attribute("lower_bound_us", r3(plan.lowerBoundUs));
     j.attributeObject("problem", [&] {
       j.attribute("collective", toString(pb.collective));
+      if (pb.collective == Collective::AllToAll)
+        j.attribute("side", toString(pb.side));
       j.attribute("m", pb.m);
       j.attribute("n", pb.n);
       j.attribute("k", pb.k);
@@ -209,9 +211,18 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
   std::optional<Collective> c = parseCollective(collective);
   if (!c)
     return requestError("\"collective\": expected all-reduce, "
-                        "reduce-scatter or all-gather, got '" +
+                        "reduce-scatter, all-gather or all-to-all, got '" +
                         collective + "'");
   problem.collective = *c;
+  if (object->get("side")) {
+    std::string side = string("side", "");
+    std::optional<AllToAllSide> s = parseAllToAllSide(side);
+    if (*c != Collective::AllToAll || !s)
+      return requestError("\"side\": expected dispatch or combine with "
+                          "\"collective\": \"all-to-all\", got '" +
+                          side + "'");
+    problem.side = *s;
+  }
   for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &problem.m},
                             {"n", &problem.n},
                             {"k", &problem.k},

@@ -88,10 +88,11 @@ Expected<Plan> overlap::planner::planMc2(const CostModel &model) {
       return std::move(e);
     m0 = m - m1 * count;
     // Comm-bound: the GEMM stream is exposed at the start, so the short
-    // block leads; compute-bound: the short block trails. All-gather runs
-    // the pipeline the other way round, so its order is the mirror image.
+    // block leads; compute-bound: the short block trails. All-gather and
+    // all-to-all dispatch run the pipeline the other way round, so its order is
+    // the mirror image.
     bool shortFirst = bound == Bound::Comm;
-    if (pb.collective == Collective::AllGather)
+    if (exchangesInput(pb))
       shortFirst = !shortFirst;
     d.shortFirst = shortFirst;
     if (shortFirst)

@@ -64,6 +64,7 @@ std::optional<Collective> overlap::planner::parseCollective(StringRef name) {
       .Case("all-reduce", Collective::AllReduce)
       .Case("reduce-scatter", Collective::ReduceScatter)
       .Case("all-gather", Collective::AllGather)
+      .Case("all-to-all", Collective::AllToAll)
       .Default(std::nullopt);
 }
 
@@ -75,6 +76,8 @@ StringRef overlap::planner::toString(Collective collective) {
     return "reduce-scatter";
   case Collective::AllGather:
     return "all-gather";
+  case Collective::AllToAll:
+    return "all-to-all";
   }
   llvm_unreachable("unknown collective");
 }
@@ -627,7 +630,7 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
     std::optional<Collective> coll = parseCollective(kv.first);
     if (!coll)
       return rd.fail(cpath, "a collective name (all-reduce, reduce-scatter, "
-                            "all-gather)");
+                            "all-gather, all-to-all)");
     auto arr = rd.array(kv.second, cpath);
     if (!arr)
       return arr.takeError();

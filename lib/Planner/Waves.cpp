@@ -113,12 +113,12 @@ static void appendEqualGroups(std::vector<int64_t> &out, int64_t total,
 Expected<Plan> overlap::planner::planWaves(const CostModel &model) {
   const MatmulProblem &pb = model.getProblem();
   const Profile &profile = model.getProfile();
-  if (pb.collective == Collective::AllGather)
+  if (exchangesInput(pb))
     return createStringError(
         std::errc::not_supported,
         "waves: FlashOverlap groups the waves of a GEMM whose output is "
-        "communicated; all-gather feeds the GEMM's input (use mc2 or "
-        "optimal)");
+        "communicated; %s feeds the GEMM's input (use mc2 or optimal)",
+        describeCollective(pb).c_str());
   if (!profile.device.smCount || !profile.device.gemmTile)
     return createStringError(std::errc::not_supported,
                              "waves: %s has no device.sm_count and "

@@ -365,6 +365,17 @@ static overlap_status collective(const char *name, overlap_context *ctx,
     if (args.count > 0 && (!args.src || !args.dst))
       return call.bad("null buffer");
   }
+  if (args.kind == CollectiveKind::AllToAll && args.count > 0) {
+    // Every rank reads its peers' src while writing its own dst: the two
+    // must not share bytes, or a block would be read after it changed.
+    const uintptr_t bytes = uintptr_t(group->size) * uintptr_t(args.count) *
+                            overlap_dtype_size(args.dtype);
+    const uintptr_t src = reinterpret_cast<uintptr_t>(args.src);
+    const uintptr_t dst = reinterpret_cast<uintptr_t>(args.dst);
+    if (src < dst + bytes && dst < src + bytes)
+      return call.bad("send and receive buffers overlap (" +
+                      str(int64_t(bytes)) + " bytes each)");
+  }
   if ((args.kind == CollectiveKind::AllReduce ||
        args.kind == CollectiveKind::ReduceScatter) &&
       !validOp(args.op))
@@ -397,6 +408,15 @@ overlap_status overlap_all_gather(overlap_context *ctx, int32_t stream,
   return collective(
       "overlap_all_gather", ctx, stream, tile, group,
       {CollectiveKind::AllGather, dtype, OVERLAP_SUM, src, dst, count});
+}
+
+overlap_status overlap_all_to_all(overlap_context *ctx, int32_t stream,
+                                  int64_t tile, overlap_group *group,
+                                  overlap_dtype dtype, const void *src,
+                                  void *dst, int64_t count) {
+  return collective(
+      "overlap_all_to_all", ctx, stream, tile, group,
+      {CollectiveKind::AllToAll, dtype, OVERLAP_SUM, src, dst, count});
 }
 
 overlap_status overlap_barrier(overlap_context *ctx, int32_t stream,

@@ -60,7 +60,13 @@ struct GemmArgs {
   int64_t strideA, strideB, strideC;
 };
 
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, Barrier };
+enum class CollectiveKind {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  Barrier
+};
 
 struct CollectiveArgs {
   CollectiveKind kind;

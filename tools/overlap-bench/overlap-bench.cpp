@@ -31,6 +31,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -259,6 +260,11 @@ int main(int argc, char **argv) {
   if (!collectives)
     usageError("--collective wants all-reduce, reduce-scatter or all-gather, "
                "or a comma list of them");
+  if (std::find(collectives->begin(), collectives->end(),
+                Collective::AllToAll) != collectives->end())
+    usageError("--collective all-to-all: overlap-bench runs the fused "
+               "matmul of all-reduce, reduce-scatter and all-gather only "
+               "(overlap-calibrate measures the all-to-all curve)");
   o.dtypeName = args.get("--dtype", "f16");
   std::optional<overlap_dtype> dtype = parseDtype(o.dtypeName);
   if (!dtype)

@@ -36,7 +36,8 @@ using namespace llvm;
 using namespace overlap::planner;
 
 static const char *const kUsage = R"(usage:
-  overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather
+  overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather|
+                                   all-to-all [--side dispatch|combine]
                       --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
                       --profile FILE|NAME
                       [--strategy none|uniform:n|mc2|optimal|waves|ficco|auto]
@@ -44,7 +45,9 @@ static const char *const kUsage = R"(usage:
   overlap-plan chain --dims P0,P1,...,Pn --fast-memory Mf [--json]
 
 matmul plans the M-tiling of C = A.B fused with a collective (defaults:
---dtype f16, --strategy auto). NAME is looked up as <NAME>.json in the
+--dtype f16, --strategy auto). An all-to-all dispatches the tokens A before
+the experts' GEMM (--side dispatch, the default) or combines its output C
+(--side combine). NAME is looked up as <NAME>.json in the
 shipped profiles directory ($OVERLAP_PROFILES_DIR, else
 share/overlap/profiles of the installation).
 chain orders a matrix chain (OP_Count) and decides TEE-ACM2 fusion per node
@@ -148,7 +151,7 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
                            const Profile &profile, const CostModel &model,
                            raw_ostream &os) {
   os << formatv("problem     {0}  M={1} N={2} K={3} {4}, {5} ranks\n",
-                toString(pb.collective), pb.m, pb.n, pb.k, toString(pb.dtype),
+                describeCollective(pb), pb.m, pb.n, pb.k, toString(pb.dtype),
                 pb.ranks);
   os << formatv("profile     {0} ({1})\n", profile.name, profile.source);
   os << "gemm        " << model.describeGemmSource() << "\n";
@@ -213,8 +216,8 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
 
 static int runMatmul(ArrayRef<const char *> argv) {
   static const StringRef valueFlags[] = {
-      "--collective", "--m",       "--n",        "--k",    "--dtype",
-      "--ranks",      "--profile", "--strategy", "--trace"};
+      "--collective", "--side",  "--m",       "--n",        "--k",
+      "--dtype",      "--ranks", "--profile", "--strategy", "--trace"};
   static const StringRef switches[] = {"--json"};
   Args args("matmul", valueFlags, switches);
   if (std::optional<UsageError> e = args.parse(argv))
@@ -230,9 +233,19 @@ static int runMatmul(ArrayRef<const char *> argv) {
   std::optional<Collective> c = parseCollective(coll);
   if (!c)
     return usageError(formatv("--collective: expected all-reduce, "
-                              "reduce-scatter or all-gather, got '{0}'",
+                              "reduce-scatter, all-gather or all-to-all, "
+                              "got '{0}'",
                               coll));
   pb.collective = *c;
+  if (std::optional<std::string> side = args.get("--side")) {
+    std::optional<AllToAllSide> s = parseAllToAllSide(*side);
+    if (*c != Collective::AllToAll)
+      return usageError("--side: only for --collective all-to-all");
+    if (!s)
+      return usageError(
+          formatv("--side: expected dispatch or combine, got '{0}'", *side));
+    pb.side = *s;
+  }
   for (auto [flag, field] : {std::pair<StringRef, int64_t *>{"--m", &pb.m},
                              {"--n", &pb.n},
                              {"--k", &pb.k},
@@ -279,7 +292,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
           formatv("--trace: cannot write '{0}': {1}", *trace, ec.message()));
     std::string title =
         formatv("overlap-plan {0} M={1} N={2} K={3} {4} x{5} ({6})",
-                toString(pb.collective), pb.m, pb.n, pb.k, toString(pb.dtype),
+                describeCollective(pb), pb.m, pb.n, pb.k, toString(pb.dtype),
                 pb.ranks, plan->strategy);
     out << toChromeTrace(plan->timeline, plan->tiles, title);
   }

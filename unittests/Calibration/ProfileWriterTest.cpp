@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Calibration/ProfileWriter.h"
+#include "overlap/Planner/Ring.h"
 
 #include "overlap/Planner/CostModel.h"
 
@@ -28,7 +29,7 @@ CalibrationResult sample() {
   r.gemms.push_back(
       {8192, 3072, planner::DType::F16, 1, {128, 256, 384}, {10, 9, 30}});
   for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather})
+                       Collective::AllGather, Collective::AllToAll})
     r.comms.push_back({c, 8, "stand-in", {65536, 131072}, {5, 8}});
   r.computeContention = 1.1;
   r.commContention = 1.2;
@@ -59,7 +60,8 @@ TEST(ProfileWriter, TheProfileLoads) {
   EXPECT_EQ(profile->device.commSms, 16);
   EXPECT_DOUBLE_EQ(profile->computeContention, 1.1);
   EXPECT_DOUBLE_EQ(profile->commContention, 1.2);
-  ASSERT_EQ(profile->commCurves.size(), 3u);
+  ASSERT_EQ(profile->commCurves.size(), 4u);
+  EXPECT_NE(profile->findCommCurve(Collective::AllToAll, 8), nullptr);
   planner::MatmulProblem problem{Collective::AllReduce, 256, 8192, 3072,
                                  planner::DType::F16,   8};
   auto model = planner::CostModel::create(*profile, problem);
@@ -108,6 +110,11 @@ TEST(ProfileWriter, Sizes) {
   EXPECT_EQ(ncclMovedBytes(Collective::AllReduce, 1001, 2, 8), 1000);
   EXPECT_EQ(ncclMovedBytes(Collective::ReduceScatter, 1001, 2, 8), 992);
   EXPECT_EQ(ncclMovedBytes(Collective::AllGather, 15, 2, 8), 0);
+  // All-to-all: one whole-element block per peer.
+  EXPECT_EQ(ncclMovedBytes(Collective::AllToAll, 1001, 2, 8), 992);
+  EXPECT_EQ(ncclMovedBytes(Collective::AllToAll, 15, 2, 8), 0);
+  // The copy-engine stand-in moves what one rank sends: all but its block.
+  EXPECT_EQ(planner::ringWireBytes(Collective::AllToAll, 8, 992), 868);
 }
 
 } // namespace

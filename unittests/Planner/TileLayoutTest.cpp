@@ -98,7 +98,7 @@ TEST(TileLayout, RejectsWhatTheCompilerRejects) {
 TEST(TileLayout, RowsMapOneToOne) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
-    Collective c = Collective(rng() % 3);
+    Collective c = Collective(rng() % 4);
     int64_t group = 1 + int64_t(rng() % 8);
     int64_t slots = layoutSlots(c, group);
     int64_t block = 1 + int64_t(rng() % 20), m = block * slots;
@@ -180,7 +180,7 @@ TEST(Ring, WireBytesAreExactForLargeBuffers) {
 // ringFactor is the share's value: one rule for both.
 TEST(Ring, FactorIsTheShare) {
   for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather})
+                       Collective::AllGather, Collective::AllToAll})
     for (int64_t g = 0; g <= 64; ++g) {
       RingShare s = ringShare(c, g);
       EXPECT_EQ(ringFactor(c, g), s.value());

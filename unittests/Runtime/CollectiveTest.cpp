@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 using namespace overlap::test;
@@ -168,6 +169,42 @@ void checkCollectives(overlap_context *ctx, overlap_group *group,
   }
 }
 
+/// All-to-all on `group`: rank r's send block j is a function of (seed, r,
+/// j), so every rank knows what each block of its receive buffer must hold.
+void checkAllToAll(overlap_context *ctx, overlap_group *group,
+                   const std::vector<int> &members, overlap_dtype t,
+                   uint64_t seed, Failures &failures) {
+  const int rank = overlap_context_rank(ctx);
+  const int size = static_cast<int>(members.size());
+  const int groupRank = static_cast<int>(
+      std::find(members.begin(), members.end(), rank) - members.begin());
+  auto block = [&](int worldRank, int to, size_t count) {
+    return input(t, OVERLAP_SUM, count, seed * 131 + count * 17 + to,
+                 worldRank);
+  };
+  for (size_t count : {size_t(1), size_t(7), size_t(1000)}) {
+    Buffer send(t, count * size), recv(t, count * size);
+    size_t bytes = count * overlap_dtype_size(t);
+    for (int j = 0; j < size; ++j)
+      std::memcpy(send.bytes() + j * bytes, block(rank, j, count).data(),
+                  bytes);
+    recv.fill(nan());
+    if (overlap_all_to_all(ctx, OVERLAP_STREAM_COMM, 6, group, t, send.data(),
+                           recv.data(), int64_t(count)) != OVERLAP_SUCCESS ||
+        overlap_context_synchronize(ctx) != OVERLAP_SUCCESS) {
+      failures.add("rank " + std::to_string(rank) + ": " +
+                   overlap_last_error(ctx));
+      return;
+    }
+    for (int j = 0; j < size; ++j)
+      compare(failures,
+              "rank " + std::to_string(rank) + " " + dtypeName(t) +
+                  " all-to-all count " + std::to_string(count) + " block " +
+                  std::to_string(j),
+              recv, j * count, block(members[j], groupRank, count));
+  }
+}
+
 class CollectivesOnWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectivesOnWorld, MatchReferenceBitForBit) {
@@ -183,6 +220,7 @@ TEST_P(CollectivesOnWorld, MatchReferenceBitForBit) {
       overlap_group *group =
           t == OVERLAP_F16 ? nullptr : overlap_context_world(ctx);
       checkCollectives(ctx, group, world, t, 17 + t, failures);
+      checkAllToAll(ctx, group, world, t, 23 + t, failures);
     });
     EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
     EXPECT_EQ(failures.count(), 0u) << failures.text();
@@ -243,6 +281,8 @@ TEST(Collectives, SubGroupsOfGridAxes) {
     checkCollectives(ctx, rows, rowMembers, OVERLAP_F32, 3, failures);
     checkCollectives(ctx, cols, colMembers, OVERLAP_BF16, 4, failures);
     checkCollectives(ctx, reversed, reversedMembers, OVERLAP_F16, 5, failures);
+    checkAllToAll(ctx, rows, rowMembers, OVERLAP_BF16, 7, failures);
+    checkAllToAll(ctx, reversed, reversedMembers, OVERLAP_F32, 8, failures);
     if (none)
       checkCollectives(ctx, none, {0}, OVERLAP_F32, 6, failures);
     EXPECT_EQ(overlap_group_destroy(ctx, cols), OVERLAP_SUCCESS);
@@ -278,6 +318,83 @@ TEST(Collectives, ConcurrentGroupsOnSeveralStreams) {
   });
   EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
   EXPECT_EQ(failures.count(), 0u) << failures.text();
+}
+
+/// Runs `call` on one rank of a fresh world of `ranks` and returns the
+/// launch's status and error text.
+std::pair<overlap_status, std::string>
+badCall(int ranks, const std::function<void(overlap_context *)> &call) {
+  overlap_host_options opts = quietOptions(2000);
+  overlap_status status = launch(ranks, &opts, [&](overlap_context *ctx) {
+    if (overlap_context_rank(ctx) == ranks - 1)
+      call(ctx);
+    overlap_context_synchronize(ctx);
+  });
+  return {status, overlap_host_launch_error()};
+}
+
+TEST(Collectives, AllToAllRefusesBadArguments) {
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8];
+  const struct {
+    std::function<void(overlap_context *)> call;
+    const char *error;
+  } cases[] = {
+      {[&](overlap_context *c) {
+         overlap_all_to_all(c, 1, 3, nullptr, OVERLAP_F32, nullptr, b, 2);
+       },
+       "overlap_all_to_all: rank 1, stream comm, tile 3: null buffer"},
+      {[&](overlap_context *c) {
+         overlap_all_to_all(c, 1, 3, nullptr, OVERLAP_F32, a, b, -1);
+       },
+       "overlap_all_to_all: rank 1, stream comm, tile 3: negative count -1"},
+      {[&](overlap_context *c) {
+         overlap_all_to_all(c, 1, 3, nullptr, overlap_dtype(9), a, b, 2);
+       },
+       "overlap_all_to_all: rank 1, stream comm, tile 3: unknown element "
+       "type 9"},
+      {[&](overlap_context *c) {
+         overlap_all_to_all(c, 1, 3, nullptr, OVERLAP_F32, a, a + 3, 2);
+       },
+       "overlap_all_to_all: rank 1, stream comm, tile 3: send and receive "
+       "buffers overlap (16 bytes each)"},
+  };
+  for (const auto &c : cases) {
+    auto [status, error] = badCall(2, c.call);
+    EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT) << c.error;
+    EXPECT_EQ(error, c.error);
+  }
+  // Buffers that merely touch are distinct.
+  overlap_host_options opts = quietOptions();
+  EXPECT_EQ(launch(1, &opts,
+                   [&](overlap_context *ctx) {
+                     EXPECT_EQ(overlap_all_to_all(ctx, 1, 0, nullptr,
+                                                  OVERLAP_F32, a, a + 4, 4),
+                               OVERLAP_SUCCESS);
+                     overlap_context_synchronize(ctx);
+                   }),
+            OVERLAP_SUCCESS);
+  EXPECT_EQ(a[4], 1.0f);
+  EXPECT_EQ(a[7], 4.0f);
+}
+
+TEST(Collectives, AllToAllAgainstAnotherCollectiveIsAMismatch) {
+  overlap_host_options opts = quietOptions(5000);
+  overlap_status status = launch(2, &opts, [&](overlap_context *ctx) {
+    float send[4] = {1, 2, 3, 4}, recv[4];
+    if (overlap_context_rank(ctx) == 0)
+      overlap_all_to_all(ctx, OVERLAP_STREAM_COMM, 0, nullptr, OVERLAP_F32,
+                         send, recv, 2);
+    else
+      overlap_all_gather(ctx, OVERLAP_STREAM_COMM, 0, nullptr, OVERLAP_F32,
+                         send, recv, 2);
+    overlap_context_synchronize(ctx);
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  std::string error = overlap_host_launch_error();
+  EXPECT_NE(error.find("overlap_all_to_all(f32, count 2)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("overlap_all_gather(f32, count 2)"), std::string::npos)
+      << error;
 }
 
 TEST(Collectives, NaNPropagatesThroughEveryReduction) {

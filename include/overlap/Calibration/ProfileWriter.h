@@ -85,7 +85,8 @@ std::vector<int64_t> gemmCurveRows(int64_t step, int64_t maxM,
 std::vector<int64_t> commCurveSizes(int64_t maxBytes);
 
 /// The bytes NCCL's `collective` of nccl-tests size `size` really moves:
-/// whole elements, per rank for reduce-scatter and all-gather.
+/// whole elements, per rank for reduce-scatter, all-gather and all-to-all
+/// (one block per peer).
 int64_t ncclMovedBytes(planner::Collective collective, int64_t size,
                        int64_t elementBytes, int64_t ranks);
 

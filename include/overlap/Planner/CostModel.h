@@ -19,13 +19,24 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 
 namespace overlap {
 namespace planner {
 
+/// Which side of the experts' GEMM an all-to-all sits on in expert
+/// parallelism: Dispatch exchanges the tokens that feed the GEMM (A, as
+/// all-gather does), Combine exchanges its output (C, as reduce-scatter
+/// does).
+enum class AllToAllSide { Dispatch, Combine };
+std::optional<AllToAllSide> parseAllToAllSide(llvm::StringRef name);
+llvm::StringRef toString(AllToAllSide side);
+
 /// One fused matmul + collective. M, N, K are the global GEMM sizes
-/// (C[M,N] = A[M,K] B[K,N]); ranks is the collective's group size.
+/// (C[M,N] = A[M,K] B[K,N]); ranks is the collective's group size. For
+/// all-to-all, M is the tokens one rank's experts compute: G blocks of M/G
+/// rows, block j exchanged with group rank j.
 struct MatmulProblem {
   Collective collective = Collective::AllReduce;
   int64_t m = 0;
@@ -33,7 +44,16 @@ struct MatmulProblem {
   int64_t k = 0;
   DType dtype = DType::F16;
   int64_t ranks = 1;
+  /// Only read for all-to-all.
+  AllToAllSide side = AllToAllSide::Dispatch;
 };
+
+/// Whether the collective delivers the GEMM's input (all-gather, all-to-all
+/// dispatch: the pipeline runs comm then compute) rather than taking its
+/// output.
+bool exchangesInput(const MatmulProblem &problem);
+/// "all-gather", or "all-to-all (dispatch)" where the side matters.
+std::string describeCollective(const MatmulProblem &problem);
 
 enum class Bound { Compute, Comm };
 llvm::StringRef toString(Bound bound);
@@ -75,9 +95,12 @@ public:
   /// profile's batch-1 curve or its roofline.
   double contiguousGemmUs(int64_t rows) const;
   TileGemmPricing getTileGemmPricing() const { return tilePricing; }
-  /// Bytes on the wire for a tile of `rows` rows: rows x N x elt for
-  /// all-reduce and reduce-scatter (the whole tile summed over ranks),
-  /// rows x K x elt for all-gather (local rows/R times R ranks).
+  /// The collective's buffer size (a comm curve's x) for a tile of `rows`
+  /// rows: rows x N x elt for all-reduce and reduce-scatter (the whole tile
+  /// summed over ranks), rows x K x elt for all-gather (local rows/R times R
+  /// ranks); for all-to-all one rank's send buffer, R blocks of rows/R rows
+  /// of K (dispatch) or N (combine), the local block included. The curve's
+  /// ring factor (R-1)/R takes the local block out.
   double commBytes(int64_t rows) const;
   /// One collective call for a tile of `rows` rows; 0 when ranks == 1.
   double commUs(int64_t rows) const;

@@ -32,7 +32,8 @@ void writeChainPlanJSON(const ChainPlan &plan, llvm::raw_ostream &os);
 
 /// Plans what `request` (a JSON object) asks and returns the document
 /// overlap-plan --json prints. Matmul requests: {"kind": "matmul",
-/// "collective", "m", "n", "k", "ranks", "dtype" (f16), "profile" (the
+/// "collective", "side" (all-to-all only: dispatch, the default, or
+/// combine), "m", "n", "k", "ranks", "dtype" (f16), "profile" (the
 /// default profile), "strategy" (auto)}; chain requests: {"kind": "chain",
 /// "dims": [...], "fast_memory": Mf}. Errors name the field; a bad request
 /// is std::errc::invalid_argument.

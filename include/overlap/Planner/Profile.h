@@ -35,16 +35,17 @@ llvm::StringRef toString(DType dtype);
 unsigned byteWidth(DType dtype);
 
 /// The collective that follows (all-reduce, reduce-scatter) or precedes
-/// (all-gather) the matmul.
-enum class Collective { AllReduce, ReduceScatter, AllGather };
+/// (all-gather) the matmul; all-to-all does either (MatmulProblem::side).
+enum class Collective { AllReduce, ReduceScatter, AllGather, AllToAll };
 
 std::optional<Collective> parseCollective(llvm::StringRef name);
 llvm::StringRef toString(Collective collective);
 
 /// The factor by which a ring algorithm's wire time grows with the group
 /// size R, for a fixed buffer size: 2(R-1)/R for all-reduce, (R-1)/R for
-/// reduce-scatter and all-gather. Used to rescale a curve measured at one
-/// group size to another.
+/// reduce-scatter, all-gather and all-to-all (which sends all but the
+/// local block of R). Used to rescale a curve measured at one group size to
+/// another.
 double ringFactor(Collective collective, int64_t ranks);
 
 /// A nondecreasing function of one variable: either piecewise polynomials

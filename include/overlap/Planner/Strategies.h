@@ -28,7 +28,8 @@ llvm::Expected<Plan> planMc2(const CostModel &model);
 /// (kMaxSearchSteps DP states).
 llvm::Expected<Plan> planOptimal(const CostModel &model);
 
-/// FlashOverlap wave grouping; fails for all-gather, for profiles without
+/// FlashOverlap wave grouping; fails for all-gather and all-to-all
+/// dispatch (the collective feeds the GEMM), for profiles without
 /// device.sm_count / device.gemm_tile, and past the work bound (Waves.cpp).
 llvm::Expected<Plan> planWaves(const CostModel &model);
 

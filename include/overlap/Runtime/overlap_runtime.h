@@ -334,6 +334,16 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_all_gather(
     overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
     overlap_dtype dtype, const void *src, void *dst, int64_t count);
 
+/* Expert-parallel token exchange. src holds G blocks of `count` elements
+   (G = group size): block j goes to group rank j. dst holds G blocks of
+   `count` elements: block j came from group rank j (its src block r, for
+   this rank r). Block r stays on the rank (copied from src to dst). `count`
+   is per peer, so each buffer holds G * count elements; src and dst must
+   not overlap. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_all_to_all(
+    overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
+    overlap_dtype dtype, const void *src, void *dst, int64_t count);
+
 /* No rank's later work on `stream` starts before every rank of the group
    has reached the barrier. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,

@@ -12,6 +12,8 @@
 
 #include "CudaCheck.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 using namespace overlap;
 using namespace overlap::calibration;
 using planner::Collective;
@@ -85,6 +87,8 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
     cTile = at(c, sp.blockOffset, s.n);
     strideC = l.blockSize() * s.n;
     break;
+  case Collective::AllToAll:
+    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
   }
   if (batch == 1)
     strideA = strideC = 0;
@@ -189,6 +193,8 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
     copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
     return;
   }
+  case Collective::AllToAll:
+    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
   }
 }
 

@@ -168,6 +168,12 @@ int64_t Calibrator::communicate(Collective coll, int64_t size) {
         overlap_all_gather(ctx, comm, -1, nullptr, o.dtype, src, dst, perRank),
         "overlap_all_gather");
     break;
+  case Collective::AllToAll:
+    check(
+        ctx,
+        overlap_all_to_all(ctx, comm, -1, nullptr, o.dtype, src, dst, perRank),
+        "overlap_all_to_all");
+    break;
   }
   return planner::ringWireBytes(coll, o.ranks, moved);
 }
@@ -176,7 +182,7 @@ std::vector<MeasuredComm>
 Calibrator::commCurves(const CalibrateProgress &progress) {
   std::vector<MeasuredComm> curves;
   for (Collective coll : {Collective::AllReduce, Collective::ReduceScatter,
-                          Collective::AllGather}) {
+                          Collective::AllGather, Collective::AllToAll}) {
     MeasuredComm curve;
     curve.collective = coll;
     curve.ranks = o.ranks;

@@ -19,6 +19,8 @@
 #include "overlap/Calibration/MeasuringContext.h"
 #include "overlap/Planner/Ring.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -193,6 +195,8 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
           return "tile " + std::to_string(t) +
                  ": the bytes copied to the host differ from its buffer";
     break;
+  case Collective::AllToAll:
+    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
   }
 
   // The GEMM part of every tile: sampled elements (every slot, random rows

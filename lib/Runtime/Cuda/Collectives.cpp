@@ -92,6 +92,35 @@ void CudaContext::destroyGroup(overlap_group *group) {
   }
 }
 
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+/// Before NCCL 2.28 there is no ncclAlltoAll: one send and one receive per
+/// peer in a group, which NCCL runs as one operation.
+static overlap_status allToAllBySendRecv(CudaContext &ctx, const Site &site,
+                                         ncclComm_t comm, cudaStream_t s,
+                                         const runtime::CollectiveArgs &args) {
+  int size = 0;
+  if (overlap_status st =
+          ctx.check(site, "ncclCommCount", ncclCommCount(comm, &size)))
+    return st;
+  const size_t count = size_t(args.count);
+  const size_t bytes = count * overlap_dtype_size(args.dtype);
+  const auto *src = static_cast<const char *>(args.src);
+  auto *dst = static_cast<char *>(args.dst);
+  if (overlap_status st = ctx.check(site, "ncclGroupStart", ncclGroupStart()))
+    return st;
+  ncclResult_t result = ncclSuccess;
+  for (int p = 0; p < size && result == ncclSuccess; ++p) {
+    result = ncclSend(src + p * bytes, count, ncclType(args.dtype), p, comm, s);
+    if (result == ncclSuccess)
+      result =
+          ncclRecv(dst + p * bytes, count, ncclType(args.dtype), p, comm, s);
+  }
+  ncclResult_t ended = ncclGroupEnd();
+  return ctx.check(site, "ncclSend/ncclRecv",
+                   result != ncclSuccess ? result : ended);
+}
+#endif
+
 overlap_status CudaContext::collective(const Site &site, overlap_group *group,
                                        const runtime::CollectiveArgs &args) {
   ncclComm_t comm = commOf(group);
@@ -117,6 +146,16 @@ overlap_status CudaContext::collective(const Site &site, overlap_group *group,
     return check(site, "ncclAllGather",
                  ncclAllGather(args.src, args.dst, count, ncclType(args.dtype),
                                comm, s));
+  case CollectiveKind::AllToAll:
+    if (!count)
+      return OVERLAP_SUCCESS;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    return check(
+        site, "ncclAlltoAll",
+        ncclAlltoAll(args.src, args.dst, count, ncclType(args.dtype), comm, s));
+#else
+    return allToAllBySendRecv(*this, site, comm, s, args);
+#endif
   case CollectiveKind::Barrier:
     // NCCL has no barrier; a one-word all-reduce orders the group's streams.
     return check(site, "ncclAllReduce (barrier)",

@@ -199,6 +199,20 @@ overlap_status overlap::host::runCollective(World &world, GroupShared &group,
     }
     return session.arrive(what);
   }
+
+  case CollectiveKind::AllToAll: {
+    // Block p of this rank's dst is block groupRank of rank p's src. No
+    // rank may reuse its src before every peer has read it: the closing
+    // barrier.
+    size_t bytes = static_cast<size_t>(count) * elem;
+    char *dst = static_cast<char *>(args.dst);
+    if (bytes)
+      for (int p = 0; p < size; ++p)
+        std::memcpy(dst + p * bytes,
+                    static_cast<const char *>(m.src[p]) + groupRank * bytes,
+                    bytes);
+    return session.arrive(what);
+  }
   }
   return OVERLAP_ERROR_INTERNAL;
 }

@@ -1,7 +1,7 @@
 # cmake --install <build> --prefix P: headers, libraries, tools, the
 # mlir-opt plugin, profiles (P/share/overlap/profiles) and the CMake package
 # (P/lib/cmake/overlap/OverlapConfig.cmake) with the imported targets
-# Overlap::Compiler, CAPI, Planner, Loader, Runtime [, RuntimeCuda].
+# Overlap::Compiler, CAPI, HostCAPI, Planner, Loader, Runtime [, RuntimeCuda].
 # Nothing installed names the source or the build tree: binaries find the
 # runtime and the profiles relative to themselves ($ORIGIN/../lib,
 # <binary dir>/../share/overlap/profiles) and LLVM in its installation.

@@ -5,11 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/ChainPlanner.h"
+#include "overlap/Planner/Limits.h"
 
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 
 using namespace llvm;
@@ -61,6 +63,14 @@ static Expected<OpCount> runOpCount(ArrayRef<int64_t> p) {
   OpCount oc;
   oc.n = p.size() - 1;
   size_t n = oc.n;
+  // The DP compares (n^3 - n) / 6 splits in n^2 tables: bounded before
+  // anything is allocated (in double: n may be anything).
+  double splits = (double(n) * n * n - double(n)) / 6;
+  if (splits > double(kMaxSearchSteps))
+    return workBoundError(
+        "chain", "ordering " + Twine(n) + " matrices (OP_Count)",
+        splits < 1.8e19 ? static_cast<uint64_t>(splits) : UINT64_MAX,
+        "split comparisons", "plan shorter chains");
   oc.cost.assign(n + 1, std::vector<int64_t>(n + 1, 0));
   oc.split.assign(n + 1, std::vector<int64_t>(n + 1, 0));
   for (size_t len = 2; len <= n; ++len) {
@@ -95,6 +105,15 @@ Expected<int64_t> overlap::planner::minScalarMults(ArrayRef<int64_t> dims) {
   return oc->cost[1][oc->n];
 }
 
+/// The sum of transfer counts, refusing sums beyond int64.
+static Expected<int64_t> sumCounts(std::initializer_list<int64_t> counts) {
+  int64_t sum = 0;
+  for (int64_t c : counts)
+    if (__builtin_add_overflow(sum, c, &sum))
+      return overflow();
+  return sum;
+}
+
 /// Real value to the transfer count, refusing values beyond int64.
 static Expected<int64_t> floorCount(double v) {
   double f = std::floor(v);
@@ -107,11 +126,12 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
                                                 double fastMemElems) {
   if (Error e = checkDims(dims))
     return std::move(e);
-  if (!(fastMemElems >= 1) || !std::isfinite(fastMemElems))
+  // Tiles are about its square root, in int64.
+  if (!(fastMemElems >= 1 && fastMemElems <= kMaxFastMemory))
     return createStringError(std::errc::invalid_argument,
                              "--fast-memory: expected a fast-memory size of "
-                             "at least 1 element, got %g",
-                             fastMemElems);
+                             "at least 1 element and at most %g, got %g",
+                             kMaxFastMemory, fastMemElems);
   Expected<OpCount> ocOr = runOpCount(dims);
   if (!ocOr)
     return ocOr.takeError();
@@ -161,7 +181,10 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
     Expected<int64_t> nf = floorCount(noFuse);
     if (!nf)
       return nf.takeError();
-    node.noFuse = *nf + *dl + *dr;
+    Expected<int64_t> noFuseTotal = sumCounts({*nf, *dl, *dr});
+    if (!noFuseTotal)
+      return noFuseTotal.takeError();
+    node.noFuse = *noFuseTotal;
     node.decision = Fusion::None;
     node.finalTransfers = node.noFuse;
     node.tileX = node.tileY = static_cast<int64_t>(std::floor(sq));
@@ -181,7 +204,11 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
         Expected<int64_t> hv = floorCount(h);
         if (!hv)
           return hv.takeError();
-        node.leftFuse = *hv + childD(i, k1) + childD(k1 + 1, k) + *dr;
+        Expected<int64_t> left =
+            sumCounts({*hv, childD(i, k1), childD(k1 + 1, k), *dr});
+        if (!left)
+          return left.takeError();
+        node.leftFuse = *left;
         if (*node.leftFuse < node.finalTransfers) {
           node.finalTransfers = *node.leftFuse;
           node.decision = Fusion::Left;
@@ -205,7 +232,11 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
         Expected<int64_t> hv = floorCount(h);
         if (!hv)
           return hv.takeError();
-        node.rightFuse = *hv + *dl + childD(k + 1, k2) + childD(k2 + 1, j);
+        Expected<int64_t> right =
+            sumCounts({*hv, *dl, childD(k + 1, k2), childD(k2 + 1, j)});
+        if (!right)
+          return right.takeError();
+        node.rightFuse = *right;
         if (*node.rightFuse < node.finalTransfers) {
           node.finalTransfers = *node.rightFuse;
           node.decision = Fusion::Right;

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/CostModel.h"
+#include "overlap/Planner/Limits.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -42,15 +43,16 @@ static Error badProblem(const Twine &msg) {
 
 Expected<CostModel> CostModel::create(const Profile &profile,
                                       const MatmulProblem &problem) {
-  if (problem.m < 1)
-    return badProblem("--m: expected rows M >= 1, got " + Twine(problem.m));
-  if (problem.n < 1)
-    return badProblem("--n: expected columns N >= 1, got " + Twine(problem.n));
-  if (problem.k < 1)
-    return badProblem("--k: expected depth K >= 1, got " + Twine(problem.k));
-  if (problem.ranks < 1)
-    return badProblem("--ranks: expected a group size >= 1, got " +
-                      Twine(problem.ranks));
+  // The limits (Limits.h) keep every product of sizes below 2^62.
+  if (Error e = checkLimit("--m", problem.m, 1, kMaxDim, "rows M"))
+    return std::move(e);
+  if (Error e = checkLimit("--n", problem.n, 1, kMaxDim, "columns N"))
+    return std::move(e);
+  if (Error e = checkLimit("--k", problem.k, 1, kMaxDim, "depth K"))
+    return std::move(e);
+  if (Error e =
+          checkLimit("--ranks", problem.ranks, 1, kMaxRanks, "a group size"))
+    return std::move(e);
   if (problem.collective != Collective::AllReduce &&
       problem.m % problem.ranks != 0)
     return badProblem(
@@ -111,11 +113,11 @@ double CostModel::gemmUs(int64_t rows, int64_t calls) const {
   calls = std::clamp<int64_t>(calls, 1, rows);
   if (calls == 1)
     return rows < problem.m ? batchedGemmUs(rows) : contiguousGemmUs(rows);
-  // Separate calls, each on its own contiguous rows (one rank's piece).
-  double total = 0;
-  for (int64_t c = 0; c < calls; ++c)
-    total += contiguousGemmUs(rows / calls + (c < rows % calls ? 1 : 0));
-  return total;
+  // Separate calls, each on its own contiguous rows (one rank's piece):
+  // rows % calls of them one row longer. Two prices, however many calls.
+  int64_t longer = rows % calls;
+  return static_cast<double>(longer) * contiguousGemmUs(rows / calls + 1) +
+         static_cast<double>(calls - longer) * contiguousGemmUs(rows / calls);
 }
 
 double CostModel::batchedGemmUs(int64_t rows) const {

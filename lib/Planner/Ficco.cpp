@@ -84,6 +84,9 @@ Expected<Plan> overlap::planner::planFicco(const CostModel &model) {
   // than the shard, i.e. M/R rows per step in total.
   int64_t blocks = std::max<int64_t>(1, pb.m / model.getAlignment());
   int64_t steps = std::max<int64_t>(1, std::min(pb.ranks, blocks));
+  if (Error e = checkLimit("ficco: steps", steps, 1, kMaxTiles,
+                           "a tile count (one step per rank)"))
+    return std::move(e);
   Expected<std::vector<int64_t>> tiles =
       uniformTiles(pb.m, steps, model.getAlignment());
   if (!tiles)
@@ -94,6 +97,7 @@ Expected<Plan> overlap::planner::planFicco(const CostModel &model) {
   // Unfused: one GEMM per received piece instead of one per step.
   plan.gemmCallsPerTile = unfused ? pb.ranks : 1;
   plan.ficco = std::move(f);
-  finishPlan(model, plan);
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
   return std::move(plan);
 }

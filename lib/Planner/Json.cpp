@@ -1,6 +1,7 @@
 //===- Json.cpp - Plans as JSON documents -----------------------*- C++ -*-===//
 
 #include "overlap/Planner/Json.h"
+#include "overlap/Planner/UserJson.h"
 
 #include "overlap/Planner/Defaults.h"
 
@@ -167,9 +168,11 @@ static Error requestError(const Twine &message) {
 }
 
 Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
-  Expected<json::Value> parsed = json::parse(request);
+  // A request is JSON from a user: its nesting is bounded before it is
+  // parsed (UserJson.h).
+  Expected<json::Value> parsed = parseUserJson(request, "request");
   if (!parsed)
-    return requestError("not JSON: " + toString(parsed.takeError()));
+    return parsed.takeError();
   const json::Object *object = parsed->getAsObject();
   if (!object)
     return requestError("expected an object");

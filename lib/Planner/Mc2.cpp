@@ -29,7 +29,7 @@ static int64_t invertCurve(Fn f, double t, int64_t limit) {
   return lo;
 }
 
-Plan overlap::planner::planMc2(const CostModel &model) {
+Expected<Plan> overlap::planner::planMc2(const CostModel &model) {
   const MatmulProblem &pb = model.getProblem();
   const int64_t m = pb.m, k = pb.k, n = pb.n;
   const int64_t align = model.getAlignment();
@@ -51,8 +51,9 @@ Plan overlap::planner::planMc2(const CostModel &model) {
     plan.tiles = {m};
     d.shortRows = m;
     plan.mc2 = d;
-    finishPlan(model, plan);
-    return plan;
+    if (Error e = finishPlan(model, plan))
+      return std::move(e);
+    return std::move(plan);
   }
 
   // Steps 2-3: the short block's contended time on the bound stream equals
@@ -79,6 +80,12 @@ Plan overlap::planner::planMc2(const CostModel &model) {
     plan.tiles = {m};
     d.shortRows = m;
   } else {
+    // A long block of few rows on a large M: refused before the tiles are
+    // made (finishPlan would refuse them after).
+    if (Error e = checkLimit("mc2: tiles", count + 1, 1, kMaxTiles,
+                             "a tile count (long blocks of " + Twine(m1) +
+                                 " rows and the short block)"))
+      return std::move(e);
     m0 = m - m1 * count;
     // Comm-bound: the GEMM stream is exposed at the start, so the short
     // block leads; compute-bound: the short block trails. All-gather runs
@@ -97,6 +104,7 @@ Plan overlap::planner::planMc2(const CostModel &model) {
     d.shortRows = m0;
   }
   plan.mc2 = d;
-  finishPlan(model, plan);
-  return plan;
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
+  return std::move(plan);
 }

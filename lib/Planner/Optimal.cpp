@@ -26,6 +26,7 @@
 #include "overlap/Planner/Strategies.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
 
 #include <algorithm>
 #include <limits>
@@ -79,13 +80,35 @@ private:
   std::vector<std::pair<double, double>> cache;
 };
 
+/// The search's pipeline steps against the work bound.
+struct StepBudget {
+  uint64_t used = 0;
+  /// Counts `n` more steps; false once past kMaxSearchSteps.
+  bool spend(uint64_t n) {
+    used += n;
+    return used <= kMaxSearchSteps;
+  }
+};
+
 } // namespace
 
+static Error overBudget(const CostModel &model, uint64_t steps) {
+  const int64_t m = model.getProblem().m, align = model.getAlignment();
+  return workBoundError("optimal",
+                        "the exact search over M = " + Twine(m) + " rows in " +
+                            Twine(m / align) + " blocks of " + Twine(align),
+                        steps, "pipeline steps",
+                        "use mc2 or uniform:n, or a profile with a larger "
+                        "alignment");
+}
+
 /// The best tiling on one grid of boundaries `pos`, if it is below
-/// `upperBound` (the makespan of a known tiling); else no tiles.
-static GridResult optimalOnGrid(const CostModel &model,
-                                const std::vector<int64_t> &pos,
-                                double upperBound) {
+/// `upperBound` (the makespan of a known tiling); else no tiles. Fails when
+/// `budget` runs out.
+static Expected<GridResult> optimalOnGrid(const CostModel &model,
+                                          const std::vector<int64_t> &pos,
+                                          double upperBound,
+                                          StepBudget &budget) {
   const size_t last = pos.size() - 1;
   const bool commFirst = model.getOrder() == PipelineOrder::CommThenCompute;
   const double cP =
@@ -101,6 +124,8 @@ static GridResult optimalOnGrid(const CostModel &model,
   // Least producer / consumer work any tiling of the rows after boundary q
   // can have: part of the lower bound used for pruning.
   std::vector<double> restP(last + 1, 0.0), restC(last + 1, 0.0);
+  if (!budget.spend(uint64_t(last) * (last + 1) / 2))
+    return overBudget(model, budget.used);
   for (size_t q = last; q-- > 0;) {
     double bp = std::numeric_limits<double>::infinity(), bc = bp;
     for (size_t r = q + 1; r <= last; ++r) {
@@ -184,6 +209,8 @@ static GridResult optimalOnGrid(const CostModel &model,
         boundAtFilter[from] = bound;
       }
       auto [p, c] = costs.get(pos[q] - pos[from]);
+      if (!budget.spend(src.size()))
+        return overBudget(model, budget.used);
       for (size_t idx = 0; idx < src.size(); ++idx) {
         if (src[idx].dead)
           continue;
@@ -214,6 +241,8 @@ static GridResult optimalOnGrid(const CostModel &model,
         front.push_back(st);
       }
     }
+    if (!budget.spend(front.size()))
+      return overBudget(model, budget.used);
     close(q);
   }
 
@@ -233,25 +262,38 @@ static GridResult optimalOnGrid(const CostModel &model,
   std::reverse(cuts.begin(), cuts.end());
   for (size_t i = 1; i < cuts.size(); ++i)
     best.tiles.push_back(cuts[i] - cuts[i - 1]);
-  return best;
+  return std::move(best);
 }
 
-Plan overlap::planner::planOptimal(const CostModel &model) {
+Expected<Plan> overlap::planner::planOptimal(const CostModel &model) {
   const int64_t m = model.getProblem().m;
   const int64_t align = model.getAlignment();
   const int64_t rem = m % align;
   const int64_t blocks = m / align;
 
   GridResult best;
+  StepBudget budget;
   if (blocks <= 1) {
     best.tiles = {m};
   } else {
+    // Every grid's search starts with the least work of the tiles after
+    // each boundary, blocks (blocks + 1) / 2 steps: refuse before
+    // allocating anything when that alone is past the bound.
+    uint64_t least = uint64_t(blocks) * uint64_t(blocks + 1) / 2;
+    if (least > kMaxSearchSteps)
+      return overBudget(model, least);
     // MC²'s tiling lies on one of the two grids; its makespan bounds the
-    // search from the start.
-    Plan mc2 = planMc2(model);
+    // search from the start. (It may have too many tiles; then the uniform
+    // tilings on the grid bound the search alone.)
+    Expected<Plan> mc2OrErr = planMc2(model);
+    std::vector<int64_t> mc2Tiles = {m};
+    if (mc2OrErr)
+      mc2Tiles = mc2OrErr->tiles;
+    else
+      consumeError(mc2OrErr.takeError());
     std::vector<double> prod, cons;
     bool commFirst = model.getOrder() == PipelineOrder::CommThenCompute;
-    for (int64_t t : mc2.tiles) {
+    for (int64_t t : mc2Tiles) {
       double g = model.gemmUs(t), c = model.commUs(t);
       prod.push_back(commFirst ? c : g);
       cons.push_back(commFirst ? g : c);
@@ -261,7 +303,7 @@ Plan overlap::planner::planOptimal(const CostModel &model) {
     const double cC =
         commFirst ? model.getComputeContention() : model.getCommContention();
     best.makespan = pipelineMakespan(prod, cons, cP, cC);
-    best.tiles = mc2.tiles;
+    best.tiles = mc2Tiles;
     const double ub = best.makespan * (1 + 1e-12);
     // Remainder in the last tile: 0, a, 2a, ..., blocks*a, M.
     std::vector<int64_t> tail;
@@ -269,22 +311,27 @@ Plan overlap::planner::planOptimal(const CostModel &model) {
       tail.push_back(b * align);
     if (rem)
       tail.back() = m;
-    GridResult t = optimalOnGrid(model, tail, ub);
-    if (!t.tiles.empty() && t.makespan < best.makespan)
-      best = std::move(t);
+    Expected<GridResult> t = optimalOnGrid(model, tail, ub, budget);
+    if (!t)
+      return t.takeError();
+    if (!t->tiles.empty() && t->makespan < best.makespan)
+      best = std::move(*t);
     if (rem) {
       // Remainder in the first tile: 0, rem + a, rem + 2a, ..., M.
       std::vector<int64_t> head = {0};
       for (int64_t b = 1; b <= blocks; ++b)
         head.push_back(rem + b * align);
-      GridResult h = optimalOnGrid(model, head, ub);
-      if (!h.tiles.empty() && h.makespan < best.makespan)
-        best = std::move(h);
+      Expected<GridResult> h = optimalOnGrid(model, head, ub, budget);
+      if (!h)
+        return h.takeError();
+      if (!h->tiles.empty() && h->makespan < best.makespan)
+        best = std::move(*h);
     }
   }
   Plan plan;
   plan.strategy = "optimal";
   plan.tiles = std::move(best.tiles);
-  finishPlan(model, plan);
-  return plan;
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
+  return std::move(plan);
 }

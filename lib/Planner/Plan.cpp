@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -17,8 +18,51 @@ static Error badValue(const Twine &msg) {
                            msg.str().c_str());
 }
 
-void overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
+/// Every time a plan predicts must be a number within kMaxPlanUs, so that
+/// no inf or nan reaches an attribute or a JSON document.
+static Error checkPlanNumbers(const Plan &plan) {
+  auto bad = [&](StringRef field, double value) {
+    return createStringError(
+        std::errc::result_out_of_range,
+        "%s: %s is %g us, not a time within %g us: the profile's curves are "
+        "taken far outside what they describe (check its latencies, rates "
+        "and coefficients)",
+        plan.strategy.c_str(), field.str().c_str(), value, kMaxPlanUs);
+  };
+  auto ok = [](double v) { return std::isfinite(v) && v <= kMaxPlanUs; };
+  for (auto [field, value] :
+       {std::pair<StringRef, double>{"predicted_us", plan.predictedUs},
+        {"serial_us", plan.serialUs},
+        {"ideal_us", plan.idealUs},
+        {"lower_bound_us", plan.lowerBoundUs}})
+    if (!ok(value))
+      return bad(field, value);
+  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+    if (!ok(plan.computeUs[i]))
+      return bad("compute_us of tile " + std::to_string(i), plan.computeUs[i]);
+    if (!ok(plan.commUs[i]))
+      return bad("comm_us of tile " + std::to_string(i), plan.commUs[i]);
+  }
+  if (plan.mc2 && !ok(plan.mc2->balanceUs))
+    return bad("mc2 balance_us", plan.mc2->balanceUs);
+  if (plan.waves && !ok(plan.waves->waveUs))
+    return bad("waves wave_us", plan.waves->waveUs);
+  // Sizes and profile rates are bounded, so these are finite; checked
+  // anyway because they are printed too.
+  if (plan.ficco && !(std::isfinite(plan.ficco->score) &&
+                      std::isfinite(plan.ficco->opToByte) &&
+                      std::isfinite(plan.ficco->memoryTrafficBytes)))
+    return bad("ficco score", plan.ficco->score);
+  if (!std::isfinite(plan.efficiency))
+    return bad("efficiency", plan.efficiency);
+  return Error::success();
+}
+
+Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   size_t n = plan.tiles.size();
+  if (Error e = checkLimit(plan.strategy + ": tiles", static_cast<int64_t>(n),
+                           1, kMaxTiles, "a tile count"))
+    return e;
   if (!plan.singleGemmKernel) {
     plan.computeUs.resize(n);
     for (size_t i = 0; i < n; ++i)
@@ -46,33 +90,43 @@ void overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   double room = plan.serialUs - plan.idealUs;
   plan.efficiency =
       room > 1e-9 ? (plan.serialUs - plan.predictedUs) / room : 0.0;
+  return checkPlanNumbers(plan);
 }
 
 Expected<Plan> overlap::planner::pricePlan(const CostModel &model,
                                            ArrayRef<int64_t> tiles,
                                            StringRef strategyName) {
   const int64_t m = model.getProblem().m;
+  if (Error e = checkLimit("tiles", static_cast<int64_t>(tiles.size()), 1,
+                           kMaxTiles, "a tile count"))
+    return std::move(e);
   int64_t sum = 0;
   for (int64_t t : tiles) {
     if (t <= 0)
       return badValue("tiles: every tile needs at least one row, got " +
                       Twine(t));
+    // Each tile within M keeps the sum (at most kMaxTiles of them) in range.
+    if (t > m)
+      return badValue("tiles: a tile of " + Twine(t) +
+                      " rows is larger than M = " + Twine(m));
     sum += t;
   }
-  if (tiles.empty() || sum != m)
+  if (sum != m)
     return badValue("tiles: must sum to M = " + Twine(m) + ", got " +
                     Twine(sum));
   Plan plan;
   plan.strategy = strategyName.str();
   plan.tiles.assign(tiles.begin(), tiles.end());
-  finishPlan(model, plan);
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
   return std::move(plan);
 }
 
 Expected<std::vector<int64_t>>
 overlap::planner::uniformTiles(int64_t m, int64_t n, int64_t alignment) {
-  if (n < 1)
-    return badValue("--strategy: uniform:n needs n >= 1, got " + Twine(n));
+  if (Error e = checkLimit("--strategy: uniform:n", n, 1, kMaxTiles,
+                           "a tile count n"))
+    return std::move(e);
   int64_t blocks = m / alignment;
   int64_t rem = m % alignment;
   if (n == 1)

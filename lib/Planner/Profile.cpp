@@ -6,6 +6,8 @@
 
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/UserJson.h"
+#include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Ring.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -230,25 +232,42 @@ public:
     return *d;
   }
 
-  Expected<double> positive(const json::Value &v,
-                            const std::string &path) const {
-    Expected<double> d = number(v, path, "a positive number");
+  /// A number in [lo, hi] (Limits.h), `what` saying what it is.
+  Expected<double> numberIn(const json::Value &v, const std::string &path,
+                            double lo, double hi, StringRef what) const {
+    std::string expected =
+        (what + " in [" + shortNumber(lo) + ", " + shortNumber(hi) + "]").str();
+    Expected<double> d = number(v, path, expected);
     if (!d)
       return d.takeError();
-    if (*d <= 0)
-      return fail(path, "a positive number, got " + formatv("{0}", *d));
+    if (*d < lo || *d > hi)
+      return fail(path, expected + ", got " + shortNumber(*d));
     return *d;
   }
 
-  Expected<int64_t> integer(const json::Value &v, const std::string &path,
-                            int64_t min) const {
+  Expected<int64_t>
+  integer(const json::Value &v, const std::string &path, int64_t min,
+          int64_t max = std::numeric_limits<int64_t>::max()) const {
     std::optional<int64_t> i = v.getAsInteger();
     std::string what = "an integer >= " + std::to_string(min);
+    if (max != std::numeric_limits<int64_t>::max())
+      what += " and <= " + std::to_string(max);
     if (!i)
       return fail(path, what);
-    if (*i < min)
+    if (*i < min || *i > max)
       return fail(path, what + ", got " + std::to_string(*i));
     return *i;
+  }
+
+  /// Latencies and curve values, µs.
+  Expected<double> time(const json::Value &v, const std::string &path) const {
+    return numberIn(v, path, 0, kMaxProfileUs, "a time (µs)");
+  }
+
+  static std::string shortNumber(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", d);
+    return buf;
   }
 
   Expected<std::string> string(const json::Value &v,
@@ -322,11 +341,9 @@ Expected<Curve> ProfileReader::curve(const json::Value &v,
       Expected<double> x = number((*pt)[0], ppath + "[0]");
       if (!x)
         return x.takeError();
-      Expected<double> y = number((*pt)[1], ppath + "[1]");
+      Expected<double> y = time((*pt)[1], ppath + "[1]");
       if (!y)
         return y.takeError();
-      if (*y < 0)
-        return fail(ppath + "[1]", "a time >= 0");
       if (!points.empty() && *x <= points.back().first)
         return fail(ppath + "[0]", "x strictly greater than the previous "
                                    "point's (" +
@@ -459,13 +476,13 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
   if (Error e = optionalField(obj, "name", dev.name, str("name")))
     return e;
   if (const json::Value *sv = obj.get("sm_count")) {
-    auto sms = rd.integer(*sv, "device.sm_count", 1);
+    auto sms = rd.integer(*sv, "device.sm_count", 1, kMaxProfileCount);
     if (!sms)
       return sms.takeError();
     dev.smCount = *sms;
   }
   if (const json::Value *cv = obj.get("comm_sms")) {
-    auto cs = rd.integer(*cv, "device.comm_sms", 0);
+    auto cs = rd.integer(*cv, "device.comm_sms", 0, kMaxProfileCount);
     if (!cs)
       return cs.takeError();
     if (dev.smCount && *cs >= *dev.smCount)
@@ -478,10 +495,10 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
     if (!a || a->size() != 2)
       return rd.fail("device.gemm_tile", "[rows, cols] of the GEMM output "
                                          "tile");
-    auto r = rd.integer((*a)[0], "device.gemm_tile[0]", 1);
+    auto r = rd.integer((*a)[0], "device.gemm_tile[0]", 1, kMaxProfileCount);
     if (!r)
       return r.takeError();
-    auto c = rd.integer((*a)[1], "device.gemm_tile[1]", 1);
+    auto c = rd.integer((*a)[1], "device.gemm_tile[1]", 1, kMaxProfileCount);
     if (!c)
       return c.takeError();
     dev.gemmTile = {*r, *c};
@@ -497,14 +514,16 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
       std::optional<DType> dt = parseDType(kv.first);
       if (!dt)
         return rd.fail(fpath, "a dtype key (f16, bf16, f32)");
-      auto tf = rd.positive(kv.second, fpath);
+      auto tf = rd.numberIn(kv.second, fpath, kMinProfileRate, kMaxProfileRate,
+                            "TFLOP/s");
       if (!tf)
         return tf.takeError();
       dev.peakFlops[static_cast<int>(*dt)] = *tf * 1e12;
     }
   }
   if (const json::Value *bv = obj.get("memory_bandwidth_gbps")) {
-    auto bw = rd.positive(*bv, "device.memory_bandwidth_gbps");
+    auto bw = rd.numberIn(*bv, "device.memory_bandwidth_gbps", kMinProfileRate,
+                          kMaxProfileRate, "a bandwidth (GB/s)");
     if (!bw)
       return bw.takeError();
     dev.memoryBandwidth = *bw * 1e9;
@@ -521,11 +540,9 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
   if (Error e = rd.checkKeys(obj, "gemm", {"latency_us", "curves", "roofline"}))
     return e;
   if (const json::Value *lv = obj.get("latency_us")) {
-    auto lat = rd.number(*lv, "gemm.latency_us", "a latency >= 0 (µs)");
+    auto lat = rd.time(*lv, "gemm.latency_us");
     if (!lat)
       return lat.takeError();
-    if (*lat < 0)
-      return rd.fail("gemm.latency_us", "a latency >= 0 (µs)");
     p.gemmLatencyUs = *lat;
   }
   if (const json::Value *cv = obj.get("curves")) {
@@ -546,7 +563,7 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
         std::string kpath = ProfileReader::join(path, key);
         if (!kv)
           return rd.fail(kpath, "an integer >= 1");
-        auto val = rd.integer(*kv, kpath, 1);
+        auto val = rd.integer(*kv, kpath, 1, kMaxDim);
         if (!val)
           return val.takeError();
         (key == "n" ? gc.n : gc.k) = *val;
@@ -559,7 +576,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
                        "one of \"f16\", \"bf16\", \"f32\"");
       gc.dtype = *dt;
       if (const json::Value *bv = (*co)->get("batch")) {
-        auto batch = rd.integer(*bv, ProfileReader::join(path, "batch"), 1);
+        auto batch =
+            rd.integer(*bv, ProfileReader::join(path, "batch"), 1, kMaxRanks);
         if (!batch)
           return batch.takeError();
         gc.batch = *batch;
@@ -586,12 +604,10 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       return e;
     double eff = 1.0;
     if (const json::Value *ev = (*ro)->get("efficiency")) {
-      auto e =
-          rd.number(*ev, "gemm.roofline.efficiency", "a fraction in (0, 1]");
+      auto e = rd.numberIn(*ev, "gemm.roofline.efficiency", kMinProfileFraction,
+                           1, "a fraction");
       if (!e)
         return e.takeError();
-      if (*e <= 0 || *e > 1)
-        return rd.fail("gemm.roofline.efficiency", "a fraction in (0, 1]");
       eff = *e;
     }
     p.rooflineEfficiency = eff;
@@ -629,7 +645,8 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       if (!rv)
         return rd.fail(ProfileReader::join(path, "ranks"),
                        "an integer >= 2 (the group size measured)");
-      auto ranks = rd.integer(*rv, ProfileReader::join(path, "ranks"), 2);
+      auto ranks =
+          rd.integer(*rv, ProfileReader::join(path, "ranks"), 2, kMaxRanks);
       if (!ranks)
         return ranks.takeError();
       cc.ranks = *ranks;
@@ -641,12 +658,9 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
                        "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
       cc.bytesPerUnit = *unit;
       if (const json::Value *lv = (*eo)->get("latency_us")) {
-        auto lat = rd.number(*lv, ProfileReader::join(path, "latency_us"));
+        auto lat = rd.time(*lv, ProfileReader::join(path, "latency_us"));
         if (!lat)
           return lat.takeError();
-        if (*lat < 0)
-          return rd.fail(ProfileReader::join(path, "latency_us"),
-                         "a latency >= 0 (µs)");
         cc.latencyUs = *lat;
       }
       const json::Value *curveV = (*eo)->get("curve");
@@ -670,11 +684,9 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
 Expected<Profile> overlap::planner::parseProfile(StringRef text,
                                                  StringRef nameForErrors) {
   ProfileReader rd(nameForErrors.str());
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseUserJson(text, nameForErrors);
   if (!root)
-    return createStringError(std::errc::invalid_argument, "%s: invalid JSON %s",
-                             nameForErrors.str().c_str(),
-                             toString(root.takeError()).c_str());
+    return root.takeError();
   const json::Object *obj = root->getAsObject();
   if (!obj)
     return rd.fail("(top level)", "an object");
@@ -740,27 +752,21 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
         std::string path = "contention." + key.str();
         if (!fv)
           return rd.fail(path, "a slowdown factor >= 1");
-        auto f = rd.number(*fv, path, "a slowdown factor >= 1");
+        auto f = rd.numberIn(*fv, path, 1, kMaxContention, "a slowdown factor");
         if (!f)
           return f.takeError();
-        if (*f < 1)
-          return rd.fail(path,
-                         "a slowdown factor >= 1, got " + formatv("{0}", *f));
         (key == "compute" ? p.computeContention : p.commContention) = *f;
       }
     } else {
-      auto f = rd.number(*cv, "contention",
-                         "a slowdown factor >= 1 or {\"compute\", \"comm\"}");
+      auto f = rd.numberIn(*cv, "contention", 1, kMaxContention,
+                           "a slowdown factor");
       if (!f)
         return f.takeError();
-      if (*f < 1)
-        return rd.fail("contention",
-                       "a slowdown factor >= 1, got " + formatv("{0}", *f));
       p.computeContention = p.commContention = *f;
     }
   }
   if (const json::Value *av = obj->get("alignment")) {
-    auto a = rd.integer(*av, "alignment", 1);
+    auto a = rd.integer(*av, "alignment", 1, kMaxProfileCount);
     if (!a)
       return a.takeError();
     p.alignment = *a;
@@ -773,7 +779,8 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
       return std::move(e);
     for (StringRef key : {"reference_us", "low", "high"}) {
       if (const json::Value *x = (*fo)->get(key)) {
-        auto val = rd.positive(*x, "ficco." + key.str());
+        auto val = rd.numberIn(*x, "ficco." + key.str(), kMinProfileFraction,
+                               kMaxFiccoValue, "a number");
         if (!val)
           return val.takeError();
         (key == "reference_us" ? p.ficco.referenceUs

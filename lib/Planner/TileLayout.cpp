@@ -44,6 +44,9 @@ Expected<TileLayout> TileLayout::create(Collective collective, int64_t m,
       return badLayout("tile of " + Twine(rows) +
                        " rows is not a positive multiple of the group (" +
                        Twine(l.numSlots) + ")");
+    // Checked before adding, so that the sum never passes M (or int64).
+    if (rows > m - off)
+      return badLayout("tiles sum to more than M = " + Twine(m));
     l.spans.push_back({off, rows, off / l.numSlots, rows / l.numSlots});
     off += rows;
   }

@@ -89,6 +89,12 @@ static Expected<Plan> planAuto(const CostModel &model) {
     if (!best || plan->predictedUs < best->predictedUs * (1 - 1e-12))
       best = std::move(*plan);
   }
+  // `none` fails only when the profile cannot price the problem at all
+  // (its plan is not a number): every candidate failed, say the first why.
+  if (!best)
+    return createStringError(std::errc::result_out_of_range,
+                             "auto: no strategy gave a plan; %s",
+                             candidates.front().note.c_str());
   best->selectedBy = "auto";
   best->candidates = std::move(candidates);
   return std::move(*best);

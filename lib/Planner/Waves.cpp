@@ -17,6 +17,8 @@
 
 #include "overlap/Planner/Strategies.h"
 
+#include "llvm/ADT/Twine.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -61,7 +63,9 @@ public:
     ++evaluated;
     double ms = pipelineMakespan(compute, comm, model.getComputeContention(),
                                  model.getCommContention());
-    if (ms < bestUs) {
+    // The first grouping is kept even if its time is not a number, so
+    // that finishPlan says why instead of "no grouping".
+    if (bestGroups.empty() || ms < bestUs) {
       bestUs = ms;
       bestGroups.assign(groups.begin(), groups.end());
     }
@@ -80,6 +84,24 @@ private:
 };
 
 } // namespace
+
+/// Pipeline steps (groups priced) of the whole search over `t` waves: all
+/// groupings up to kExhaustiveWaves, else the pruned family below. In
+/// double: it is compared with the work bound before anything runs, and t
+/// can be near 2^62 waves.
+static double searchSteps(int64_t t) {
+  if (t <= kExhaustiveWaves)
+    return std::ldexp(1.0, static_cast<int>(t - 1)) * static_cast<double>(t);
+  double steps = static_cast<double>(t); // the single group
+  for (int64_t first = 1; first <= kMaxEdgeGroupWaves; ++first) {
+    for (int64_t lastG = 1; lastG <= kMaxEdgeGroupWaves; ++lastG) {
+      double mid = static_cast<double>(t - first - lastG);
+      // parts = 1..mid groups in the middle, plus the two edge groups.
+      steps += mid == 0 ? 2 : mid * (mid + 1) / 2 + 2 * mid;
+    }
+  }
+  return steps;
+}
 
 /// `total` items cut into `parts` near-equal consecutive groups.
 static void appendEqualGroups(std::vector<int64_t> &out, int64_t total,
@@ -114,8 +136,17 @@ Expected<Plan> overlap::planner::planWaves(const CostModel &model) {
   int64_t fullWaves = (w.outputTiles + sms - 1) / sms;
   w.waveUs = model.gemmUs(pb.m) / fullWaves;
 
-  WaveSearch search(model, w);
   const int64_t t = w.waves;
+  if (double steps = searchSteps(t); steps > double(kMaxSearchSteps))
+    return workBoundError(
+        "waves",
+        "grouping " + Twine(t) + " waves of " + Twine(w.tilesPerWave) +
+            " output tiles of " + Twine(tm) + "x" + Twine(tn) + " (" +
+            Twine(w.outputTiles) + " tiles)",
+        steps < 1.8e19 ? static_cast<uint64_t>(steps) : UINT64_MAX,
+        "pipeline steps",
+        "use a profile with a larger device.gemm_tile, or mc2 or optimal");
+  WaveSearch search(model, w);
   std::vector<int64_t> groups;
   if (t <= kExhaustiveWaves) {
     w.exhaustive = true;
@@ -178,6 +209,7 @@ Expected<Plan> overlap::planner::planWaves(const CostModel &model) {
     prevRows = r;
   }
   plan.waves = std::move(w);
-  finishPlan(model, plan);
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
   return std::move(plan);
 }

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -91,6 +92,49 @@ inline bool readEnvUnsigned(const char *name, bool &present, uint64_t &value) {
   if (errno || *end || text[0] == '-')
     return false;
   value = parsed;
+  return true;
+}
+
+/// `start` plus `ms` milliseconds, saturated at the clock's end: a long
+/// timeout never wraps a deadline into the past (milliseconds from about
+/// 9.2e12 overflow the clock's nanoseconds).
+inline std::chrono::steady_clock::time_point
+deadlineAfter(std::chrono::steady_clock::time_point start, int64_t ms) {
+  using Clock = std::chrono::steady_clock;
+  const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           Clock::time_point::max() - start)
+                           .count();
+  if (ms >= left)
+    return Clock::time_point::max();
+  return start + std::chrono::milliseconds(ms);
+}
+
+/// The wait timeout of a backend's options: `option` when positive, else
+/// $OVERLAP_WAIT_TIMEOUT_MS, else 10000 ms; either way within
+/// 1..OVERLAP_MAX_WAIT_TIMEOUT_MS. False, with `error` saying why, when not.
+inline bool resolveWaitTimeoutMs(int64_t option, int64_t &out,
+                                 std::string &error) {
+  const std::string limit = std::to_string(OVERLAP_MAX_WAIT_TIMEOUT_MS);
+  if (option < 0 || option > OVERLAP_MAX_WAIT_TIMEOUT_MS) {
+    error = "wait_timeout_ms is " + std::to_string(option) +
+            ", expected 0 (the default) to " + limit +
+            " ms (OVERLAP_MAX_WAIT_TIMEOUT_MS)";
+    return false;
+  }
+  if (option) {
+    out = option;
+    return true;
+  }
+  bool present = false;
+  uint64_t value = 0;
+  if (!readEnvUnsigned("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
+      (present &&
+       (value == 0 || value > uint64_t(OVERLAP_MAX_WAIT_TIMEOUT_MS)))) {
+    error = "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer of at most " +
+            limit + " (ms)";
+    return false;
+  }
+  out = present ? static_cast<int64_t>(value) : 10000;
   return true;
 }
 

@@ -63,6 +63,28 @@ def test_plan_error_carries_stderr(overlap_plan):
                      binary=overlap_plan)
 
 
+def test_extreme_profile_is_an_error_not_an_inf_plan(overlap_plan, tmp_path):
+    # A valid curve taken far outside its data: the plan's times are not
+    # numbers, which overlap-plan refuses instead of printing a bare inf
+    # that json.loads cannot read.
+    profile = {
+        "gemm": {"curves": [{"n": 8192, "k": 3072, "dtype": "f16",
+                             "curve": {"table": [[0, 0], [4096, 400]]}}]},
+        "collectives": {"all-reduce": [{
+            "ranks": 8, "x_unit": "MiB",
+            "curve": {"pieces": [{"from": 0, "to": None,
+                                  "coeffs": [0, 1e308, 1e308]}]}}]},
+    }
+    path = tmp_path / "extreme.json"
+    path.write_text(json.dumps(profile))
+    for strategy in ("none", "auto"):
+        with pytest.raises(overlap.PlanError) as info:
+            overlap.plan(**MC2, profile=path, strategy=strategy,
+                         binary=overlap_plan)
+        assert info.value.returncode == 1
+        assert "not a time within 1e+15 us" in info.value.stderr
+
+
 def test_missing_binary_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("OVERLAP_PLAN", str(tmp_path / "nope"))
     with pytest.raises(overlap.PlannerNotFound, match="OVERLAP_PLAN"):

@@ -1,17 +1,17 @@
 // The check can fail: a program whose stream waits were dropped
 // (overlap-schedule-streams{testing-drop-waits}, overlap compilation only)
 // reads tiles before they are computed or gathered. Under the host
-// backend's chaos mode (random delays before stream work) it must give a
-// MISMATCH (exit 1) for at least one of a few seeds -- in practice every
-// seed does, for every collective -- and never an error (exit 2). The same
-// programs with their waits stay bit-identical under chaos.
+// backend's chaos mode (the work a signal follows is held back, so a
+// consumer without its wait runs first) it must give a MISMATCH (exit 1)
+// for at least 3 of 4 seeds, for every collective, and never an error
+// (exit 2); docs/tools.md gives the measured rates (100 of 100 seeds for
+// each collective). The same programs with their waits stay bit-identical
+// under chaos.
 //
 // RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mar --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
 // RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry mrs --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
 // RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry agm --strategy uniform:4 --testing-drop-waits --chaos $s %s; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
-// DROP: (waits dropped)
-// DROP: MISMATCH
-// DROP-NEXT: exit 1
+// DROP-COUNT-3: {{^}}MISMATCH{{$}}
 //
 // RUN: overlap-run --ranks 4 --entry mar --strategy uniform:4 --chaos 1 %s | FileCheck %s --check-prefix=CHAOS-OK
 // RUN: overlap-run --ranks 4 --entry mrs --strategy uniform:4 --chaos 2 %s | FileCheck %s --check-prefix=CHAOS-OK

@@ -50,6 +50,18 @@
 // TIMEOUT: overlap-run: error: the overlap run failed: OVERLAP_ERROR_TIMEOUT: overlap_
 // TIMEOUT: exit 2
 //
+// Timeouts and chaos delays have limits (a timeout of 9.2e12 ms overflowed
+// the deadline and timed out at once; a delay of 2^62 us never ended).
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --wait-timeout-ms 9200000000000 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=WAITMAX
+// WAITMAX: overlap-run: error: --wait-timeout-ms 9200000000000: expected 0 (the runtime's default) to 1000000000 milliseconds
+// WAITMAX: exit 2
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --chaos 1 --chaos-max-us 4611686018427387904 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=CHAOSMAX
+// CHAOSMAX: overlap-run: error: --chaos-max-us 4611686018427387904: expected 0 (the runtime's default) to 10000000 microseconds
+// CHAOSMAX: exit 2
+// RUN: bash -c 'OVERLAP_WAIT_TIMEOUT_MS=9200000000000 overlap-run --ranks 4 --entry mar %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=WAITENV
+// WAITENV: overlap-run: error: the overlap run failed: OVERLAP_ERROR_INVALID_ARGUMENT: overlap_host_launch: OVERLAP_WAIT_TIMEOUT_MS must be a positive integer of at most 1000000000 (ms)
+// WAITENV: exit 2
+//
 // overlap-compile: the CUDA target refuses an op that would read device
 // memory on the host, naming the op and the stage.
 // RUN: overlap-compile %S/Inputs/host-read.mlir --emit=obj -o /dev/null

@@ -198,6 +198,8 @@ static bool parseOptions(int argc, char **argv, Options &o,
   o.program = positional.front();
   if (!run::checkTolerance(o.tolerance, message))
     return false;
+  if (!run::checkTimeFlags(o.waitTimeoutMs, o.chaosMaxUs, message))
+    return false;
   if (!o.refBackend.empty() && o.reference.empty()) {
     message = "--ref-backend " + o.refBackend +
               " without --ref: there is no reference to run";

@@ -194,6 +194,9 @@ int main(int argc, char **argv) {
   std::string toleranceError;
   if (!run::checkTolerance(tolerance, toleranceError))
     return usageOrCompileError(toleranceError);
+  std::string flagError;
+  if (!run::checkTimeFlags(waitTimeoutMs, chaosMaxUs, flagError))
+    return usageOrCompileError(flagError);
   overlap_host_options hostOptions;
   overlap_host_options_init(&hostOptions);
   hostOptions.wait_timeout_ms = waitTimeoutMs;

@@ -110,9 +110,11 @@ TEST(CostModel, MalformedBatchIsRejected) {
     const char *message;
   } cases[] = {
       {R"("batch": 0)",
-       "bad.json: gemm.curves[1].batch: expected an integer >= 1, got 0"},
+       "bad.json: gemm.curves[1].batch: expected an integer >= 1 and <= "
+       "65536, got 0"},
       {R"("batch": -8)",
-       "bad.json: gemm.curves[1].batch: expected an integer >= 1, got -8"},
+       "bad.json: gemm.curves[1].batch: expected an integer >= 1 and <= "
+       "65536, got -8"},
       {R"("batch": 2.5)",
        "bad.json: gemm.curves[1].batch: expected an integer >= 1"},
       {R"("batch": "8")",

@@ -159,7 +159,8 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
 
   e = parseError(
       profileText(R"({"table": [[0, 1]]})", R"(, "contention": 0.9)"));
-  EXPECT_NE(e.find("contention: expected a slowdown factor >= 1"),
+  EXPECT_NE(e.find("contention: expected a slowdown factor in [1, 1000], "
+                   "got 0.9"),
             std::string::npos)
       << e;
 
@@ -182,13 +183,51 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   e = parseError(
       profileText(R"({"table": [[0, 1]]})")
           .replace(profileText().find("\"ranks\": 8"), 10, "\"ranks\": 1"));
-  EXPECT_NE(e.find("ranks: expected an integer >= 2, got 1"), std::string::npos)
+  EXPECT_NE(e.find("ranks: expected an integer >= 2 and <= 65536, got 1"),
+            std::string::npos)
       << e;
 
   e = errorOf(loadProfile("/nonexistent/profile.json"));
   EXPECT_NE(e.find("/nonexistent/profile.json: cannot read profile"),
             std::string::npos)
       << e;
+}
+
+TEST(Profile, NestingIsBoundedBeforeParsing) {
+  // A hundred thousand levels overflowed the parser's stack, even in a
+  // "note", which is otherwise never looked at.
+  const std::string deep(100000, '[');
+  const std::string closed = deep + std::string(100000, ']');
+  std::string e = parseError(profileText(R"({"table": [[0, 1]]})",
+                                         ", \"note\": " + closed));
+  EXPECT_NE(e.find("bad.json: invalid JSON: nested deeper than 64 levels at "
+                   "byte "),
+            std::string::npos)
+      << e;
+  // Unclosed brackets; the (0-based) byte offset, line and column are of
+  // the bracket that opens level 65.
+  e = parseError("{\n  \"note\": " + deep);
+  EXPECT_EQ(e, "bad.json: invalid JSON: nested deeper than 64 levels at byte "
+               "75 (line 2, column 74)");
+
+  // Brackets in strings (after an escaped quote, too) are not nesting.
+  OVERLAP_ASSIGN_OR_FAIL(
+      p, parseProfile(profileText(R"({"table": [[0, 1]]})",
+                                  ", \"note\": \"\\\"" + deep + "\""),
+                      "t.json"));
+  EXPECT_EQ(p.name, "t");
+  // 64 levels are fine, 65 are not.
+  auto nested = [](int levels) {
+    return std::string(levels - 1, '[') + std::string(levels - 1, ']');
+  };
+  OVERLAP_ASSIGN_OR_FAIL(
+      p64, parseProfile(profileText(R"({"table": [[0, 1]]})",
+                                    ", \"note\": " + nested(64)),
+                        "t.json"));
+  EXPECT_EQ(p64.name, "t");
+  e = parseError(
+      profileText(R"({"table": [[0, 1]]})", ", \"note\": " + nested(65)));
+  EXPECT_NE(e.find("nested deeper than 64 levels"), std::string::npos) << e;
 }
 
 TEST(Profile, MissingCurvesAreReportedWhenPricing) {

@@ -144,6 +144,28 @@ TEST(CudaKnobs, MalformedValuesNameTheirSource) {
       << error;
 }
 
+TEST(CudaKnobs, WaitTimeoutHasTheHostLimit) {
+  // 9.2e12 ms overflowed a deadline in nanoseconds (and the spin-wait
+  // kernel's timeout); the backends share one rule and one limit.
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  opts.wait_timeout_ms = 9200000000000;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_EQ(error, "wait_timeout_ms is 9200000000000, expected 0 (the "
+                   "default) to 1000000000 ms (OVERLAP_MAX_WAIT_TIMEOUT_MS)");
+  opts.wait_timeout_ms = OVERLAP_MAX_WAIT_TIMEOUT_MS;
+  EXPECT_EQ(resolved(&opts).waitTimeoutMs, OVERLAP_MAX_WAIT_TIMEOUT_MS);
+  opts.wait_timeout_ms = 0;
+  {
+    Env env("OVERLAP_WAIT_TIMEOUT_MS", "9200000000000");
+    resolved(&opts, &error);
+    EXPECT_EQ(error, "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer of "
+                     "at most 1000000000 (ms)");
+  }
+  EXPECT_EQ(resolved(&opts).waitTimeoutMs, 10000);
+}
+
 /// A caller compiled against the first struct (up to gemm_loop_broadcast)
 /// zeroes only what it has: the new fields take their defaults, so its
 /// zero-filled memory beyond does not mean comm_sms = 0.

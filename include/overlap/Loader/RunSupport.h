@@ -117,6 +117,13 @@ std::string signatureDifference(const Signature &program,
 /// with the message in `error`.
 bool checkRanks(const Signature &sig, int ranks, std::string &error);
 
+/// --wait-timeout-ms and --chaos-max-us against the runtime's limits
+/// (OVERLAP_MAX_WAIT_TIMEOUT_MS, OVERLAP_MAX_CHAOS_DELAY_US; 0 is the
+/// runtime's default). On failure returns false with one line naming the
+/// flag, the value and the limit in `error`.
+bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
+                    std::string &error);
+
 /// The rank count the signature asks for: the size of its first grid, or 1
 /// without a grid.
 int defaultRanks(const Signature &sig);

@@ -16,6 +16,7 @@
 #define OVERLAP_PLANNER_PLAN_H
 
 #include "overlap/Planner/CostModel.h"
+#include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Simulator.h"
 
 #include "llvm/Support/Error.h"
@@ -104,18 +105,23 @@ struct Plan {
 };
 
 /// Fills durations, the timeline and the summary numbers of a plan whose
-/// tiles are set (and, for single-kernel plans, computeUs too).
-void finishPlan(const CostModel &model, Plan &plan);
+/// tiles are set (and, for single-kernel plans, computeUs too). Every
+/// strategy's plan goes through it, so it is where plans are refused: more
+/// than kMaxTiles tiles (std::errc::invalid_argument), or a predicted time
+/// that is not finite or past kMaxPlanUs (std::errc::result_out_of_range:
+/// the profile's curves were taken far outside what they describe).
+llvm::Error finishPlan(const CostModel &model, Plan &plan);
 
-/// The plan of `tiles` as they are (one GEMM call per tile), priced: the
-/// tiles must be positive and sum to the problem's M (an error with
-/// std::errc::invalid_argument otherwise).
+/// The plan of `tiles` as they are (one GEMM call per tile), priced: at
+/// most kMaxTiles tiles, positive and summing to the problem's M (an error
+/// with std::errc::invalid_argument otherwise).
 llvm::Expected<Plan> pricePlan(const CostModel &model,
                                llvm::ArrayRef<int64_t> tiles,
                                llvm::StringRef strategyName);
 
 /// `n` near-equal tiles on the alignment grid summing to `m` (the last tile
-/// also takes m mod alignment). Fails when m has fewer than n blocks.
+/// also takes m mod alignment). Fails when m has fewer than n blocks or n
+/// is past kMaxTiles.
 llvm::Expected<std::vector<int64_t>> uniformTiles(int64_t m, int64_t n,
                                                   int64_t alignment);
 

@@ -118,6 +118,15 @@ overlap_context_status(overlap_context *ctx);
  * Host backend: ranks are threads of this process
  *===----------------------------------------------------------------------===*/
 
+/* The longest wait timeout (milliseconds, about 11.6 days) that
+   overlap_host_options, overlap_cuda_options and $OVERLAP_WAIT_TIMEOUT_MS
+   may give; a larger one is an OVERLAP_ERROR_INVALID_ARGUMENT. */
+#define OVERLAP_MAX_WAIT_TIMEOUT_MS INT64_C(1000000000)
+/* The longest chaos delay (microseconds, 10 s) that
+   overlap_host_options.chaos_max_delay_us and $OVERLAP_HOST_CHAOS_MAX_US
+   may give. */
+#define OVERLAP_MAX_CHAOS_DELAY_US INT64_C(10000000)
+
 /* overlap_host_options.chaos */
 enum {
   OVERLAP_CHAOS_FROM_ENV = 0, /* on iff OVERLAP_HOST_CHAOS=<seed> is set */
@@ -133,14 +142,17 @@ typedef struct overlap_host_options {
   /* Streams per context; 0 means 2 (compute and comm). At most 16. */
   int32_t num_streams;
   /* How long a wait or a collective may block before it fails with
-     OVERLAP_ERROR_TIMEOUT. 0 means $OVERLAP_WAIT_TIMEOUT_MS, else 10000. */
+     OVERLAP_ERROR_TIMEOUT. 0 means $OVERLAP_WAIT_TIMEOUT_MS, else 10000. At
+     most OVERLAP_MAX_WAIT_TIMEOUT_MS. */
   int64_t wait_timeout_ms;
-  /* Chaos mode: a random delay (seeded per rank and stream) before each
-     stream task, so that a missing wait shows up as a wrong result. */
+  /* Chaos mode: random delays (seeded per rank and stream) before stream
+     tasks, so that a missing wait shows up as a wrong result: the task a
+     signal follows is always held back, others now and then
+     (docs/runtime.md). */
   int32_t chaos;
   uint64_t chaos_seed;
   /* Upper bound of one chaos delay; 0 means $OVERLAP_HOST_CHAOS_MAX_US,
-     else 1000. Half of the tasks, drawn at random, are not delayed. */
+     else 1000. At most OVERLAP_MAX_CHAOS_DELAY_US. */
   int64_t chaos_max_delay_us;
 } overlap_host_options;
 

@@ -275,8 +275,8 @@ overlap_status CudaContext::shutdown() {
       std::vector<int> all;
       for (int i = 0; i < numStreams; ++i)
         all.push_back(i);
-      auto deadline = std::chrono::steady_clock::now() +
-                      std::chrono::milliseconds(options.waitTimeoutMs);
+      auto deadline = runtime::deadlineAfter(std::chrono::steady_clock::now(),
+                                             options.waitTimeoutMs);
       for (;;) {
         bool busy = false;
         for (int i : all)
@@ -391,8 +391,7 @@ overlap_status CudaContext::drain(const std::vector<int> &which,
                                   const char *call) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const auto deadline =
-      start + std::chrono::milliseconds(options.waitTimeoutMs);
+  const auto deadline = runtime::deadlineAfter(start, options.waitTimeoutMs);
   for (;;) {
     bool busy = false;
     for (int s : which) {

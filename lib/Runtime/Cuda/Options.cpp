@@ -102,21 +102,9 @@ bool overlap::cuda::resolveOptions(const overlap_cuda_options *given,
     error = "a context needs at least 2 streams (compute and comm)";
     return false;
   }
-  if (opts.wait_timeout_ms < 0) {
-    error = "wait_timeout_ms is negative";
+  if (!runtime::resolveWaitTimeoutMs(opts.wait_timeout_ms, out.waitTimeoutMs,
+                                     error))
     return false;
-  }
-  out.waitTimeoutMs = opts.wait_timeout_ms;
-  if (!out.waitTimeoutMs) {
-    bool present = false;
-    int64_t value = 0;
-    if (!readEnvInt("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
-        (present && value == 0)) {
-      error = "OVERLAP_WAIT_TIMEOUT_MS must be a positive integer";
-      return false;
-    }
-    out.waitTimeoutMs = present ? value : 10000;
-  }
   int sync = opts.sync;
   if (sync == OVERLAP_CUDA_SYNC_FROM_ENV) {
     const char *text = std::getenv("OVERLAP_CUDA_SYNC");

@@ -60,7 +60,7 @@ public:
       group_.cv.notify_all();
       return OVERLAP_SUCCESS;
     }
-    Clock::time_point deadline = Clock::now() + world_.timeout();
+    Clock::time_point deadline = world_.deadline();
     overlap_status status = world_.waitUntil(lock, group_.cv, deadline,
                                              [&] { return m.phase != phase; });
     if (status == OVERLAP_ERROR_TIMEOUT) {

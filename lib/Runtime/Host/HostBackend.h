@@ -109,8 +109,9 @@ public:
                                           int color,
                                           const std::vector<int> &members);
 
-  Clock::duration timeout() const {
-    return std::chrono::milliseconds(options.waitTimeoutMs);
+  /// When a wait or a barrier that starts now times out.
+  Clock::time_point deadline() const {
+    return runtime::deadlineAfter(Clock::now(), options.waitTimeoutMs);
   }
 
   /// Waits on `cv` until `ready()`; OVERLAP_ERROR_ABORTED as soon as the
@@ -155,16 +156,25 @@ public:
   Stream(HostContext &ctx, int index);
   ~Stream();
 
-  void enqueue(const runtime::Site &site, Work work);
+  /// Enqueues `work`. `signals`: the work is a signal, so the task enqueued
+  /// just before it is one whose results another stream may wait for (a
+  /// producer, which chaos mode holds back).
+  void enqueue(const runtime::Site &site, Work work, bool signals = false);
   void synchronize();
 
 private:
   struct Task {
     runtime::Site site;
     Work work;
+    uint64_t seq = 0;
+    bool producer = false;
   };
   void loop();
-  void run(Task &task);
+  void run(Task &task, bool producer);
+  /// Chaos mode's delay before a task, drawn from the stream's sequence.
+  std::chrono::microseconds chaosDelay(bool producer);
+  /// Sleeps in slices, returning early once this rank or the world failed.
+  void sleepUnlessFailed(std::chrono::microseconds delay);
 
   HostContext &ctx_;
   const int index_;
@@ -172,6 +182,8 @@ private:
   std::condition_variable wake_, idle_;
   std::deque<Task> queue_;
   uint64_t enqueued_ = 0, done_ = 0;
+  /// A task that had left the queue when a signal marked it a producer.
+  uint64_t producerSeq_ = 0;
   bool stop_ = false;
   std::mt19937_64 chaos_;
   std::thread worker_;
@@ -212,8 +224,9 @@ protected:
   void onFail() override;
 
 private:
-  void enqueue(const runtime::Site &site, Stream::Work work) {
-    streams_[site.stream]->enqueue(site, std::move(work));
+  void enqueue(const runtime::Site &site, Stream::Work work,
+               bool signals = false) {
+    streams_[site.stream]->enqueue(site, std::move(work), signals);
   }
 
   HostGroup worldGroup_;

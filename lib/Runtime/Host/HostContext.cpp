@@ -92,11 +92,16 @@ Stream::~Stream() {
   worker_.join();
 }
 
-void Stream::enqueue(const Site &site, Work work) {
+void Stream::enqueue(const Site &site, Work work, bool signals) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(Task{site, std::move(work)});
-    ++enqueued_;
+    if (signals) {
+      if (!queue_.empty())
+        queue_.back().producer = true;
+      else
+        producerSeq_ = enqueued_; // already taken by the worker
+    }
+    queue_.push_back(Task{site, std::move(work), ++enqueued_, false});
   }
   wake_.notify_one();
 }
@@ -109,6 +114,7 @@ void Stream::synchronize() {
 void Stream::loop() {
   for (;;) {
     Task task;
+    bool producer = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
@@ -116,8 +122,15 @@ void Stream::loop() {
         return; // stopping, and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      // A signal is enqueued right after the work it follows, maybe after
+      // the worker took that work: under chaos, give the rank's thread a
+      // moment to say whether this task is a producer.
+      if (ctx_.world.options.chaos && queue_.empty())
+        wake_.wait_for(lock, std::chrono::microseconds(200),
+                       [&] { return stop_ || enqueued_ > task.seq; });
+      producer = task.producer || producerSeq_ == task.seq;
     }
-    run(task);
+    run(task, producer);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++done_;
@@ -126,21 +139,55 @@ void Stream::loop() {
   }
 }
 
-void Stream::run(Task &task) {
+std::chrono::microseconds Stream::chaosDelay(bool producer) {
+  const uint64_t max =
+      static_cast<uint64_t>(ctx_.world.options.chaosMaxDelayUs);
+  if (producer)
+    // Work a signal follows is what another stream waits for: always held
+    // back, for half the longest delay to all of it, so that a consumer
+    // that lacks its wait runs first and reads what is not written yet.
+    return std::chrono::microseconds(max / 2 + chaos_() % (max - max / 2 + 1));
+  // Everything else moves a little, once in four, to vary the interleaving.
+  if (chaos_() % 4 != 0)
+    return std::chrono::microseconds(0);
+  return std::chrono::microseconds(chaos_() % (max / 4 + 1));
+}
+
+void Stream::sleepUnlessFailed(std::chrono::microseconds delay) {
+  // Both are bounded (OVERLAP_MAX_CHAOS_DELAY_US), so no overflow.
+  const Clock::time_point end = Clock::now() + delay;
+  const World &world = ctx_.world;
+  for (;;) {
+    if (ctx_.status() != OVERLAP_SUCCESS ||
+        world.aborted.load(std::memory_order_acquire))
+      return;
+    Clock::time_point now = Clock::now();
+    if (now >= end)
+      return;
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(end - now, std::chrono::milliseconds(1)));
+  }
+}
+
+void Stream::run(Task &task, bool producer) {
+  World &world = ctx_.world;
   // After the first error on this rank, the rest of its work is dropped;
   // after one on another rank, it is dropped with an error of its own.
-  if (ctx_.status() != OVERLAP_SUCCESS)
-    return;
-  World &world = ctx_.world;
-  if (world.aborted.load(std::memory_order_acquire)) {
+  auto dropped = [&] {
+    if (ctx_.status() != OVERLAP_SUCCESS)
+      return true;
+    if (!world.aborted.load(std::memory_order_acquire))
+      return false;
     ctx_.fail(OVERLAP_ERROR_ABORTED,
               formatError(task.site, ctx_.rank, world.abandonedText()));
+    return true;
+  };
+  if (dropped())
     return;
-  }
-  const Options &options = world.options;
-  if (options.chaos && (chaos_() & 1)) {
-    uint64_t us = chaos_() % static_cast<uint64_t>(options.chaosMaxDelayUs + 1);
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  if (world.options.chaos) {
+    sleepUnlessFailed(chaosDelay(producer));
+    if (dropped())
+      return;
   }
   std::string what;
   overlap_status status = task.work(what);
@@ -291,17 +338,20 @@ overlap_status HostContext::signal(const Site &site, overlap_signals *sigs,
                                    int32_t index) {
   auto *set = static_cast<HostSignals *>(sigs);
   uint64_t epoch = set->epoch;
-  enqueue(site, [set, index, epoch](std::string &) {
-    {
-      std::lock_guard<std::mutex> lock(set->mutex);
-      // Never lower a flag: a late signal of an old epoch must not undo a
-      // newer one.
-      if (set->flags[index].load(std::memory_order_relaxed) < epoch)
-        set->flags[index].store(epoch, std::memory_order_release);
-    }
-    set->cv.notify_all();
-    return OVERLAP_SUCCESS;
-  });
+  enqueue(
+      site,
+      [set, index, epoch](std::string &) {
+        {
+          std::lock_guard<std::mutex> lock(set->mutex);
+          // Never lower a flag: a late signal of an old epoch must not undo
+          // a newer one.
+          if (set->flags[index].load(std::memory_order_relaxed) < epoch)
+            set->flags[index].store(epoch, std::memory_order_release);
+        }
+        set->cv.notify_all();
+        return OVERLAP_SUCCESS;
+      },
+      /*signals=*/true);
   return OVERLAP_SUCCESS;
 }
 
@@ -311,7 +361,7 @@ overlap_status HostContext::wait(const Site &site, overlap_signals *sigs,
   uint64_t epoch = set->epoch;
   World *w = &world;
   enqueue(site, [w, set, index, epoch](std::string &what) {
-    Clock::time_point deadline = Clock::now() + w->timeout();
+    Clock::time_point deadline = w->deadline();
     std::unique_lock<std::mutex> lock(set->mutex);
     overlap_status status = w->waitUntil(lock, set->cv, deadline, [&] {
       return set->flags[index].load(std::memory_order_acquire) >= epoch;
@@ -371,17 +421,12 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
                " is not in 0..16");
   out.numStreams = opts.num_streams ? opts.num_streams : 2;
 
+  std::string error;
+  if (!resolveWaitTimeoutMs(opts.wait_timeout_ms, out.waitTimeoutMs, error))
+    return bad(error);
+
   bool present;
   uint64_t value = 0;
-  if (opts.wait_timeout_ms < 0)
-    return bad("negative wait_timeout_ms");
-  out.waitTimeoutMs = opts.wait_timeout_ms;
-  if (!out.waitTimeoutMs) {
-    if (!overlap::runtime::readEnvUnsigned("OVERLAP_WAIT_TIMEOUT_MS", present, value) ||
-        (present && value == 0))
-      return bad("OVERLAP_WAIT_TIMEOUT_MS must be a positive integer");
-    out.waitTimeoutMs = present ? static_cast<int64_t>(value) : 10000;
-  }
 
   if (opts.chaos == OVERLAP_CHAOS_ON) {
     out.chaos = true;
@@ -395,12 +440,21 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
     return bad("unknown chaos mode " + std::to_string(opts.chaos));
   }
 
-  if (opts.chaos_max_delay_us < 0)
-    return bad("negative chaos_max_delay_us");
+  const std::string chaosLimit = std::to_string(OVERLAP_MAX_CHAOS_DELAY_US);
+  if (opts.chaos_max_delay_us < 0 ||
+      opts.chaos_max_delay_us > OVERLAP_MAX_CHAOS_DELAY_US)
+    return bad("chaos_max_delay_us is " +
+               std::to_string(opts.chaos_max_delay_us) +
+               ", expected 0 (the default) to " + chaosLimit +
+               " us (OVERLAP_MAX_CHAOS_DELAY_US)");
   out.chaosMaxDelayUs = opts.chaos_max_delay_us;
   if (!out.chaosMaxDelayUs) {
-    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS_MAX_US", present, value))
-      return bad("OVERLAP_HOST_CHAOS_MAX_US must be an unsigned integer");
+    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS_MAX_US", present,
+                                           value) ||
+        value > uint64_t(OVERLAP_MAX_CHAOS_DELAY_US))
+      return bad("OVERLAP_HOST_CHAOS_MAX_US must be an unsigned integer of at "
+                 "most " +
+                 chaosLimit + " (us)");
     out.chaosMaxDelayUs = present ? static_cast<int64_t>(value) : 1000;
   }
   return OVERLAP_SUCCESS;

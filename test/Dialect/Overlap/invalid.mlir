@@ -230,6 +230,14 @@ func.func @f() {
 // -----
 
 func.func @f() {
+  // expected-error @+1 {{#overlap.plan tiles sum past 2^63 - 1 rows at tile #1}}
+  "test.op"() {overlap.plan = #overlap.plan<tiles = [9223372036854775807, 1], strategy = "x", bound = comm, predicted_us = 1.0, serial_us = 2.0>} : () -> ()
+  return
+}
+
+// -----
+
+func.func @f() {
   // expected-error @+1 {{#overlap.plan needs at least one tile}}
   "test.op"() {overlap.plan = #overlap.plan<tiles = [], strategy = "x", bound = comm, predicted_us = 1.0, serial_us = 2.0>} : () -> ()
   return

@@ -96,10 +96,17 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   double serialUs = serial.convertToDouble();
   if (tiles.empty())
     return emitError() << "#overlap.plan needs at least one tile";
-  for (auto [i, rows] : llvm::enumerate(tiles))
+  int64_t total = 0;
+  for (auto [i, rows] : llvm::enumerate(tiles)) {
     if (rows <= 0)
       return emitError() << "#overlap.plan tile #" << i << " has " << rows
                          << " rows; every tile must be positive";
+    // getTotalRows() sums them: a sum past int64 is no row count.
+    if (__builtin_add_overflow(total, rows, &total))
+      return emitError() << "#overlap.plan tiles sum past 2^63 - 1 rows at "
+                            "tile #"
+                         << i;
+  }
   if (strategy.empty())
     return emitError() << "#overlap.plan needs a non-empty strategy";
   if (!std::isfinite(predictedUs) || predictedUs < 0)

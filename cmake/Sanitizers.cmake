@@ -50,6 +50,11 @@ if(OVERLAP_SANITIZERS)
     list(APPEND _overlap_flags -fsanitize=fuzzer-no-link)
   endif()
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_overlap_flags}>")
+  if("address" IN_LIST OVERLAP_SANITIZERS)
+    # LLVM's allocator must not poison memory that the prebuilt,
+    # uninstrumented LLVM and MLIR libraries allocate from too.
+    add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:SHELL:-include ${PROJECT_SOURCE_DIR}/cmake/AsanPrebuiltLLVM.h>")
+  endif()
   add_link_options("$<$<LINK_LANGUAGE:C,CXX>:-fsanitize=${_overlap_sanitize}>")
   string(REPLACE "-Wl,-z,defs" "" CMAKE_SHARED_LINKER_FLAGS
     "${CMAKE_SHARED_LINKER_FLAGS}")

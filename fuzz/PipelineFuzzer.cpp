@@ -53,6 +53,7 @@ public:
 private:
   int64_t dim();
   std::string elementType();
+  std::string overlapElementType();
   std::string accumulatorType(llvm::StringRef element);
   static std::string tensor(int64_t rows, int64_t cols, llvm::StringRef type);
   std::string argument(const std::string &type);
@@ -63,7 +64,7 @@ private:
                      const std::string &c, int64_t m, int64_t n, int64_t k,
                      llvm::StringRef element, llvm::StringRef acc);
   std::string reduction();
-  std::string planAttr(int64_t rows);
+  std::string planAttr(int64_t rows, int64_t unit);
   void result(const std::string &name, const std::string &type);
 
   void matmulThenCollective(bool scatter);
@@ -115,6 +116,13 @@ std::string ModuleWriter::elementType() {
   static const char *types[] = {"f16",  "bf16", "f32", "f16",
                                 "bf16", "f32",  "f64", "i32"};
   return types[fdp.ConsumeIntegralInRange<int>(0, 7)];
+}
+
+/// What Overlap's ops take (f16, bf16, f32); linalg.matmul takes more,
+/// which the passes must leave alone.
+std::string ModuleWriter::overlapElementType() {
+  static const char *types[] = {"f16", "bf16", "f32"};
+  return types[fdp.ConsumeIntegralInRange<int>(0, 2)];
 }
 
 std::string ModuleWriter::accumulatorType(llvm::StringRef element) {
@@ -183,17 +191,21 @@ std::string ModuleWriter::reduction() {
   }
 }
 
-/// A plan for `rows` rows: mostly tiles that sum to `rows`, sometimes not.
-std::string ModuleWriter::planAttr(int64_t rows) {
+/// A plan for `rows` rows in multiples of `unit` (the group size, for the
+/// collectives whose tiles take an equal share of every rank's block):
+/// mostly tiles that sum to `rows`, sometimes not.
+std::string ModuleWriter::planAttr(int64_t rows, int64_t unit) {
+  if (unit < 1 || rows % unit != 0)
+    unit = 1;
   llvm::SmallVector<int64_t> tiles;
-  int64_t left = rows;
+  int64_t left = rows / unit;
   unsigned count = fdp.ConsumeIntegralInRange<unsigned>(1, 8);
   for (unsigned i = 0; i + 1 < count && left > 1; ++i) {
     int64_t t = fdp.ConsumeIntegralInRange<int64_t>(1, left - 1);
-    tiles.push_back(t);
+    tiles.push_back(t * unit);
     left -= t;
   }
-  tiles.push_back(left);
+  tiles.push_back(left * unit);
   if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0)
     tiles.back() += fdp.ConsumeIntegralInRange<int64_t>(-2, 2);
   std::string text;
@@ -255,14 +267,14 @@ void ModuleWriter::fused() {
   int64_t m = dim(), n = dim(), k = dim();
   if (kind != 0 && group > 0)
     m = m * group;
-  std::string element = elementType(), acc = accumulatorType(element);
+  std::string element = overlapElementType(), acc = accumulatorType(element);
   int64_t g = group > 0 ? group : 1;
   int64_t aRows = kind == 2 ? m / g : m;
   int64_t outRows = kind == 1 ? m / g : m;
   std::string a = argument(tensor(aRows, k, element));
   std::string b = argument(tensor(k, n, element));
   std::string c = argument(tensor(m, n, acc));
-  std::string plan = fdp.ConsumeBool() ? planAttr(m) : "";
+  std::string plan = fdp.ConsumeBool() ? planAttr(m, kind == 0 ? 1 : g) : "";
   static const char *names[] = {"matmul_all_reduce", "matmul_reduce_scatter",
                                 "all_gather_matmul"};
   std::string r = value("f");
@@ -303,7 +315,7 @@ void ModuleWriter::chainOp() {
   std::vector<int64_t> dims;
   for (unsigned i = 0; i <= count; ++i)
     dims.push_back(dim());
-  std::string element = elementType();
+  std::string element = overlapElementType();
   std::vector<std::string> operands, types;
   for (unsigned i = 0; i < count; ++i) {
     types.push_back(tensor(dims[i], dims[i + 1], element));

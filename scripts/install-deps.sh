@@ -14,6 +14,13 @@ have_file "$LLVM_PREFIX/bin/mlir-opt"                    || need+=(mlir-22-tools
 have_file "$LLVM_PREFIX/bin/FileCheck"                   || need+=(llvm-22-tools)
 have_file "$LLVM_PREFIX/bin/lit"                         || need+=(llvm-22-tools)
 have_file "$LLVM_PREFIX/bin/clang"                       || need+=(clang-22)
+have_file "$LLVM_PREFIX/bin/clang++"                     || need+=(clang-22)
+# libFuzzer and the ASan, UBSan and TSan runtimes (scripts/fuzz.sh,
+# scripts/test-sanitizers.sh).
+compgen -G "$LLVM_PREFIX/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null \
+  || need+=(libclang-rt-22-dev)
+compgen -G "$LLVM_PREFIX/lib/clang/*/lib/linux/libclang_rt.tsan-x86_64.a" >/dev/null \
+  || need+=(libclang-rt-22-dev)
 command -v ninja  >/dev/null || need+=(ninja-build)
 command -v cmake  >/dev/null || need+=(cmake)
 command -v c++    >/dev/null || need+=(g++)

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test suite of Overlap from nothing: installs what is missing,
-# builds, runs the lit suite, the unit tests and the Python tests, and ends
-# with one line
-# `N passed, N failed`. Exits non-zero on any failure or build error.
+# builds, runs the lit suite, the unit tests and the Python tests, then the
+# unit tests of the MLIR-free part under ASan+UBSan and the host runtime's
+# under TSan (scripts/test-sanitizers.sh), and every fuzz target on its
+# committed inputs and for a short run (scripts/fuzz.sh,
+# $OVERLAP_FUZZ_SECONDS each, default 30), each in a build directory of its
+# own beside $OVERLAP_BUILD_DIR (-asan, -tsan, -fuzz; docs/testing.md). It
+# ends with one line `N passed, N failed` and exits non-zero on any failure
+# or build error.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +47,30 @@ done
 echo "== pytest"
 "$ROOT/scripts/test-python.sh" "$REPORTS/pytest.xml"
 reports+=("pytest=$REPORTS/pytest.xml")
+
+# Sanitizers: builds of their own (clang; the MLIR-free part only). Their
+# reports, a failed build included, are asan-*.xml and tsan-*.xml.
+echo "== sanitizers"
+OVERLAP_ASAN_BUILD_DIR=${OVERLAP_ASAN_BUILD_DIR:-$BUILD-asan} \
+OVERLAP_TSAN_BUILD_DIR=${OVERLAP_TSAN_BUILD_DIR:-$BUILD-tsan} \
+  "$ROOT/scripts/test-sanitizers.sh" "$REPORTS"
+for kind in asan tsan; do
+  found=0
+  for r in "$REPORTS/$kind"-*.xml; do
+    [ -f "$r" ] || continue
+    reports+=("$(basename "$r" .xml)=$r")
+    found=1
+  done
+  # No report at all (the script could not start) is a failure too.
+  [ $found -eq 1 ] || reports+=("$kind=$REPORTS/$kind-missing.xml")
+done
+
+# Fuzzing: every committed input, then a short run of each target.
+echo "== fuzz"
+OVERLAP_FUZZ_BUILD_DIR=${OVERLAP_FUZZ_BUILD_DIR:-$BUILD-fuzz} \
+OVERLAP_FUZZ_REPORT=$REPORTS/fuzz.xml \
+  "$ROOT/scripts/fuzz.sh" "${OVERLAP_FUZZ_SECONDS:-30}"
+reports+=("fuzz=$REPORTS/fuzz.xml")
 
 echo "== summary"
 python3 "$ROOT/scripts/summarize.py" "${reports[@]}"

@@ -1,6 +1,7 @@
 //===- Json.cpp - Plans as JSON documents -----------------------*- C++ -*-===//
 
 #include "overlap/Planner/Json.h"
+#include "overlap/Planner/UserJson.h"
 
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/UserJson.h"
@@ -170,6 +171,8 @@ static Error requestError(const Twine &message) {
 }
 
 Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
+  // A request is JSON from a user: its nesting is bounded before it is
+  // parsed (UserJson.h).
   Expected<json::Value> parsed = parseUserJson(request, "request");
   if (!parsed)
     return requestError(toString(parsed.takeError()));

@@ -64,8 +64,11 @@ FuzzContext::~FuzzContext() = default;
 
 OwningOpRef<ModuleOp> FuzzContext::parse(llvm::StringRef text) {
   ParserConfig config(context.get());
+  // MLIR's lexer reads the byte after the buffer (a NUL ends it); the fuzz
+  // input has none, so parse a NUL-terminated copy.
+  std::string owned = text.str();
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(text, config, "fuzz-input");
+      parseSourceString<ModuleOp>(owned, config, "fuzz-input");
   if (verbose())
     llvm::errs() << "overlap fuzz: " << (module ? "parsed" : "does not parse")
                  << ":\n"

@@ -591,6 +591,8 @@ size_t overlap_dtype_size(overlap_dtype dtype) {
   case OVERLAP_F16:
   case OVERLAP_BF16:
     return 2;
+  case OVERLAP_DTYPE_MAX_ENUM:
+    break;
   }
   return 0;
 }

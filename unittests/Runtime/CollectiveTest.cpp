@@ -51,6 +51,8 @@ float combine(overlap_reduce_op op, float acc, float v) {
     return v > acc ? v : acc;
   case OVERLAP_MIN:
     return v < acc ? v : acc;
+  case OVERLAP_REDUCE_MAX_ENUM:
+    break;
   }
   return acc;
 }

@@ -74,7 +74,11 @@ typedef enum overlap_status {
 typedef enum overlap_dtype {
   OVERLAP_F32 = 0,
   OVERLAP_F16 = 1,
-  OVERLAP_BF16 = 2
+  OVERLAP_BF16 = 2,
+  /* Not a dtype: makes the enum as wide as an int, so that any value a
+   * caller passes is one the runtime can check (and refuse) without
+   * undefined behaviour. */
+  OVERLAP_DTYPE_MAX_ENUM = 0x7fffffff
 } overlap_dtype;
 
 /* Reductions. All of them are computed in f32 in group-rank order
@@ -85,7 +89,9 @@ typedef enum overlap_reduce_op {
   OVERLAP_PROD = 1,
   OVERLAP_MAX = 2,
   OVERLAP_MIN = 3,
-  OVERLAP_AVG = 4
+  OVERLAP_AVG = 4,
+  /* Not a reduction: any int value can be checked (see overlap_dtype). */
+  OVERLAP_REDUCE_MAX_ENUM = 0x7fffffff
 } overlap_reduce_op;
 
 /* The two streams every context has. Further streams are 2, 3, ... up to

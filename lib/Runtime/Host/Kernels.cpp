@@ -102,6 +102,8 @@ void overlap::host::gemmKernel(const GemmArgs &args) {
     if (args.cType == OVERLAP_F32)
       return gemmTyped<OVERLAP_BF16, OVERLAP_F32>(args);
     return gemmTyped<OVERLAP_BF16, OVERLAP_BF16>(args);
+  case OVERLAP_DTYPE_MAX_ENUM: // refused by the API before any kernel
+    break;
   }
 }
 
@@ -148,6 +150,8 @@ void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
         for (int64_t i = 0; i < len; ++i)
           acc[i] = minOf(acc[i], Elem<T>::load(src[i]));
         break;
+      case OVERLAP_REDUCE_MAX_ENUM: // refused by the API
+        break;
       }
     }
     if (op == OVERLAP_AVG) {
@@ -172,6 +176,8 @@ void overlap::host::reduceKernel(overlap_dtype dtype, overlap_reduce_op op,
     return reduceTyped<OVERLAP_F16>(op, srcs, count, n, out);
   case OVERLAP_BF16:
     return reduceTyped<OVERLAP_BF16>(op, srcs, count, n, out);
+  case OVERLAP_DTYPE_MAX_ENUM: // refused by the API
+    break;
   }
 }
 

@@ -63,12 +63,14 @@ FuzzContext::FuzzContext()
 FuzzContext::~FuzzContext() = default;
 
 OwningOpRef<ModuleOp> FuzzContext::parse(llvm::StringRef text) {
+  // MLIR's lexer stops at the NUL that a MemoryBuffer read from a file
+  // ends with, and parseSourceString does not add one: a libFuzzer input
+  // (exactly its bytes) would be read past its end. Tools always parse
+  // files (or NUL-terminated C strings), so the harness does the same.
+  std::string terminated = text.str();
   ParserConfig config(context.get());
-  // MLIR's lexer reads the byte after the buffer (a NUL ends it); the fuzz
-  // input has none, so parse a NUL-terminated copy.
-  std::string owned = text.str();
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(owned, config, "fuzz-input");
+      parseSourceString<ModuleOp>(terminated, config, "fuzz-input");
   if (verbose())
     llvm::errs() << "overlap fuzz: " << (module ? "parsed" : "does not parse")
                  << ":\n"

@@ -131,8 +131,12 @@ std::string ModuleWriter::accumulatorType(llvm::StringRef element) {
   return element.str();
 }
 
+/// A negative `rows` is a dynamic size (`?`): the rows a collective gathers
+/// or scatters over a grid axis of unknown size.
 std::string ModuleWriter::tensor(int64_t rows, int64_t cols,
                                  llvm::StringRef type) {
+  if (rows < 0)
+    return llvm::formatv("tensor<?x{0}x{1}>", cols, type).str();
   return llvm::formatv("tensor<{0}x{1}x{2}>", rows, cols, type).str();
 }
 
@@ -238,7 +242,7 @@ void ModuleWriter::matmulThenCollective(bool scatter) {
         r, p, gridAxes, reduction(), tensor(m, n, acc)));
     return result(r, tensor(m, n, acc));
   }
-  int64_t rows = group > 0 && m % group == 0 ? m / group : m;
+  int64_t rows = group < 0 ? -1 : m % group == 0 ? m / group : m;
   body.push_back(llvm::formatv("  {0} = shard.reduce_scatter {1} on @grid "
                                "grid_axes = {2}{3} scatter_axis = 0 : {4} -> "
                                "{5}",
@@ -249,7 +253,7 @@ void ModuleWriter::matmulThenCollective(bool scatter) {
 
 void ModuleWriter::gatherThenMatmul() {
   int64_t local = dim(), n = dim(), k = dim();
-  int64_t m = group > 0 ? local * group : local;
+  int64_t m = group > 0 ? local * group : -1;
   std::string element = elementType(), acc = accumulatorType(element);
   std::string x = argument(tensor(local, k, element));
   std::string g = value("g");
@@ -258,8 +262,9 @@ void ModuleWriter::gatherThenMatmul() {
                                g, x, gridAxes, tensor(local, k, element),
                                tensor(m, k, element)));
   std::string b = argument(tensor(k, n, element));
-  result(matmul(g, b, output(m, n, acc), m, n, k, element, acc),
-         tensor(m, n, acc));
+  // A dynamic output cannot be made with tensor.empty() without its size.
+  std::string c = m < 0 ? argument(tensor(m, n, acc)) : output(m, n, acc);
+  result(matmul(g, b, c, m, n, k, element, acc), tensor(m, n, acc));
 }
 
 void ModuleWriter::fused() {

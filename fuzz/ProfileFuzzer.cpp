@@ -6,18 +6,24 @@
 // range and far outside it, and the problems its own curves describe
 // priced and planned with the strategies whose work does not depend on the
 // profile's numbers (none, uniform:4, mc2, ficco). Planning may refuse a
-// problem with an error; it must not crash.
+// problem with an error; it must not crash, and a plan it gives must keep
+// the Planner's promise (docs/planner.md, "Limits"): tiles that are
+// positive and sum to M, predicted times finite and at most kMaxPlanUs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/CostModel.h"
+#include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 using namespace overlap::planner;
@@ -34,6 +40,29 @@ static void evalEverywhere(const Curve &curve) {
     (void)curve.eval(point.first);
 }
 
+[[noreturn]] static void broken(const Plan &plan, const char *what) {
+  llvm::errs() << "overlap fuzz: a " << plan.strategy << " plan " << what
+               << "\n";
+  std::abort();
+}
+
+static void checkPlan(const Plan &plan, const MatmulProblem &problem) {
+  int64_t rows = 0;
+  for (int64_t t : plan.tiles) {
+    if (t <= 0)
+      broken(plan, "has a tile that is not positive");
+    rows += t;
+  }
+  if (plan.tiles.empty() || rows != problem.m)
+    broken(plan, "has tiles that do not sum to M");
+  for (double us :
+       {plan.predictedUs, plan.serialUs, plan.idealUs, plan.lowerBoundUs})
+    if (!std::isfinite(us) || us < 0 || us > kMaxPlanUs)
+      broken(plan, "predicts a time that is not in [0, kMaxPlanUs]");
+  if (!std::isfinite(plan.efficiency))
+    broken(plan, "has an efficiency that is not finite");
+}
+
 static void plan(const Profile &profile, const MatmulProblem &problem) {
   llvm::Expected<CostModel> model = CostModel::create(profile, problem);
   if (!model) {
@@ -48,6 +77,8 @@ static void plan(const Profile &profile, const MatmulProblem &problem) {
     llvm::Expected<Plan> p = planTiles(profile, problem, strategy);
     if (!p)
       llvm::consumeError(p.takeError());
+    else
+      checkPlan(*p, problem);
   }
 }
 

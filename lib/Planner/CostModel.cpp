@@ -140,9 +140,12 @@ double CostModel::gemmUs(int64_t rows, int64_t calls) const {
     return rows < problem.m ? batchedGemmUs(rows) : contiguousGemmUs(rows);
   // Separate calls, each on its own contiguous rows (one rank's piece):
   // rows % calls of them one row longer. Two prices, however many calls.
+  // (A term with no calls is left out, not priced as 0 x inf = nan.)
   int64_t longer = rows % calls;
-  return static_cast<double>(longer) * contiguousGemmUs(rows / calls + 1) +
-         static_cast<double>(calls - longer) * contiguousGemmUs(rows / calls);
+  double us = static_cast<double>(calls - longer) * contiguousGemmUs(rows / calls);
+  if (longer > 0)
+    us += static_cast<double>(longer) * contiguousGemmUs(rows / calls + 1);
+  return us;
 }
 
 double CostModel::batchedGemmUs(int64_t rows) const {

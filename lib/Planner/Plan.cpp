@@ -18,16 +18,38 @@ static Error badValue(const Twine &msg) {
                            msg.str().c_str());
 }
 
+static Error badPlanNumber(const Plan &plan, StringRef field, double value) {
+  return createStringError(
+      std::errc::result_out_of_range,
+      "%s: %s is %g us, not a time within %g us: the profile's curves are "
+      "taken far outside what they describe (check its latencies, rates "
+      "and coefficients)",
+      plan.strategy.c_str(), field.str().c_str(), value, kMaxPlanUs);
+}
+
+static bool isPlanTime(double v) {
+  return std::isfinite(v) && v >= 0 && v <= kMaxPlanUs;
+}
+
+/// Every tile's compute and comm time must be a number within kMaxPlanUs:
+/// the simulator advances time by them, and a nan or inf one never ends.
+static Error checkTileNumbers(const Plan &plan) {
+  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+    if (!isPlanTime(plan.computeUs[i]))
+      return badPlanNumber(plan, "compute_us of tile " + std::to_string(i),
+                           plan.computeUs[i]);
+    if (!isPlanTime(plan.commUs[i]))
+      return badPlanNumber(plan, "comm_us of tile " + std::to_string(i),
+                           plan.commUs[i]);
+  }
+  return Error::success();
+}
+
 /// Every time a plan predicts must be a number within kMaxPlanUs, so that
 /// no inf or nan reaches an attribute or a JSON document.
 static Error checkPlanNumbers(const Plan &plan) {
   auto bad = [&](StringRef field, double value) {
-    return createStringError(
-        std::errc::result_out_of_range,
-        "%s: %s is %g us, not a time within %g us: the profile's curves are "
-        "taken far outside what they describe (check its latencies, rates "
-        "and coefficients)",
-        plan.strategy.c_str(), field.str().c_str(), value, kMaxPlanUs);
+    return badPlanNumber(plan, field, value);
   };
   auto ok = [](double v) { return std::isfinite(v) && v <= kMaxPlanUs; };
   for (auto [field, value] :
@@ -37,12 +59,6 @@ static Error checkPlanNumbers(const Plan &plan) {
         {"lower_bound_us", plan.lowerBoundUs}})
     if (!ok(value))
       return bad(field, value);
-  for (size_t i = 0; i < plan.tiles.size(); ++i) {
-    if (!ok(plan.computeUs[i]))
-      return bad("compute_us of tile " + std::to_string(i), plan.computeUs[i]);
-    if (!ok(plan.commUs[i]))
-      return bad("comm_us of tile " + std::to_string(i), plan.commUs[i]);
-  }
   if (plan.mc2 && !ok(plan.mc2->balanceUs))
     return bad("mc2 balance_us", plan.mc2->balanceUs);
   if (plan.waves && !ok(plan.waves->waveUs))
@@ -72,6 +88,9 @@ Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   plan.commUs.resize(n);
   for (size_t i = 0; i < n; ++i)
     plan.commUs[i] = model.commUs(plan.tiles[i]);
+
+  if (Error e = checkTileNumbers(plan))
+    return e;
 
   PipelineSpec spec;
   spec.computeUs = plan.computeUs;

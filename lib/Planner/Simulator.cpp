@@ -62,13 +62,14 @@ SimResult overlap::planner::simulate(const PipelineSpec &spec) {
       cRem = consWork[ci];
       consStart[ci] = t;
     }
-    // Zero-length tasks finish where they start.
-    if (pActive && pRem <= 0) {
+    // Zero-length tasks finish where they start (so does a nan one: the
+    // loop must end whatever it is given; finishPlan refuses such plans).
+    if (pActive && !(pRem > 0)) {
       prodEnd[pi++] = t;
       pActive = false;
       continue;
     }
-    if (cActive && cRem <= 0) {
+    if (cActive && !(cRem > 0)) {
       consEnd[ci++] = t;
       cActive = false;
       continue;

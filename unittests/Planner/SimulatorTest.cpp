@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 using namespace overlap::planner;
@@ -80,6 +81,20 @@ TEST(Simulator, ZeroLengthTasks) {
   EXPECT_DOUBLE_EQ(r.task(Stream::Comm, 1).startUs, 5);
   SimResult empty = simulate(spec({}, {}));
   EXPECT_EQ(empty.makespanUs, 0);
+}
+
+/// The simulator ends whatever it is given: a nan-long task finishes where
+/// it starts (finishPlan refuses such plans before they get here; the
+/// fuzzer found a loop that never ended), an inf-long one at inf.
+TEST(Simulator, NonFiniteTasksEnd) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  double inf = std::numeric_limits<double>::infinity();
+  SimResult r = simulate(spec({nan, 2}, {1, nan}));
+  EXPECT_DOUBLE_EQ(r.task(Stream::Compute, 0).endUs, 0);
+  EXPECT_DOUBLE_EQ(r.makespanUs, 2); // GEMM 1 0-2 beside comm 0 0-1
+  SimResult i = simulate(spec({inf, 2}, {1, 1}, PipelineOrder::ComputeThenComm,
+                              1.5, 1.5));
+  EXPECT_EQ(i.makespanUs, inf);
 }
 
 /// Random timelines: dependencies hold, makespan is bounded, and the

@@ -79,6 +79,20 @@ Expected<CostModel> CostModel::create(const Profile &profile,
   if (Error e =
           checkLimit("--ranks", problem.ranks, 1, kMaxRanks, "a group size"))
     return std::move(e);
+  if (Error e = checkLimit("--experts", problem.experts, 1, kMaxRanks,
+                          "an expert count per rank"))
+    return std::move(e);
+  if (problem.experts > 1 && problem.collective != Collective::AllToAll)
+    return badProblem("--experts: only all-to-all has experts (got " +
+                      Twine(problem.experts) + " for " +
+                      toString(problem.collective) + ")");
+  if (problem.experts > 1 &&
+      problem.m % (problem.ranks * problem.experts) != 0)
+    return badProblem(
+        "--m: all-to-all with " + Twine(problem.experts) +
+        " experts per rank needs M divisible by ranks x experts (M = " +
+        Twine(problem.m) + ", ranks = " + Twine(problem.ranks) +
+        ", experts = " + Twine(problem.experts) + ")");
   if (problem.collective != Collective::AllReduce &&
       problem.m % problem.ranks != 0)
     return badProblem(
@@ -133,11 +147,25 @@ PipelineOrder CostModel::getOrder() const {
 }
 
 double CostModel::gemmUs(int64_t rows, int64_t calls) const {
+  // With several experts, one GEMM per expert of its share of the rows.
+  const int64_t e = problem.experts;
+  if (e > 1)
+    return static_cast<double>(e) * expertGemmUs(rows / e, calls);
+  return expertGemmUs(rows, calls);
+}
+
+double CostModel::fullGemmUs() const {
+  return static_cast<double>(problem.experts) *
+         contiguousGemmUs(problem.m / problem.experts);
+}
+
+double CostModel::expertGemmUs(int64_t rows, int64_t calls) const {
   if (rows <= 0)
     return 0;
   calls = std::clamp<int64_t>(calls, 1, rows);
   if (calls == 1)
-    return rows < problem.m ? batchedGemmUs(rows) : contiguousGemmUs(rows);
+    return rows < problem.m / problem.experts ? batchedGemmUs(rows)
+                                              : contiguousGemmUs(rows);
   // Separate calls, each on its own contiguous rows (one rank's piece):
   // rows % calls of them one row longer. Two prices, however many calls.
   // (A term with no calls is left out, not priced as 0 x inf = nan.)
@@ -195,12 +223,11 @@ double CostModel::commUs(int64_t rows) const {
 }
 
 double CostModel::idealUs() const {
-  return std::max(contiguousGemmUs(problem.m), commUs(problem.m));
+  return std::max(fullGemmUs(), commUs(problem.m));
 }
 
 Bound CostModel::getBound() const {
-  return commUs(problem.m) > contiguousGemmUs(problem.m) ? Bound::Comm
-                                                         : Bound::Compute;
+  return commUs(problem.m) > fullGemmUs() ? Bound::Comm : Bound::Compute;
 }
 
 std::string CostModel::describeGemmSource() const {
@@ -257,5 +284,5 @@ std::string CostModel::describeCommSource() const {
 int64_t overlap::planner::CostModel::getAlignment() const {
   if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
     return profile->alignment;
-  return std::lcm(profile->alignment, problem.ranks);
+  return std::lcm(profile->alignment, problem.ranks * problem.experts);
 }

@@ -38,8 +38,10 @@ void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
     j.attribute("lower_bound_us", r3(plan.lowerBoundUs));
     j.attributeObject("problem", [&] {
       j.attribute("collective", toString(pb.collective));
-      if (pb.collective == Collective::AllToAll)
+      if (pb.collective == Collective::AllToAll) {
         j.attribute("side", toString(pb.side));
+        j.attribute("experts", pb.experts);
+      }
       j.attribute("m", pb.m);
       j.attribute("n", pb.n);
       j.attribute("k", pb.k);
@@ -225,6 +227,13 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
                           "\"collective\": \"all-to-all\", got '" +
                           side + "'");
     problem.side = *s;
+  }
+  if (object->get("experts")) {
+    std::optional<int64_t> e = object->getInteger("experts");
+    if (*c != Collective::AllToAll || !e || *e < 1)
+      return requestError("\"experts\": expected a positive integer with "
+                          "\"collective\": \"all-to-all\"");
+    problem.experts = *e;
   }
   for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &problem.m},
                             {"n", &problem.n},

@@ -38,6 +38,7 @@ using namespace overlap::planner;
 static const char *const kUsage = R"(usage:
   overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather|
                                    all-to-all [--side dispatch|combine]
+                                              [--experts E]
                       --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
                       --profile FILE|NAME
                       [--strategy none|uniform:n|mc2|optimal|waves|ficco|auto]
@@ -47,7 +48,8 @@ static const char *const kUsage = R"(usage:
 matmul plans the M-tiling of C = A.B fused with a collective (defaults:
 --dtype f16, --strategy auto). An all-to-all dispatches the tokens A before
 the experts' GEMM (--side dispatch, the default) or combines its output C
-(--side combine). NAME is looked up as <NAME>.json in the
+(--side combine); M is then the rows all of a rank's --experts E (default 1)
+compute. NAME is looked up as <NAME>.json in the
 shipped profiles directory ($OVERLAP_PROFILES_DIR, else
 share/overlap/profiles of the installation).
 chain orders a matrix chain (OP_Count) and decides TEE-ACM2 fusion per node
@@ -153,6 +155,9 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
   os << formatv("problem     {0}  M={1} N={2} K={3} {4}, {5} ranks\n",
                 describeCollective(pb), pb.m, pb.n, pb.k, toString(pb.dtype),
                 pb.ranks);
+  if (pb.experts > 1)
+    os << formatv("experts     {0} per rank, each a GEMM of M/{0} rows\n",
+                  pb.experts);
   os << formatv("profile     {0} ({1})\n", profile.name, profile.source);
   os << "gemm        " << model.describeGemmSource() << "\n";
   os << "comm        " << model.describeCommSource() << "\n";
@@ -217,7 +222,8 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
 static int runMatmul(ArrayRef<const char *> argv) {
   static const StringRef valueFlags[] = {
       "--collective", "--side",  "--m",       "--n",        "--k",
-      "--dtype",      "--ranks", "--profile", "--strategy", "--trace"};
+      "--dtype",      "--ranks", "--profile", "--strategy", "--trace",
+      "--experts"};
   static const StringRef switches[] = {"--json"};
   Args args("matmul", valueFlags, switches);
   if (std::optional<UsageError> e = args.parse(argv))
@@ -245,6 +251,16 @@ static int runMatmul(ArrayRef<const char *> argv) {
       return usageError(
           formatv("--side: expected dispatch or combine, got '{0}'", *side));
     pb.side = *s;
+  }
+  if (args.has("--experts") && *c != Collective::AllToAll)
+    return usageError("--experts: only for --collective all-to-all");
+  if (args.has("--experts")) {
+    std::string v = *args.get("--experts");
+    std::optional<int64_t> x = parsePositive(v);
+    if (!x)
+      return usageError(
+          formatv("--experts: expected a positive integer, got '{0}'", v));
+    pb.experts = *x;
   }
   for (auto [flag, field] : {std::pair<StringRef, int64_t *>{"--m", &pb.m},
                              {"--n", &pb.n},

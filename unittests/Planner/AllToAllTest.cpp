@@ -176,4 +176,37 @@ TEST(AllToAll, PlanFromJSON) {
   EXPECT_NE(e.find("got 'both'"), std::string::npos) << e;
 }
 
+/// With E experts per rank, M is ranks x experts blocks: tiles divide by
+/// both, and a tile's GEMM is E GEMMs of its rows / E.
+TEST(AllToAll, ExpertsAlignAndPrice) {
+  OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h100-nvlink-datasheet")));
+  MatmulProblem pb = allToAll(AllToAllSide::Combine, 4096, 4);
+  pb.experts = 2;
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+  EXPECT_EQ(model.getAlignment() % 8, 0);
+  EXPECT_DOUBLE_EQ(model.fullGemmUs(), 2 * model.contiguousGemmUs(2048));
+  EXPECT_DOUBLE_EQ(model.gemmUs(4096), 2 * model.contiguousGemmUs(2048));
+  EXPECT_DOUBLE_EQ(model.serialUs(), model.fullGemmUs() + model.commUs(4096));
+  for (const char *strategy :
+       {"mc2", "optimal", "waves", "ficco", "uniform:3", "auto"}) {
+    OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(p, pb, strategy));
+    for (int64_t t : plan.tiles)
+      EXPECT_EQ(t % 8, 0) << strategy;
+  }
+  pb.m = 4100; // divisible by 4 ranks, not by 4 x 2 blocks
+  std::string e = errorOf(CostModel::create(p, pb));
+  EXPECT_NE(e.find("needs M divisible by ranks x experts"), std::string::npos)
+      << e;
+  MatmulProblem gather{Collective::AllGather, 4096, 8192, 3072, DType::BF16, 4};
+  gather.experts = 2;
+  e = errorOf(CostModel::create(p, gather));
+  EXPECT_NE(e.find("only all-to-all has experts"), std::string::npos) << e;
+  e = errorOf(planFromJSON(
+      R"({"collective": "all-to-all", "experts": 0, "m": 4096,
+          "n": 8192, "k": 3072, "ranks": 8})"));
+  EXPECT_NE(e.find("\"experts\": expected a positive integer"),
+            std::string::npos)
+      << e;
+}
+
 } // namespace

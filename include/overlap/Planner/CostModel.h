@@ -46,6 +46,11 @@ struct MatmulProblem {
   int64_t ranks = 1;
   /// Only read for all-to-all.
   AllToAllSide side = AllToAllSide::Dispatch;
+  /// Experts per rank (all-to-all only; 1 for every other collective). M is
+  /// then the rows all of a rank's experts compute, ranks x experts blocks
+  /// of tokens; a tile takes tiles[i] / (ranks x experts) tokens of every
+  /// block and runs as `experts` GEMMs, each of tiles[i] / experts rows.
+  int64_t experts = 1;
 };
 
 /// Whether the collective delivers the GEMM's input (all-gather, all-to-all
@@ -116,10 +121,11 @@ public:
   double getComputeContention() const { return profile->computeContention; }
   double getCommContention() const { return profile->commContention; }
 
-  /// Unsplit, uncontended: one GEMM of M rows and one collective call.
-  double serialUs() const {
-    return contiguousGemmUs(problem.m) + commUs(problem.m);
-  }
+  /// The unsplit GEMM: one call of M rows (one of M / experts rows per
+  /// expert with several experts, a batch of `experts` matrices).
+  double fullGemmUs() const;
+  /// Unsplit, uncontended: the unsplit GEMM and one collective call.
+  double serialUs() const { return fullGemmUs() + commUs(problem.m); }
   /// Perfect overlap with no decomposition loss: max(T_comp, T_comm) with
   /// T_comp the problem's GEMM as one call of M rows.
   double idealUs() const;
@@ -136,6 +142,8 @@ private:
   CostModel() = default;
   /// A reduce-scatter or all-gather tile smaller than M.
   double batchedGemmUs(int64_t rows) const;
+  /// gemmUs for one expert (all of them when there is one).
+  double expertGemmUs(int64_t rows, int64_t calls) const;
 
   const Profile *profile = nullptr;
   MatmulProblem problem;

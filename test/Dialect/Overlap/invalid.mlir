@@ -270,7 +270,7 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'overlap.plan' is only meaningful on a fused matmul op (overlap.matmul_all_reduce, overlap.matmul_reduce_scatter, overlap.all_gather_matmul)}}
+  // expected-error @+1 {{'overlap.plan' is only meaningful on a fused matmul op (overlap.matmul_all_reduce, overlap.matmul_reduce_scatter, overlap.all_gather_matmul, overlap.all_to_all_matmul, overlap.matmul_all_to_all)}}
   "test.op"() {overlap.plan = #overlap.plan<tiles = [1], strategy = "x", bound = comm, predicted_us = 1.0, serial_us = 2.0>} : () -> ()
   return
 }

@@ -60,12 +60,13 @@ LogicalResult OverlapDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << getPlanAttrName()
                            << "' must be an #overlap.plan attribute, got "
                            << attr.getValue();
-  if (!isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp>(op))
+  if (!isFusedMatmul(op))
     return op->emitError()
            << "'" << getPlanAttrName()
            << "' is only meaningful on a fused matmul op "
               "(overlap.matmul_all_reduce, overlap.matmul_reduce_scatter, "
-              "overlap.all_gather_matmul)";
+              "overlap.all_gather_matmul, overlap.all_to_all_matmul, "
+              "overlap.matmul_all_to_all)";
   // Tile sums and divisibility need the op's shapes and group: the op's own
   // verifiers check them.
   return success();

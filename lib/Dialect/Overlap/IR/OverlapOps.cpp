@@ -97,23 +97,13 @@ namespace {
 enum class FusedKind { AllReduce, ReduceScatter, AllGather };
 } // namespace
 
-/// Checks what every fused op shares: rank-2 operands, K and N agreement,
-/// element types, and the rows that do not depend on the group size.
-static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
-                                       RankedTensorType a, RankedTensorType b,
-                                       RankedTensorType c,
-                                       RankedTensorType result) {
-  for (auto [name, type] :
-       {std::pair<StringRef, RankedTensorType>{"A", a},
-        {"B", b},
-        {"C", c},
-        {"result", result}}) {
-    if (type.getRank() != 2)
-      return op->emitOpError()
-             << "operand " << name << " must be a rank-2 tensor, got rank "
-             << type.getRank() << " (" << type << ")";
-  }
-
+/// A and B share an f16/bf16/f32 element type; C's (and the result's) is
+/// theirs or f32.
+static LogicalResult verifyMatmulElementTypes(Operation *op,
+                                              RankedTensorType a,
+                                              RankedTensorType b,
+                                              RankedTensorType c,
+                                              RankedTensorType result) {
   Type elemA = a.getElementType(), elemB = b.getElementType();
   Type elemC = c.getElementType();
   if (!isMatmulElementType(elemA))
@@ -132,6 +122,29 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
            << "result has element type " << result.getElementType()
            << " but the accumulator C has " << elemC
            << "; they must be the same";
+
+  return success();
+}
+
+/// Checks what every fused op shares: rank-2 operands, K and N agreement,
+/// element types, and the rows that do not depend on the group size.
+static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
+                                       RankedTensorType a, RankedTensorType b,
+                                       RankedTensorType c,
+                                       RankedTensorType result) {
+  for (auto [name, type] :
+       {std::pair<StringRef, RankedTensorType>{"A", a},
+        {"B", b},
+        {"C", c},
+        {"result", result}}) {
+    if (type.getRank() != 2)
+      return op->emitOpError()
+             << "operand " << name << " must be a rank-2 tensor, got rank "
+             << type.getRank() << " (" << type << ")";
+  }
+
+  if (failed(verifyMatmulElementTypes(op, a, b, c, result)))
+    return failure();
 
   int64_t k = a.getDimSize(1), kB = b.getDimSize(0);
   if (bothStatic(k, kB) && k != kB)
@@ -168,7 +181,8 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
 /// Checks a plan's tiles against the rows of the op it is attached to, and
 /// (when the group size is known) their divisibility by it.
 static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
-                                     int64_t groupSize, bool tilesPerRank) {
+                                     int64_t groupSize, bool tilesPerRank,
+                                     StringRef blocks = "the group size") {
   auto plan = op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
   if (!plan)
     return success();
@@ -182,7 +196,7 @@ static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
       if (rows % groupSize != 0)
         return op->emitOpError()
                << "plan tile #" << i << " has " << rows
-               << " rows, not divisible by the group size " << groupSize
+               << " rows, not divisible by " << blocks << " " << groupSize
                << " (each tile takes an equal share of every rank's block)";
   return success();
 }
@@ -254,6 +268,208 @@ AllGatherMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << " rows, expected local rows of A x group size = "
                          << local << " x " << group << " = " << local * group;
   return verifyPlanTiles(*this, getPlannedRows(), group, true);
+}
+
+//===----------------------------------------------------------------------===//
+// All-to-all fused ops (expert parallelism)
+//===----------------------------------------------------------------------===//
+
+bool mlir::overlap::isFusedMatmul(Operation *op) {
+  return isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp,
+             AllToAllMatmulOp, MatmulAllToAllOp>(op);
+}
+
+int64_t mlir::overlap::getExpertsPerRank(Operation *op) {
+  if (!isa<AllToAllMatmulOp, MatmulAllToAllOp>(op))
+    return 1;
+  auto b = cast<RankedTensorType>(op->getOperand(1).getType());
+  return b.getRank() == 3 ? b.getDimSize(0) : 1;
+}
+
+static int64_t mulStatic(int64_t x, int64_t y) {
+  return bothStatic(x, y) ? x * y : ShapedType::kDynamic;
+}
+
+/// Rank 2 or 3 for A, B, C and the result alike; K and N agree; element
+/// types as for every fused matmul.
+static LogicalResult verifyExpertMatmul(Operation *op, RankedTensorType a,
+                                        RankedTensorType b, RankedTensorType c,
+                                        RankedTensorType result) {
+  int64_t rank = a.getRank();
+  if (rank != 2 && rank != 3)
+    return op->emitOpError()
+           << "operand A must be a rank-2 (tokens x K, one expert per rank) "
+              "or rank-3 (experts x tokens x K) tensor, got rank "
+           << rank << " (" << a << ")";
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"B", b},
+                            {"C", c},
+                            {"result", result}})
+    if (type.getRank() != rank)
+      return op->emitOpError() << "operand " << name << " must have A's rank "
+                               << rank << ", got rank " << type.getRank()
+                               << " (" << type << ")";
+  if (failed(verifyMatmulElementTypes(op, a, b, c, result)))
+    return failure();
+  int64_t k = a.getDimSize(rank - 1), kB = b.getDimSize(rank - 2);
+  if (bothStatic(k, kB) && k != kB)
+    return op->emitOpError()
+           << "K mismatch: A is " << formatShape(a.getShape()) << " (K = " << k
+           << ") but B is " << formatShape(b.getShape()) << " (K = " << kB
+           << ")";
+  int64_t n = b.getDimSize(rank - 1);
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"C", c},
+                            {"result", result}}) {
+    int64_t got = type.getDimSize(rank - 1);
+    if (bothStatic(n, got) && n != got)
+      return op->emitOpError()
+             << "N mismatch: B is " << formatShape(b.getShape())
+             << " (N = " << n << ") but " << name << " is "
+             << formatShape(type.getShape()) << " (N = " << got << ")";
+  }
+  return success();
+}
+
+/// `what` of `x` and `y` must agree where both are static.
+static LogicalResult verifySame(Operation *op, StringRef what, StringRef xName,
+                                int64_t x, StringRef yName, int64_t y) {
+  if (bothStatic(x, y) && x != y)
+    return op->emitOpError() << what << " mismatch: " << xName << " has " << x
+                             << " but " << yName << " has " << y;
+  return success();
+}
+
+/// Checks `got` against `factor` x `per` (the group's share of a
+/// dimension) where all are static.
+static LogicalResult verifyGroupScaled(Operation *op, StringRef what,
+                                       int64_t got, int64_t group,
+                                       int64_t per, StringRef perName) {
+  if (ShapedType::isDynamic(group) || !bothStatic(got, per))
+    return success();
+  if (got != group * per)
+    return op->emitOpError() << what << " is " << got
+                             << ", expected the group size x " << perName
+                             << " = " << group << " x " << per << " = "
+                             << group * per;
+  return success();
+}
+
+static LogicalResult verifyTokenBlocks(Operation *op, StringRef what,
+                                       int64_t rows, int64_t group) {
+  if (!ShapedType::isDynamic(group) && !ShapedType::isDynamic(rows) &&
+      rows % group != 0)
+    return op->emitOpError()
+           << what << " (" << rows << ") are not divisible by the group size "
+           << group << "; the all-to-all sends every rank an equal block "
+              "(pad the token count to a multiple of the group size)";
+  return success();
+}
+
+LogicalResult AllToAllMatmulOp::verify() {
+  RankedTensorType a = getA().getType(), b = getB().getType(),
+                   c = getC().getType(), r = getResult().getType();
+  if (failed(verifyExpertMatmul(*this, a, b, c, r)))
+    return failure();
+  if (c != r)
+    return emitOpError() << "result type " << r << " differs from C's " << c;
+  if (a.getRank() == 2 &&
+      failed(verifySame(*this, "tokens", "A", a.getDimSize(0), "C",
+                        c.getDimSize(0))))
+    return failure();
+  if (a.getRank() == 3 &&
+      failed(verifySame(*this, "experts per rank", "B", b.getDimSize(0), "C",
+                        c.getDimSize(0))))
+    return failure();
+  return verifyPlanTiles(*this, getPlannedRows(), ShapedType::kDynamic,
+                         false);
+}
+
+int64_t AllToAllMatmulOp::getPlannedRows() {
+  RankedTensorType c = getC().getType();
+  return c.getRank() == 2 ? c.getDimSize(0)
+                          : mulStatic(c.getDimSize(0), c.getDimSize(1));
+}
+
+LogicalResult
+AllToAllMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  int64_t group = getGroupSize(*grid, getGridAxes());
+  RankedTensorType a = getA().getType(), c = getC().getType();
+  int64_t experts = 1;
+  if (a.getRank() == 2) {
+    if (failed(verifyTokenBlocks(*this, "token rows of A", a.getDimSize(0),
+                                 group)))
+      return failure();
+  } else {
+    experts = c.getDimSize(0);
+    if (failed(verifyGroupScaled(*this, "A's expert count (dimension 0)",
+                                 a.getDimSize(0), group, experts,
+                                 "experts per rank")) ||
+        failed(verifyGroupScaled(*this, "C's tokens per expert (dimension 1)",
+                                 c.getDimSize(1), group, a.getDimSize(1),
+                                 "A's capacity (dimension 1)")))
+      return failure();
+  }
+  return verifyPlanTiles(*this, getPlannedRows(), mulStatic(group, experts),
+                         true, "the (rank, expert) blocks");
+}
+
+LogicalResult MatmulAllToAllOp::verify() {
+  RankedTensorType a = getA().getType(), b = getB().getType(),
+                   c = getC().getType(), r = getResult().getType();
+  if (failed(verifyExpertMatmul(*this, a, b, c, r)))
+    return failure();
+  if (failed(verifySame(*this, "tokens", "A", a.getDimSize(a.getRank() - 2),
+                        "C", c.getDimSize(c.getRank() - 2))))
+    return failure();
+  if (a.getRank() == 2 &&
+      failed(verifySame(*this, "tokens", "C", c.getDimSize(0), "the result",
+                        r.getDimSize(0))))
+    return failure();
+  if (a.getRank() == 3 &&
+      (failed(verifySame(*this, "experts per rank", "A", a.getDimSize(0), "B",
+                         b.getDimSize(0))) ||
+       failed(verifySame(*this, "experts per rank", "A", a.getDimSize(0), "C",
+                         c.getDimSize(0)))))
+    return failure();
+  return verifyPlanTiles(*this, getPlannedRows(), ShapedType::kDynamic,
+                         false);
+}
+
+int64_t MatmulAllToAllOp::getPlannedRows() {
+  RankedTensorType a = getA().getType();
+  return a.getRank() == 2 ? a.getDimSize(0)
+                          : mulStatic(a.getDimSize(0), a.getDimSize(1));
+}
+
+LogicalResult
+MatmulAllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  int64_t group = getGroupSize(*grid, getGridAxes());
+  RankedTensorType a = getA().getType(), r = getResult().getType();
+  int64_t experts = 1;
+  if (a.getRank() == 2) {
+    if (failed(verifyTokenBlocks(*this, "token rows of A", a.getDimSize(0),
+                                 group)))
+      return failure();
+  } else {
+    experts = a.getDimSize(0);
+    if (failed(verifyGroupScaled(*this,
+                                 "the result's expert count (dimension 0)",
+                                 r.getDimSize(0), group, experts,
+                                 "experts per rank")) ||
+        failed(verifyGroupScaled(*this, "A's tokens per expert (dimension 1)",
+                                 a.getDimSize(1), group, r.getDimSize(1),
+                                 "the result's capacity (dimension 1)")))
+      return failure();
+  }
+  return verifyPlanTiles(*this, getPlannedRows(), mulStatic(group, experts),
+                         true, "the (rank, expert) blocks");
 }
 
 //===----------------------------------------------------------------------===//
@@ -411,6 +627,36 @@ LogicalResult AllGatherOp::verify() {
                               true);
 }
 
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
+                                  true)))
+    return failure();
+  if (getInit() && getInit() == getInput())
+    return emitOpError() << "destination is the input; an all-to-all reads "
+                            "every peer's input while it writes, so they "
+                            "must be distinct buffers";
+  return success();
+}
+
+LogicalResult
+AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  auto input = cast<ShapedType>(getInput().getType());
+  ShapedType output = outputType(getInit(), getResult());
+  if (input.getShape() != output.getShape() ||
+      input.getElementType() != output.getElementType())
+    return emitOpError() << "output " << output
+                         << " must have the input's shape and element type ("
+                         << input << ")";
+  if (input.getRank() < 1)
+    return emitOpError() << "input must have at least one dimension";
+  return verifyTokenBlocks(*this, "input rows", input.getDimSize(0),
+                           getGroupSize(*grid, getGridAxes()));
+}
+
 LogicalResult
 AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
@@ -465,6 +711,9 @@ void ReduceScatterOp::getEffects(EffectList &effects) {
   addCollectiveEffects(*this, effects);
 }
 void AllGatherOp::getEffects(EffectList &effects) {
+  addCollectiveEffects(*this, effects);
+}
+void AllToAllOp::getEffects(EffectList &effects) {
   addCollectiveEffects(*this, effects);
 }
 

@@ -3,7 +3,8 @@
 // All-reduce works in place on its operand's buffer (the decomposed program
 // reduces each tile where the matmul wrote it). Reduce-scatter and
 // all-gather write their `into` destination's buffer, or a new buffer of the
-// result's shape without one. A fused op that was
+// result's shape without one; so does all-to-all, whose destination must
+// not be its input. A fused op that was
 // never decomposed is rejected: bufferizing it would hide a whole matmul
 // plus collective behind one op the runtime lowering does not know.
 //
@@ -116,9 +117,8 @@ struct IntoBufferModel
                               collective.getGridAxesAttr(),
                               collective.getReductionAttr());
     else
-      AllGatherOp::create(rewriter, op->getLoc(), Type(), *input, *dest,
-                          collective.getGridAttr(),
-                          collective.getGridAxesAttr());
+      OpTy::create(rewriter, op->getLoc(), Type(), *input, *dest,
+                   collective.getGridAttr(), collective.getGridAxesAttr());
     replaceOpWithBufferizedValues(rewriter, op, *dest);
     return success();
   }
@@ -334,6 +334,7 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(
         *ctx);
     AllGatherOp::attachInterface<IntoBufferModel<AllGatherOp>>(*ctx);
+    AllToAllOp::attachInterface<IntoBufferModel<AllToAllOp>>(*ctx);
     TilesOp::attachInterface<TilesModel>(*ctx);
     YieldOp::attachInterface<YieldModel>(*ctx);
     MatmulAllReduceOp::attachInterface<RejectFusedModel<MatmulAllReduceOp>>(
@@ -341,6 +342,10 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     MatmulReduceScatterOp::attachInterface<
         RejectFusedModel<MatmulReduceScatterOp>>(*ctx);
     AllGatherMatmulOp::attachInterface<RejectFusedModel<AllGatherMatmulOp>>(
+        *ctx);
+    AllToAllMatmulOp::attachInterface<RejectFusedModel<AllToAllMatmulOp>>(
+        *ctx);
+    MatmulAllToAllOp::attachInterface<RejectFusedModel<MatmulAllToAllOp>>(
         *ctx);
   });
 }

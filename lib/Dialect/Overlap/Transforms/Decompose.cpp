@@ -65,6 +65,45 @@ public:
                                            {{0, 1}, {2}});
   }
 
+  Value expand(Value value, ArrayRef<int64_t> shape,
+               ArrayRef<ReassociationIndices> groups) {
+    auto type = RankedTensorType::get(
+        shape, cast<RankedTensorType>(value.getType()).getElementType());
+    return tensor::ExpandShapeOp::create(rewriter, loc, type, value, groups);
+  }
+
+  Value collapse(Value value, ArrayRef<ReassociationIndices> groups) {
+    return tensor::CollapseShapeOp::create(rewriter, loc, value, groups);
+  }
+
+  /// A slice of `source` with its unit dimensions dropped (`shape`).
+  Value reducedSlice(Value source, ArrayRef<int64_t> offsets,
+                     ArrayRef<int64_t> sizes, ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    auto type = RankedTensorType::get(
+        shape, cast<RankedTensorType>(source.getType()).getElementType());
+    return tensor::ExtractSliceOp::create(rewriter, loc, type, source,
+                                          idxs(offsets), idxs(sizes),
+                                          idxs(ones));
+  }
+
+  Value insert(Value value, Value dest, ArrayRef<int64_t> offsets,
+               ArrayRef<int64_t> sizes) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    return tensor::InsertSliceOp::create(rewriter, loc, value, dest,
+                                         idxs(offsets), idxs(sizes),
+                                         idxs(ones));
+  }
+
+  /// A contiguous copy of `value` (a collective call needs one buffer).
+  Value pack(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    return linalg::CopyOp::create(
+               rewriter, loc, value,
+               empty(type.getShape(), type.getElementType()))
+        .getResult(0);
+  }
+
   Value empty(ArrayRef<int64_t> shape, Type elementType) {
     return tensor::EmptyOp::create(rewriter, loc, shape, elementType);
   }
@@ -134,6 +173,18 @@ private:
 // of each tile within every rank's block come from the Planner's TileLayout
 // (the rule overlap-bench runs too), never from arithmetic of their own.
 
+/// Drops a fill accumulator (and its empty tensor) that packed fills
+/// replaced, rather than leave bufferization a dead buffer.
+void eraseDeadFill(RewriterBase &rewriter, Value c) {
+  if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty()) {
+    Value init = fill.getOutputs()[0];
+    rewriter.eraseOp(fill);
+    if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+        empty && empty->use_empty())
+      rewriter.eraseOp(empty);
+  }
+}
+
 void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                         const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
@@ -202,15 +253,8 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
       });
   Value c = op.getC();
   rewriter.replaceOp(op, out);
-  // A fill accumulator was replaced by fills of the packed buffers; drop it
-  // (and its empty tensor) rather than leave bufferization a dead buffer.
-  if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty()) {
-    Value init = fill.getOutputs()[0];
-    rewriter.eraseOp(fill);
-    if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
-        empty && empty->use_empty())
-      rewriter.eraseOp(empty);
-  }
+  // A fill accumulator was replaced by fills of the packed buffers.
+  eraseDeadFill(rewriter, c);
 }
 
 void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
@@ -244,13 +288,132 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   rewriter.replaceOp(op, tb.joinRows(acc));
 }
 
+// Expert parallelism. G ranks, E experts per rank, Cap tokens per (rank,
+// expert) block (the layout's block size, its slots being G x E). Tile
+// (q, o) takes tokens o .. o+q of every block: one all-to-all of G x E
+// blocks of q tokens, and per expert one strided-batched GEMM over the G
+// ranks' q tokens. The rank-2 form is the rank-3 one with E = 1.
+
+/// Dispatch: A is (G E) x Cap x K (rank 2: (G Cap) x K), C is E x (G Cap)
+/// x N (rank 2: (G Cap) x N). The tile's tokens are packed, exchanged,
+/// and each expert's GEMM accumulates into its rows of C in place.
+void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
+                       const planner::TileLayout &layout, int64_t group) {
+  TileBuilder tb(rewriter, op.getLoc());
+  RankedTensorType aType = op.getA().getType(), cType = op.getC().getType();
+  bool one = aType.getRank() == 2;
+  int64_t e = one ? 1 : cType.getDimSize(0), cap = layout.blockSize();
+  int64_t k = aType.getDimSize(aType.getRank() - 1);
+  int64_t n = cType.getDimSize(cType.getRank() - 1);
+  Value a3 = one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}})
+                 : op.getA();
+  SmallVector<ReassociationIndices> cGroups =
+      one ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}
+          : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
+  Value c4 = tb.expand(op.getC(), {e, group, cap, n}, cGroups);
+  Value acc = tb.tiles(
+      c4, layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({0, 0, tile.blockOffset, 0});
+        sizes.append({e, group, tile.blockRows, n});
+      },
+      [&](const planner::TileSpan &tile, Value cTile) {
+        int64_t q = tile.blockRows, o = tile.blockOffset;
+        Value send = tb.pack(tb.slice(a3, {0, o, 0}, {group * e, q, k}));
+        Value recv = AllToAllOp::create(rewriter, op.getLoc(), send.getType(),
+                                        send, /*init=*/Value(),
+                                        op.getGridAttr(), op.getGridAxesAttr())
+                         .getResult();
+        // Block j of what arrived is rank j's tokens for this rank's E
+        // experts.
+        Value recv4 = tb.expand(recv, {group, e, q, k}, {{0, 1}, {2}, {3}});
+        for (int64_t x = 0; x < e; ++x) {
+          Value ax = tb.reducedSlice(recv4, {0, x, 0, 0}, {group, 1, q, k},
+                                     {group, q, k});
+          Value bx = one ? op.getB()
+                         : tb.reducedSlice(op.getB(), {x, 0, 0}, {1, k, n},
+                                           {k, n});
+          Value cx = tb.reducedSlice(cTile, {x, 0, 0, 0}, {1, group, q, n},
+                                     {group, q, n});
+          cTile = tb.insert(tb.batchedMatmul(ax, bx, cx), cTile, {x, 0, 0, 0},
+                            {1, group, q, n});
+        }
+        return cTile;
+      });
+  rewriter.replaceOp(op, tb.collapse(acc, cGroups));
+}
+
+/// Combine: A is E x (G Cap) x K, C is E x (G Cap) x N (rank 2: (G Cap) x
+/// K and N), the result (G E) x Cap x N (rank 2: (G Cap) x N). Each
+/// expert's GEMM fills its blocks of a packed send buffer; the exchange
+/// delivers the tile's rows of the result.
+void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
+                      const planner::TileLayout &layout, int64_t group) {
+  TileBuilder tb(rewriter, op.getLoc());
+  RankedTensorType aType = op.getA().getType(), cType = op.getC().getType();
+  bool one = aType.getRank() == 2;
+  int64_t e = one ? 1 : aType.getDimSize(0), cap = layout.blockSize();
+  int64_t k = aType.getDimSize(aType.getRank() - 1);
+  int64_t n = cType.getDimSize(cType.getRank() - 1);
+  Type elem = cType.getElementType();
+  SmallVector<ReassociationIndices> groups4 =
+      one ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}
+          : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
+  Value a4 = tb.expand(op.getA(), {e, group, cap, k}, groups4);
+  Value c4; // C as blocks, built the first time a tile copies C's rows.
+  Value out = tb.tiles(
+      tb.empty({group * e, cap, n}, elem), layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({0, tile.blockOffset, 0});
+        sizes.append({group * e, tile.blockRows, n});
+      },
+      [&](const planner::TileSpan &tile, Value) {
+        int64_t q = tile.blockRows, o = tile.blockOffset;
+        Value packed; // G x E x q x N: block j goes back to rank j.
+        for (int64_t x = 0; x < e; ++x) {
+          Value ax = tb.reducedSlice(a4, {x, 0, o, 0}, {1, group, q, k},
+                                     {group, q, k});
+          Value bx = one ? op.getB()
+                         : tb.reducedSlice(op.getB(), {x, 0, 0}, {1, k, n},
+                                           {k, n});
+          auto cView = [&]() {
+            if (!c4)
+              c4 = tb.expand(op.getC(), {e, group, cap, n}, groups4);
+            return tb.reducedSlice(c4, {x, 0, o, 0}, {1, group, q, n},
+                                   {group, q, n});
+          };
+          Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
+          Value product = tb.batchedMatmul(ax, bx, init);
+          if (one) {
+            packed = product;
+            break;
+          }
+          if (!packed)
+            packed = tb.empty({group, e, q, n}, elem);
+          packed = tb.insert(product, packed, {0, x, 0, 0}, {group, 1, q, n});
+        }
+        if (!one)
+          packed = tb.collapse(packed, {{0, 1}, {2}, {3}});
+        // What arrives is this rank's tokens back from every rank's
+        // experts: the tile's rows of the result.
+        return AllToAllOp::create(rewriter, op.getLoc(), packed.getType(),
+                                  packed, /*init=*/Value(), op.getGridAttr(),
+                                  op.getGridAxesAttr())
+            .getResult();
+      });
+  Value c = op.getC();
+  rewriter.replaceOp(op, one ? tb.collapse(out, {{0, 1}, {2}}) : out);
+  eraseDeadFill(rewriter, c);
+}
+
 struct OverlapDecomposePass
     : public mlir::overlap::impl::OverlapDecomposeBase<OverlapDecomposePass> {
   void runOnOperation() override {
     SmallVector<Operation *> fused;
     getOperation().walk([&](Operation *op) {
-      if (isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp>(
-              op))
+      if (isFusedMatmul(op))
         fused.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -283,6 +446,8 @@ struct OverlapDecomposePass
           continue;
         }
       }
+      // All-to-all tiles take a share of every (rank, expert) block; the
+      // layout's slots are those blocks.
       FailureOr<planner::TileLayout> layout = tileLayoutOf(op, plan, group);
       if (failed(layout)) {
         signalPassFailure();
@@ -293,8 +458,13 @@ struct OverlapDecomposePass
         decomposeAllReduce(rewriter, ar, *layout);
       else if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
         decomposeReduceScatter(rewriter, rs, *layout);
+      else if (auto ag = dyn_cast<AllGatherMatmulOp>(op))
+        decomposeAllGather(rewriter, ag, *layout);
+      else if (auto dispatch = dyn_cast<AllToAllMatmulOp>(op))
+        decomposeDispatch(rewriter, dispatch, *layout, group);
       else
-        decomposeAllGather(rewriter, cast<AllGatherMatmulOp>(op), *layout);
+        decomposeCombine(rewriter, cast<MatmulAllToAllOp>(op), *layout,
+                         group);
     }
   }
 };

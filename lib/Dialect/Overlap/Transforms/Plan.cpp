@@ -54,8 +54,7 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
 
     SymbolTableCollection symbols;
     WalkResult result = getOperation().walk([&](Operation *op) {
-      if (!isa<MatmulAllReduceOp, MatmulReduceScatterOp, AllGatherMatmulOp>(
-              op))
+      if (!isFusedMatmul(op))
         return WalkResult::advance();
       if (failed(planOne(op, *loaded, symbols)))
         return WalkResult::interrupt();
@@ -72,8 +71,11 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     planner::MatmulProblem problem;
     problem.collective = *plannerCollective(op);
     problem.m = fusedRows(op);
-    problem.k = a.getDimSize(1);
-    problem.n = b.getDimSize(1);
+    problem.k = a.getDimSize(a.getRank() - 1);
+    problem.n = b.getDimSize(b.getRank() - 1);
+    problem.side = isa<AllToAllMatmulOp>(op) ? planner::AllToAllSide::Dispatch
+                                             : planner::AllToAllSide::Combine;
+    problem.experts = getExpertsPerRank(op);
     std::optional<planner::DType> dtype = plannerDType(a.getElementType());
     if (!dtype)
       return op->emitOpError() << "cannot be planned: element type "
@@ -102,13 +104,16 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
              << "overlap-plan failed: " << llvm::toString(plan.takeError());
 
     bool perRank = problem.collective != planner::Collective::AllReduce;
+    int64_t blocks = group * problem.experts;
     for (int64_t rows : plan->tiles)
-      if (perRank && rows % group != 0)
+      if (perRank && rows % blocks != 0)
         return op->emitOpError()
                << "overlap-plan: strategy '" << strategy << "' chose tiles "
-               << formatTiles(plan->tiles)
-               << " that the group size " << group
-               << " does not divide; each tile must take the same rows "
+               << formatTiles(plan->tiles) << " that the "
+               << (problem.experts > 1 ? "(rank, expert) blocks "
+                                       : "group size ")
+               << blocks
+               << " do not divide; each tile must take the same rows "
                   "from every rank";
 
     Bound bound =

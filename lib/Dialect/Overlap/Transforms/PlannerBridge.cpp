@@ -51,10 +51,16 @@ mlir::overlap::plannerCollective(Operation *op) {
     return planner::Collective::ReduceScatter;
   if (isa<AllGatherMatmulOp>(op))
     return planner::Collective::AllGather;
+  if (isa<AllToAllMatmulOp, MatmulAllToAllOp>(op))
+    return planner::Collective::AllToAll;
   return std::nullopt;
 }
 
 int64_t mlir::overlap::fusedRows(Operation *op) {
+  if (auto dispatch = dyn_cast<AllToAllMatmulOp>(op))
+    return dispatch.getPlannedRows();
+  if (auto combine = dyn_cast<MatmulAllToAllOp>(op))
+    return combine.getPlannedRows();
   Value rows =
       isa<AllGatherMatmulOp>(op) ? op->getResult(0) : op->getOperand(0);
   return cast<ShapedType>(rows.getType()).getDimSize(0);
@@ -83,8 +89,10 @@ mlir::overlap::tileLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
   std::optional<planner::Collective> collective = plannerCollective(op);
   if (!collective)
     return op->emitOpError() << "has no tile layout: not a fused op";
+  // An all-to-all tile takes an equal share of every (rank, expert) block.
+  int64_t slots = group * getExpertsPerRank(op);
   llvm::Expected<planner::TileLayout> layout = planner::TileLayout::create(
-      *collective, fusedRows(op), group, plan.getTiles());
+      *collective, fusedRows(op), slots, plan.getTiles());
   if (!layout)
     return op->emitOpError() << "plan tiles do not fit the op: "
                              << llvm::toString(layout.takeError());

@@ -33,12 +33,14 @@ std::optional<::overlap::planner::DType> plannerDType(Type type);
 int64_t groupSizeOf(Operation *op, SymbolTableCollection &symbols);
 
 /// The Planner's collective of a fused op (`overlap.matmul_all_reduce`,
-/// `overlap.matmul_reduce_scatter`, `overlap.all_gather_matmul`); nullopt
+/// `overlap.matmul_reduce_scatter`, `overlap.all_gather_matmul`, all-to-all
+/// for `overlap.all_to_all_matmul` and `overlap.matmul_all_to_all`); nullopt
 /// for any other op.
 std::optional<::overlap::planner::Collective> plannerCollective(Operation *op);
 
 /// M of a fused op's full product, which its plan partitions: the rows of A
-/// (all-reduce, reduce-scatter) or of the result (all-gather);
+/// (all-reduce, reduce-scatter) or of the result (all-gather), the rows all
+/// experts compute (all-to-all);
 /// ShapedType::kDynamic when not static.
 int64_t fusedRows(Operation *op);
 
@@ -52,7 +54,7 @@ std::string dynamicShapeOf(Operation *op);
 /// Where the rows of each of `plan`'s tiles of fused op `op` over `group`
 /// ranks are: the Planner's TileLayout, the one rule that overlap-bench runs
 /// too (the all-reduce layout does not depend on the group: pass 1 when it
-/// is unknown). Emits an error on `op` with the Planner's reason when the
+/// is unknown; all-to-all's blocks are the group's ranks x experts). Emits an error on `op` with the Planner's reason when the
 /// plan does not fit the op.
 FailureOr<::overlap::planner::TileLayout>
 tileLayoutOf(Operation *op, PlanAttr plan, int64_t group);

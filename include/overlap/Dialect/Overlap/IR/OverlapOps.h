@@ -26,6 +26,15 @@ struct SignalResource : public SideEffects::Resource::Base<SignalResource> {
   StringRef getName() final { return "<OverlapSignal>"; }
 };
 
+/// Whether `op` is a fused matmul + collective op, the ops a plan
+/// partitions: matmul_all_reduce, matmul_reduce_scatter, all_gather_matmul,
+/// all_to_all_matmul, matmul_all_to_all.
+bool isFusedMatmul(Operation *op);
+
+/// Experts per rank of a fused all-to-all op (dimension 0 of B when it has
+/// rank 3); 1 for every other op.
+int64_t getExpertsPerRank(Operation *op);
+
 /// Size of the process group that `gridAxes` of `grid` form: the product of
 /// the grid's extents along those axes, or ShapedType::kDynamic when one of
 /// them is dynamic.

@@ -95,6 +95,59 @@ def Overlap_AllGatherMatmulOp : Overlap_FusedMatmulOp<"all_gather_matmul"> {
   }];
 }
 
+def Overlap_AllToAllMatmulOp : Overlap_FusedMatmulOp<"all_to_all_matmul"> {
+  let summary = "experts' matmul whose tokens are dispatched by an all-to-all";
+  let description = [{
+    Expert parallelism's dispatch: every rank sends each rank of the group
+    the tokens routed to that rank's experts, then each expert computes
+    `C + tokens·B` on the tokens it received (`shard.all_to_all` followed by
+    `linalg.matmul` or `linalg.batch_matmul`, fused). G is the group size.
+
+    - Rank 2 (one expert per rank): A is TxK, G blocks of T/G token rows,
+      block j going to group rank j. B is this rank's expert, KxN. C and
+      the result are TxN; their block j holds the tokens that came from
+      rank j (`split_axis = 0 concat_axis = 0`).
+    - Rank 3 (E experts per rank): A is (G·E)xCapxK, the tokens routed to
+      each of the group's G·E experts, experts j·E .. j·E+E-1 living on
+      group rank j. B is ExKxN (this rank's experts). C and the result are
+      Ex(G·Cap)xN: expert e's tokens from rank j are rows j·Cap .. of
+      batch e (`split_axis = 0 concat_axis = 1`).
+
+    A plan partitions the rows all experts compute (T, or E·G·Cap) into
+    tiles that take an equal share of every (rank, expert) block: each
+    tile is one all-to-all of its tokens and its experts' GEMMs.
+
+    ```mlir
+    %y = overlap.all_to_all_matmul %x, %w, %c on @ep grid_axes = [0]
+        : tensor<8x128x1024xbf16>, tensor<2x1024x4096xbf16>,
+          tensor<2x512x4096xbf16> -> tensor<2x512x4096xbf16>
+    ```
+  }];
+}
+
+def Overlap_MatmulAllToAllOp : Overlap_FusedMatmulOp<"matmul_all_to_all"> {
+  let summary = "experts' matmul whose output is combined by an all-to-all";
+  let description = [{
+    Expert parallelism's combine: each expert computes `C + A·B` on the
+    tokens it holds, and the result goes back to the ranks the tokens came
+    from (`linalg.matmul` or `linalg.batch_matmul` followed by
+    `shard.all_to_all`, fused). G is the group size.
+
+    - Rank 2: A is TxK, G blocks of T/G rows (block j came from rank j), B
+      is KxN, C is TxN; the result is TxN, block j received from rank j
+      (`split_axis = 0 concat_axis = 0`).
+    - Rank 3 (E experts per rank): A is Ex(G·Cap)xK, B is ExKxN, C is
+      Ex(G·Cap)xN; the result is (G·E)xCapxN, experts j·E .. j·E+E-1 of
+      group rank j (`split_axis = 1 concat_axis = 0`).
+
+    ```mlir
+    %z = overlap.matmul_all_to_all %h, %w2, %c on @ep grid_axes = [0]
+        : tensor<2x512x4096xbf16>, tensor<2x4096x1024xbf16>,
+          tensor<2x512x1024xbf16> -> tensor<8x128x1024xbf16>
+    ```
+  }];
+}
+
 def Overlap_ChainMatmulOp : Overlap_Op<"chain_matmul", [Pure]> {
   let summary = "product of a chain of two or more matrices";
   let description = [{
@@ -261,6 +314,30 @@ def Overlap_AllGatherOp : Overlap_CollectiveOp<"all_gather"> {
     ```mlir
     %g = overlap.all_gather %t on @tp grid_axes = [0] : tensor<128x64xf16> -> tensor<512x64xf16>
     overlap.all_gather %src into %dst on @tp grid_axes = [0] : memref<128x64xf16>, memref<512x64xf16>
+    ```
+  }];
+  let arguments = !con((ins TensorOrMemref:$input,
+                            Optional<TensorOrMemref>:$init), GroupArgs);
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes attr-dict
+    `:` type($input) (`,` type($init)^)? (`->` type($result)^)?
+  }];
+}
+
+def Overlap_AllToAllOp : Overlap_CollectiveOp<"all_to_all"> {
+  let summary = "exchange a tile's row blocks between the ranks of a group";
+  let description = [{
+    The operand holds G blocks of rows/G rows (G = the group size); block j
+    goes to group rank j, and block j of the output comes from group rank
+    j (that rank's block r, for this rank r). The output has the input's
+    type. On tensors the result is a new value, or, with `into`, the
+    destination tensor with its contents replaced; on memrefs it is
+    written `into` a destination buffer, which must not alias the input.
+
+    ```mlir
+    %x = overlap.all_to_all %t on @ep grid_axes = [0] : tensor<8x32x64xf32> -> tensor<8x32x64xf32>
+    overlap.all_to_all %src into %dst on @ep grid_axes = [0] : memref<8x32x64xf32>, memref<8x32x64xf32>
     ```
   }];
   let arguments = !con((ins TensorOrMemref:$input,

@@ -124,6 +124,23 @@ public:
           op, stream, "overlap_all_gather", ag.getInput(), ag.getInit(),
           std::nullopt,
           cast<MemRefType>(ag.getInput().getType()).getNumElements());
+    if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+      // The runtime's count is per peer: one of the G blocks.
+      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
+          op, a2a.getGridAttr());
+      int64_t group = grid ? getGroupSize(grid, a2a.getGridAxes())
+                           : ShapedType::kDynamic;
+      auto type = cast<MemRefType>(a2a.getInput().getType());
+      if (ShapedType::isDynamic(group) || !type.hasStaticShape() ||
+          type.getNumElements() % group != 0)
+        return op->emitOpError()
+               << "cannot be lowered to overlap_all_to_all: it needs a static "
+                  "group size that divides the static input into equal "
+                  "blocks";
+      return collective(op, stream, "overlap_all_to_all", a2a.getInput(),
+                        a2a.getInit(), std::nullopt,
+                        type.getNumElements() / group);
+    }
     if (auto sig = dyn_cast<SignalOp>(op)) {
       rt.status(loc, "overlap_signal",
                 {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
@@ -165,7 +182,7 @@ public:
     OpBuilder::InsertionGuard guard(rt.builder());
     for (Operation *op : nested) {
       int32_t s = stream ? *stream
-                  : isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)
+                  : isTileCollective(op)
                       ? kCommStream
                       : kComputeStream;
       rt.builder().setInsertionPoint(op);
@@ -653,9 +670,7 @@ struct ConvertOverlapToRuntimePass
       }
       // Outside a concurrent region: enqueue, then keep the program
       // sequential (the host waits, or on a device the streams join).
-      int32_t stream = isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)
-                           ? kCommStream
-                           : kComputeStream;
+      int32_t stream = isTileCollective(op) ? kCommStream : kComputeStream;
       FailureOr<bool> lowered = lowering.lower(op, stream);
       if (failed(lowered))
         return failure();
@@ -676,8 +691,8 @@ struct ConvertOverlapToRuntimePass
         op->erase();
     });
     WalkResult left = func.walk([&](Operation *op) {
-      if (isa<SignalOp, WaitOp, SignalsOp, AllReduceOp, ReduceScatterOp,
-              AllGatherOp, ConcurrentOp, StreamOp>(op)) {
+      if (isTileCollective(op) ||
+          isa<SignalOp, WaitOp, SignalsOp, ConcurrentOp, StreamOp>(op)) {
         op->emitOpError() << "was not lowered to the runtime";
         return WalkResult::interrupt();
       }

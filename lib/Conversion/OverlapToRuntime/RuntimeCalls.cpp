@@ -95,7 +95,7 @@ CopyKind classifyCopy(Value src, Value dst) {
 } // namespace mlir
 
 bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
-  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp, SignalOp, WaitOp>(op))
+  if (isTileCollective(op) || isa<SignalOp, WaitOp>(op))
     return true;
   if (auto mm = dyn_cast<linalg::MatmulOp>(op))
     return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps();

@@ -279,6 +279,10 @@ bool mlir::overlap::isFusedMatmul(Operation *op) {
              AllToAllMatmulOp, MatmulAllToAllOp>(op);
 }
 
+bool mlir::overlap::isTileCollective(Operation *op) {
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp>(op);
+}
+
 int64_t mlir::overlap::getExpertsPerRank(Operation *op) {
   if (!isa<AllToAllMatmulOp, MatmulAllToAllOp>(op))
     return 1;

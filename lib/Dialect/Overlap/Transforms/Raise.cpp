@@ -1,7 +1,8 @@
 //===- Raise.cpp - Fuse linalg.matmul with shard collectives -*- C++ -*-===//
 //
 // overlap-raise: linalg.matmul + shard.all_reduce / shard.reduce_scatter and
-// shard.all_gather + linalg.matmul become the fused overlap ops. Every
+// shard.all_gather + linalg.matmul become the fused overlap ops (the
+// all-to-all of expert parallelism: RaiseAllToAll.cpp). Every
 // candidate that is left alone gets a remark saying why.
 //
 //===----------------------------------------------------------------------===//
@@ -50,8 +51,11 @@ void eraseDeadChain(RewriterBase &rewriter, ArrayRef<Operation *> ops) {
       rewriter.eraseOp(op);
 }
 
+} // namespace
+
 /// Why `matmul` cannot be one half of a fused op, or an empty string.
-std::string whyNotFusable(linalg::MatmulOp matmul) {
+template <typename MatmulOp>
+static std::string whyNotFusableImpl(MatmulOp matmul) {
   if (!matmul.hasPureTensorSemantics())
     return "the matmul works on memrefs; raise runs before bufferization";
   if (matmul.hasUserDefinedMaps())
@@ -71,10 +75,19 @@ std::string whyNotFusable(linalg::MatmulOp matmul) {
   return "";
 }
 
-void remarkNotRaised(Operation *op, StringRef why) {
+std::string mlir::overlap::whyNotFusable(linalg::MatmulOp matmul) {
+  return whyNotFusableImpl(matmul);
+}
+std::string mlir::overlap::whyNotFusable(linalg::BatchMatmulOp matmul) {
+  return whyNotFusableImpl(matmul);
+}
+
+void mlir::overlap::remarkNotRaised(Operation *op, StringRef why) {
   remarkMissed(op, "not-raised", "overlap-raise",
                "not raised to a fused overlap op: " + why);
 }
+
+namespace {
 
 /// Replaces `collective` (and the casts between it and the matmul) by
 /// `fused`, casting back to the collective's result type when it differs.
@@ -268,6 +281,8 @@ std::string mlir::overlap::whyNotRaised(Operation *op) {
     return afterMatmul(allReduce);
   if (auto reduceScatter = dyn_cast<shard::ReduceScatterOp>(op))
     return afterMatmul(reduceScatter);
+  if (isa<shard::AllToAllOp>(op))
+    return whyAllToAllNotRaised(op);
   if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
     linalg::MatmulOp matmul = consumerMatmul(gather);
     bool singleUse = true;
@@ -278,8 +293,8 @@ std::string mlir::overlap::whyNotRaised(Operation *op) {
              "it)";
     return whyNotFused(gather, matmul, singleUse);
   }
-  return "only all-reduce, reduce-scatter and all-gather are fused with a "
-         "matmul";
+  return "only all-reduce, reduce-scatter, all-gather and all-to-all are "
+         "fused with a matmul";
 }
 
 namespace {
@@ -304,6 +319,7 @@ struct OverlapRaisePass
     getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
     for (linalg::MatmulOp matmul : matmuls)
       raiseAllGatherThenMatmul(rewriter, matmul);
+    raiseAllToAll(rewriter, getOperation());
   }
 };
 

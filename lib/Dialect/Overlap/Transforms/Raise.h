@@ -9,7 +9,9 @@
 #ifndef OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_RAISE_H
 #define OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_RAISE_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <string>
 
@@ -19,6 +21,22 @@ namespace overlap {
 /// Why overlap-raise does not fuse the shard op `op` with a matmul; empty
 /// when it would.
 std::string whyNotRaised(Operation *op);
+
+/// Why `matmul` cannot be one half of a fused op (tensors, default maps,
+/// supported element types, static shapes); empty when it can.
+std::string whyNotFusable(linalg::MatmulOp matmul);
+std::string whyNotFusable(linalg::BatchMatmulOp matmul);
+
+/// A missed remark on `op`: not raised, and why.
+void remarkNotRaised(Operation *op, StringRef why);
+
+/// shard.all_to_all + linalg.matmul / linalg.batch_matmul (dispatch) and
+/// the mirror form (combine) under `root` become the fused all-to-all ops;
+/// each all-to-all left alone gets a remark (RaiseAllToAll.cpp).
+void raiseAllToAll(RewriterBase &rewriter, Operation *root);
+
+/// Why the shard.all_to_all `op` is not fused; empty when it would be.
+std::string whyAllToAllNotRaised(Operation *op);
 
 } // namespace overlap
 } // namespace mlir

@@ -74,7 +74,7 @@ Footprint footprintOf(Value memref, bool write) {
 /// Tile work this pass schedules: returns the stream, or nothing for ops
 /// that are not tile work.
 std::optional<Stream> classify(Operation *op) {
-  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op))
+  if (isTileCollective(op))
     return isa<BaseMemRefType>(op->getOperand(0).getType())
                ? std::optional<Stream>(Comm)
                : std::nullopt;

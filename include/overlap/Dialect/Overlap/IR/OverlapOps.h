@@ -31,6 +31,10 @@ struct SignalResource : public SideEffects::Resource::Base<SignalResource> {
 /// all_to_all_matmul, matmul_all_to_all.
 bool isFusedMatmul(Operation *op);
 
+/// Whether `op` is a tile-level collective (all_reduce, reduce_scatter,
+/// all_gather, all_to_all): work for the comm stream.
+bool isTileCollective(Operation *op);
+
 /// Experts per rank of a fused all-to-all op (dimension 0 of B when it has
 /// rank 3); 1 for every other op.
 int64_t getExpertsPerRank(Operation *op);

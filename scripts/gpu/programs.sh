@@ -2,7 +2,8 @@
 # The compiled programs the GPU checks run: every integration program
 # (test/Integration: all-reduce, reduce-scatter and all-gather in f32, with
 # bf16 inputs, with bf16 accumulators, M = 712, the upstream-partitioned
-# form) and the MLP of examples/, on one-rank grids (one GPU; NCCL puts
+# form), the expert-parallel layers (all-to-all) and the MLP and MoE of
+# examples/, on one-rank grids (one GPU; NCCL puts
 # one rank per GPU), each compiled with --target=cuda as a plan and as the
 # one-tile reference, and with --target=host as the one-tile host
 # reference.
@@ -58,6 +59,8 @@ programs() {
     done
   done
   echo "mlp mlp mlp uniform:4 - $F32_TOL"
+  echo "all-to-all-moe_one all-to-all moe_one uniform:3 - $F32_TOL"
+  echo "moe moe moe uniform:3 - $F32_TOL"
 }
 
 case $mode in
@@ -70,6 +73,13 @@ compile)
   done
   sed -e 's/shape = 4/shape = 1/' -e 's/256x512/1024x512/g' \
     "$ROOT/examples/mlp.mlir" >"$DIR/mlp.mlir"
+  # Expert parallelism on one rank: the all-to-all is a copy, the tiles and
+  # the experts' GEMMs are as on many.
+  sed -e 's/@R@/1/g' -e 's/@T@/512/g' -e 's/@E2@/2/g' -e 's/@T64@/64/g' \
+    -e 's/@E3@/3/g' "$ROOT/test/Integration/all-to-all.mlir" \
+    >"$DIR/all-to-all.mlir"
+  sed -e 's/shape = 4/shape = 1/' -e 's/8x64x64/2x256x64/g' \
+    "$ROOT/examples/moe.mlir" >"$DIR/moe.mlir"
   : >"$DIR/programs.txt"
   programs | while read -r name src entry strategy profile rtol atol; do
     args=("$DIR/$src.mlir" --entry "$entry" --emit=so)

@@ -60,7 +60,7 @@ func.func @gather_axis(%x: tensor<64x32xf32>, %w: tensor<64x16xf32>, %c: tensor<
 
 shard.grid @tp(shape = 2)
 func.func @all_to_all(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: only all-reduce, reduce-scatter and all-gather are fused with a matmul}}
+  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: it neither consumes the result of the experts' matmul (linalg.matmul or linalg.batch_matmul: combine) nor feeds its tokens to one (dispatch)}}
   %r = shard.all_to_all %x on @tp grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<64x32xf32> -> tensor<64x32xf32>
   return %r : tensor<64x32xf32>
 }

@@ -40,6 +40,7 @@ Expected<ShapePlan> calibration::planShape(const SweepOptions &o,
   if (o.profile) {
     planner::MatmulProblem problem{coll,   s.m, s.n, s.k, plannerDtype(o.dtype),
                                    o.ranks};
+    problem.side = o.side;
     Expected<planner::Plan> planned =
         planner::planTiles(*o.profile, problem, o.strategy);
     if (!planned) {

@@ -91,10 +91,12 @@ double RankProblem::a(int64_t rank, int64_t i, int64_t p) const {
 }
 
 double RankProblem::gemmA(int64_t rank, int64_t i, int64_t p) const {
+  const int64_t block = m / group;
+  if (dispatches())
+    return a(i / block, rank * block + i % block, p);
   if (!gathers())
     return a(rank, i, p);
-  const int64_t shard = m / group;
-  return a(i / shard, i % shard, p);
+  return a(i / block, i % block, p);
 }
 
 double RankProblem::b(int64_t rank, int64_t p, int64_t j) const {
@@ -118,6 +120,18 @@ std::vector<char> RankProblem::gatheredA() const {
     std::vector<char> shard =
         inputElements(dtype, seed(r, Operand::A), size_t(aRows() * k));
     out.insert(out.end(), shard.begin(), shard.end());
+  }
+  return out;
+}
+
+std::vector<char> RankProblem::dispatchedA(int64_t rank) const {
+  const int64_t block = m / group;
+  std::vector<char> out;
+  for (int64_t r = 0; r < group; ++r) {
+    std::vector<char> rows =
+        inputElements(dtype, seed(r, Operand::A), size_t(block * k),
+                      size_t(rank * block * k));
+    out.insert(out.end(), rows.begin(), rows.end());
   }
   return out;
 }

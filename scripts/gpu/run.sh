@@ -9,8 +9,9 @@
 #   calibrate  overlap-calibrate: a profile of this GPU (copy-engine leg,
 #              curves for all three collectives);
 #   bench      overlap-bench, copy-engine leg over 8 ranks, the 24-shape
-#              sweep for each of all-reduce, reduce-scatter and all-gather:
-#              planned with the profile, then with 4 uniform tiles;
+#              sweep for each of all-reduce, reduce-scatter, all-gather and
+#              all-to-all (dispatch, combine): planned with the profile,
+#              then with 4 uniform tiles;
 #   nccl       overlap-bench, nccl leg on one rank (a smoke test), the three
 #              collectives on two shapes; with NCCL_NP=N (N >= 2 GPUs on
 #              this machine) also N ranks, one process per GPU, started by
@@ -154,12 +155,26 @@ if want bench; then
     fi
     sweep "bench-uniform4-$coll" "${common[@]}" --tiles 4
   done
+  # Expert parallelism, one expert per rank: each exchange with 4 uniform
+  # tiles and planned (the profile's all-to-all curve is calibrated).
+  for side in dispatch combine; do
+    common=(--leg copy-engine --ranks 8 --dtype f16 --collective all-to-all
+      --side "$side")
+    [ -f "$PROFILE" ] && sweep "bench-planned-all-to-all-$side" \
+      "${common[@]}" --profile "$PROFILE" --strategy auto
+    sweep "bench-uniform4-all-to-all-$side" "${common[@]}" --tiles 4
+  done
 fi
 
 if want nccl; then
   sweep bench-nccl-1rank --leg nccl \
     --collective all-reduce,reduce-scatter,all-gather \
     --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
+  for side in dispatch combine; do
+    sweep "bench-nccl-1rank-all-to-all-$side" --leg nccl \
+      --collective all-to-all --side "$side" \
+      --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
+  done
   np=${NCCL_NP:-1}
   if [ "$np" -gt 1 ]; then
     read -r -a launcher <<<"${LAUNCHER:-mpirun -np $np}"

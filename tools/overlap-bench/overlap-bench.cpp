@@ -46,6 +46,7 @@ namespace {
 const char *usage =
     "usage: overlap-bench [--collective C[,C...]] [--shapes MxNxK,...]\n"
     "         [--dtype f16|bf16|f32] [--leg copy-engine|nccl] [--ranks R]\n"
+    "         [--side dispatch|combine]\n"
     "         [--profile NAME|PATH] [--strategy S] [--tiles T]\n"
     "         [--tile-gemm batched|contiguous|both] [--warmup 5] [--iters 20]\n"
     "         [--input-sets 3] [--csv FILE] [CUDA backend options]\n"
@@ -53,14 +54,16 @@ const char *usage =
     "...]\n"
     "         [--pack-total BYTES] [--warmup 5] [--iters 20] [--csv FILE]\n"
     "         [CUDA backend options]\n"
-    "C is all-reduce (default), reduce-scatter or all-gather; a list runs\n"
-    "each in turn. R (default 8, at least 2) is the group size of the\n"
+    "C is all-reduce (default), reduce-scatter, all-gather or all-to-all\n"
+    "(one expert per rank: --side dispatch, the default, exchanges A before\n"
+    "the GEMM, --side combine its output after it); a list runs each in\n"
+    "turn. R (default 8, at least 2) is the group size of the\n"
     "copy-engine leg (one process). The nccl leg's group is the world: one\n"
     "process per GPU, e.g. mpirun -np 8 overlap-bench --leg nccl ... (or\n"
     "srun, torchrun --no-python; one process alone is one rank); every rank\n"
     "must get the same arguments, rank 0 prints and writes --csv. Without\n"
     "--profile the overlapped variant uses T uniform tiles (default 4;\n"
-    "multiples of R for reduce-scatter and all-gather) and no prediction is\n"
+    "multiples of R but for all-reduce) and no prediction is\n"
     "reported. Default shapes: a sweep of 24 from compute- to comm-bound,\n"
     "including M=4096 N=8192 K=3072. --tile-gemm also times the plan's\n"
     "first reduce-scatter / all-gather tile's GEMM as G batched GEMMs of\n"
@@ -89,11 +92,18 @@ void printCommented(const std::string &text) {
   }
 }
 
+/// "all-reduce", or "all-to-all (dispatch)" with the side it runs.
+std::string collectiveName(const SweepOptions &o, Collective coll) {
+  if (coll != Collective::AllToAll)
+    return planner::toString(coll).str();
+  return "all-to-all (" + planner::toString(o.side).str() + ")";
+}
+
 /// The header of one collective's table: what a tile does, the leg, the
 /// plan.
 void printHeader(const SweepOptions &o, Collective coll,
                  const std::string &device) {
-  const std::string name = planner::toString(coll).str();
+  const std::string name = collectiveName(o, coll);
   std::printf("\n# overlap-bench on %s, dtype %s, %s over %lld rank(s)\n",
               device.c_str(), o.dtypeName.c_str(), name.c_str(),
               (long long)o.ranks);
@@ -108,6 +118,20 @@ void printHeader(const SweepOptions &o, Collective coll,
                 "one GEMM of batch %lld (B broadcast) into C's rows of every "
                 "block; serial: one all-gather, one GEMM\n",
                 (long long)o.ranks);
+  else if (coll == Collective::AllToAll &&
+           o.side == planner::AllToAllSide::Dispatch)
+    std::printf("# all-to-all (dispatch, one expert per rank) tile: A's rows "
+                "of every block packed (overlap_pack, comm stream), one "
+                "all-to-all of them, then one GEMM of batch %lld (B "
+                "broadcast) into C's rows of every block; serial: one "
+                "all-to-all of A, one GEMM\n",
+                (long long)o.ranks);
+  else if (coll == Collective::AllToAll)
+    std::printf("# all-to-all (combine, one expert per rank) tile: C's rows "
+                "of every block packed (overlap_pack), one GEMM of batch "
+                "%lld (B broadcast) into them, one all-to-all back; serial: "
+                "one GEMM in place, one all-to-all\n",
+                (long long)o.ranks);
   if (o.nccl())
     std::printf(
         "# leg nccl: NCCL %s on the world communicator, %lld rank(s)%s\n",
@@ -121,7 +145,7 @@ void printHeader(const SweepOptions &o, Collective coll,
         "copied device -> pinned host%s; a stand-in for a network link that "
         "reduces nothing\n",
         planner::ringFactor(coll, o.ranks),
-        coll == Collective::AllGather
+        coll == Collective::AllGather || coll == Collective::AllToAll
             ? ", plus the rank's own slice into its slot (device -> device)"
             : "");
   std::printf(
@@ -185,7 +209,7 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
   std::printf(
       "# %s: eta median %.3f, best %.3f (%zu shapes); |prediction error|: "
       "median %.1f%%, max %.1f%%; correctness failures: %d\n",
-      planner::toString(coll).str().c_str(), sum.etaMedian, sum.etaBest,
+      collectiveName(o, coll).c_str(), sum.etaMedian, sum.etaBest,
       sum.etaShapes, 100.0 * sum.errorMedian, 100.0 * sum.errorMax,
       sum.failures);
   rows.insert(rows.end(), mine.begin(), mine.end());
@@ -200,7 +224,11 @@ void writeCsv(std::ostream &csv, const SweepOptions &o,
          "speedup,eta,prediction_error,tile_rows,tile_batch,"
          "tile_batched_us,tile_contiguous_us,knobs,check\n";
   for (const ShapeResult &row : rows)
-    csv << o.leg << ',' << planner::toString(row.coll).str() << ',' << o.ranks
+    csv << o.leg << ','
+        << (row.coll == Collective::AllToAll
+                ? "all-to-all-" + planner::toString(o.side).str()
+                : planner::toString(row.coll).str())
+        << ',' << o.ranks
         << ',' << o.dtypeName << ',' << row.s.m << ',' << row.s.n << ','
         << row.s.k << ',' << row.bytes << ',' << row.wire << ',' << row.tiles
         << ',' << row.gemm << ',' << row.comm << ',' << row.serial << ','
@@ -219,7 +247,7 @@ int main(int argc, char **argv) {
       "--collective", "--shapes",      "--dtype",      "--leg",
       "--ranks",      "--profile",     "--strategy",   "--tiles",
       "--warmup",     "--iters",       "--input-sets", "--csv",
-      "--tile-gemm",  "--pack-shapes", "--pack-total"};
+      "--tile-gemm",  "--pack-shapes", "--pack-total", "--side"};
   valued.insert(valued.end(), cudaKnobFlags().begin(), cudaKnobFlags().end());
   if (!args.parse(argc, argv, valued, {"--help", "--pack"}) ||
       args.has("--help")) {
@@ -258,13 +286,20 @@ int main(int argc, char **argv) {
       usageError("--shapes: sizes above 2^20 are not supported");
   auto collectives = parseCollectives(args.get("--collective", "all-reduce"));
   if (!collectives)
-    usageError("--collective wants all-reduce, reduce-scatter or all-gather, "
-               "or a comma list of them");
-  if (std::find(collectives->begin(), collectives->end(),
-                Collective::AllToAll) != collectives->end())
-    usageError("--collective all-to-all: overlap-bench runs the fused "
-               "matmul of all-reduce, reduce-scatter and all-gather only "
-               "(overlap-calibrate measures the all-to-all curve)");
+    usageError("--collective wants all-reduce, reduce-scatter, all-gather or "
+               "all-to-all, or a comma list of them");
+  const bool allToAll = std::find(collectives->begin(), collectives->end(),
+                                  Collective::AllToAll) != collectives->end();
+  if (args.has("--side")) {
+    std::optional<planner::AllToAllSide> side =
+        planner::parseAllToAllSide(args.get("--side", ""));
+    if (!allToAll)
+      usageError("--side: only for --collective all-to-all");
+    if (!side)
+      usageError("--side: expected dispatch or combine, got '" +
+                 args.get("--side", "") + "'");
+    o.side = *side;
+  }
   o.dtypeName = args.get("--dtype", "f16");
   std::optional<overlap_dtype> dtype = parseDtype(o.dtypeName);
   if (!dtype)

@@ -50,6 +50,29 @@ TEST(BenchSweep, UniformTilesWithoutAProfile) {
   }
 }
 
+// All-to-all plans for the side it runs: dispatch like all-gather
+// (comm first), combine like reduce-scatter, with the Planner's times.
+TEST(BenchSweep, AllToAllPlansItsSide) {
+  SweepOptions o;
+  o.ranks = 8;
+  o.profile = datasheet();
+  o.strategy = "optimal";
+  for (auto side : {planner::AllToAllSide::Dispatch,
+                    planner::AllToAllSide::Combine}) {
+    o.side = side;
+    auto plan = planShape(o, Collective::AllToAll, {4096, 8192, 3072});
+    ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+    planner::MatmulProblem pb{Collective::AllToAll, 4096, 8192, 3072,
+                              planner::DType::F16, 8};
+    pb.side = side;
+    auto want = planner::planTiles(*o.profile, pb, "optimal");
+    ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
+    EXPECT_DOUBLE_EQ(plan->predictedUs, want->predictedUs);
+    ASSERT_EQ(plan->plan.size(), want->tiles.size());
+    EXPECT_EQ(plan->plan.slots(), 8);
+  }
+}
+
 TEST(BenchSweep, ThePlannersPlanAndPrediction) {
   SweepOptions o;
   o.ranks = 8;

@@ -167,6 +167,44 @@ TEST(RankProblem, ReferenceIsTheProductOfTheUploadedMatrices) {
   }
 }
 
+// Dispatch: what rank r receives is block r of every rank's A in rank
+// order, and its reference multiplies exactly that.
+TEST(RankProblem, DispatchMultipliesWhatArrives) {
+  RankProblem p{Collective::AllToAll, 6, 5, 7, 3, OVERLAP_F16, 99};
+  p.side = planner::AllToAllSide::Dispatch;
+  ASSERT_TRUE(p.dispatches());
+  ASSERT_EQ(p.aRows(), p.m); // every rank holds all M rows of its tokens
+  const int64_t block = p.m / p.group;
+  for (int64_t r = 0; r < p.group; ++r) {
+    std::vector<char> arrived = p.dispatchedA(r);
+    ASSERT_EQ(arrived.size(), size_t(p.m * p.k) * 2);
+    std::vector<char> b =
+        inputElements(p.dtype, p.seed(r, Operand::B), size_t(p.k * p.n));
+    std::vector<char> c0 =
+        inputElements(p.dtype, p.seed(r, Operand::C0), size_t(p.m * p.n));
+    for (int64_t i = 0; i < p.m; ++i) {
+      // Row i came from rank i / block, its row r * block + i % block.
+      std::vector<char> from = inputElements(
+          p.dtype, p.seed(i / block, Operand::A), size_t(p.k),
+          size_t((r * block + i % block) * p.k));
+      EXPECT_TRUE(std::equal(from.begin(), from.end(),
+                             arrived.begin() + ptrdiff_t(i * p.k * 2)))
+          << "rank " << r << " row " << i;
+      for (int64_t j = 0; j < p.n; ++j) {
+        double want = decode(p.dtype, &c0[size_t(i * p.n + j) * 2]);
+        for (int64_t q = 0; q < p.k; ++q)
+          want += decode(p.dtype, &arrived[size_t(i * p.k + q) * 2]) *
+                  decode(p.dtype, &b[size_t(q * p.n + j) * 2]);
+        EXPECT_EQ(p.reference(r, i, j), want);
+      }
+    }
+  }
+  // Combine multiplies the rank's own A, as reduce-scatter does.
+  p.side = planner::AllToAllSide::Combine;
+  EXPECT_TRUE(p.combines());
+  EXPECT_EQ(p.gemmA(1, 4, 2), p.a(1, 4, 2));
+}
+
 TEST(RankProblem, OneRankMustDeliverItsInputExactly) {
   RankProblem p{Collective::AllReduce, 4, 4, 8, 1, OVERLAP_BF16, 3};
   ExpectedElement e = expectedSum(p, 0, 0.8125, 1, 2);

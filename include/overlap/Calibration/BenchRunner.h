@@ -16,6 +16,13 @@
 //   all-gather      tile t: one all-gather of its rows of the local A shard
 //                   into a packed buffer, then one strided-batched GEMM
 //                   writing its rows of every block of C
+//   all-to-all      one expert per rank (--side). Dispatch: tile t packs
+//                   its rows of every block of A (block j goes to rank j),
+//                   exchanges them into a packed buffer, then one
+//                   strided-batched GEMM writes its rows of every block of
+//                   C, as all-gather. Combine: as reduce-scatter up to the
+//                   exchange, which sends block j of the tile's buffer to
+//                   rank j, into the tile's rows of the result
 // on one of two legs: NCCL's collective on the world, or the copy-engine
 // stand-in (each tile's ring wire bytes copied device -> pinned host). The
 // tiles are enqueued interleaved (TileSchedule.h). checkRun runs a layout
@@ -62,19 +69,42 @@ struct BenchRunner {
   int64_t me;    ///< this rank in the group (0 on the copy-engine leg)
   planner::TileLayout whole, plan;
   int64_t key; ///< signal-set keys: key (serial) and key + 1 (overlapped)
+  /// All-to-all: which exchange (set after construction).
+  planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
   // A is M x K; for all-gather it is this rank's shard, M/G x K.
   void *a = nullptr, *b = nullptr, *c = nullptr, *c0 = nullptr;
   // Packed tiles: reduce-scatter's GEMM outputs (M x N), all-gather's
   // gathered A (M x K).
   void *packed = nullptr;
-  void *result = nullptr; ///< nccl: all-reduce M x N, reduce-scatter M/G x N
+  /// Dispatch: the tiles' rows of A's blocks, packed before each exchange.
+  void *send = nullptr;
+  /// nccl: all-reduce M x N, reduce-scatter M/G x N; combine (both legs):
+  /// M x N in packed order.
+  void *result = nullptr;
   char *mirror = nullptr; ///< copy-engine: pinned, laid out like its source
   void *extra = nullptr;  ///< copy-engine all-reduce: surplus wire bytes
   char *hostExtra = nullptr;
 
   bool gathers() const { return coll == planner::Collective::AllGather; }
-  /// Elements per row of what the collective moves: N, or K for all-gather.
-  int64_t commWidth() const { return gathers() ? s.k : s.n; }
+  bool dispatches() const {
+    return coll == planner::Collective::AllToAll &&
+           side == planner::AllToAllSide::Dispatch;
+  }
+  bool combines() const {
+    return coll == planner::Collective::AllToAll &&
+           side == planner::AllToAllSide::Combine;
+  }
+  /// The collective delivers the GEMM's input (all-gather, dispatch): it
+  /// produces, the GEMM consumes.
+  bool receivesA() const { return gathers() || dispatches(); }
+  /// The GEMM writes packed tile buffers that the collective sends
+  /// (reduce-scatter, combine).
+  bool packsOutput() const {
+    return coll == planner::Collective::ReduceScatter || combines();
+  }
+  /// Elements per row of what the collective moves: N, or K when it
+  /// delivers A.
+  int64_t commWidth() const { return receivesA() ? s.k : s.n; }
   char *at(void *base, int64_t row, int64_t width) const;
   /// The packed rows of tile t: for reduce-scatter its GEMM's output (C
   /// itself for a whole tile, whose packed order is C's), for all-gather
@@ -90,10 +120,13 @@ struct BenchRunner {
 
   /// Tile t's GEMM on the compute stream (`tag` names it in errors).
   void gemm(const planner::TileLayout &l, size_t t, int64_t tag);
-  /// Reduce-scatter: the tile's buffer starts as C's rows of the tile (the
+  /// Reduce-scatter and combine: the tile's buffer starts as C's rows of the tile (the
   /// copy overlap-decompose emits when C is not a fill), one kernel for all
   /// blocks.
   void packC(const planner::TileLayout &l, size_t t, int64_t tag);
+  /// Dispatch: the tile's rows of every block of A into `send`, on the
+  /// comm stream before the exchange (the pack overlap-decompose emits).
+  void packA(const planner::TileLayout &l, size_t t, int64_t tag);
   /// Tile t's collective (or its stand-in) on the comm stream.
   void collective(const planner::TileLayout &l, size_t t, int64_t tag);
   /// Tile t's GEMM for timing its two forms: `batched`, G matrices of

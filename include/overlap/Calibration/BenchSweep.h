@@ -15,6 +15,7 @@
 #define OVERLAP_CALIBRATION_BENCHSWEEP_H
 
 #include "overlap/Calibration/Arguments.h"
+#include "overlap/Planner/CostModel.h"
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TileLayout.h"
@@ -53,6 +54,9 @@ struct SweepOptions {
   int warmup = 5, iters = 20, inputSets = 3;
   std::optional<planner::Profile> profile;
   TileGemmMode tileGemm = TileGemmMode::None;
+  /// Which exchange an all-to-all run times (--side): dispatch (the tokens
+  /// before the experts' GEMM) or combine (its output after it).
+  planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
 
   bool nccl() const { return leg == "nccl"; }
 };

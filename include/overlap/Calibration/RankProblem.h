@@ -19,6 +19,7 @@
 #ifndef OVERLAP_CALIBRATION_RANKPROBLEM_H
 #define OVERLAP_CALIBRATION_RANKPROBLEM_H
 
+#include "overlap/Planner/CostModel.h"
 #include "overlap/Planner/TileLayout.h"
 #include "overlap/Runtime/overlap_runtime.h"
 
@@ -84,8 +85,21 @@ struct RankProblem {
   int64_t m, n, k, group;
   overlap_dtype dtype;
   uint64_t setSeed;
+  /// All-to-all (one expert per rank): which exchange. Dispatch: rank r's
+  /// A is M x K, block j (M/G rows) going to rank j, and its GEMM
+  /// multiplies what arrived (block r of every rank, in rank order).
+  /// Combine: its A is M x K and its GEMM's output goes back by blocks.
+  planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
 
   bool gathers() const { return collective == planner::Collective::AllGather; }
+  bool dispatches() const {
+    return collective == planner::Collective::AllToAll &&
+           side == planner::AllToAllSide::Dispatch;
+  }
+  bool combines() const {
+    return collective == planner::Collective::AllToAll &&
+           side == planner::AllToAllSide::Combine;
+  }
   /// Rows of one rank's own A.
   int64_t aRows() const { return gathers() ? m / group : m; }
   uint64_t seed(int64_t rank, Operand operand) const {
@@ -93,8 +107,9 @@ struct RankProblem {
   }
   /// Element (i, p) of `rank`'s own A.
   double a(int64_t rank, int64_t i, int64_t p) const;
-  /// Row `i` of the A that `rank`'s GEMM multiplies: its own, or for
-  /// all-gather row i of the gathered A (every rank's shard).
+  /// Row `i` of the A that `rank`'s GEMM multiplies: its own, for
+  /// all-gather row i of the gathered A (every rank's shard), for dispatch
+  /// row i of what arrived (rank i / (M/G)'s rows of block `rank`).
   double gemmA(int64_t rank, int64_t i, int64_t p) const;
   double b(int64_t rank, int64_t p, int64_t j) const;
   double c0(int64_t rank, int64_t i, int64_t j) const;
@@ -103,6 +118,9 @@ struct RankProblem {
   /// Every rank's shard of A in rank order (all-gather: what the gathered
   /// buffer holds, in row order), as bytes.
   std::vector<char> gatheredA() const;
+  /// Dispatch: what `rank` receives, block r of every rank's A in rank
+  /// order (M x K bytes, row order).
+  std::vector<char> dispatchedA(int64_t rank) const;
 };
 
 /// Whether `got` is within a GEMM's tolerance of its double reference.

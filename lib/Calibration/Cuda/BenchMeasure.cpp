@@ -29,6 +29,7 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
                 s,         coll,        o.nccl(),
                 o.ranks,   o.rank,      plan.whole,
                 plan.plan, keyBase += 2};
+  r.side = o.side;
   ShapeResult row;
   row.coll = coll;
   row.s = s;
@@ -53,6 +54,7 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
     uint64_t seed = uint64_t(set) * 7919 + uint64_t(s.m * 31 + s.n * 17 + s.k);
     // Every rank's inputs follow from the seed and its rank.
     RankProblem problem{coll, s.m, s.n, s.k, o.ranks, o.dtype, seed};
+    problem.side = o.side;
     Inputs in = makeInputs(problem, o.rank);
     r.upload(in);
     // Both variants run whatever the first found, so that every rank

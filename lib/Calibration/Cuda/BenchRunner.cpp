@@ -25,7 +25,12 @@ static const int compute = OVERLAP_STREAM_COMPUTE, comm = OVERLAP_STREAM_COMM;
 Inputs calibration::makeInputs(const RankProblem &p, int64_t me) {
   Inputs in;
   const size_t aBytes = size_t(p.aRows() * p.k) * elementBytes(p.dtype);
-  if (p.gathers()) {
+  if (p.dispatches()) {
+    // What the exchange delivers to this rank, in row order.
+    in.gathered = p.dispatchedA(me);
+    in.a = inputElements(p.dtype, p.seed(me, Operand::A),
+                         size_t(p.aRows() * p.k));
+  } else if (p.gathers()) {
     in.gathered = p.gatheredA();
     in.a.assign(in.gathered.begin() + ptrdiff_t(size_t(me) * aBytes),
                 in.gathered.begin() + ptrdiff_t(size_t(me + 1) * aBytes));
@@ -43,7 +48,7 @@ char *BenchRunner::at(void *base, int64_t row, int64_t width) const {
 }
 
 char *BenchRunner::tileBuffer(const TileLayout &l, size_t t) const {
-  if (coll == Collective::ReduceScatter && l.isWhole(t))
+  if (packsOutput() && l.isWhole(t))
     return static_cast<char *>(c);
   return at(packed, l[t].offset, commWidth());
 }
@@ -58,6 +63,19 @@ size_t BenchRunner::resultBytes() const {
                                            : size_t(s.m * s.n) * elt;
 }
 
+/// Which layout case a collective's tile GEMM follows: A in place and the
+/// output packed (reduce-scatter, combine), A packed and C in place
+/// (all-gather, dispatch), or both in place (all-reduce).
+enum class GemmCase { InPlace, PackedOutput, PackedInput };
+
+static GemmCase gemmCase(const BenchRunner &r) {
+  if (r.packsOutput())
+    return GemmCase::PackedOutput;
+  if (r.receivesA())
+    return GemmCase::PackedInput;
+  return GemmCase::InPlace;
+}
+
 size_t BenchRunner::packedBytes() const {
   return size_t(s.m * commWidth()) * elt;
 }
@@ -68,27 +86,25 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
   const void *aTile = nullptr;
   void *cTile = nullptr;
   int64_t strideA = 0, strideC = 0;
-  switch (coll) {
-  case Collective::AllReduce:
+  switch (gemmCase(*this)) {
+  case GemmCase::InPlace:
     aTile = at(a, sp.offset, s.k);
     cTile = at(c, sp.offset, s.n);
     break;
-  case Collective::ReduceScatter:
+  case GemmCase::PackedOutput:
     // A's rows of every block, a block apart; the output packed.
     aTile = at(a, sp.blockOffset, s.k);
     strideA = l.blockSize() * s.k;
     cTile = tileBuffer(l, t);
     strideC = sp.blockRows * s.n;
     break;
-  case Collective::AllGather:
-    // The gathered slices one after another; C's rows a block apart.
+  case GemmCase::PackedInput:
+    // The slices that arrived one after another; C's rows a block apart.
     aTile = tileBuffer(l, t);
     strideA = sp.blockRows * s.k;
     cTile = at(c, sp.blockOffset, s.n);
     strideC = l.blockSize() * s.n;
     break;
-  case Collective::AllToAll:
-    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
   }
   if (batch == 1)
     strideA = strideC = 0;
@@ -102,9 +118,10 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
 
 void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
   const TileSpan &sp = l[t];
-  const bool rs = coll == Collective::ReduceScatter;
-  // Reduce-scatter: A in place, the output into the packed buffer;
-  // all-gather: A from the gathered (packed) buffer, the output into C.
+  const bool rs = packsOutput();
+  // Reduce-scatter, combine: A in place, the output into the packed
+  // buffer; all-gather, dispatch: A from the packed buffer, the output
+  // into C.
   void *aBase = rs ? a : packed, *cBase = rs ? packed : c;
   if (!batched) {
     check(ctx,
@@ -133,6 +150,15 @@ void BenchRunner::packC(const TileLayout &l, size_t t, int64_t tag) {
                      at(c, sp.blockOffset, s.n), l.slots(), sp.blockRows, s.n,
                      l.blockSize() * s.n, s.n, tileBuffer(l, t)),
         "overlap_pack");
+}
+
+void BenchRunner::packA(const TileLayout &l, size_t t, int64_t tag) {
+  const TileSpan &sp = l[t];
+  check(ctx,
+        overlap_pack(ctx, comm, tag, int64_t(elt), at(a, sp.blockOffset, s.k),
+                     l.slots(), sp.blockRows, s.k, l.blockSize() * s.k, s.k,
+                     at(send, sp.offset, s.k)),
+        "overlap_pack (dispatch)");
 }
 
 void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
@@ -193,18 +219,35 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
     copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
     return;
   }
-  case Collective::AllToAll:
-    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
+  case Collective::AllToAll: {
+    // Dispatch: the tile's packed rows of A (A itself for a whole tile,
+    // whose blocks are already contiguous) into the packed buffer.
+    // Combine: the tile's GEMM output into its rows of the result (packed
+    // order). Block j goes to rank j either way.
+    const char *src = dispatches()
+                          ? (l.isWhole(t) ? static_cast<const char *>(a)
+                                          : at(send, sp.offset, s.k))
+                          : tileBuffer(l, t);
+    char *dst = dispatches() ? tileBuffer(l, t) : at(result, sp.offset, s.n);
+    if (nccl) {
+      check(ctx,
+            overlap_all_to_all(ctx, comm, tag, nullptr, dtype, src, dst,
+                               sp.blockRows * commWidth()),
+            "overlap_all_to_all");
+      return;
+    }
+    // This rank's own block stays (device -> device); the G - 1 others
+    // leave it: their bytes go to the host.
+    copy(dst + size_t(me) * slice, src + size_t(me) * slice, slice);
+    copy(mirror + packedOffset(l, t, 1), src + slice, wire);
+    return;
+  }
   }
 }
 
-int BenchRunner::producer() const {
-  return collectiveProduces(coll) ? comm : compute;
-}
+int BenchRunner::producer() const { return receivesA() ? comm : compute; }
 
-int BenchRunner::consumer() const {
-  return collectiveProduces(coll) ? compute : comm;
-}
+int BenchRunner::consumer() const { return receivesA() ? compute : comm; }
 
 namespace {
 
@@ -217,11 +260,13 @@ public:
       : r(r), l(l), sigs(sigs) {}
 
   void produce(size_t t) override {
-    if (collectiveProduces(r.coll)) {
+    if (r.receivesA()) {
+      if (r.dispatches() && !l.isWhole(t))
+        r.packA(l, t, tag(t));
       r.collective(l, t, tag(t));
       return;
     }
-    if (r.coll == Collective::ReduceScatter && !l.isWhole(t))
+    if (r.packsOutput() && !l.isWhole(t))
       r.packC(l, t, tag(t));
     r.gemm(l, t, tag(t));
   }
@@ -233,7 +278,7 @@ public:
     check(r.ctx, overlap_wait(r.ctx, r.consumer(), sigs, int32_t(t)), "wait");
   }
   void consume(size_t t) override {
-    if (collectiveProduces(r.coll))
+    if (r.receivesA())
       r.gemm(l, t, tag(t));
     else
       r.collective(l, t, tag(t));
@@ -265,7 +310,9 @@ void BenchRunner::allocate() {
   check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c0), "alloc C0");
   if (coll != Collective::AllReduce)
     check(ctx, overlap_alloc(ctx, packedBytes(), &packed), "alloc packed");
-  if (nccl && !gathers())
+  if (dispatches())
+    check(ctx, overlap_alloc(ctx, packedBytes(), &send), "alloc send");
+  if ((nccl && !receivesA()) || combines())
     check(ctx, overlap_alloc(ctx, resultBytes(), &result), "alloc result");
   if (nccl)
     return;
@@ -282,11 +329,11 @@ void BenchRunner::allocate() {
 }
 
 void BenchRunner::release() {
-  for (void *p : {a, b, c, c0, packed, result, extra})
+  for (void *p : {a, b, c, c0, packed, send, result, extra})
     overlap_free(ctx, p);
   cudaFreeHost(mirror);
   cudaFreeHost(hostExtra);
-  a = b = c = c0 = packed = result = extra = nullptr;
+  a = b = c = c0 = packed = send = result = extra = nullptr;
   mirror = hostExtra = nullptr;
 }
 

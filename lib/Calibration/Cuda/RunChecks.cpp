@@ -87,6 +87,50 @@ static std::string checkSum(const BenchRunner &r, const TileLayout &l,
   return "";
 }
 
+/// What the nccl leg's combine delivered on this rank: slot j of tile t
+/// (in the result's packed order) is rank j's GEMM output of the tile's
+/// rows of block `me`. This rank's own slot is its own output (`input`,
+/// packed like the result) bit for bit; the others' sampled elements lie
+/// within a GEMM's tolerance of their double references, and none is left
+/// poisoned. Returns "" or what is wrong.
+static std::string checkCombined(const BenchRunner &r, const TileLayout &l,
+                                 const std::vector<char> &result,
+                                 const std::vector<char> &input,
+                                 bool inputPacked, const RankProblem &problem,
+                                 std::mt19937_64 &rng) {
+  const GemmShape &s = r.s;
+  const size_t rowBytes = size_t(s.n) * r.elt;
+  if (int64_t bad = firstNaN(r.dtype, result.data(), result.size() / r.elt);
+      bad >= 0)
+    return "the all-to-all's output (" + std::to_string(bad / s.n) + ", " +
+           std::to_string(bad % s.n) + ") is NaN (never written?)";
+  for (size_t t = 0; t < l.size(); ++t) {
+    for (int64_t w = 0; w < l[t].blockRows; ++w) {
+      int64_t own = l.packedRow(t, r.me, w);
+      int64_t from = inputPacked ? own : l.globalRow(t, r.me, w);
+      if (std::memcmp(&result[size_t(own) * rowBytes],
+                      &input[size_t(from) * rowBytes], rowBytes))
+        return "tile " + std::to_string(t) + ": this rank's own block of the "
+               "all-to-all's output differs from its GEMM's output";
+    }
+    for (int sample = 0; sample < 16 && r.group > 1; ++sample) {
+      int64_t slot = int64_t(rng() % uint64_t(l.slots()));
+      int64_t w = int64_t(rng() % uint64_t(l[t].blockRows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      // Rank `slot` sent its rows of block `me`.
+      double ref = problem.reference(slot, l.globalRow(t, r.me, w), j);
+      double got = elementAt(result, r.dtype,
+                             size_t(l.packedRow(t, slot, w) * s.n + j));
+      if (!gemmAccepts(r.dtype, got, ref))
+        return "tile " + std::to_string(t) + ": the all-to-all's output "
+               "from rank " + std::to_string(slot) + " (row " +
+               std::to_string(w) + ", column " + std::to_string(j) + ") = " +
+               std::to_string(got) + ", its reference " + std::to_string(ref);
+    }
+  }
+  return "";
+}
+
 std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
                                   int64_t key, const Inputs &in,
                                   const RankProblem &problem, uint64_t seed) {
@@ -94,7 +138,7 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
   const GemmShape &s = r.s;
   const size_t elt = r.elt, cBytes = size_t(s.m * s.n) * elt;
   const size_t packedBytes = r.packedBytes();
-  const bool rs = r.coll == Collective::ReduceScatter;
+  const bool rs = r.packsOutput();
   check(ctx, overlap_memcpy(ctx, compute, -1, r.c, r.c0, cBytes), "reset C");
   // What the run must write starts as NaN (0xff bytes) in every type.
   std::vector<char> poison(std::max(cBytes, packedBytes), char(0xff));
@@ -110,11 +154,12 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
         ctx,
         overlap_memcpy(ctx, compute, -1, r.packed, poison.data(), packedBytes),
         "poison");
-  // All-gather: the slots the collective writes start poisoned: every slot
-  // on the nccl leg; on the copy-engine leg this rank's own, the others
-  // holding the other ranks' rows (what they would send) as inputs.
+  // All-gather and dispatch: the slots the collective writes start
+  // poisoned: every slot on the nccl leg; on the copy-engine leg this
+  // rank's own, the others holding the other ranks' rows (what they would
+  // send) as inputs.
   std::vector<char> gathered;
-  if (r.gathers()) {
+  if (r.receivesA()) {
     gathered.resize(packedBytes);
     planner::arrangeRows(l, in.gathered.data(), size_t(s.k) * elt,
                          gathered.data());
@@ -196,7 +241,44 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
                  ": the bytes copied to the host differ from its buffer";
     break;
   case Collective::AllToAll:
-    llvm_unreachable("overlap-bench refuses all-to-all at its arguments");
+    if (r.dispatches()) {
+      if (packedGot != gathered)
+        return "the exchanged A differs from every rank's rows of this "
+               "rank's block";
+      if (!r.nccl) {
+        // The stand-in sent the tiles' packed rows of A's other blocks.
+        std::vector<char> sent(packedBytes);
+        planner::arrangeRows(l, in.a.data(), size_t(s.k) * elt, sent.data());
+        for (size_t t = 0; t < l.size(); ++t)
+          if (!sameBytes(sent, r.mirror, r.packedOffset(l, t, 1),
+                         wireOf(t, s.k)))
+            return "tile " + std::to_string(t) +
+                   ": the bytes copied to the host differ from A's rows";
+      }
+      break;
+    }
+    if (r.nccl) {
+      std::string bad =
+          checkCombined(r, l, resultGot, out, outPacked, problem, rng);
+      if (!bad.empty())
+        return bad;
+      break;
+    }
+    for (size_t t = 0; t < l.size(); ++t) {
+      const size_t own = r.packedOffset(l, t, r.me);
+      const size_t slice = size_t(l[t].blockRows * s.n) * elt;
+      // A whole tile's output is C in row order, which is its packed order.
+      if (!std::equal(out.begin() + ptrdiff_t(own),
+                      out.begin() + ptrdiff_t(own + slice),
+                      resultGot.begin() + ptrdiff_t(own)))
+        return "tile " + std::to_string(t) +
+               ": this rank's own block of the exchange differs from its "
+               "GEMM's output";
+      if (!sameBytes(out, r.mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
+        return "tile " + std::to_string(t) +
+               ": the bytes copied to the host differ from its buffer";
+    }
+    break;
   }
 
   // The GEMM part of every tile: sampled elements (every slot, random rows

@@ -368,6 +368,50 @@ static LogicalResult verifyTokenBlocks(Operation *op, StringRef what,
   return success();
 }
 
+namespace {
+/// A tensor of an all-to-all fused op and how messages name it.
+struct NamedType {
+  RankedTensorType type;
+  StringRef name;
+};
+} // namespace
+
+/// Symbol checks of both all-to-all fused ops: the tokens divide into the
+/// group's blocks, and in the rank-3 form `spread` ((G E) x Cap x ..., laid
+/// out by the rank each expert lives on: A for dispatch, the result for
+/// combine) and `byExpert` (E x (G Cap) x ...: C for dispatch, A for
+/// combine) agree with the group size; plan tiles divide by the G x E
+/// blocks.
+static LogicalResult verifyExpertGroup(Operation *op, FlatSymbolRefAttr grid,
+                                       ArrayRef<int16_t> axes,
+                                       SymbolTableCollection &symbolTable,
+                                       RankedTensorType a, NamedType spread,
+                                       NamedType byExpert,
+                                       int64_t plannedRows) {
+  FailureOr<shard::GridOp> gridOp = verifyGroup(op, grid, axes, symbolTable);
+  if (failed(gridOp))
+    return failure();
+  int64_t group = getGroupSize(*gridOp, axes);
+  int64_t experts = 1;
+  if (a.getRank() == 2) {
+    if (failed(verifyTokenBlocks(op, "token rows of A", a.getDimSize(0),
+                                 group)))
+      return failure();
+  } else {
+    experts = byExpert.type.getDimSize(0);
+    if (failed(verifyGroupScaled(
+            op, (spread.name + "'s expert count (dimension 0)").str(),
+            spread.type.getDimSize(0), group, experts, "experts per rank")) ||
+        failed(verifyGroupScaled(
+            op, (byExpert.name + "'s tokens per expert (dimension 1)").str(),
+            byExpert.type.getDimSize(1), group, spread.type.getDimSize(1),
+            (spread.name + "'s capacity (dimension 1)").str())))
+      return failure();
+  }
+  return verifyPlanTiles(op, plannedRows, mulStatic(group, experts), true,
+                         "the (rank, expert) blocks");
+}
+
 LogicalResult AllToAllMatmulOp::verify() {
   RankedTensorType a = getA().getType(), b = getB().getType(),
                    c = getC().getType(), r = getResult().getType();
@@ -395,29 +439,9 @@ int64_t AllToAllMatmulOp::getPlannedRows() {
 
 LogicalResult
 AllToAllMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
-    return failure();
-  int64_t group = getGroupSize(*grid, getGridAxes());
-  RankedTensorType a = getA().getType(), c = getC().getType();
-  int64_t experts = 1;
-  if (a.getRank() == 2) {
-    if (failed(verifyTokenBlocks(*this, "token rows of A", a.getDimSize(0),
-                                 group)))
-      return failure();
-  } else {
-    experts = c.getDimSize(0);
-    if (failed(verifyGroupScaled(*this, "A's expert count (dimension 0)",
-                                 a.getDimSize(0), group, experts,
-                                 "experts per rank")) ||
-        failed(verifyGroupScaled(*this, "C's tokens per expert (dimension 1)",
-                                 c.getDimSize(1), group, a.getDimSize(1),
-                                 "A's capacity (dimension 1)")))
-      return failure();
-  }
-  return verifyPlanTiles(*this, getPlannedRows(), mulStatic(group, experts),
-                         true, "the (rank, expert) blocks");
+  return verifyExpertGroup(*this, getGridAttr(), getGridAxes(), symbolTable,
+                           getA().getType(), {getA().getType(), "A"},
+                           {getC().getType(), "C"}, getPlannedRows());
 }
 
 LogicalResult MatmulAllToAllOp::verify() {
@@ -450,30 +474,9 @@ int64_t MatmulAllToAllOp::getPlannedRows() {
 
 LogicalResult
 MatmulAllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
-    return failure();
-  int64_t group = getGroupSize(*grid, getGridAxes());
-  RankedTensorType a = getA().getType(), r = getResult().getType();
-  int64_t experts = 1;
-  if (a.getRank() == 2) {
-    if (failed(verifyTokenBlocks(*this, "token rows of A", a.getDimSize(0),
-                                 group)))
-      return failure();
-  } else {
-    experts = a.getDimSize(0);
-    if (failed(verifyGroupScaled(*this,
-                                 "the result's expert count (dimension 0)",
-                                 r.getDimSize(0), group, experts,
-                                 "experts per rank")) ||
-        failed(verifyGroupScaled(*this, "A's tokens per expert (dimension 1)",
-                                 a.getDimSize(1), group, r.getDimSize(1),
-                                 "the result's capacity (dimension 1)")))
-      return failure();
-  }
-  return verifyPlanTiles(*this, getPlannedRows(), mulStatic(group, experts),
-                         true, "the (rank, expert) blocks");
+  return verifyExpertGroup(*this, getGridAttr(), getGridAxes(), symbolTable,
+                           getA().getType(), {getResult().getType(), "the result"},
+                           {getA().getType(), "A"}, getPlannedRows());
 }
 
 //===----------------------------------------------------------------------===//

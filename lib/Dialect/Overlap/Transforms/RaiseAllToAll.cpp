@@ -101,15 +101,26 @@ std::string checkGroup(shard::AllToAllOp a2a) {
 }
 
 /// Dispatch: why `a2a` and the matmul that consumes its result cannot
-/// fuse; empty when they can. Sets `matmul`.
+/// fuse; empty when they can (`matmul` set) or when no matmul uses its
+/// result (`matmul` not set). Sets `matmul` when one does.
 std::string whyNotDispatch(shard::AllToAllOp a2a, ExpertMatmul &matmul) {
-  if (!a2a->hasOneUse())
-    return "its result has other users than one matmul";
-  OpOperand &use = *a2a->getUses().begin();
-  matmul = asExpertMatmul(use.getOwner());
-  if (!matmul || use.getOperandNumber() != 0)
+  // The matmul that takes the tokens as its left operand; failing that,
+  // one that takes them otherwise (the reason names it).
+  bool tokens = false;
+  for (OpOperand &use : a2a->getUses()) {
+    ExpertMatmul m = asExpertMatmul(use.getOwner());
+    if (!m || (matmul && (tokens || use.getOperandNumber() != 0)))
+      continue;
+    matmul = m;
+    tokens = use.getOperandNumber() == 0;
+  }
+  if (!matmul)
+    return "";
+  if (!tokens)
     return "its result is not the left operand (tokens) of a linalg.matmul "
            "or linalg.batch_matmul";
+  if (!a2a->hasOneUse())
+    return "its result has other users than one matmul";
   if (!matmul.whyNot.empty())
     return matmul.whyNot;
   if (std::string why = checkAxes(a2a, matmul.rank, true); !why.empty())
@@ -147,8 +158,9 @@ std::string mlir::overlap::whyAllToAllNotRaised(Operation *op) {
   std::string combine = whyNotCombine(a2a, matmul);
   if (combine.empty() || matmul)
     return combine;
-  std::string dispatch = whyNotDispatch(a2a, matmul);
-  if (dispatch.empty() || matmul)
+  ExpertMatmul consumer;
+  std::string dispatch = whyNotDispatch(a2a, consumer);
+  if (consumer)
     return dispatch;
   return "it neither consumes the result of the experts' matmul "
          "(linalg.matmul or linalg.batch_matmul: combine) nor feeds its "
@@ -173,7 +185,7 @@ void mlir::overlap::raiseAllToAll(RewriterBase &rewriter, Operation *root) {
       continue;
     }
     ExpertMatmul consumer;
-    if (whyNotDispatch(a2a, consumer).empty()) {
+    if (whyNotDispatch(a2a, consumer).empty() && consumer) {
       rewriter.setInsertionPoint(consumer.op);
       auto fused = AllToAllMatmulOp::create(
           rewriter, consumer.op->getLoc(), consumer.result.getType(),

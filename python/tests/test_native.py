@@ -113,3 +113,106 @@ def test_libraries_found_through_an_installation_on_path(monkeypatch, tmp_path):
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     assert native.library_dirs()[-1] == tmp_path / "lib"
+
+
+# Expert parallelism (issue 15).
+
+#: A slow device and a slower link (invented numbers, as the integration
+#: tests' slow-link profile), so that optimal and mc2 split into tiles.
+SLOW_LINK = {
+    "name": "slow-link", "description": "test profile, no hardware",
+    "provenance": "invented for tests",
+    "device": {"name": "host test device", "sm_count": 8, "comm_sms": 1,
+               "gemm_tile": [128, 128],
+               "peak_tflops": {"f16": 2.0, "bf16": 2.0, "f32": 1.0},
+               "memory_bandwidth_gbps": 50},
+    "gemm": {"latency_us": 5, "roofline": {"efficiency": 1.0}},
+    "collectives": {"all-to-all": [{
+        "ranks": 4, "x_unit": "MiB", "latency_us": 10,
+        "curve": {"pieces": [{"from": 0, "to": None, "coeffs": [0, 400]}]}}]},
+    "contention": 1.1, "alignment": 128,
+}
+
+A2A = dict(kind="matmul", collective="all-to-all", m=3072, n=4096, k=4096,
+           ranks=4, dtype="f16")
+
+
+@pytest.fixture(scope="module")
+def moe(repo_root):
+    return (repo_root / "examples" / "moe.mlir").read_text()
+
+
+def test_plan_all_to_all_experts_in_process(host_api, tmp_path):
+    profile = tmp_path / "slow-link.json"
+    profile.write_text(json.dumps(SLOW_LINK))
+    for experts in (2, 3):
+        blocks = A2A["ranks"] * experts
+        for side in ("dispatch", "combine"):
+            for strategy in ("uniform:3", "optimal", "mc2"):
+                p = overlap.Plan.from_json(overlap.plan_json(dict(
+                    A2A, experts=experts, side=side, strategy=strategy,
+                    profile=str(profile))))
+                where = f"experts={experts} {side} {strategy}: {p.tiles}"
+                assert p.problem["experts"] == experts, where
+                assert p.problem["side"] == side, where
+                assert sum(p.tiles) == A2A["m"], where
+                assert all(t % blocks == 0 for t in p.tiles), where
+            # A tile takes tiles[i] / (ranks x experts) tokens of every
+            # block: several tiles, each a whole number of tokens per block.
+            assert len(p.tiles) > 1, where
+    # The field matters: three experts (12 blocks) align tiles to
+    # lcm(128, 12) = 384 rows, which one expert's 128-row tiles are not.
+    three = overlap.plan_json(dict(A2A, experts=3, strategy="uniform:3",
+                                   profile="h100-nvlink-datasheet"))
+    one = overlap.plan_json(dict(A2A, strategy="uniform:3",
+                                 profile="h100-nvlink-datasheet"))
+    assert all(t % 384 == 0 for t in three["tiles"][:-1]), three["tiles"]
+    assert any(t % 12 for t in one["tiles"]), one["tiles"]
+    assert one["problem"]["experts"] == 1
+
+
+def test_plan_experts_errors_name_the_field(host_api):
+    # Only all-to-all has experts: a bad request (2) naming the field.
+    for collective in ("all-gather", "all-reduce"):
+        with pytest.raises(overlap.PlanError, match='"experts"') as info:
+            overlap.plan_json(dict(A2A, collective=collective, experts=2))
+        assert info.value.returncode == 2
+        assert "all-to-all" in info.value.stderr
+    with pytest.raises(overlap.PlanError, match='"experts"'):
+        overlap.plan_json(dict(A2A, experts=0))
+    # M must split into ranks x experts equal blocks: 3004 rows split into
+    # 4 ranks' blocks, not into 12.
+    with pytest.raises(overlap.PlanError,
+                       match="M divisible by ranks x experts") as info:
+        overlap.plan_json(dict(A2A, m=3004, experts=3,
+                               profile="h100-nvlink-datasheet"))
+    assert "experts = 3" in info.value.stderr
+
+
+def test_compile_run_moe_against_unsplit(compiler_api, host_api, moe,
+                                         tmp_path):
+    prog = overlap.compile(moe, strategy="uniform:2",
+                           output=tmp_path / "moe.so")
+    assert prog.read_bytes()[:4] == b"\x7fELF"
+    # Dispatch and combine: M = 2 experts x 4 ranks x 64 tokens.
+    assert [p["tiles"] for p in prog.plans] == ["[256, 256]"] * 2
+    assert all(p["strategy"] == "uniform:2" for p in prog.plans)
+    ref = overlap.compile(moe, strategy="none", output=tmp_path / "ref.so")
+    assert [p["tiles"] for p in ref.plans] == ["[512]"] * 2
+    result = overlap.run(prog.path, reference=ref.path, ranks=4, seed=5)
+    assert result.ok, result.report + result.messages
+    assert "bit-identical: yes" in result.report
+    # The comparison can fail: the same layer with min instead of ReLU.
+    other = moe.replace("arith.maximumf", "arith.minimumf")
+    assert other != moe
+    bad = overlap.compile(other, strategy="uniform:2",
+                          output=tmp_path / "bad.so")
+    mismatch = overlap.run(bad.path, reference=ref.path, ranks=4, seed=5)
+    assert mismatch.status == 1, mismatch.report + mismatch.messages
+
+
+def test_compile_moe_to_mlir_calls_all_to_all(compiler_api, moe):
+    out = overlap.compile(moe, emit="mlir", strategy="uniform:2")
+    text = open(out.path).read()
+    # Two tiles of dispatch and two of combine: four exchanges.
+    assert text.count("llvm.call @overlap_all_to_all(") == 4, text[-2000:]

@@ -175,7 +175,8 @@ struct TilesModel
   /// (a copy somewhere in the tile, or another slice's value) is copied into
   /// the slice, so that bufferize() may take every slice's view as its
   /// final contents. All such values are copied out before any is copied
-  /// in: a value may be another slice's old contents.
+  /// in: a value may be another slice's old contents (a new allocation is
+  /// not, and is placed without the copy out).
   LogicalResult resolveConflicts(Operation *op, RewriterBase &rewriter,
                                  const AnalysisState &analysisState,
                                  const BufferizationState &state) const {
@@ -192,6 +193,15 @@ struct TilesModel
           tiles.getBodyBlock().getArgument(operand.getOperandNumber());
       if (analysisState.areEquivalentBufferizedValues(operand.get(), slice))
         continue;
+      // A value that bufferizes to a new allocation (a collective without
+      // a destination) is no slice's old contents: it goes into its slice
+      // as it is, without a copy out first.
+      if (auto producer = analysisState.getOptions().dynCastBufferizableOp(
+              operand.get());
+          producer && producer.bufferizesToAllocation(operand.get())) {
+        moved.push_back({&operand, operand.get()});
+        continue;
+      }
       FailureOr<Value> copy =
           allocateTensorForShapedValue(rewriter, yield.getLoc(), operand.get(),
                                        analysisState.getOptions(), state);

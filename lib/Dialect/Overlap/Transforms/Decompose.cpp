@@ -295,8 +295,9 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
 // ranks' q tokens. The rank-2 form is the rank-3 one with E = 1.
 
 /// Dispatch: A is (G E) x Cap x K (rank 2: (G Cap) x K), C is E x (G Cap)
-/// x N (rank 2: (G Cap) x N). The tile's tokens are packed, exchanged,
-/// and each expert's GEMM accumulates into its rows of C in place.
+/// x N (rank 2: (G Cap) x N). The tiles' tokens are packed (all before
+/// the tiles), each tile's exchanged, and each expert's GEMM accumulates
+/// into its rows of C in place.
 void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
                        const planner::TileLayout &layout, int64_t group) {
   TileBuilder tb(rewriter, op.getLoc());
@@ -311,6 +312,15 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
       one ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}
           : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
   Value c4 = tb.expand(op.getC(), {e, group, cap, n}, cGroups);
+  // Every tile's tokens are packed before any tile's GEMMs: the compute
+  // stream runs the packs first, so exchange t + 1 can start while the
+  // experts compute tile t (packed per tile, the pack of t + 1 would wait
+  // behind the GEMMs of t, and nothing would overlap).
+  SmallVector<Value> sends;
+  for (const planner::TileSpan &tile : layout.getSpans())
+    sends.push_back(tb.pack(tb.slice(a3, {0, tile.blockOffset, 0},
+                                     {group * e, tile.blockRows, k})));
+  size_t next = 0;
   Value acc = tb.tiles(
       c4, layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
@@ -319,8 +329,8 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
         sizes.append({e, group, tile.blockRows, n});
       },
       [&](const planner::TileSpan &tile, Value cTile) {
-        int64_t q = tile.blockRows, o = tile.blockOffset;
-        Value send = tb.pack(tb.slice(a3, {0, o, 0}, {group * e, q, k}));
+        int64_t q = tile.blockRows;
+        Value send = sends[next++];
         Value recv = AllToAllOp::create(rewriter, op.getLoc(), send.getType(),
                                         send, /*init=*/Value(),
                                         op.getGridAttr(), op.getGridAxesAttr())

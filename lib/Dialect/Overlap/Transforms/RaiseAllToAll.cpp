@@ -162,6 +162,11 @@ std::string mlir::overlap::whyAllToAllNotRaised(Operation *op) {
   std::string dispatch = whyNotDispatch(a2a, consumer);
   if (consumer)
     return dispatch;
+  if (a2a.getInput().getDefiningOp<AllToAllMatmulOp>())
+    return "its operand is the result of an overlap.all_to_all_matmul: the "
+           "experts' matmul between the two all-to-alls is fused with the "
+           "dispatch already, and a matmul fuses with one collective (an "
+           "activation or a second matmul between them gives each its own)";
   return "it neither consumes the result of the experts' matmul "
          "(linalg.matmul or linalg.batch_matmul: combine) nor feeds its "
          "tokens to one (dispatch)";

@@ -70,6 +70,20 @@ func.func @no_matmul(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 
 // -----
 
+// The dispatched tokens feed the experts' matmul and are returned too.
+shard.grid @ep(shape = 4)
+func.func @other_users(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %c: tensor<64x48xf32>) -> (tensor<64x48xf32>, tensor<64x32xf32>) {
+  // expected-error @+1 {{overlap-raise did not fuse it: its result has other users than one matmul}}
+  %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
+      : tensor<64x32xf32> -> tensor<64x32xf32>
+  %h = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
+                     outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %h, %t : tensor<64x48xf32>, tensor<64x32xf32>
+}
+// PIPELINE: error: 'shard.all_to_all' op {{.*}}: its result has other users than one matmul
+
+// -----
+
 // A combine that overlap-raise would fuse, when raise did not run.
 shard.grid @ep(shape = 4)
 func.func @not_raised_yet(%h: tensor<2x64x48xf32>, %w: tensor<2x48x32xf32>, %c: tensor<2x64x32xf32>) -> tensor<8x16x32xf32> {

@@ -231,6 +231,51 @@ func.func @uneven_combine(%h: tensor<2x6x48xf32>, %w: tensor<2x48x32xf32>, %c: t
   return %z : tensor<8x?x32xf32>
 }
 
+// The dispatched tokens are also returned: the fused op would not produce
+// them.
+// CHECK-LABEL: func.func @dispatch_other_users
+// CHECK: shard.all_to_all
+// CHECK: linalg.matmul
+func.func @dispatch_other_users(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %c: tensor<64x48xf32>) -> (tensor<64x48xf32>, tensor<64x32xf32>) {
+  // expected-remark @+1 {{not raised to a fused overlap op: its result has other users than one matmul}}
+  %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
+      : tensor<64x32xf32> -> tensor<64x32xf32>
+  %h = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
+                     outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %h, %t : tensor<64x48xf32>, tensor<64x32xf32>
+}
+
+// Two experts' matmuls take the same tokens; neither is fused.
+// CHECK-LABEL: func.func @dispatch_two_matmuls
+// CHECK: shard.all_to_all
+// CHECK-COUNT-2: linalg.matmul
+func.func @dispatch_two_matmuls(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %c: tensor<64x48xf32>) -> (tensor<64x48xf32>, tensor<64x48xf32>) {
+  // expected-remark @+1 {{not raised to a fused overlap op: its result has other users than one matmul}}
+  %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
+      : tensor<64x32xf32> -> tensor<64x32xf32>
+  %h = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
+                     outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %g = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
+                     outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %h, %g : tensor<64x48xf32>, tensor<64x48xf32>
+}
+
+// The tokens are the right operand of one matmul and the left operand of
+// another: the left use is found, and the other use refuses it.
+// CHECK-LABEL: func.func @dispatch_left_and_right
+// CHECK: shard.all_to_all
+// CHECK-COUNT-2: linalg.matmul
+func.func @dispatch_left_and_right(%x: tensor<32x32xf32>, %a: tensor<16x32xf32>, %c1: tensor<16x32xf32>, %c2: tensor<32x32xf32>) -> (tensor<16x32xf32>, tensor<32x32xf32>) {
+  // expected-remark @+1 {{not raised to a fused overlap op: its result has other users than one matmul}}
+  %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
+      : tensor<32x32xf32> -> tensor<32x32xf32>
+  %r = linalg.matmul ins(%a, %t : tensor<16x32xf32>, tensor<32x32xf32>)
+                     outs(%c1 : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %l = linalg.matmul ins(%t, %x : tensor<32x32xf32>, tensor<32x32xf32>)
+                     outs(%c2 : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %r, %l : tensor<16x32xf32>, tensor<32x32xf32>
+}
+
 // CHECK-LABEL: func.func @combine_other_users
 // CHECK: linalg.matmul
 // CHECK: shard.all_to_all
@@ -360,7 +405,7 @@ func.func @integer(%h: tensor<64x48xi32>, %w: tensor<48x32xi32>, %c: tensor<64x3
 }
 
 // One matmul between two all-to-alls is fused once: the first all-to-all
-// (dispatch) takes it, and the second is left with a remark.
+// (dispatch) takes it, and the second is left with a remark that says so.
 // CHECK-LABEL: func.func @one_matmul_two_exchanges
 // CHECK: %[[R:.*]] = overlap.all_to_all_matmul
 // CHECK-NEXT: shard.all_to_all %[[R]]
@@ -370,7 +415,7 @@ func.func @one_matmul_two_exchanges(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>
   // expected-remark @+1 {{raised to overlap.all_to_all_matmul}}
   %h = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
                      outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
-  // expected-remark @+1 {{not raised to a fused overlap op}}
+  // expected-remark @+1 {{not raised to a fused overlap op: its operand is the result of an overlap.all_to_all_matmul: the experts' matmul between the two all-to-alls is fused with the dispatch already, and a matmul fuses with one collective (an activation or a second matmul between them gives each its own)}}
   %z = shard.all_to_all %h on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
       : tensor<64x48xf32> -> tensor<64x48xf32>
   return %z : tensor<64x48xf32>

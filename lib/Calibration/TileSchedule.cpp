@@ -21,6 +21,7 @@ void calibration::enqueueInterleaved(size_t tiles, TileSteps &steps) {
   }
 }
 
-bool calibration::collectiveProduces(planner::Collective collective) {
-  return collective == planner::Collective::AllGather;
+bool calibration::collectiveProduces(planner::Collective collective,
+                                     planner::AllToAllSide side) {
+  return planner::exchangesInput(collective, side);
 }

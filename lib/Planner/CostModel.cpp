@@ -47,10 +47,15 @@ StringRef overlap::planner::toString(AllToAllSide side) {
   return side == AllToAllSide::Dispatch ? "dispatch" : "combine";
 }
 
+bool overlap::planner::exchangesInput(Collective collective,
+                                      AllToAllSide side) {
+  return collective == Collective::AllGather ||
+         (collective == Collective::AllToAll &&
+          side == AllToAllSide::Dispatch);
+}
+
 bool overlap::planner::exchangesInput(const MatmulProblem &problem) {
-  return problem.collective == Collective::AllGather ||
-         (problem.collective == Collective::AllToAll &&
-          problem.side == AllToAllSide::Dispatch);
+  return exchangesInput(problem.collective, problem.side);
 }
 
 std::string overlap::planner::describeCollective(const MatmulProblem &problem) {

@@ -142,9 +142,6 @@ static std::optional<int64_t> parsePositive(StringRef s) {
   return v;
 }
 
-/// Rounded for output: µs to the nanosecond.
-static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
-
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//

@@ -33,24 +33,10 @@ std::string shipped(llvm::StringRef name) {
 /// Every collective: 0.25 µs per row of the tile, measured at 8 ranks. No
 /// contention, so that timelines can be worked out by hand.
 Profile linearProfile(double perRow, double latency) {
-  Profile p;
-  p.source = "linear";
+  // x = rows of an f16 row of 8192.
+  Profile p = linearCurvesProfile(8192, 8192, perRow, 8192.0 * 2, 0, 0.25);
   p.gemmLatencyUs = latency;
   p.computeContention = p.commContention = 1.0;
-  GemmCurve g;
-  g.n = 8192;
-  g.k = 8192;
-  g.curve = Curve::piecewise({{0, INFINITY, {0, perRow}}});
-  p.gemmCurves.push_back(g);
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather}) {
-    CommCurve cc;
-    cc.collective = c;
-    cc.ranks = 8;
-    cc.bytesPerUnit = 8192.0 * 2; // x = rows
-    cc.curve = Curve::piecewise({{0, INFINITY, {0, 0.25}}});
-    p.commCurves.push_back(cc);
-  }
   return p;
 }
 

@@ -36,22 +36,7 @@ bool contains(const std::string &s, llvm::StringRef part) {
 /// MiB, for the three collectives measured at 8 ranks.
 Profile linearProfile(int64_t n, int64_t k, double gemmPerRow,
                       double commPerMiB) {
-  Profile p;
-  p.source = "linear";
-  GemmCurve g;
-  g.n = n;
-  g.k = k;
-  g.curve = Curve::piecewise({{0, INFINITY, {0, gemmPerRow}}});
-  p.gemmCurves.push_back(g);
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather}) {
-    CommCurve cc;
-    cc.collective = c;
-    cc.ranks = 8;
-    cc.bytesPerUnit = 1 << 20;
-    cc.curve = Curve::piecewise({{0, INFINITY, {10, commPerMiB}}});
-    p.commCurves.push_back(cc);
-  }
+  Profile p = linearCurvesProfile(n, k, gemmPerRow, 1 << 20, 10, commPerMiB);
   p.device.smCount = 132;
   p.device.gemmTile = {128, 256};
   p.device.peakFlops[static_cast<int>(DType::F16)] = 989e12;

@@ -7,15 +7,43 @@
 #ifndef OVERLAP_UNITTESTS_PLANNER_TESTHELPERS_H
 #define OVERLAP_UNITTESTS_PLANNER_TESTHELPERS_H
 
+#include "overlap/Planner/Profile.h"
+
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <string>
 #include <system_error>
 
 namespace overlap {
 namespace planner {
 namespace testing_helpers {
+
+/// Linear curves: one GEMM curve for (n, k) of `gemmPerRow` µs per row,
+/// and all-reduce, reduce-scatter and all-gather measured at 8 ranks,
+/// `commLatency + commPerUnit x` µs for x units of `bytesPerUnit` bytes.
+inline Profile linearCurvesProfile(int64_t n, int64_t k, double gemmPerRow,
+                                   double bytesPerUnit, double commLatency,
+                                   double commPerUnit) {
+  Profile p;
+  p.source = "linear";
+  GemmCurve g;
+  g.n = n;
+  g.k = k;
+  g.curve = Curve::piecewise({{0, INFINITY, {0, gemmPerRow}}});
+  p.gemmCurves.push_back(g);
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
+                       Collective::AllGather}) {
+    CommCurve cc;
+    cc.collective = c;
+    cc.ranks = 8;
+    cc.bytesPerUnit = bytesPerUnit;
+    cc.curve = Curve::piecewise({{0, INFINITY, {commLatency, commPerUnit}}});
+    p.commCurves.push_back(cc);
+  }
+  return p;
+}
 
 /// The message of a failed Expected, or "" (and a test failure) when it
 /// succeeded.

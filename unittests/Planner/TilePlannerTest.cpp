@@ -34,23 +34,9 @@ int64_t sum(const std::vector<int64_t> &v) {
 /// Linear GEMM and comm costs: `gemmPerRow` µs per row, `commPerRow` µs
 /// per row of an N = K = 8192 f16 tile, for all three collectives.
 Profile linearProfile(double gemmPerRow, double commPerRow) {
-  Profile p;
-  p.source = "linear";
-  GemmCurve g;
-  g.n = 8192;
-  g.k = 8192;
-  g.curve = Curve::piecewise({{0, INFINITY, {0, gemmPerRow}}});
-  p.gemmCurves.push_back(g);
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather}) {
-    CommCurve cc;
-    cc.collective = c;
-    cc.ranks = 8;
-    cc.bytesPerUnit = 8192.0 * 2; // x = rows
-    cc.curve = Curve::piecewise({{0, INFINITY, {0, commPerRow}}});
-    p.commCurves.push_back(cc);
-  }
-  return p;
+  // x = rows of an f16 row of 8192.
+  return linearCurvesProfile(8192, 8192, gemmPerRow, 8192.0 * 2, 0,
+                             commPerRow);
 }
 
 TEST(TilePlanner, Mc2WorkedExample) {

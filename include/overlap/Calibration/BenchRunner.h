@@ -35,6 +35,7 @@
 
 #include "overlap/Calibration/Arguments.h"
 #include "overlap/Calibration/RankProblem.h"
+#include "overlap/Calibration/TileSchedule.h"
 #include "overlap/Planner/TileLayout.h"
 #include "overlap/Runtime/overlap_runtime.h"
 
@@ -96,7 +97,7 @@ struct BenchRunner {
   }
   /// The collective delivers the GEMM's input (all-gather, dispatch): it
   /// produces, the GEMM consumes.
-  bool receivesA() const { return gathers() || dispatches(); }
+  bool receivesA() const { return collectiveProduces(coll, side); }
   /// The GEMM writes packed tile buffers that the collective sends
   /// (reduce-scatter, combine).
   bool packsOutput() const {

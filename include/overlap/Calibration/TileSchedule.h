@@ -19,7 +19,7 @@
 #ifndef OVERLAP_CALIBRATION_TILESCHEDULE_H
 #define OVERLAP_CALIBRATION_TILESCHEDULE_H
 
-#include "overlap/Planner/Profile.h"
+#include "overlap/Planner/CostModel.h"
 
 #include <cstddef>
 
@@ -44,9 +44,12 @@ public:
 /// signal, wait, consume.
 void enqueueInterleaved(size_t tiles, TileSteps &steps);
 
-/// Whether the collective produces and the GEMM consumes (all-gather: the
-/// GEMM needs the gathered rows), rather than the reverse.
-bool collectiveProduces(planner::Collective collective);
+/// Whether the collective produces and the GEMM consumes (all-gather and
+/// all-to-all dispatch: the GEMM needs the rows that arrive), rather than
+/// the reverse: planner::exchangesInput. `side` is read for all-to-all only.
+bool collectiveProduces(
+    planner::Collective collective,
+    planner::AllToAllSide side = planner::AllToAllSide::Dispatch);
 
 } // namespace calibration
 } // namespace overlap

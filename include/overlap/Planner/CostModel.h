@@ -57,6 +57,8 @@ struct MatmulProblem {
 /// dispatch: the pipeline runs comm then compute) rather than taking its
 /// output.
 bool exchangesInput(const MatmulProblem &problem);
+/// The same for a collective and, for all-to-all, its side.
+bool exchangesInput(Collective collective, AllToAllSide side);
 /// "all-gather", or "all-to-all (dispatch)" where the side matters.
 std::string describeCollective(const MatmulProblem &problem);
 

@@ -126,10 +126,7 @@ public:
           cast<MemRefType>(ag.getInput().getType()).getNumElements());
     if (auto a2a = dyn_cast<AllToAllOp>(op)) {
       // The runtime's count is per peer: one of the G blocks.
-      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
-          op, a2a.getGridAttr());
-      int64_t group = grid ? getGroupSize(grid, a2a.getGridAxes())
-                           : ShapedType::kDynamic;
+      int64_t group = groupSizeOf(op, symbols);
       auto type = cast<MemRefType>(a2a.getInput().getType());
       if (ShapedType::isDynamic(group) || !type.hasStaticShape() ||
           type.getNumElements() % group != 0)

@@ -55,6 +55,16 @@ int64_t mlir::overlap::getGroupSize(shard::GridOp grid,
   return size;
 }
 
+int64_t mlir::overlap::groupSizeOf(Operation *op,
+                                   SymbolTableCollection &symbols) {
+  auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  if (!gridSym || !axes)
+    return ShapedType::kDynamic;
+  auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+  return grid ? getGroupSize(grid, axes.asArrayRef()) : ShapedType::kDynamic;
+}
+
 FailureOr<shard::GridOp>
 mlir::overlap::verifyGroup(Operation *op, FlatSymbolRefAttr gridSymbol,
                            ArrayRef<int16_t> gridAxes,

@@ -294,6 +294,44 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
 // blocks of q tokens, and per expert one strided-batched GEMM over the G
 // ranks' q tokens. The rank-2 form is the rank-3 one with E = 1.
 
+/// The sizes both all-to-all ops tile by: E experts per rank (1 in the
+/// rank-2 form), Cap tokens per block, K and N.
+struct ExpertDims {
+  ExpertDims(Operation *op, const planner::TileLayout &layout)
+      : one(cast<RankedTensorType>(op->getOperand(0).getType()).getRank() ==
+            2),
+        e(getExpertsPerRank(op)), cap(layout.blockSize()),
+        k(cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back()),
+        n(cast<RankedTensorType>(op->getOperand(1).getType())
+              .getShape()
+              .back()) {}
+
+  /// An expert-major E x (G Cap) x W tensor (rank 2: (G Cap) x W) as
+  /// E x G x Cap x W.
+  SmallVector<ReassociationIndices> expertMajorGroups() const {
+    if (one)
+      return {{0, 1, 2}, {3}};
+    return {{0}, {1, 2}, {3}};
+  }
+
+  /// Expert x's weight, K x N.
+  Value weight(TileBuilder &tb, Value b, int64_t x) const {
+    return one ? b : tb.reducedSlice(b, {x, 0, 0}, {1, k, n}, {k, n});
+  }
+
+  bool one;
+  int64_t e, cap, k, n;
+};
+
+/// One tile's exchange of `send` over the fused op's group.
+Value exchange(RewriterBase &rewriter, Operation *op, Value send) {
+  return AllToAllOp::create(rewriter, op->getLoc(), send.getType(), send,
+                            /*init=*/Value(),
+                            op->getAttrOfType<FlatSymbolRefAttr>("grid"),
+                            op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+      .getResult();
+}
+
 /// Dispatch: A is (G E) x Cap x K (rank 2: (G Cap) x K), C is E x (G Cap)
 /// x N (rank 2: (G Cap) x N). The tiles' tokens are packed (all before
 /// the tiles), each tile's exchanged, and each expert's GEMM accumulates
@@ -301,16 +339,11 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
 void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
                        const planner::TileLayout &layout, int64_t group) {
   TileBuilder tb(rewriter, op.getLoc());
-  RankedTensorType aType = op.getA().getType(), cType = op.getC().getType();
-  bool one = aType.getRank() == 2;
-  int64_t e = one ? 1 : cType.getDimSize(0), cap = layout.blockSize();
-  int64_t k = aType.getDimSize(aType.getRank() - 1);
-  int64_t n = cType.getDimSize(cType.getRank() - 1);
-  Value a3 = one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}})
-                 : op.getA();
-  SmallVector<ReassociationIndices> cGroups =
-      one ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}
-          : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
+  const ExpertDims d(op, layout);
+  const int64_t e = d.e, cap = d.cap, k = d.k, n = d.n;
+  Value a3 = d.one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}})
+                   : op.getA();
+  SmallVector<ReassociationIndices> cGroups = d.expertMajorGroups();
   Value c4 = tb.expand(op.getC(), {e, group, cap, n}, cGroups);
   // Every tile's tokens are packed before any tile's GEMMs: the compute
   // stream runs the packs first, so exchange t + 1 can start while the
@@ -331,19 +364,14 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
       [&](const planner::TileSpan &tile, Value cTile) {
         int64_t q = tile.blockRows;
         Value send = sends[next++];
-        Value recv = AllToAllOp::create(rewriter, op.getLoc(), send.getType(),
-                                        send, /*init=*/Value(),
-                                        op.getGridAttr(), op.getGridAxesAttr())
-                         .getResult();
+        Value recv = exchange(rewriter, op, send);
         // Block j of what arrived is rank j's tokens for this rank's E
         // experts.
         Value recv4 = tb.expand(recv, {group, e, q, k}, {{0, 1}, {2}, {3}});
         for (int64_t x = 0; x < e; ++x) {
           Value ax = tb.reducedSlice(recv4, {0, x, 0, 0}, {group, 1, q, k},
                                      {group, q, k});
-          Value bx = one ? op.getB()
-                         : tb.reducedSlice(op.getB(), {x, 0, 0}, {1, k, n},
-                                           {k, n});
+          Value bx = d.weight(tb, op.getB(), x);
           Value cx = tb.reducedSlice(cTile, {x, 0, 0, 0}, {1, group, q, n},
                                      {group, q, n});
           cTile = tb.insert(tb.batchedMatmul(ax, bx, cx), cTile, {x, 0, 0, 0},
@@ -361,15 +389,11 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
 void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
                       const planner::TileLayout &layout, int64_t group) {
   TileBuilder tb(rewriter, op.getLoc());
-  RankedTensorType aType = op.getA().getType(), cType = op.getC().getType();
-  bool one = aType.getRank() == 2;
-  int64_t e = one ? 1 : aType.getDimSize(0), cap = layout.blockSize();
-  int64_t k = aType.getDimSize(aType.getRank() - 1);
-  int64_t n = cType.getDimSize(cType.getRank() - 1);
-  Type elem = cType.getElementType();
-  SmallVector<ReassociationIndices> groups4 =
-      one ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}
-          : SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}};
+  const ExpertDims d(op, layout);
+  const bool one = d.one;
+  const int64_t e = d.e, cap = d.cap, k = d.k, n = d.n;
+  Type elem = op.getC().getType().getElementType();
+  SmallVector<ReassociationIndices> groups4 = d.expertMajorGroups();
   Value a4 = tb.expand(op.getA(), {e, group, cap, k}, groups4);
   Value c4; // C as blocks, built the first time a tile copies C's rows.
   Value out = tb.tiles(
@@ -385,9 +409,7 @@ void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
         for (int64_t x = 0; x < e; ++x) {
           Value ax = tb.reducedSlice(a4, {x, 0, o, 0}, {1, group, q, k},
                                      {group, q, k});
-          Value bx = one ? op.getB()
-                         : tb.reducedSlice(op.getB(), {x, 0, 0}, {1, k, n},
-                                           {k, n});
+          Value bx = d.weight(tb, op.getB(), x);
           auto cView = [&]() {
             if (!c4)
               c4 = tb.expand(op.getC(), {e, group, cap, n}, groups4);
@@ -408,10 +430,7 @@ void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
           packed = tb.collapse(packed, {{0, 1}, {2}, {3}});
         // What arrives is this rank's tokens back from every rank's
         // experts: the tile's rows of the result.
-        return AllToAllOp::create(rewriter, op.getLoc(), packed.getType(),
-                                  packed, /*init=*/Value(), op.getGridAttr(),
-                                  op.getGridAxesAttr())
-            .getResult();
+        return exchange(rewriter, op, packed);
       });
   Value c = op.getC();
   rewriter.replaceOp(op, one ? tb.collapse(out, {{0, 1}, {2}}) : out);

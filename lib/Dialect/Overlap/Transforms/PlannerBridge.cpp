@@ -33,16 +33,6 @@ std::optional<planner::DType> mlir::overlap::plannerDType(Type type) {
   return std::nullopt;
 }
 
-int64_t mlir::overlap::groupSizeOf(Operation *op,
-                                   SymbolTableCollection &symbols) {
-  auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-  if (!gridSym || !axes)
-    return ShapedType::kDynamic;
-  auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-  return grid ? getGroupSize(grid, axes.asArrayRef()) : ShapedType::kDynamic;
-}
-
 std::optional<planner::Collective>
 mlir::overlap::plannerCollective(Operation *op) {
   if (isa<MatmulAllReduceOp>(op))

@@ -28,10 +28,6 @@ FailureOr<::overlap::planner::Profile> loadPassProfile(Operation *anchor,
 /// The Planner's name for a matmul element type, if it has one.
 std::optional<::overlap::planner::DType> plannerDType(Type type);
 
-/// Group size of the grid and axes named by `op`'s `grid` and `grid_axes`
-/// attributes; ShapedType::kDynamic when unknown.
-int64_t groupSizeOf(Operation *op, SymbolTableCollection &symbols);
-
 /// The Planner's collective of a fused op (`overlap.matmul_all_reduce`,
 /// `overlap.matmul_reduce_scatter`, `overlap.all_gather_matmul`, all-to-all
 /// for `overlap.all_to_all_matmul` and `overlap.matmul_all_to_all`); nullopt

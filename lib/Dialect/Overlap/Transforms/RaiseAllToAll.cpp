@@ -108,11 +108,10 @@ std::string whyNotDispatch(shard::AllToAllOp a2a, ExpertMatmul &matmul) {
   // one that takes them otherwise (the reason names it).
   bool tokens = false;
   for (OpOperand &use : a2a->getUses()) {
-    ExpertMatmul m = asExpertMatmul(use.getOwner());
-    if (!m || (matmul && (tokens || use.getOperandNumber() != 0)))
-      continue;
-    matmul = m;
-    tokens = use.getOperandNumber() == 0;
+    if (ExpertMatmul m = asExpertMatmul(use.getOwner()); m && !tokens) {
+      matmul = m;
+      tokens = use.getOperandNumber() == 0;
+    }
   }
   if (!matmul)
     return "";

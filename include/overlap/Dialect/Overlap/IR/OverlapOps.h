@@ -44,6 +44,11 @@ int64_t getExpertsPerRank(Operation *op);
 /// them is dynamic.
 int64_t getGroupSize(shard::GridOp grid, ArrayRef<int16_t> gridAxes);
 
+/// Group size of the grid and axes named by `op`'s `grid` and `grid_axes`
+/// attributes (overlap and shard collectives alike); ShapedType::kDynamic
+/// when unknown.
+int64_t groupSizeOf(Operation *op, SymbolTableCollection &symbols);
+
 /// Resolves `gridSymbol` from `op` and checks `gridAxes` against it. Emits an
 /// error on `op` and fails when the symbol is missing, is not a
 /// `shard.grid`, or an axis is out of range or repeated. On success returns

@@ -69,13 +69,15 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   // buffer is freed while a stream may still use it. The canonicalization
   // before buffer-deallocation-simplification is not optional: without it
   // the simplification crashes in BufferOriginAnalysis (MLIR 22) on a
-  // single-tile all-gather.
+  // single-tile all-gather. overlap-lower-deallocations lowers what is left
+  // with no host bookkeeping buffers (target=cuda has none to give).
   stages.push_back({"bufferize",
                     "one-shot bufferization and buffer deallocation",
                     "one-shot-bufferize{bufferize-function-boundaries "
                     "function-boundary-type-conversion=identity-layout-map}, "
                     "ownership-based-buffer-deallocation, canonicalize, "
                     "buffer-deallocation-simplification, "
+                    "overlap-lower-deallocations, "
                     "bufferization-lower-deallocations, cse, canonicalize"});
   stages.push_back(
       {"schedule", "compute and comm streams with signal/wait",
@@ -98,8 +100,13 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   stages.push_back(
       {"runtime", "lowering to calls of the Overlap runtime",
        "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});
+  // arith-expand{include-bf16}: f32 <-> bf16 conversions become integer
+  // arithmetic, so that no program imports the compiler-rt builtins
+  // (__truncsfbf2) that Debian 12's libgcc lacks: an --emit=so program
+  // would not load.
   std::string host =
-      "expand-strided-metadata, lower-affine, "
+      "arith-expand{include-bf16=true}, expand-strided-metadata, "
+      "lower-affine, "
       "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
       "convert-arith-to-llvm, convert-index-to-llvm, ";
   if (!cuda)

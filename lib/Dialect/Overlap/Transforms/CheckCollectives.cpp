@@ -1,7 +1,8 @@
 //===- CheckCollectives.cpp - Refuse unlowered shard ops -----*- C++ -*-===//
 //
 // overlap-check-collectives: an error, with the reason, on every shard op
-// on tensors that is left for bufferization, which has no model for it.
+// on tensors that overlap-lower-collectives left for bufferization, which
+// has no model for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,7 @@ struct OverlapCheckCollectivesPass
           OverlapCheckCollectivesPass> {
   void runOnOperation() override {
     bool failedAny = false;
+    SymbolTableCollection symbols;
     getOperation().walk([&](Operation *op) {
       if (!isa<shard::ShardDialect>(op->getDialect()) || !isOnTensors(op))
         return;
@@ -45,13 +47,12 @@ struct OverlapCheckCollectivesPass
         return;
       }
       InFlightDiagnostic diag = op->emitOpError()
-                                << "is not lowered by Overlap, which lowers a "
-                                   "collective only fused with a matmul, and "
-                                   "overlap-raise did not fuse it: ";
-      if (std::string why = whyNotRaised(op); !why.empty())
+                                << "is not lowered by Overlap: ";
+      if (std::string why = whyNotLowered(op, symbols); !why.empty())
         diag << why;
       else
-        diag << "it would; run overlap-raise (or overlap-pipeline) first";
+        diag << "it would be; run overlap-lower-collectives (or "
+                "overlap-pipeline) first";
     });
     if (failedAny)
       signalPassFailure();

@@ -1,8 +1,9 @@
 //===- Pipeline.cpp - The overlap-pipeline pass pipeline -----*- C++ -*-===//
 //
 // One flag for users: raise -> reorder-chains -> plan -> decompose, with the
-// options of the passes forwarded, then a check that no shard op is left
-// that the later stages cannot lower.
+// options of the passes forwarded, then every collective left unfused as
+// one unsplit collective, and a check that no shard op is left that the
+// later stages cannot lower.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@ void mlir::overlap::buildOverlapPipeline(OpPassManager &pm,
   plan.ranks = opts.ranks;
   pm.addPass(createOverlapPlan(plan));
   pm.addPass(createOverlapDecompose());
+  pm.addPass(createOverlapLowerCollectives());
   pm.addPass(createOverlapCheckCollectives());
 }
 

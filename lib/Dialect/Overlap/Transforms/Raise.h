@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include <string>
 
@@ -26,6 +27,10 @@ std::string whyNotRaised(Operation *op);
 /// supported element types, static shapes); empty when it can.
 std::string whyNotFusable(linalg::MatmulOp matmul);
 std::string whyNotFusable(linalg::BatchMatmulOp matmul);
+
+/// Why overlap-lower-collectives cannot lower the shard op `op` (left
+/// unfused) to one unsplit Overlap collective; empty when it can.
+std::string whyNotLowered(Operation *op, SymbolTableCollection &symbols);
 
 /// A missed remark on `op`: not raised, and why.
 void remarkNotRaised(Operation *op, StringRef why);

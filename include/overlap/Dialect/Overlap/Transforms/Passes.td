@@ -45,24 +45,119 @@ def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
-def OverlapCheckCollectives : Pass<"overlap-check-collectives", "ModuleOp"> {
-  let summary = "Refuse the shard collectives that Overlap cannot lower";
+def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {
+  let summary = "Lower the shard collectives overlap-raise left alone to "
+                "unsplit Overlap collectives";
   let description = [{
-    Runs last in `overlap-pipeline`, before bufferization. The Overlap
-    lowering handles a `shard` collective only when `overlap-raise` fused it
-    with a matmul; any other shard op on tensors (a collective, a sharding
-    annotation) would stop bufferization with "op was not bufferized". This
-    pass makes that an error on the op that says why: for an all-reduce,
-    reduce-scatter or all-gather, the reason overlap-raise did not fuse it
-    (the same rule that its remark gives).
+    Runs in `overlap-pipeline` after `overlap-decompose`. Every `shard`
+    collective on tensors that `overlap-raise` did not fuse with a matmul
+    (no matmul beside it, a reduction other than a sum, a form the fused
+    ops do not express) still has to run: it becomes one unsplit Overlap
+    tile collective over the whole tensor, which bufferization and
+    `convert-overlap-to-runtime` turn into one runtime call (host ranks or
+    NCCL). A missed remark says that it was not overlapped, and why.
+
+    - `shard.all_reduce` -> `overlap.all_reduce` (sum, max, min, product,
+      average); an element type change is a conversion before the
+      reduction, so the reduction runs in the result type.
+    - `shard.all_gather` / `shard.reduce_scatter` along any axis: along
+      axis 0 directly; along axis d the operand is transposed so that d
+      leads, the collective works on rows, and the result is transposed
+      back.
+    - `shard.all_to_all` with any split and concat axes: the split axis is
+      moved to the front, the row blocks are exchanged, and the G received
+      blocks are laid side by side along the concat axis (one transpose
+      and one `tensor.collapse_shape`).
+    - `shard.all_slice`: the local slice of the group rank (upstream's
+      pattern; no communication).
+
+    Element types are those the runtime's collectives take (f32, f16,
+    bf16); shapes and the group size are static. A collective outside
+    that is left for `overlap-check-collectives`, which says why.
+
+    Before:
+    ```mlir
+    %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 1
+        : tensor<8x16xf32> -> tensor<8x64xf32>
+    ```
+    After (`@tp` of 4 ranks):
+    ```mlir
+    %t = linalg.transpose ins(%x : tensor<8x16xf32>)
+        outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+    %a = overlap.all_gather %t on @tp grid_axes = [0]
+        : tensor<16x8xf32> -> tensor<64x8xf32>
+    %g = linalg.transpose ins(%a : tensor<64x8xf32>)
+        outs(%f : tensor<8x64xf32>) permutation = [1, 0]
+    // remark: [Missed] not-overlapped | Reason="lowered as one unsplit
+    //   all-gather, not overlapped: its result is not the left operand of a
+    //   linalg.matmul ..."
+    ```
+  }];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def OverlapLowerDeallocations : Pass<"overlap-lower-deallocations"> {
+  let summary = "Lower bufferization.dealloc to scalar alias checks and "
+                "memref.dealloc";
+  let description = [{
+    Runs in the compiler's bufferize stage, after
+    `buffer-deallocation-simplification`, in place of what upstream's
+    `bufferization-lower-deallocations` does for the deallocations whose
+    ownership is known only at run time (the `scf.if` that
+    `shard-partition` puts around an accumulator). Upstream lowers those
+    through a helper function that stores the buffers' base pointers in
+    host `memref<?xindex>` arrays and loads them back, which a device
+    target cannot place: with `target=cuda` every buffer is device memory.
+    This pass compares the base pointers as `index` values instead: each
+    buffer is freed when its condition holds, no retained value shares its
+    base, and no earlier freed buffer of the list does; each retained
+    value's updated condition is the disjunction of the conditions of the
+    buffers that share its base. The semantics are `bufferization.dealloc`'s.
+    Unranked memrefs are left for `bufferization-lower-deallocations`.
+
+    Before:
+    ```mlir
+    %o = bufferization.dealloc (%a : memref<4xf32>) if (%c) retain (%r : memref<4xf32>)
+    ```
+    After:
+    ```mlir
+    %ba, %oa, %sa, %ta = memref.extract_strided_metadata %a : ...
+    %pa = memref.extract_aligned_pointer_as_index %ba : memref<f32> -> index
+    %br, %or, %sr, %tr = memref.extract_strided_metadata %r : ...
+    %pr = memref.extract_aligned_pointer_as_index %br : memref<f32> -> index
+    %same = arith.cmpi eq, %pa, %pr : index
+    %o = arith.andi %c, %same : i1
+    %other = arith.cmpi ne, %pa, %pr : index
+    %free = arith.andi %c, %other : i1
+    scf.if %free {
+      memref.dealloc %ba : memref<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def OverlapCheckCollectives : Pass<"overlap-check-collectives", "ModuleOp"> {
+  let summary = "Refuse the shard ops that Overlap cannot lower";
+  let description = [{
+    Runs last in `overlap-pipeline`, before bufferization. Collectives that
+    `overlap-raise` fused and those that `overlap-lower-collectives`
+    lowered are gone by then; any other shard op on tensors (a sharding
+    annotation, a collective with an element type, reduction or dynamic
+    shape the runtime does not take, an op `shard-partition` does not emit)
+    would stop bufferization with "op was not bufferized". This pass makes
+    that an error on the op that says why.
 
     ```mlir
-    %m = linalg.matmul ins(%a, %b : ...) outs(%c : ...) -> tensor<256x32xf32>
-    // error: 'shard.all_reduce' op is not lowered by Overlap, which lowers a
-    // collective only fused with a matmul, and overlap-raise did not fuse
-    // it: the reduction is 'max'; only a sum distributes over the tiles of
-    // C + A*B
-    %r = shard.all_reduce %m on @tp grid_axes = [0] reduction = max : ...
+    // error: 'shard.all_reduce' op is not lowered by Overlap: its element
+    // type i32 is not one the runtime's collectives take (f32, f16, bf16)
+    %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4xi32> -> tensor<4xi32>
     ```
   }];
 }

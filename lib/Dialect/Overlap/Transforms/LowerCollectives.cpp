@@ -1,0 +1,322 @@
+//===- LowerCollectives.cpp - Unfused shard collectives, unsplit -*- C++ -*-===//
+//
+// overlap-lower-collectives: every shard collective on tensors that
+// overlap-raise left alone becomes one Overlap tile collective over the
+// whole tensor (the runtime then runs it as one call), with transposes
+// around it when it works along another axis than rows, and a missed remark
+// that says it was not overlapped and why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
+
+#include "Raise.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_OVERLAPLOWERCOLLECTIVES
+#include "overlap/Dialect/Overlap/Transforms/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+namespace {
+
+constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
+
+bool isRuntimeElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
+
+/// The permutation that moves dimension `axis` of a rank-`rank` tensor to
+/// the front, keeping the others in order.
+SmallVector<int64_t> axisFirst(int64_t axis, int64_t rank) {
+  SmallVector<int64_t> perm = {axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  return perm;
+}
+
+SmallVector<int64_t> inverse(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inv[p] = i;
+  return inv;
+}
+
+/// `value` with its dimensions permuted (result dim i = input dim perm[i]);
+/// `value` itself for the identity.
+Value transpose(OpBuilder &b, Location loc, Value value,
+                ArrayRef<int64_t> perm) {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+  return linalg::TransposeOp::create(b, loc, value, init, perm)->getResult(0);
+}
+
+/// `value` converted elementwise to the float type `to`.
+Value convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == to)
+    return value;
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), to);
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  bool widen = type.getElementType().getIntOrFloatBitWidth() <
+               to.getIntOrFloatBitWidth();
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), value, init, maps, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value converted =
+                   widen ? arith::ExtFOp::create(nb, nloc, to, args[0])
+                               .getResult()
+                         : arith::TruncFOp::create(nb, nloc, to, args[0])
+                               .getResult();
+               linalg::YieldOp::create(nb, nloc, converted);
+             })
+      .getResult(0);
+}
+
+std::optional<ReductionKind> reductionOf(shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return ReductionKind::Sum;
+  case shard::ReductionKind::Max:
+    return ReductionKind::Max;
+  case shard::ReductionKind::Min:
+    return ReductionKind::Min;
+  case shard::ReductionKind::Product:
+    return ReductionKind::Prod;
+  case shard::ReductionKind::Average:
+    return ReductionKind::Avg;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The collective's name as remarks and errors say it.
+StringRef collectiveName(Operation *op) {
+  return llvm::TypeSwitch<Operation *, StringRef>(op)
+      .Case([](shard::AllReduceOp) { return "all-reduce"; })
+      .Case([](shard::AllGatherOp) { return "all-gather"; })
+      .Case([](shard::ReduceScatterOp) { return "reduce-scatter"; })
+      .Case([](shard::AllToAllOp) { return "all-to-all"; })
+      .Case([](shard::AllSliceOp) { return "all-slice"; })
+      .Default([](Operation *) { return "collective"; });
+}
+
+} // namespace
+
+std::string mlir::overlap::whyNotLowered(Operation *op,
+                                         SymbolTableCollection &symbols) {
+  if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+           shard::AllToAllOp, shard::AllSliceOp>(op))
+    return "Overlap lowers all_reduce, all_gather, reduce_scatter, "
+           "all_to_all and all_slice (what shard-partition emits), not '" +
+           op->getName().getStringRef().str() + "'";
+  auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!input || !result || !input.hasStaticShape() ||
+      !result.hasStaticShape())
+    return "a shape is dynamic; the runtime's collectives take static "
+           "element counts";
+  if (!isa<shard::AllSliceOp>(op)) {
+    for (Type type : {input.getElementType(), result.getElementType()})
+      if (!isRuntimeElementType(type))
+        return "its element type " + remarkText(type) +
+               " is not one the runtime's collectives take (f32, f16, bf16)";
+  }
+  int64_t group = groupSizeOf(op, symbols);
+  if (ShapedType::isDynamic(group))
+    return "the group size is not static (a grid with a dynamic shape)";
+  if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+    if (!reductionOf(allReduce.getReduction()))
+      return "the reduction '" +
+             shard::stringifyReductionKind(allReduce.getReduction()).str() +
+             "' is not one the runtime has (sum, max, min, product, average)";
+  }
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+    if (!reductionOf(scatter.getReduction()))
+      return "the reduction '" +
+             shard::stringifyReductionKind(scatter.getReduction()).str() +
+             "' is not one the runtime has (sum, max, min, product, average)";
+    if (input.getElementType() != result.getElementType())
+      return "the reduce-scatter changes the element type";
+  }
+  if (isa<shard::AllGatherOp, shard::AllToAllOp>(op) &&
+      input.getElementType() != result.getElementType())
+    return "the collective changes the element type";
+  return "";
+}
+
+namespace {
+
+/// Rewrites one collective; the caller checked whyNotLowered.
+Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
+  Location loc = op->getLoc();
+  auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = inputType.getRank();
+  int64_t group = groupSizeOf(op, symbols);
+  auto gridAttr = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+
+  if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+    Value input = convertFloat(b, loc, allReduce.getInput(),
+                               resultType.getElementType());
+    return AllReduceOp::create(
+               b, loc, resultType, input, gridAttr, axesAttr,
+               ReductionKindAttr::get(b.getContext(),
+                                      *reductionOf(allReduce.getReduction())))
+        .getResult();
+  }
+  if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+    SmallVector<int64_t> perm =
+        axisFirst(gather.getGatherAxis().getSExtValue(), rank);
+    Value rows = transpose(b, loc, gather.getInput(), perm);
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    SmallVector<int64_t> shape(rowsType.getShape());
+    shape[0] *= group;
+    Value gathered =
+        AllGatherOp::create(b, loc, rowsType.clone(shape), rows, Value(),
+                            gridAttr, axesAttr)
+            .getResult();
+    return transpose(b, loc, gathered, inverse(perm));
+  }
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+    SmallVector<int64_t> perm =
+        axisFirst(scatter.getScatterAxis().getSExtValue(), rank);
+    Value rows = transpose(b, loc, scatter.getInput(), perm);
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    SmallVector<int64_t> shape(rowsType.getShape());
+    shape[0] /= group;
+    Value scattered =
+        ReduceScatterOp::create(b, loc, rowsType.clone(shape), rows, Value(),
+                                gridAttr, axesAttr,
+                                ReductionKindAttr::get(
+                                    b.getContext(),
+                                    *reductionOf(scatter.getReduction())))
+            .getResult();
+    return transpose(b, loc, scattered, inverse(perm));
+  }
+  if (auto exchange = dyn_cast<shard::AllToAllOp>(op)) {
+    int64_t split = exchange.getSplitAxis().getSExtValue();
+    int64_t concat = exchange.getConcatAxis().getSExtValue();
+    // Block j of the split axis goes to group rank j; what arrives from
+    // rank j is block j of the exchanged rows.
+    SmallVector<int64_t> perm = axisFirst(split, rank);
+    Value rows = transpose(b, loc, exchange.getInput(), perm);
+    Value received = AllToAllOp::create(b, loc, rows.getType(), rows, Value(),
+                                        gridAttr, axesAttr)
+                         .getResult();
+    // [G * s, rest...] -> [G, s, rest...]: dim 0 is the sender, dim 1 the
+    // split axis' local part, dims 2.. the other input dims in order.
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    SmallVector<int64_t> blocks = {group, rowsType.getDimSize(0) / group};
+    llvm::append_range(blocks, rowsType.getShape().drop_front());
+    SmallVector<ReassociationIndices> split2 = {{0, 1}};
+    for (int64_t d = 2; d <= rank; ++d)
+      split2.push_back({d});
+    Value blocked = tensor::ExpandShapeOp::create(
+        b, loc, rowsType.clone(blocks), received, split2);
+    // Input order again, with the sender just before the concat axis, so
+    // that collapsing the two concatenates the blocks in rank order.
+    SmallVector<int64_t> order;
+    for (int64_t d = 0, other = 2; d < rank; ++d) {
+      if (d == concat)
+        order.push_back(0);
+      order.push_back(d == split ? 1 : other++);
+    }
+    Value laid = transpose(b, loc, blocked, order);
+    SmallVector<ReassociationIndices> merge;
+    for (int64_t d = 0, pos = 0; d < rank; ++d) {
+      if (d == concat) {
+        merge.push_back({pos, pos + 1});
+        pos += 2;
+      } else {
+        merge.push_back({pos++});
+      }
+    }
+    return tensor::CollapseShapeOp::create(b, loc, resultType, laid, merge);
+  }
+  auto slice = cast<shard::AllSliceOp>(op);
+  // The group rank: the rank's coordinates on the axes, row-major (as
+  // shard numbers the ranks of a group).
+  auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridAttr);
+  ArrayRef<int16_t> axes = axesAttr.asArrayRef();
+  SmallVector<Type> indexTypes(axes.size(), b.getIndexType());
+  auto coords = shard::ProcessMultiIndexOp::create(
+      b, loc, indexTypes, gridAttr.getValue(), axesAttr);
+  Value groupRank = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    Value extent =
+        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
+    groupRank = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, groupRank, extent),
+        coords->getResult(i));
+  }
+  int64_t axis = slice.getSliceAxis().getSExtValue();
+  int64_t part = resultType.getDimSize(axis);
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets[axis] = arith::MulIOp::create(
+                      b, loc, groupRank,
+                      arith::ConstantIndexOp::create(b, loc, part))
+                      .getResult();
+  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+  for (int64_t d : resultType.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::ExtractSliceOp::create(b, loc, resultType, slice.getInput(),
+                                        offsets, sizes, strides);
+}
+
+struct OverlapLowerCollectivesPass
+    : public mlir::overlap::impl::OverlapLowerCollectivesBase<
+          OverlapLowerCollectivesPass> {
+  void runOnOperation() override {
+    SymbolTableCollection symbols;
+    SmallVector<Operation *> collectives;
+    getOperation().walk([&](Operation *op) {
+      if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+              shard::AllToAllOp, shard::AllSliceOp>(op) &&
+          isa<RankedTensorType>(op->getResult(0).getType()))
+        collectives.push_back(op);
+    });
+    OpBuilder b(&getContext());
+    for (Operation *op : collectives) {
+      if (!whyNotLowered(op, symbols).empty())
+        continue; // overlap-check-collectives says why
+      b.setInsertionPoint(op);
+      if (!isa<shard::AllSliceOp>(op)) {
+        std::string why = whyNotRaised(op);
+        if (why.empty())
+          why = "overlap-raise did not run before it";
+        remarkMissed(op, "not-overlapped", kPass,
+                     "lowered as one unsplit " + collectiveName(op) +
+                         ", not overlapped: " + why);
+      }
+      Value replacement = lowerOne(b, op, symbols);
+      op->getResult(0).replaceAllUsesWith(replacement);
+      op->erase();
+    }
+  }
+};
+
+} // namespace

@@ -164,6 +164,23 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
   if (isa<shard::AllGatherOp, shard::AllToAllOp>(op) &&
       input.getElementType() != result.getElementType())
     return "the collective changes the element type";
+  // The dimension that is cut into one block per group rank.
+  std::optional<int64_t> cut;
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+    cut = scatter.getScatterAxis().getSExtValue();
+  else if (auto exchange = dyn_cast<shard::AllToAllOp>(op))
+    cut = exchange.getSplitAxis().getSExtValue();
+  else if (auto slice = dyn_cast<shard::AllSliceOp>(op))
+    cut = slice.getSliceAxis().getSExtValue();
+  if (cut && (*cut < 0 || *cut >= input.getRank() ||
+              input.getDimSize(*cut) % group != 0))
+    return "dimension " + std::to_string(*cut) + " (" +
+           (*cut >= 0 && *cut < input.getRank()
+                ? std::to_string(input.getDimSize(*cut))
+                : std::string("out of range")) +
+           ") is not divisible by the group size " + std::to_string(group) +
+           ": every rank must get an equal block (pad it to a multiple of "
+           "the group size)";
   return "";
 }
 

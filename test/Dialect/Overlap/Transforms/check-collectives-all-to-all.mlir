@@ -1,15 +1,16 @@
-// RUN: overlap-opt %s --overlap-check-collectives -split-input-file -verify-diagnostics
+// RUN: overlap-opt %s --overlap-raise --overlap-lower-collectives --overlap-check-collectives -split-input-file -verify-diagnostics
 // RUN: not overlap-opt %s --overlap-pipeline --remarks-filter=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
 
-// A shard.all_to_all left for bufferization is an error that says why
-// overlap-raise did not fuse it with the experts' matmul (Overlap lowers an
-// all-to-all only as the dispatch or combine of an expert-parallel layer).
+// A shard.all_to_all that overlap-raise does not fuse with the experts'
+// matmul is lowered as one unsplit exchange, with overlap-raise's reason in
+// both remarks; one that cannot be exchanged at all is an error that says
+// why.
 
 // Uneven tokens: 10 rows on 4 ranks cannot be split into equal blocks; the
 // error says so and how to fix it (pad to a capacity).
 shard.grid @ep(shape = 4)
 func.func @uneven(%x: tensor<10x32xf32>, %w: tensor<32x48xf32>, %c: tensor<10x48xf32>) -> tensor<10x48xf32> {
-  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: dimension 0 of the exchanged tensor (10) is not divisible by the group size 4: every rank must send every rank an equal block (pad the tokens to a capacity that is a multiple of the group size)}}
+  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap: dimension 0 (10) is not divisible by the group size 4: every rank must get an equal block (pad it to a multiple of the group size)}}
   %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
       : tensor<10x32xf32> -> tensor<10x32xf32>
   %h = linalg.matmul ins(%t, %w : tensor<10x32xf32>, tensor<32x48xf32>)
@@ -18,7 +19,7 @@ func.func @uneven(%x: tensor<10x32xf32>, %w: tensor<32x48xf32>, %c: tensor<10x48
 }
 // Through overlap-pipeline: overlap-raise's remark, then the error.
 // PIPELINE: remark: [Missed] not-raised | Category:overlap:overlap-raise | Function=uneven | Reason="not raised to a fused overlap op: dimension 0 of the exchanged tensor (10) is not divisible by the group size 4
-// PIPELINE: error: 'shard.all_to_all' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: dimension 0 of the exchanged tensor (10) is not divisible by the group size 4: {{.*}}(pad the tokens to a capacity that is a multiple of the group size)
+// PIPELINE: error: 'shard.all_to_all' op is not lowered by Overlap: dimension 0 (10) is not divisible by the group size 4: {{.*}}(pad it to a multiple of the group size)
 
 // -----
 
@@ -27,26 +28,24 @@ shard.grid @ep(shape = 4)
 func.func @combine_axes(%h: tensor<8x16x48xf32>, %w: tensor<8x48x32xf32>, %c: tensor<8x16x32xf32>) -> tensor<2x64x32xf32> {
   %y = linalg.batch_matmul ins(%h, %w : tensor<8x16x48xf32>, tensor<8x48x32xf32>)
                            outs(%c : tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
-  // expected-error @+1 {{overlap-raise did not fuse it: the all-to-all has split_axis = 0 and concat_axis = 1; after a linalg.batch_matmul over experts only split_axis = 1 concat_axis = 0 is handled}}
   %z = shard.all_to_all %y on @ep grid_axes = [0] split_axis = 0 concat_axis = 1
       : tensor<8x16x32xf32> -> tensor<2x64x32xf32>
   return %z : tensor<2x64x32xf32>
 }
-// PIPELINE: error: 'shard.all_to_all' op {{.*}}: the all-to-all has split_axis = 0 and concat_axis = 1; after a linalg.batch_matmul
+// PIPELINE: remark: [Missed] not-overlapped | Category:overlap:overlap-lower-collectives | {{.*}}Reason="lowered as one unsplit all-to-all, not overlapped: the all-to-all has split_axis = 0 and concat_axis = 1; after a linalg.batch_matmul
 
 // -----
 
 // One expert per rank, split along rows but concatenated along columns.
 shard.grid @ep(shape = 4)
 func.func @dispatch_axes(%x: tensor<64x32xf32>, %w: tensor<128x48xf32>, %c: tensor<16x48xf32>) -> tensor<16x48xf32> {
-  // expected-error @+1 {{overlap-raise did not fuse it: the all-to-all has split_axis = 0 and concat_axis = 1; with a linalg.matmul (one expert per rank) only split_axis = 0 concat_axis = 0 is handled}}
   %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 1
       : tensor<64x32xf32> -> tensor<16x128xf32>
   %h = linalg.matmul ins(%t, %w : tensor<16x128xf32>, tensor<128x48xf32>)
                      outs(%c : tensor<16x48xf32>) -> tensor<16x48xf32>
   return %h : tensor<16x48xf32>
 }
-// PIPELINE: error: 'shard.all_to_all' op {{.*}}: the all-to-all has split_axis = 0 and concat_axis = 1; with a linalg.matmul
+// PIPELINE: remark: [Missed] not-overlapped | Category:overlap:overlap-lower-collectives | {{.*}}Reason="lowered as one unsplit all-to-all, not overlapped: the all-to-all has split_axis = 0 and concat_axis = 1; with a linalg.matmul
 
 // -----
 
@@ -54,7 +53,6 @@ func.func @dispatch_axes(%x: tensor<64x32xf32>, %w: tensor<128x48xf32>, %c: tens
 shard.grid @ep(shape = 4)
 #id = affine_map<(i, j) -> (i, j)>
 func.func @no_matmul(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{overlap-raise did not fuse it: it neither consumes the result of the experts' matmul (linalg.matmul or linalg.batch_matmul: combine) nor feeds its tokens to one (dispatch)}}
   %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
       : tensor<64x32xf32> -> tensor<64x32xf32>
   %e = tensor.empty() : tensor<64x32xf32>
@@ -66,21 +64,20 @@ func.func @no_matmul(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
   } -> tensor<64x32xf32>
   return %r : tensor<64x32xf32>
 }
-// PIPELINE: error: 'shard.all_to_all' op {{.*}}: it neither consumes the result of the experts' matmul
+// PIPELINE: remark: [Missed] not-overlapped | Category:overlap:overlap-lower-collectives | {{.*}}Reason="lowered as one unsplit all-to-all, not overlapped: it neither consumes the result of the experts' matmul
 
 // -----
 
 // The dispatched tokens feed the experts' matmul and are returned too.
 shard.grid @ep(shape = 4)
 func.func @other_users(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %c: tensor<64x48xf32>) -> (tensor<64x48xf32>, tensor<64x32xf32>) {
-  // expected-error @+1 {{overlap-raise did not fuse it: its result has other users than one matmul}}
   %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
       : tensor<64x32xf32> -> tensor<64x32xf32>
   %h = linalg.matmul ins(%t, %w : tensor<64x32xf32>, tensor<32x48xf32>)
                      outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
   return %h, %t : tensor<64x48xf32>, tensor<64x32xf32>
 }
-// PIPELINE: error: 'shard.all_to_all' op {{.*}}: its result has other users than one matmul
+// PIPELINE: remark: [Missed] not-overlapped | Category:overlap:overlap-lower-collectives | {{.*}}Reason="lowered as one unsplit all-to-all, not overlapped: its result has other users than one matmul
 
 // -----
 
@@ -89,7 +86,6 @@ shard.grid @ep(shape = 4)
 func.func @not_raised_yet(%h: tensor<2x64x48xf32>, %w: tensor<2x48x32xf32>, %c: tensor<2x64x32xf32>) -> tensor<8x16x32xf32> {
   %y = linalg.batch_matmul ins(%h, %w : tensor<2x64x48xf32>, tensor<2x48x32xf32>)
                            outs(%c : tensor<2x64x32xf32>) -> tensor<2x64x32xf32>
-  // expected-error @+1 {{overlap-raise did not fuse it: it would; run overlap-raise (or overlap-pipeline) first}}
   %z = shard.all_to_all %y on @ep grid_axes = [0] split_axis = 1 concat_axis = 0
       : tensor<2x64x32xf32> -> tensor<8x16x32xf32>
   return %z : tensor<8x16x32xf32>

@@ -1,68 +1,47 @@
 // RUN: overlap-opt %s --overlap-check-collectives -split-input-file -verify-diagnostics
 // RUN: not overlap-opt %s --overlap-pipeline --remarks-filter=overlap -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=PIPELINE
 
-// Every shard op on tensors left for bufferization is an error that says
-// why overlap-raise did not fuse it (bufferization alone would only say
-// "op was not bufferized").
+// Every shard op on tensors that overlap-lower-collectives leaves for
+// bufferization is an error that says why (bufferization alone would only
+// say "op was not bufferized"). Collectives it lowers pass through
+// overlap-pipeline with a remark and no error (lower-collectives.mlir).
 
 shard.grid @tp(shape = 2)
-func.func @max(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
-  %m = linalg.matmul ins(%a, %b : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
-  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: the reduction is 'max'; only a sum distributes over the tiles of C + A*B}}
-  %r = shard.all_reduce %m on @tp grid_axes = [0] reduction = max : tensor<256x32xf32> -> tensor<256x32xf32>
-  return %r : tensor<256x32xf32>
+func.func @integers(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: its element type i32 is not one the runtime's collectives take (f32, f16, bf16)}}
+  %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4xi32> -> tensor<4xi32>
+  return %r : tensor<4xi32>
 }
-// Through overlap-pipeline: overlap-raise's remark, then the error.
-// PIPELINE: remark: [Missed] not-raised | {{.*}}Reason="not raised to a fused overlap op: the reduction is 'max'
-// PIPELINE: error: 'shard.all_reduce' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: the reduction is 'max'
+// Through overlap-pipeline: the same error.
+// PIPELINE: error: 'shard.all_reduce' op is not lowered by Overlap: its element type i32 is not one the runtime's collectives take
 
 // -----
 
 shard.grid @tp(shape = 2)
-func.func @no_matmul(%x: tensor<256x32xf32>) -> tensor<256x32xf32> {
-  // expected-error @+1 {{overlap-raise did not fuse it: its operand is not the result of a linalg.matmul (a collective is fused with the matmul that produces it)}}
-  %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<256x32xf32> -> tensor<256x32xf32>
-  return %r : tensor<256x32xf32>
+func.func @bitwise(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{is not lowered by Overlap: the reduction 'bitwise_or' is not one the runtime has (sum, max, min, product, average)}}
+  %r = shard.all_reduce %x on @tp grid_axes = [0] reduction = bitwise_or : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }
-// PIPELINE: error: 'shard.all_reduce' op {{.*}}: its operand is not the result of a linalg.matmul
+// PIPELINE: error: 'shard.all_reduce' op is not lowered by Overlap: the reduction 'bitwise_or'
 
 // -----
 
 shard.grid @tp(shape = 2)
-func.func @shared_product(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> (tensor<128x32xf32>, tensor<256x32xf32>) {
-  %m = linalg.matmul ins(%a, %b : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
-  // expected-error @+1 {{overlap-raise did not fuse it: the unreduced matmul result has other users, which would need it before the reduce-scatter}}
-  %r = shard.reduce_scatter %m on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xf32> -> tensor<128x32xf32>
-  return %r, %m : tensor<128x32xf32>, tensor<256x32xf32>
+func.func @dynamic(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{'shard.all_gather' op is not lowered by Overlap: a shape is dynamic; the runtime's collectives take static element counts}}
+  %r = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<?x32xf32> -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
 }
+// PIPELINE: error: 'shard.all_gather' op is not lowered by Overlap: a shape is dynamic
 
 // -----
 
-shard.grid @tp(shape = 2)
-func.func @gather_rhs(%x: tensor<32x16xf32>, %w: tensor<64x64xf32>, %c: tensor<64x16xf32>) -> tensor<64x16xf32> {
-  // expected-error @+1 {{overlap-raise did not fuse it: its result is not the left operand of a linalg.matmul on tensors (an all-gather is fused with the matmul that consumes it)}}
-  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<32x16xf32> -> tensor<64x16xf32>
-  %y = linalg.matmul ins(%w, %g : tensor<64x64xf32>, tensor<64x16xf32>) outs(%c : tensor<64x16xf32>) -> tensor<64x16xf32>
-  return %y : tensor<64x16xf32>
-}
-
-// -----
-
-shard.grid @tp(shape = 2)
-func.func @gather_axis(%x: tensor<64x32xf32>, %w: tensor<64x16xf32>, %c: tensor<64x16xf32>) -> tensor<64x16xf32> {
-  // expected-error @+1 {{overlap-raise did not fuse it: the all-gather concatenates axis 1; only rows (axis 0) are handled}}
-  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 1 : tensor<64x32xf32> -> tensor<64x64xf32>
-  %y = linalg.matmul ins(%g, %w : tensor<64x64xf32>, tensor<64x16xf32>) outs(%c : tensor<64x16xf32>) -> tensor<64x16xf32>
-  return %y : tensor<64x16xf32>
-}
-
-// -----
-
-shard.grid @tp(shape = 2)
-func.func @all_to_all(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap, which lowers a collective only fused with a matmul, and overlap-raise did not fuse it: it neither consumes the result of the experts' matmul (linalg.matmul or linalg.batch_matmul: combine) nor feeds its tokens to one (dispatch)}}
-  %r = shard.all_to_all %x on @tp grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<64x32xf32> -> tensor<64x32xf32>
-  return %r : tensor<64x32xf32>
+shard.grid @tp(shape = ?)
+func.func @dynamic_grid(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: the group size is not static (a grid with a dynamic shape)}}
+  %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<8x32xf32> -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
 }
 
 // -----
@@ -77,14 +56,27 @@ func.func @annotation(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 
 // -----
 
-// A collective that overlap-raise would fuse, when raise did not run.
 shard.grid @tp(shape = 2)
-func.func @not_raised_yet(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
-  %m = linalg.matmul ins(%a, %b : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
-  // expected-error @+1 {{overlap-raise did not fuse it: it would; run overlap-raise (or overlap-pipeline) first}}
-  %r = shard.all_reduce %m on @tp grid_axes = [0] : tensor<256x32xf32> -> tensor<256x32xf32>
+func.func @broadcast(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.broadcast' op is not lowered by Overlap: Overlap lowers all_reduce, all_gather, reduce_scatter, all_to_all and all_slice (what shard-partition emits), not 'shard.broadcast'}}
+  %r = shard.broadcast %x on @tp grid_axes = [0] root = [0] : (tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+// A collective that overlap-lower-collectives would lower, when it did not
+// run.
+shard.grid @tp(shape = 2)
+func.func @not_lowered_yet(%x: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: it would be; run overlap-lower-collectives (or overlap-pipeline) first}}
+  %r = shard.all_reduce %x on @tp grid_axes = [0] reduction = max : tensor<256x32xf32> -> tensor<256x32xf32>
   return %r : tensor<256x32xf32>
 }
+// Through overlap-pipeline it is lowered, with both remarks and no error.
+// PIPELINE-NOT: error: 'shard.all_reduce' op {{.*}} it would be
+// PIPELINE: remark: [Missed] not-overlapped | Category:overlap:overlap-lower-collectives | Function=not_lowered_yet | Reason="lowered as one unsplit all-reduce, not overlapped: its operand is not the result of a linalg.matmul
+// PIPELINE-NOT: error: 'shard.all_reduce' op {{.*}} it would be
 
 // -----
 

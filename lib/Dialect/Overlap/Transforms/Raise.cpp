@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace overlap {
@@ -272,9 +273,18 @@ std::string mlir::overlap::whyNotRaised(Operation *op) {
     bool singleUse = true;
     SmallVector<Operation *> casts;
     linalg::MatmulOp matmul = producerMatmul(collective, singleUse, casts);
-    if (!matmul)
+    if (!matmul) {
+      if (auto expand = collective.getInput()
+                            .template getDefiningOp<tensor::ExpandShapeOp>();
+          expand && expand.getSrc().template getDefiningOp<linalg::MatmulOp>())
+        return "the matmul's rows reach it reshaped to " +
+               remarkText(expand.getResultType()) +
+               ", and its blocks along that shape are strided in the rows "
+               "(a dim before the collective's axis is not 1); strided "
+               "tiles are not overlapped yet";
       return "its operand is not the result of a linalg.matmul (a collective "
              "is fused with the matmul that produces it)";
+    }
     return whyNotFused(collective, matmul, singleUse);
   };
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
@@ -287,6 +297,16 @@ std::string mlir::overlap::whyNotRaised(Operation *op) {
     linalg::MatmulOp matmul = consumerMatmul(gather);
     bool singleUse = true;
     SmallVector<Operation *> casts;
+    if (!matmul && gather->hasOneUse())
+      if (auto collapse =
+              dyn_cast<tensor::CollapseShapeOp>(*gather->getUsers().begin()))
+        for (Operation *user : collapse->getUsers())
+          if (isa<linalg::MatmulOp>(user))
+            return "its result reaches a matmul reshaped to " +
+                   remarkText(collapse.getResultType()) +
+                   ", and the gathered blocks are strided in those rows (a "
+                   "dim before the gather axis is not 1); strided tiles are "
+                   "not overlapped yet";
     if (!matmul || gatheredLhs(matmul, singleUse, casts) != gather)
       return "its result is not the left operand of a linalg.matmul on "
              "tensors (an all-gather is fused with the matmul that consumes "
@@ -302,6 +322,17 @@ namespace {
 struct OverlapRaisePass
     : public mlir::overlap::impl::OverlapRaiseBase<OverlapRaisePass> {
   void runOnOperation() override {
+    {
+      RewritePatternSet patterns(&getContext());
+      populateNormalizeContractionPatterns(patterns);
+      // Only the normalization: no folding of the rest of the program.
+      GreedyRewriteConfig config;
+      config.enableFolding(false);
+      config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                       config)))
+        return signalPassFailure();
+    }
     IRRewriter rewriter(&getContext());
     SmallVector<Operation *> candidates;
     getOperation().walk([&](Operation *op) {

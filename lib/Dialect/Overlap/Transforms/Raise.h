@@ -40,6 +40,14 @@ void remarkNotRaised(Operation *op, StringRef why);
 /// each all-to-all left alone gets a remark (RaiseAllToAll.cpp).
 void raiseAllToAll(RewriterBase &rewriter, Operation *root);
 
+/// The first step of overlap-raise (NormalizeContractions.cpp): a
+/// contraction next to a shard collective (transposed [n, k] weights,
+/// [b, s, k] activations as linalg.generic, linalg.batch_matmul with a
+/// broadcast weight, linalg.contract) becomes a 2-D linalg.matmul with
+/// default maps between reshapes, and reshapes move across all-reduce,
+/// reduce-scatter and all-gather where the blocks stay contiguous.
+void populateNormalizeContractionPatterns(RewritePatternSet &patterns);
+
 /// Why the shard.all_to_all `op` is not fused; empty when it would be.
 std::string whyAllToAllNotRaised(Operation *op);
 

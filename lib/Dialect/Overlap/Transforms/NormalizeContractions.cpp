@@ -1,0 +1,327 @@
+//===- NormalizeContractions.cpp - Frontend matmuls as 2-D ones -*- C++ -*-===//
+//
+// The first step of overlap-raise: the contractions frontends write next to
+// a collective (PyTorch-layout [out, in] weights, [batch, seq, hidden]
+// activations as linalg.generic, linalg.batch_matmul with a broadcast
+// weight or linalg.contract) become a 2-D linalg.matmul with default maps
+// between reshapes, and the reshapes move to the far side of the
+// collective where that keeps its blocks contiguous, so the raise rules
+// see the textbook pair. Nothing changes the arithmetic: the rows of the
+// flattened product are computed exactly as before.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+
+#include "Raise.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::overlap;
+
+namespace {
+
+/// A contraction C[f..., n] += A[f..., k] * B[k, n] (or B[n, k]): the loop
+/// positions of the free dims f (in A's and C's order), of n and of k.
+struct ContractionForm {
+  SmallVector<unsigned> free;
+  unsigned n = 0, k = 0;
+  bool transposedB = false;
+};
+
+std::optional<unsigned> dimPos(AffineExpr expr) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dim.getPosition();
+  return std::nullopt;
+}
+
+/// The body of a linalg.generic is exactly `out + ext(a) * ext(b)` (each
+/// factor optionally widened by arith.extf), so it computes what
+/// linalg.matmul computes.
+bool isMatmulBody(Block &body) {
+  auto ops = body.without_terminator();
+  SmallVector<Operation *> list;
+  for (Operation &op : ops)
+    list.push_back(&op);
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!yield || yield.getNumOperands() != 1)
+    return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != out && add.getRhs() != out)
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto factor = [&](Value v) -> Value {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    return v;
+  };
+  Value x = factor(mul.getLhs()), y = factor(mul.getRhs());
+  bool operandsOk = (x == body.getArgument(0) && y == body.getArgument(1)) ||
+                    (x == body.getArgument(1) && y == body.getArgument(0));
+  // Nothing else in the body: the add, the mul and at most two extf.
+  return operandsOk && list.size() <= 4;
+}
+
+/// `op` in the form above, or nothing.
+std::optional<ContractionForm> matchContraction(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1)
+    return std::nullopt;
+  if (isa<linalg::GenericOp>(op)) {
+    if (!isMatmulBody(*op.getBlock()))
+      return std::nullopt;
+  } else if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp,
+                  linalg::ContractOp>(op)) {
+    return std::nullopt;
+  }
+  // Named ops may cast unsigned: not a float matmul.
+  if (auto cast = op->getAttrOfType<linalg::TypeFnAttr>("cast");
+      cast && cast.getValue() != linalg::TypeFn::cast_signed)
+    return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap a = maps[0], b = maps[1], c = maps[2];
+  if (a.getNumResults() < 2 || b.getNumResults() != 2 ||
+      c.getNumResults() != a.getNumResults())
+    return std::nullopt;
+  ContractionForm form;
+  unsigned rank = a.getNumResults();
+  for (unsigned i = 0; i + 1 < rank; ++i) {
+    std::optional<unsigned> fa = dimPos(a.getResult(i)),
+                            fc = dimPos(c.getResult(i));
+    if (!fa || fa != fc)
+      return std::nullopt;
+    form.free.push_back(*fa);
+  }
+  std::optional<unsigned> k = dimPos(a.getResult(rank - 1)),
+                          n = dimPos(c.getResult(rank - 1));
+  std::optional<unsigned> b0 = dimPos(b.getResult(0)),
+                          b1 = dimPos(b.getResult(1));
+  if (!k || !n || !b0 || !b1)
+    return std::nullopt;
+  if (*b0 == *k && *b1 == *n)
+    form.transposedB = false;
+  else if (*b0 == *n && *b1 == *k)
+    form.transposedB = true;
+  else
+    return std::nullopt;
+  form.k = *k;
+  form.n = *n;
+  // Every loop is one of f..., n, k, once; only k reduces.
+  SmallVector<unsigned> all(form.free);
+  all.push_back(form.n);
+  all.push_back(form.k);
+  if (all.size() != op.getNumLoops() ||
+      llvm::SmallDenseSet<unsigned>(all.begin(), all.end()).size() !=
+          all.size())
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned loop = 0; loop < iterators.size(); ++loop)
+    if ((iterators[loop] == utils::IteratorType::reduction) != (loop == *k))
+      return std::nullopt;
+  for (Value v : op->getOperands())
+    if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
+      return std::nullopt;
+  return form;
+}
+
+/// Looks through tensor.cast and the reshape kind `Reshape` from `value`
+/// to its producer.
+template <typename Reshape> Operation *producerThrough(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (isa<tensor::CastOp, Reshape>(def))
+      value = def->getOperand(0);
+    else
+      return def;
+  }
+  return nullptr;
+}
+
+/// Whether `op`'s result reaches a shard all-reduce / reduce-scatter (its
+/// only user, through casts and expand_shape), or its first operand comes
+/// from a shard all-gather (through casts and collapse_shape): the
+/// contractions worth normalizing.
+bool nextToCollective(linalg::LinalgOp op) {
+  Value value = op->getResult(0);
+  while (value.hasOneUse()) {
+    Operation *user = *value.getUsers().begin();
+    if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(user))
+      return true;
+    if (!isa<tensor::CastOp, tensor::ExpandShapeOp>(user))
+      break;
+    value = user->getResult(0);
+  }
+  return isa_and_nonnull<shard::AllGatherOp>(
+      producerThrough<tensor::CollapseShapeOp>(op.getDpsInputs()[0]));
+}
+
+/// A contraction next to a collective -> [collapse_shape,] (transpose B,)
+/// 2-D linalg.matmul [, expand_shape].
+struct NormalizeContraction
+    : public OpInterfaceRewritePattern<linalg::LinalgOp> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
+        mm && !mm.hasUserDefinedMaps())
+      return failure(); // already the textbook form
+    std::optional<ContractionForm> form = matchContraction(op);
+    if (!form || !nextToCollective(op))
+      return failure();
+    Location loc = op.getLoc();
+    Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
+    Value c = op.getDpsInits()[0];
+    auto aType = cast<RankedTensorType>(a.getType());
+    auto cType = cast<RankedTensorType>(c.getType());
+    unsigned rank = aType.getRank();
+    // [f..., x] -> [prod f, x]
+    SmallVector<ReassociationIndices> flatten;
+    if (rank > 2) {
+      ReassociationIndices rows;
+      for (unsigned i = 0; i + 1 < rank; ++i)
+        rows.push_back(i);
+      flatten = {rows, {static_cast<int64_t>(rank - 1)}};
+      a = tensor::CollapseShapeOp::create(rewriter, loc, a, flatten);
+      c = tensor::CollapseShapeOp::create(rewriter, loc, c, flatten);
+    }
+    if (form->transposedB) {
+      auto bType = cast<RankedTensorType>(b.getType());
+      Value init = tensor::EmptyOp::create(
+          rewriter, loc, {bType.getDimSize(1), bType.getDimSize(0)},
+          bType.getElementType());
+      b = linalg::TransposeOp::create(rewriter, loc, b, init,
+                                      ArrayRef<int64_t>{1, 0})
+              ->getResult(0);
+    }
+    Value product = linalg::MatmulOp::create(rewriter, loc, c.getType(),
+                                             ValueRange{a, b}, ValueRange{c})
+                        .getResult(0);
+    if (rank > 2)
+      product = tensor::ExpandShapeOp::create(rewriter, loc, cType, product,
+                                              flatten);
+    rewriter.replaceOp(op, product);
+    return success();
+  }
+};
+
+/// The position, in the collapsed shape, of dim `axis` of the expanded
+/// shape `expanded` under `groups`, when cutting or concatenating along it
+/// keeps blocks contiguous there: every dim before it in its group is 1.
+std::optional<int64_t> collapsedAxis(ArrayRef<ReassociationIndices> groups,
+                                     ArrayRef<int64_t> expanded,
+                                     int64_t axis) {
+  for (auto [pos, group] : llvm::enumerate(groups)) {
+    if (!llvm::is_contained(group, axis))
+      continue;
+    for (int64_t d : group) {
+      if (d == axis)
+        return pos;
+      if (expanded[d] != 1)
+        return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+/// shard.all_reduce / reduce_scatter of expand_shape(x) -> the collective
+/// of x, then expand_shape: the collective then meets the matmul.
+template <typename CollectiveOp>
+struct SinkExpandShape : public OpRewritePattern<CollectiveOp> {
+  using OpRewritePattern<CollectiveOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CollectiveOp op,
+                                PatternRewriter &rewriter) const override {
+    auto expand = op.getInput().template getDefiningOp<tensor::ExpandShapeOp>();
+    if (!expand || !expand->hasOneUse())
+      return failure();
+    auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
+    auto srcType = expand.getSrcType();
+    if (!resultType || !resultType.hasStaticShape() ||
+        !expand.getResultType().hasStaticShape() ||
+        resultType.getElementType() != srcType.getElementType())
+      return failure();
+    SmallVector<ReassociationIndices> groups =
+        expand.getReassociationIndices();
+    Location loc = op.getLoc();
+    Value collective;
+    if constexpr (std::is_same_v<CollectiveOp, shard::ReduceScatterOp>) {
+      std::optional<int64_t> axis =
+          collapsedAxis(groups, expand.getResultType().getShape(),
+                        op.getScatterAxis().getSExtValue());
+      if (!axis)
+        return failure();
+      SymbolTableCollection symbols;
+      int64_t group = groupSizeOf(op, symbols);
+      if (ShapedType::isDynamic(group) ||
+          srcType.getDimSize(*axis) % group != 0)
+        return failure();
+      SmallVector<int64_t> shape(srcType.getShape());
+      shape[*axis] /= group;
+      collective = shard::ReduceScatterOp::create(
+          rewriter, loc, srcType.clone(shape), op.getGridAttr(),
+          op.getGridAxesAttr(), expand.getSrc(), op.getReductionAttr(),
+          rewriter.getIndexAttr(*axis));
+    } else {
+      collective = shard::AllReduceOp::create(
+          rewriter, loc, srcType, op.getGridAttr(), op.getGridAxesAttr(),
+          expand.getSrc(), op.getReductionAttr());
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType,
+                                                       collective, groups);
+    return success();
+  }
+};
+
+/// collapse_shape(shard.all_gather(x)) -> shard.all_gather of
+/// collapse_shape(x): the gather then meets the matmul.
+struct HoistCollapseShape
+    : public OpRewritePattern<tensor::CollapseShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::CollapseShapeOp collapse,
+                                PatternRewriter &rewriter) const override {
+    auto gather = collapse.getSrc().getDefiningOp<shard::AllGatherOp>();
+    if (!gather || !gather->hasOneUse())
+      return failure();
+    auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+    if (!localType || !localType.hasStaticShape() ||
+        !collapse.getResultType().hasStaticShape())
+      return failure();
+    SmallVector<ReassociationIndices> groups =
+        collapse.getReassociationIndices();
+    std::optional<int64_t> axis =
+        collapsedAxis(groups, collapse.getSrcType().getShape(),
+                      gather.getGatherAxis().getSExtValue());
+    if (!axis)
+      return failure();
+    Location loc = collapse.getLoc();
+    Value local =
+        tensor::CollapseShapeOp::create(rewriter, loc, gather.getInput(),
+                                        groups);
+    rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
+        collapse, collapse.getResultType(), gather.getGridAttr(),
+        gather.getGridAxesAttr(), local, rewriter.getIndexAttr(*axis));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::overlap::populateNormalizeContractionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<NormalizeContraction>(patterns.getContext());
+  patterns.add<SinkExpandShape<shard::AllReduceOp>,
+               SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape>(
+      patterns.getContext());
+}

@@ -1,0 +1,70 @@
+// RUN: overlap-opt %s --overlap-raise | FileCheck %s
+
+// overlap-raise first normalizes the contractions frontends write next to
+// a collective into the textbook 2-D linalg.matmul, then fuses the pair.
+
+shard.grid @tp(shape = 4)
+
+// PyTorch-layout weight: transposed once, then the textbook pair.
+// CHECK-LABEL: func.func @torch_rowpar
+// CHECK: %[[WT:.*]] = linalg.transpose ins(%arg1 : tensor<32x64xf32>) outs(%{{.*}} : tensor<64x32xf32>) permutation = [1, 0]
+// CHECK: %[[R:.*]] = overlap.matmul_all_reduce %arg0, %[[WT]], %{{.*}} on @tp grid_axes = [0] : tensor<256x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<256x32xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @torch_rowpar(%x: tensor<256x64xf32>, %w: tensor<32x64xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : tensor<256x64xf32>, tensor<32x64xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %r = shard.all_reduce %p on @tp grid_axes = [0] : tensor<256x32xf32> -> tensor<256x32xf32>
+  return %r : tensor<256x32xf32>
+}
+
+// [b, s, k] x [k, n] as a linalg.generic (bf16 factors widened to f32):
+// flattened to rows, fused, and reshaped back after the reduce-scatter
+// along the batch (blocks of whole rows).
+// CHECK-LABEL: func.func @bsh_scatter
+// CHECK: %[[A:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<8x32x64xbf16> into tensor<256x64xbf16>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1], [2]] : tensor<8x32x32xf32> into tensor<256x32xf32>
+// CHECK: %[[S:.*]] = overlap.matmul_reduce_scatter %[[A]], %arg1, %[[C]] on @tp grid_axes = [0] : tensor<256x64xbf16>, tensor<64x32xbf16>, tensor<256x32xf32> -> tensor<64x32xf32>
+// CHECK: tensor.expand_shape %[[S]] {{\[}}[0, 1], [2]] output_shape [2, 32, 32] : tensor<64x32xf32> into tensor<2x32x32xf32>
+func.func @bsh_scatter(%x: tensor<8x32x64xbf16>, %w: tensor<64x32xbf16>, %c: tensor<8x32x32xf32>) -> tensor<2x32x32xf32> {
+  %p = linalg.generic {indexing_maps = [affine_map<(b, s, n, k) -> (b, s, k)>, affine_map<(b, s, n, k) -> (k, n)>, affine_map<(b, s, n, k) -> (b, s, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<8x32x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<8x32x32xf32>) {
+    ^bb0(%a: bf16, %b: bf16, %acc: f32):
+      %a32 = arith.extf %a : bf16 to f32
+      %b32 = arith.extf %b : bf16 to f32
+      %m = arith.mulf %a32, %b32 : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+  } -> tensor<8x32x32xf32>
+  %r = shard.reduce_scatter %p on @tp grid_axes = [0] scatter_axis = 0 : tensor<8x32x32xf32> -> tensor<2x32x32xf32>
+  return %r : tensor<2x32x32xf32>
+}
+
+// Megatron's [s, b, h] gathered along the sequence and collapsed: the
+// collapse moves before the gather, which then feeds the matmul.
+// CHECK-LABEL: func.func @sbh_gather
+// CHECK: %[[L:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<32x2x64xf32> into tensor<64x64xf32>
+// CHECK: overlap.all_gather_matmul %[[L]], %arg1, %arg2 on @tp grid_axes = [0] : tensor<64x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<256x32xf32>
+func.func @sbh_gather(%x: tensor<32x2x64xf32>, %w: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<32x2x64xf32> -> tensor<128x2x64xf32>
+  %rows = tensor.collapse_shape %g [[0, 1], [2]] : tensor<128x2x64xf32> into tensor<256x64xf32>
+  %p = linalg.matmul ins(%rows, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %p : tensor<256x32xf32>
+}
+
+// A generic whose body is not a matmul's is left alone.
+// CHECK-LABEL: func.func @not_a_matmul
+// CHECK: linalg.generic
+// CHECK: shard.all_reduce
+func.func @not_a_matmul(%x: tensor<2x8x4xf32>, %w: tensor<4x4xf32>, %c: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %p = linalg.generic {indexing_maps = [affine_map<(b, s, n, k) -> (b, s, k)>, affine_map<(b, s, n, k) -> (k, n)>, affine_map<(b, s, n, k) -> (b, s, n)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<2x8x4xf32>, tensor<4x4xf32>) outs(%c : tensor<2x8x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %a : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+  } -> tensor<2x8x4xf32>
+  %r = shard.all_reduce %p on @tp grid_axes = [0] : tensor<2x8x4xf32> -> tensor<2x8x4xf32>
+  return %r : tensor<2x8x4xf32>
+}

@@ -14,7 +14,7 @@
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: overlap-opt %s --overlap-pipeline --remarks-filter=overlap -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum gather_two_matmuls; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
+// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum cast_before_scatter gather_two_matmuls; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
 // RUN: overlap-run --ranks 4 --entry bsh_generic --strategy auto %s | FileCheck %s --check-prefix=AUTO
 // The check can fail: a generic whose body squares A is not a matmul.
 // RUN: sed -e 's/%m = arith.mulf %a32, %b32 : f32/%m = arith.mulf %a32, %a32 : f32/' %s > %t/wrong.mlir
@@ -30,10 +30,11 @@
 // REMARK-DAG: Function=bsh_generic | Remark="tiles [
 // REMARK-DAG: Function=seq_scatter_strided | Reason="lowered as one unsplit reduce-scatter, not overlapped: the matmul's rows reach it reshaped to tensor<2x128x32xf32>, and its blocks along that shape are strided in the rows
 // REMARK-DAG: Function=seq_gather_strided | Reason="lowered as one unsplit all-gather, not overlapped: its result reaches a matmul reshaped to tensor<256x64xf32>, and the gathered blocks are strided
-// REMARK-DAG: Function=cast_before_psum | Reason="lowered as one unsplit all-reduce, not overlapped
+// REMARK-DAG: Function=cast_before_psum | Remark="raised to overlap.matmul_all_reduce"
+// REMARK-DAG: Function=cast_before_scatter | Remark="raised to overlap.matmul_reduce_scatter"
 // REMARK-DAG: Function=gather_two_matmuls | Reason="lowered as one unsplit all-gather, not overlapped: the gathered left operand has other users
 
-// CHECK-COUNT-9: OK
+// CHECK-COUNT-10: OK
 // CHECK-NOT: FAILED
 // AUTO: bit-identical: yes
 // WRONG: MISMATCH
@@ -133,7 +134,8 @@ func.func @seq_gather_strided(%x: tensor<2x32x64xf32>, %w: tensor<64x32xf32>) ->
 }
 
 // A cast to bf16 between the matmul and its all-reduce (JAX's psum of a
-// bf16 product): compiled with the all-reduce unsplit (not overlapped yet).
+// bf16 product): fused, each tile's f32 rows rounded before its all-reduce
+// in bf16.
 func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> tensor<256x32xbf16> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<256x32xf32>
@@ -160,4 +162,21 @@ func.func @gather_two_matmuls(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu
   %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   %pu = linalg.matmul ins(%g, %wu : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %pg, %pu : tensor<256x32xf32>, tensor<256x32xf32>
+}
+
+// The same before a reduce-scatter.
+func.func @cast_before_scatter(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> tensor<64x32xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<256x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %eh = tensor.empty() : tensor<256x32xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<256x32xf32>) outs(%eh : tensor<256x32xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %t = arith.truncf %in : f32 to bf16
+      linalg.yield %t : bf16
+  } -> tensor<256x32xbf16>
+  %r = shard.reduce_scatter %h on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xbf16> -> tensor<64x32xbf16>
+  return %r : tensor<64x32xbf16>
 }

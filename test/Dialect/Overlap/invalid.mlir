@@ -92,12 +92,24 @@ func.func @f(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %c: tensor<8x32xf16>) 
 
 // -----
 
+// An all-gather's result is never rounded: C's type.
 shard.grid @tp(shape = 8)
-func.func @f(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x32xf32>) -> tensor<8x32xbf16> {
+func.func @f(%a: tensor<1x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x32xf32>) -> tensor<8x32xbf16> {
   // expected-error @+1 {{result has element type 'bf16' but the accumulator C has 'f32'; they must be the same}}
-  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0] 
-      : tensor<8x16xbf16>, tensor<16x32xbf16>, tensor<8x32xf32> -> tensor<8x32xbf16>
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      : tensor<1x16xbf16>, tensor<16x32xbf16>, tensor<8x32xf32> -> tensor<8x32xbf16>
   return %r : tensor<8x32xbf16>
+}
+
+// -----
+
+// An all-reduce's result may be an f32 C rounded to f16/bf16, not widened.
+shard.grid @tp(shape = 8)
+func.func @f(%a: tensor<8x16xbf16>, %b: tensor<16x32xbf16>, %c: tensor<8x32xbf16>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{result has element type 'f32' but the accumulator C has 'bf16'; they must be the same, or C f32 and the result f16 or bf16 (rounded before the collective)}}
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      : tensor<8x16xbf16>, tensor<16x32xbf16>, tensor<8x32xbf16> -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
 }
 
 // -----

@@ -83,8 +83,9 @@ func.func @seq_gather_strided(%x: tensor<2x32x64xf32>, %w: tensor<64x32xf32>) ->
   return %p : tensor<256x32xf32>
 }
 
-// A cast to bf16 between the matmul and its all-reduce (JAX's psum of a
-// bf16 product): compiled with the all-reduce unsplit (not overlapped yet).
+// The cast as a round trip bf16 -> f32 -> bf16 after the rounding (exact,
+// so the same values), which overlap-raise does not look through: the
+// all-reduce stays unsplit, off the fused path.
 func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> tensor<256x32xbf16> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<256x32xf32>
@@ -95,7 +96,9 @@ func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> 
       ins(%p : tensor<256x32xf32>) outs(%eh : tensor<256x32xbf16>) {
     ^bb0(%in: f32, %out: bf16):
       %t = arith.truncf %in : f32 to bf16
-      linalg.yield %t : bf16
+      %w32 = arith.extf %t : bf16 to f32
+      %t2 = arith.truncf %w32 : f32 to bf16
+      linalg.yield %t2 : bf16
   } -> tensor<256x32xbf16>
   %r = shard.all_reduce %h on @tp grid_axes = [0] : tensor<256x32xbf16> -> tensor<256x32xbf16>
   return %r : tensor<256x32xbf16>
@@ -111,4 +114,23 @@ func.func @gather_two_matmuls(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu
   %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   %pu = linalg.matmul ins(%g, %wu : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %pg, %pu : tensor<256x32xf32>, tensor<256x32xf32>
+}
+
+// The same before a reduce-scatter, also off the fused path.
+func.func @cast_before_scatter(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> tensor<64x32xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<256x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %eh = tensor.empty() : tensor<256x32xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<256x32xf32>) outs(%eh : tensor<256x32xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %t = arith.truncf %in : f32 to bf16
+      %w32 = arith.extf %t : bf16 to f32
+      %t2 = arith.truncf %w32 : f32 to bf16
+      linalg.yield %t2 : bf16
+  } -> tensor<256x32xbf16>
+  %r = shard.reduce_scatter %h on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xbf16> -> tensor<64x32xbf16>
+  return %r : tensor<64x32xbf16>
 }

@@ -113,7 +113,8 @@ static LogicalResult verifyMatmulElementTypes(Operation *op,
                                               RankedTensorType a,
                                               RankedTensorType b,
                                               RankedTensorType c,
-                                              RankedTensorType result) {
+                                              RankedTensorType result,
+                                              bool narrowingResult = false) {
   Type elemA = a.getElementType(), elemB = b.getElementType();
   Type elemC = c.getElementType();
   if (!isMatmulElementType(elemA))
@@ -127,11 +128,19 @@ static LogicalResult verifyMatmulElementTypes(Operation *op,
     return op->emitOpError()
            << "accumulator C has element type " << elemC
            << "; expected the factors' type " << elemA << " or f32";
-  if (result.getElementType() != elemC)
+  Type elemR = result.getElementType();
+  // An all-reduce or reduce-scatter may round an f32 sum to f16/bf16
+  // before the collective (the cast a frontend writes before its psum).
+  bool narrowed = narrowingResult && elemC.isF32() &&
+                  (elemR.isF16() || elemR.isBF16());
+  if (elemR != elemC && !narrowed)
     return op->emitOpError()
-           << "result has element type " << result.getElementType()
-           << " but the accumulator C has " << elemC
-           << "; they must be the same";
+           << "result has element type " << elemR << " but the accumulator C has "
+           << elemC
+           << (narrowingResult
+                   ? "; they must be the same, or C f32 and the result f16 "
+                     "or bf16 (rounded before the collective)"
+                   : "; they must be the same");
 
   return success();
 }
@@ -153,7 +162,8 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
              << type.getRank() << " (" << type << ")";
   }
 
-  if (failed(verifyMatmulElementTypes(op, a, b, c, result)))
+  if (failed(verifyMatmulElementTypes(op, a, b, c, result,
+                                      kind != FusedKind::AllGather)))
     return failure();
 
   int64_t k = a.getDimSize(1), kB = b.getDimSize(0);

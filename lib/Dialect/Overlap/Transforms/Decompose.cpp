@@ -11,6 +11,7 @@
 
 #include "PlannerBridge.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -104,6 +105,26 @@ public:
         .getResult(0);
   }
 
+  /// `value` rounded elementwise to the element type of `into` (f32 to
+  /// f16/bf16), written into `into`: the cast a fused op with a narrower
+  /// result applies to each tile before its collective.
+  Value round(Value value, Value into) {
+    auto type = cast<RankedTensorType>(into.getType());
+    unsigned rank = type.getRank();
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Type to = type.getElementType();
+    return linalg::GenericOp::create(
+               rewriter, loc, type, value, into, maps, iterators,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 linalg::YieldOp::create(
+                     b, l, arith::TruncFOp::create(b, l, to, args[0])
+                               .getResult());
+               })
+        .getResult(0);
+  }
+
   Value empty(ArrayRef<int64_t> shape, Type elementType) {
     return tensor::EmptyOp::create(rewriter, loc, shape, elementType);
   }
@@ -190,6 +211,36 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
   TileBuilder tb(rewriter, op.getLoc());
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = op.getB().getType().getDimSize(1);
+  RankedTensorType resultType = op.getResult().getType();
+  if (resultType.getElementType() != op.getC().getType().getElementType()) {
+    // A rounded result: each tile's f32 rows of C + A*B are rounded into
+    // the tile's slice of the result, which the all-reduce sums in place.
+    Value result = tb.tiles(
+        tb.empty(resultType.getShape(), resultType.getElementType()),
+        layout.getSpans(),
+        [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+            SmallVectorImpl<int64_t> &sizes) {
+          offsets.append({tile.offset, 0});
+          sizes.append({tile.rows, n});
+        },
+        [&](const planner::TileSpan &tile, Value slot) {
+          Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
+          Value c = tb.slice(op.getC(), {tile.offset, 0}, {tile.rows, n});
+          Value product = linalg::MatmulOp::create(
+                              rewriter, op.getLoc(), TypeRange{c.getType()},
+                              ValueRange{a, op.getB()}, ValueRange{c})
+                              .getResult(0);
+          return AllReduceOp::create(
+                     rewriter, op.getLoc(), slot.getType(),
+                     tb.round(product, slot), op.getGridAttr(),
+                     op.getGridAxesAttr(),
+                     ReductionKindAttr::get(rewriter.getContext(),
+                                            ReductionKind::Sum))
+              .getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return;
+  }
   // Each tile's rows of C are its slice: the matmul accumulates into them
   // and the all-reduce sums them in place.
   Value result = tb.tiles(
@@ -219,6 +270,8 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   TileBuilder tb(rewriter, op.getLoc());
   RankedTensorType cType = op.getC().getType();
   Type elem = cType.getElementType();
+  // The collective's type: C's, or the f16/bf16 each tile is rounded to.
+  Type outElem = op.getResult().getType().getElementType();
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
   int64_t group = layout.slots(), blockRows = layout.blockSize();
@@ -228,7 +281,7 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   // Each tile's rows of the result are its slice, which the collective
   // scatters into.
   Value out = tb.tiles(
-      tb.empty({blockRows, n}, elem), layout.getSpans(),
+      tb.empty({blockRows, n}, outElem), layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
           SmallVectorImpl<int64_t> &sizes) {
         offsets.append({tile.blockOffset, 0});
@@ -244,6 +297,8 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
         };
         Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
         Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
+        if (outElem != elem)
+          packed = tb.round(packed, tb.empty({group * q, n}, outElem));
         return ReduceScatterOp::create(
                    rewriter, op.getLoc(), slot.getType(), packed, slot,
                    op.getGridAttr(), op.getGridAxesAttr(),

@@ -13,6 +13,7 @@
 #include "PlannerBridge.h"
 #include "Raise.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -131,9 +132,11 @@ std::string whyNotFused(CollectiveOp op, linalg::MatmulOp matmul,
   }
   if (std::string why = whyNotFusable(matmul); !why.empty())
     return why;
+  // A rounding between the two was looked through: the collective then
+  // runs in the rounded type, its input's.
   auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
   if (!resultType || resultType.getElementType() !=
-                         getElementTypeOrSelf(matmul.getResult(0).getType()))
+                         getElementTypeOrSelf(op.getInput().getType()))
     return "the collective changes the element type";
   if constexpr (isReduceScatter) {
     SymbolTableCollection symbols;
@@ -168,12 +171,42 @@ std::string whyNotFused(shard::AllGatherOp gather, linalg::MatmulOp matmul,
   return "";
 }
 
-/// The matmul that produces `collective`'s operand, through casts.
+/// The elementwise f32 -> f16/bf16 rounding (a linalg.generic whose body is
+/// one arith.truncf) that produces `value`, if it is one.
+linalg::GenericOp narrowingOf(Value value) {
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }) ||
+      generic.getNumReductionLoops() != 0)
+    return {};
+  Block &body = *generic.getBlock();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto trunc = yield.getNumOperands() == 1
+                   ? yield.getOperand(0).getDefiningOp<arith::TruncFOp>()
+                   : arith::TruncFOp();
+  if (!trunc || trunc.getIn() != body.getArgument(0) ||
+      !trunc.getIn().getType().isF32() ||
+      !(trunc.getType().isF16() || trunc.getType().isBF16()) ||
+      body.getOperations().size() != 2 || trunc.getRoundingmodeAttr())
+    return {};
+  return generic;
+}
+
+/// The matmul that produces `collective`'s operand, through casts and at
+/// most one rounding to f16/bf16 (appended to `casts` too).
 template <typename CollectiveOp>
 linalg::MatmulOp producerMatmul(CollectiveOp collective, bool &singleUse,
                                 SmallVectorImpl<Operation *> &casts) {
-  return stripCasts(collective.getInput(), singleUse, casts)
-      .template getDefiningOp<linalg::MatmulOp>();
+  Value value = stripCasts(collective.getInput(), singleUse, casts);
+  if (linalg::GenericOp narrowing = narrowingOf(value)) {
+    if (!narrowing->hasOneUse())
+      singleUse = false;
+    casts.push_back(narrowing);
+    value = stripCasts(narrowing.getDpsInputs()[0], singleUse, casts);
+  }
+  return value.template getDefiningOp<linalg::MatmulOp>();
 }
 
 /// The gather that produces `matmul`'s left operand, through casts.
@@ -202,7 +235,11 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
   rewriter.setInsertionPoint(op);
   Value a = matmul.getInputs()[0], b = matmul.getInputs()[1];
   Value c = matmul.getOutputs()[0];
-  Type fusedType = matmul.getResult(0).getType();
+  // The result has the collective's element type: C's, or the f16/bf16
+  // that a rounding between the two gives.
+  Type elem = getElementTypeOrSelf(op.getInput().getType());
+  Type fusedType = cast<RankedTensorType>(matmul.getResult(0).getType())
+                       .clone(elem);
   constexpr bool isReduceScatter =
       std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
   if constexpr (isReduceScatter) {
@@ -211,8 +248,7 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
     int64_t group = groupSizeOf(op, symbols);
     auto cType = cast<RankedTensorType>(c.getType());
     fusedType = RankedTensorType::get(
-        {cType.getDimSize(0) / group, cType.getDimSize(1)},
-        cType.getElementType());
+        {cType.getDimSize(0) / group, cType.getDimSize(1)}, elem);
   }
   using FusedOp =
       std::conditional_t<isReduceScatter, MatmulReduceScatterOp,

@@ -282,6 +282,10 @@ struct OverlapReorderChainsPass
       if (ar.getReduction() != shard::ReductionKind::Sum ||
           ar.getInput().getType() != ar.getResult().getType())
         return;
+    // A sum rounded before the all-reduce is not the one after the product.
+    if (auto fused = dyn_cast<MatmulAllReduceOp>(collective))
+      if (fused.getC().getType() != fused.getResult().getType())
+        return;
     Value reduced = collective->getResult(0);
     if (!reduced.hasOneUse())
       return;

@@ -202,3 +202,34 @@ func.func @dynamic_n(%a: tensor<64x16xf32>, %b: tensor<16x?xf32>,
       : tensor<64x16xf32>, tensor<16x?xf32>, tensor<256x?xf32> -> tensor<256x?xf32>
   return %r : tensor<256x?xf32>
 }
+
+// -----
+
+// A rounded result (f32 C, bf16 result): each tile's f32 rows of C + A*B
+// are rounded into its slice of a bf16 result, and the all-reduce or
+// reduce-scatter runs in bf16.
+shard.grid @tp(shape = 4)
+// CHECK-LABEL: func.func @rounded_all_reduce
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<256x32xbf16>
+// CHECK: overlap.tiles %[[E]] : tensor<256x32xbf16> (%[[S0:.*]] = [0, 0] [128, 32], %[[S1:.*]] = [128, 0] [128, 32])
+// CHECK: %[[C0:.*]] = tensor.extract_slice %arg2[0, 0] [128, 32] [1, 1]
+// CHECK: %[[P0:.*]] = linalg.matmul ins(%{{.*}}, %arg1 : tensor<128x64xbf16>, tensor<64x32xbf16>) outs(%[[C0]] : tensor<128x32xf32>)
+// CHECK: %[[R0:.*]] = linalg.generic {{.*}} ins(%[[P0]] : tensor<128x32xf32>) outs(%[[S0]] : tensor<128x32xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: overlap.all_reduce %[[R0]] on @tp grid_axes = [0] : tensor<128x32xbf16> -> tensor<128x32xbf16>
+func.func @rounded_all_reduce(%a: tensor<256x64xbf16>, %b: tensor<64x32xbf16>, %c: tensor<256x32xf32>) -> tensor<256x32xbf16> {
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0] {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "uniform:2", bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<256x64xbf16>, tensor<64x32xbf16>, tensor<256x32xf32> -> tensor<256x32xbf16>
+  return %r : tensor<256x32xbf16>
+}
+
+// CHECK-LABEL: func.func @rounded_reduce_scatter
+// CHECK: overlap.tiles %{{.*}} : tensor<64x32xbf16>
+// CHECK: %[[P:.*]] = tensor.collapse_shape %{{.*}} : tensor<4x32x32xf32> into tensor<128x32xf32>
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<128x32xf32>) outs(%{{.*}} : tensor<128x32xbf16>)
+// CHECK: overlap.reduce_scatter %[[R]] into %{{.*}} on @tp grid_axes = [0] : tensor<128x32xbf16>, tensor<32x32xbf16> -> tensor<32x32xbf16>
+func.func @rounded_reduce_scatter(%a: tensor<256x64xbf16>, %b: tensor<64x32xbf16>, %c: tensor<256x32xf32>) -> tensor<64x32xbf16> {
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0] {overlap.plan = #overlap.plan<tiles = [128, 128], strategy = "uniform:2", bound = comm, predicted_us = 1.0, serial_us = 2.0>}
+      : tensor<256x64xbf16>, tensor<64x32xbf16>, tensor<256x32xf32> -> tensor<64x32xbf16>
+  return %r : tensor<64x32xbf16>
+}

@@ -68,3 +68,38 @@ func.func @not_a_matmul(%x: tensor<2x8x4xf32>, %w: tensor<4x4xf32>, %c: tensor<2
   %r = shard.all_reduce %p on @tp grid_axes = [0] : tensor<2x8x4xf32> -> tensor<2x8x4xf32>
   return %r : tensor<2x8x4xf32>
 }
+
+// A rounding to bf16 between the matmul and the all-reduce (JAX's psum of
+// a bf16 product): fused, with the bf16 result type.
+// CHECK-LABEL: func.func @cast_before_psum
+// CHECK: %[[R:.*]] = overlap.matmul_all_reduce %arg0, %arg1, %arg2 on @tp grid_axes = [0] : tensor<256x64xbf16>, tensor<64x32xbf16>, tensor<256x32xf32> -> tensor<256x32xbf16>
+// CHECK-NEXT: return %[[R]]
+func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>, %c: tensor<256x32xf32>) -> tensor<256x32xbf16> {
+  %p = linalg.matmul ins(%x, %w : tensor<256x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %eh = tensor.empty() : tensor<256x32xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<256x32xf32>) outs(%eh : tensor<256x32xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %t = arith.truncf %in : f32 to bf16
+      linalg.yield %t : bf16
+  } -> tensor<256x32xbf16>
+  %r = shard.all_reduce %h on @tp grid_axes = [0] : tensor<256x32xbf16> -> tensor<256x32xbf16>
+  return %r : tensor<256x32xbf16>
+}
+
+// A rounding with another user stays: the all-reduce is not fused.
+// CHECK-LABEL: func.func @cast_used_twice
+// CHECK: linalg.matmul
+// CHECK: shard.all_reduce
+func.func @cast_used_twice(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>, %c: tensor<256x32xf32>) -> (tensor<256x32xbf16>, tensor<256x32xbf16>) {
+  %p = linalg.matmul ins(%x, %w : tensor<256x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %eh = tensor.empty() : tensor<256x32xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<256x32xf32>) outs(%eh : tensor<256x32xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %t = arith.truncf %in : f32 to bf16
+      linalg.yield %t : bf16
+  } -> tensor<256x32xbf16>
+  %r = shard.all_reduce %h on @tp grid_axes = [0] : tensor<256x32xbf16> -> tensor<256x32xbf16>
+  return %r, %h : tensor<256x32xbf16>, tensor<256x32xbf16>
+}

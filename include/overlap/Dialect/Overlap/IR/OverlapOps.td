@@ -52,7 +52,10 @@ def Overlap_MatmulAllReduceOp : Overlap_FusedMatmulOp<"matmul_all_reduce"> {
     layer of tensor parallelism) and every rank receives the sum. A is MxK,
     B is KxN, C and the result are MxN. A and B share an element type (f16,
     bf16 or f32); C's element type is the accumulator type, either that of
-    A and B or f32.
+    A and B or f32. With an f32 C the result may be f16 or bf16: each
+    element of `C + A·B` is rounded to it once, before the sum over the
+    group, which then runs (and moves bytes) in the result type (the cast a
+    frontend writes before its `psum`).
 
     ```mlir
     shard.grid @tp(shape = 8)
@@ -70,6 +73,8 @@ def Overlap_MatmulReduceScatterOp
     Computes `reduce_scatter_sum(C + A·B)` over the group: the MxN sum is
     split into G blocks of M/G rows and rank r receives block r. A is MxK,
     B is KxN, C is MxN, the result is (M/G)xN; M must be divisible by G.
+    As for `matmul_all_reduce`, an f32 C may have an f16 or bf16 result,
+    rounded before the reduction.
 
     ```mlir
     %s = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]

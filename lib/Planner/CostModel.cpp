@@ -217,7 +217,7 @@ double CostModel::contiguousGemmUs(int64_t rows) const {
 double CostModel::commBytes(int64_t rows) const {
   int64_t width = exchangesInput(problem) ? problem.k : problem.n;
   return static_cast<double>(rows) * static_cast<double>(width) *
-         byteWidth(problem.dtype);
+         byteWidth(problem.commDtype.value_or(problem.dtype));
 }
 
 double CostModel::commUs(int64_t rows) const {

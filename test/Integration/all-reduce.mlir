@@ -26,7 +26,8 @@
 // MC2: Remark="tiles [1024] (mc2, {{.*}}one tile, no overlap wins
 // OPT: Remark="tiles [128, 256, 640] (optimal,
 // UNI4: Remark="tiles [256, 256, 256, 256] (uniform:4,
-// BF16: Remark="tiles [256, 768] (optimal,
+// The sum is f32 on the wire (f32 C): 4 bytes an element priced.
+// BF16: Remark="tiles [128, 896] (optimal,
 // BF16ACC: Remark="tiles [384, 384, 256] (uniform:3,
 // M = 712 is not a multiple of the 128-row alignment: the last tile takes
 // the remainder (712 = 256 + 256 + 200), and mc2 keeps one tile of 712.

@@ -123,6 +123,21 @@ TEST(Profile, CommBytesFollowTheCollective) {
   EXPECT_DOUBLE_EQ(ag32.commBytes(512), 512.0 * 3072 * 4);
 }
 
+// bf16 factors with an f32 accumulator reduce f32: the wire bytes follow
+// the collective's element type, the GEMM's curve the factors'.
+TEST(Profile, CommBytesFollowTheCollectivesElementType) {
+  OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h100-nvlink-datasheet")));
+  MatmulProblem pb{Collective::ReduceScatter, 4096, 8192, 3072, DType::BF16, 8};
+  pb.commDtype = DType::F32;
+  OVERLAP_ASSIGN_OR_FAIL(rs, CostModel::create(p, pb));
+  EXPECT_DOUBLE_EQ(rs.commBytes(512), 512.0 * 8192 * 4);
+  OVERLAP_ASSIGN_OR_FAIL(same, CostModel::create(p, MatmulProblem{
+      Collective::ReduceScatter, 4096, 8192, 3072, DType::BF16, 8}));
+  EXPECT_DOUBLE_EQ(same.commBytes(512), 512.0 * 8192 * 2);
+  EXPECT_GT(rs.commUs(512), same.commUs(512));
+  EXPECT_DOUBLE_EQ(rs.fullGemmUs(), same.fullGemmUs());
+}
+
 TEST(Profile, ErrorsNameFileFieldAndExpectation) {
   std::string e = parseError("{\"gemm\": ");
   EXPECT_NE(e.find("bad.json"), std::string::npos) << e;

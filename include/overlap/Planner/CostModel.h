@@ -51,6 +51,11 @@ struct MatmulProblem {
   /// of tokens; a tile takes tiles[i] / (ranks x experts) tokens of every
   /// block and runs as `experts` GEMMs, each of tiles[i] / experts rows.
   int64_t experts = 1;
+  /// The collective's element type when it differs from the GEMM's
+  /// factors' (`dtype`): an f32 accumulator reduced as f32 (bf16 x bf16 ->
+  /// f32 moves 4 bytes an element), or a sum rounded to bf16 before the
+  /// collective. The wire bytes are priced from it.
+  std::optional<DType> commDtype;
 };
 
 /// Whether the collective delivers the GEMM's input (all-gather, all-to-all

@@ -11,6 +11,7 @@
 #include "PlannerBridge.h"
 #include "overlap/Planner/TilePlanner.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 
 
@@ -81,6 +82,14 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return op->emitOpError() << "cannot be planned: element type "
                                << a.getElementType() << " has no profile";
     problem.dtype = *dtype;
+    // What the collective moves: the factors for an exchanged input, the
+    // result (C's type, or the type it is rounded to) otherwise.
+    Type moved = planner::exchangesInput(problem)
+                     ? a.getElementType()
+                     : mlir::getElementTypeOrSelf(op->getResult(0).getType());
+    if (std::optional<planner::DType> comm = plannerDType(moved);
+        comm && *comm != *dtype)
+      problem.commDtype = *comm;
     if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
       remarkMissed(op, "not-planned", "overlap-plan",
                    "not planned: " + dynamic + "; plans need static shapes");

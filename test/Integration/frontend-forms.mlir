@@ -3,9 +3,10 @@
 // linalg.generic, linalg.batch_matmul with a broadcast weight or
 // linalg.contract, Megatron's [seq, batch, hidden] collapsed to rows.
 // overlap-raise normalizes each to the textbook pair and overlaps it; the
-// forms it cannot (blocks strided in the rows, a cast before the psum,
-// one gather feeding two matmuls) compile with the collective unsplit and
-// a remark that says why.
+// forms it cannot (blocks strided in the rows) compile with the
+// collective unsplit and a remark that says why. A cast before the
+// collective is rounded per tile; one gather feeding two matmuls is fused
+// once, with the weights side by side.
 //
 // Each entry, split into tiles, is compared on 4 host ranks with the same
 // entry of Inputs/frontend-forms-textbook.mlir, written by hand in the
@@ -32,7 +33,8 @@
 // REMARK-DAG: Function=seq_gather_strided | Reason="lowered as one unsplit all-gather, not overlapped: its result reaches a matmul reshaped to tensor<256x64xf32>, and the gathered blocks are strided
 // REMARK-DAG: Function=cast_before_psum | Remark="raised to overlap.matmul_all_reduce"
 // REMARK-DAG: Function=cast_before_scatter | Remark="raised to overlap.matmul_reduce_scatter"
-// REMARK-DAG: Function=gather_two_matmuls | Reason="lowered as one unsplit all-gather, not overlapped: the gathered left operand has other users
+// REMARK-DAG: Function=gather_two_matmuls | Remark="merged 2 matmuls of one gathered operand into one (weights side by side along N), so the gather is overlapped once for all of them"
+// REMARK-DAG: Function=gather_two_matmuls | Remark="raised to overlap.all_gather_matmul"
 
 // CHECK-COUNT-10: OK
 // CHECK-NOT: FAILED
@@ -152,8 +154,8 @@ func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> 
   return %r : tensor<256x32xbf16>
 }
 
-// One gather feeding two matmuls (gate and up projections): compiled with
-// the gather unsplit (not overlapped yet).
+// One gather feeding two matmuls (gate and up projections): one matmul of
+// the weights side by side, the gather fused once.
 func.func @gather_two_matmuls(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu: tensor<64x32xf32>) -> (tensor<256x32xf32>, tensor<256x32xf32>) {
   %zero = arith.constant 0.0 : f32
   %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>

@@ -104,15 +104,16 @@ func.func @cast_before_psum(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) -> 
   return %r : tensor<256x32xbf16>
 }
 
-// One gather feeding two matmuls (gate and up projections): compiled with
-// the gather unsplit (not overlapped yet).
+// Two gathers of the same rows, each feeding one matmul: the textbook
+// pairs, off the merging path.
 func.func @gather_two_matmuls(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu: tensor<64x32xf32>) -> (tensor<256x32xf32>, tensor<256x32xf32>) {
   %zero = arith.constant 0.0 : f32
-  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %g1 = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %g2 = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
   %e = tensor.empty() : tensor<256x32xf32>
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
-  %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
-  %pu = linalg.matmul ins(%g, %wu : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %pg = linalg.matmul ins(%g1, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %pu = linalg.matmul ins(%g2, %wu : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %pg, %pu : tensor<256x32xf32>, tensor<256x32xf32>
 }
 

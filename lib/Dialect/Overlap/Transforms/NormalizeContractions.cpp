@@ -19,7 +19,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 using namespace mlir;
 using namespace mlir::overlap;
@@ -316,12 +318,114 @@ struct HoistCollapseShape
   }
 };
 
+/// One all-gather feeding several matmuls as their left operand (gate and
+/// up projections, separate Q, K, V): one matmul of the gathered rows and
+/// the weights side by side along N, each consumer taking its columns, so
+/// that the gather is fused once and every gathered tile feeds every
+/// consumer's GEMM. Each element is computed as before (same row, same
+/// column, same order over k).
+struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(shard::AllGatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    Value gathered = gather.getResult();
+    if (gathered.hasOneUse() || gathered.use_empty())
+      return failure();
+    SmallVector<linalg::MatmulOp> matmuls;
+    for (OpOperand &use : gathered.getUses()) {
+      auto mm = dyn_cast<linalg::MatmulOp>(use.getOwner());
+      if (!mm || use.getOperandNumber() != 0 || mm.hasUserDefinedMaps() ||
+          !mm.hasPureTensorSemantics() ||
+          mm->getBlock() != gather->getBlock() ||
+          llvm::is_contained(matmuls, mm))
+        return failure();
+      matmuls.push_back(mm);
+    }
+    llvm::sort(matmuls, [](linalg::MatmulOp x, linalg::MatmulOp y) {
+      return x->isBeforeInBlock(y);
+    });
+    linalg::MatmulOp first = matmuls.front();
+    auto bType0 = cast<RankedTensorType>(first.getInputs()[1].getType());
+    auto cType0 = cast<RankedTensorType>(first.getOutputs()[0].getType());
+    // The merged accumulator is one fill of the consumers' common value.
+    auto fillOf = [](Value c) { return c.getDefiningOp<linalg::FillOp>(); };
+    linalg::FillOp fill0 = fillOf(first.getOutputs()[0]);
+    if (!fill0)
+      return failure();
+    Value fillValue = fill0.getInputs()[0];
+    DominanceInfo dominance;
+    int64_t n = 0;
+    for (linalg::MatmulOp mm : matmuls) {
+      auto bType = dyn_cast<RankedTensorType>(mm.getInputs()[1].getType());
+      auto cType = dyn_cast<RankedTensorType>(mm.getOutputs()[0].getType());
+      linalg::FillOp fill = fillOf(mm.getOutputs()[0]);
+      if (!bType || !cType || !bType.hasStaticShape() ||
+          !cType.hasStaticShape() ||
+          bType.getElementType() != bType0.getElementType() ||
+          cType.getElementType() != cType0.getElementType() ||
+          bType.getDimSize(0) != bType0.getDimSize(0) ||
+          cType.getDimSize(0) != cType0.getDimSize(0) || !fill ||
+          fill.getInputs()[0] != fillValue ||
+          !dominance.properlyDominates(mm.getInputs()[1], first))
+        return failure();
+      n += bType.getDimSize(1);
+    }
+    if (!dominance.properlyDominates(fillValue, first))
+      return failure();
+
+    Location loc = first.getLoc();
+    rewriter.setInsertionPoint(first);
+    int64_t k = bType0.getDimSize(0), m = cType0.getDimSize(0);
+    auto idx = [&](int64_t v) -> OpFoldResult {
+      return rewriter.getIndexAttr(v);
+    };
+    Value weights =
+        tensor::EmptyOp::create(rewriter, loc, {k, n}, bType0.getElementType());
+    int64_t offset = 0;
+    for (linalg::MatmulOp mm : matmuls) {
+      int64_t cols = cast<RankedTensorType>(mm.getInputs()[1].getType())
+                         .getDimSize(1);
+      weights = tensor::InsertSliceOp::create(
+          rewriter, loc, mm.getInputs()[1], weights, {idx(0), idx(offset)},
+          {idx(k), idx(cols)}, {idx(1), idx(1)});
+      offset += cols;
+    }
+    Value acc = linalg::FillOp::create(
+                    rewriter, loc, fillValue,
+                    tensor::EmptyOp::create(rewriter, loc, {m, n},
+                                            cType0.getElementType())
+                        .getResult())
+                    .getResult(0);
+    Value product =
+        linalg::MatmulOp::create(rewriter, loc, acc.getType(),
+                                 ValueRange{gathered, weights}, ValueRange{acc})
+            .getResult(0);
+    remarkPassed(product.getDefiningOp(), "merged", "overlap-raise",
+                 "merged " + llvm::Twine(matmuls.size()) +
+                     " matmuls of one gathered operand into one (weights "
+                     "side by side along N), so the gather is overlapped "
+                     "once for all of them");
+    offset = 0;
+    for (linalg::MatmulOp mm : matmuls) {
+      int64_t cols = cast<RankedTensorType>(mm.getInputs()[1].getType())
+                         .getDimSize(1);
+      Value part = tensor::ExtractSliceOp::create(
+          rewriter, loc, product, {idx(0), idx(offset)}, {idx(m), idx(cols)},
+          {idx(1), idx(1)});
+      offset += cols;
+      rewriter.replaceOp(mm, part);
+    }
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::overlap::populateNormalizeContractionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<NormalizeContraction>(patterns.getContext());
   patterns.add<SinkExpandShape<shard::AllReduceOp>,
-               SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape>(
-      patterns.getContext());
+               SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape,
+               MergeGatheredMatmuls>(patterns.getContext());
 }

@@ -103,3 +103,35 @@ func.func @cast_used_twice(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>, %c: 
   %r = shard.all_reduce %h on @tp grid_axes = [0] : tensor<256x32xbf16> -> tensor<256x32xbf16>
   return %r, %h : tensor<256x32xbf16>, tensor<256x32xbf16>
 }
+
+// One gather, gate and up projections: the weights side by side along N,
+// one fused all_gather_matmul, each projection its columns.
+// CHECK-LABEL: func.func @gate_up
+// CHECK: %[[W0:.*]] = tensor.insert_slice %arg1 into %{{.*}}[0, 0] [64, 32] [1, 1] : tensor<64x32xf32> into tensor<64x96xf32>
+// CHECK: %[[W1:.*]] = tensor.insert_slice %arg2 into %[[W0]][0, 32] [64, 64] [1, 1] : tensor<64x64xf32> into tensor<64x96xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<256x96xf32>)
+// CHECK: %[[P:.*]] = overlap.all_gather_matmul %arg0, %[[W1]], %[[F]] on @tp grid_axes = [0] : tensor<64x64xf32>, tensor<64x96xf32>, tensor<256x96xf32> -> tensor<256x96xf32>
+// CHECK: %[[G:.*]] = tensor.extract_slice %[[P]][0, 0] [256, 32] [1, 1]
+// CHECK: %[[U:.*]] = tensor.extract_slice %[[P]][0, 32] [256, 64] [1, 1]
+// CHECK: return %[[G]], %[[U]]
+func.func @gate_up(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu: tensor<64x64xf32>) -> (tensor<256x32xf32>, tensor<256x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %e1 = tensor.empty() : tensor<256x32xf32>
+  %c1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c1 : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %e2 = tensor.empty() : tensor<256x64xf32>
+  %c2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<256x64xf32>) -> tensor<256x64xf32>
+  %pu = linalg.matmul ins(%g, %wu : tensor<256x64xf32>, tensor<64x64xf32>) outs(%c2 : tensor<256x64xf32>) -> tensor<256x64xf32>
+  return %pg, %pu : tensor<256x32xf32>, tensor<256x64xf32>
+}
+
+// A gather that also feeds an elementwise op is not merged or fused.
+// CHECK-LABEL: func.func @gather_and_other
+// CHECK: shard.all_gather
+// CHECK-NOT: overlap.all_gather_matmul
+func.func @gather_and_other(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> (tensor<256x32xf32>, tensor<256x64xf32>) {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %pg, %g : tensor<256x32xf32>, tensor<256x64xf32>
+}

@@ -159,7 +159,14 @@ bool nextToCollective(linalg::LinalgOp op) {
     Operation *user = *value.getUsers().begin();
     if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(user))
       return true;
-    if (!isa<tensor::CastOp, tensor::ExpandShapeOp>(user))
+    // An elementwise op of one input (the rounding before a psum).
+    auto elementwise = dyn_cast<linalg::GenericOp>(user);
+    bool oneInputElementwise =
+        elementwise && elementwise.getNumDpsInputs() == 1 &&
+        elementwise.getNumDpsInits() == 1 &&
+        elementwise.getNumReductionLoops() == 0;
+    if (!isa<tensor::CastOp, tensor::ExpandShapeOp>(user) &&
+        !oneInputElementwise)
       break;
     value = user->getResult(0);
   }
@@ -318,6 +325,77 @@ struct HoistCollapseShape
   }
 };
 
+/// Two collapse_shapes of one value with the same groups are one: the
+/// contractions normalized above each flatten the gathered operand, and the
+/// gather can move past the collapse only when it has one user.
+struct DedupCollapseShape : public OpRewritePattern<tensor::CollapseShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::CollapseShapeOp collapse,
+                                PatternRewriter &rewriter) const override {
+    for (Operation *user : collapse.getSrc().getUsers()) {
+      auto other = dyn_cast<tensor::CollapseShapeOp>(user);
+      if (!other || other == collapse ||
+          other.getResultType() != collapse.getResultType() ||
+          other.getReassociationIndices() !=
+              collapse.getReassociationIndices() ||
+          !other->isBeforeInBlock(collapse) ||
+          other->getBlock() != collapse->getBlock())
+        continue;
+      rewriter.replaceOp(collapse, other.getResult());
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// An elementwise linalg.generic (identity maps, one input, no index
+/// reads) of expand_shape(x) -> expand_shape of the generic of x, so that
+/// a rounding between a flattened matmul and its collective keeps the two
+/// adjacent in the flattened shape.
+struct SinkExpandThroughElementwise
+    : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
+        op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+        !llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }) ||
+        !op.getBlock()->getOps<linalg::IndexOp>().empty() ||
+        op.getBlock()->getArgument(1).use_empty() == false)
+      return failure();
+    auto expand =
+        op.getDpsInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
+    if (!expand || !expand->hasOneUse() ||
+        !expand.getSrcType().hasStaticShape())
+      return failure();
+    // Only feeding a collective is worth it (the reshape then meets it).
+    if (!op->hasOneUse() ||
+        !isa<shard::AllReduceOp, shard::ReduceScatterOp>(
+            *op->getUsers().begin()))
+      return failure();
+    Location loc = op.getLoc();
+    auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+    auto flatType = expand.getSrcType().clone(outType.getElementType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, flatType.getShape(),
+                                         flatType.getElementType());
+    unsigned rank = flatType.getRank();
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    auto flat = linalg::GenericOp::create(rewriter, loc, flatType,
+                                          expand.getSrc(), init, maps,
+                                          iterators);
+    rewriter.inlineRegionBefore(op.getRegion(), flat.getRegion(),
+                                flat.getRegion().begin());
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+        op, outType, flat.getResult(0), expand.getReassociationIndices());
+    return success();
+  }
+};
+
 /// One all-gather feeding several matmuls as their left operand (gate and
 /// up projections, separate Q, K, V): one matmul of the gathered rows and
 /// the weights side by side along N, each consumer taking its columns, so
@@ -345,11 +423,35 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
     llvm::sort(matmuls, [](linalg::MatmulOp x, linalg::MatmulOp y) {
       return x->isBeforeInBlock(y);
     });
-    linalg::MatmulOp first = matmuls.front();
+    // The merged matmul goes where the last one is: every operand of an
+    // earlier one is defined by then, and no result may be used before it.
+    linalg::MatmulOp first = matmuls.front(), last = matmuls.back();
+    // A reshape of an earlier result (what normalization leaves) moves
+    // after it, when its own users allow.
+    auto after = [&](Operation *user) {
+      Operation *at = last->getBlock()->findAncestorOpInBlock(*user);
+      return at && (at == last || last->isBeforeInBlock(at));
+    };
+    SmallVector<Operation *> reshapes;
+    for (linalg::MatmulOp mm : matmuls)
+      for (Operation *user : mm->getUsers()) {
+        if (after(user))
+          continue;
+        if (!isa<tensor::ExpandShapeOp, tensor::CastOp>(user) ||
+            user->getBlock() != last->getBlock() ||
+            !llvm::all_of(user->getUsers(), after))
+          return failure();
+        reshapes.push_back(user);
+      }
     auto bType0 = cast<RankedTensorType>(first.getInputs()[1].getType());
     auto cType0 = cast<RankedTensorType>(first.getOutputs()[0].getType());
     // The merged accumulator is one fill of the consumers' common value.
-    auto fillOf = [](Value c) { return c.getDefiningOp<linalg::FillOp>(); };
+    auto fillOf = [](Value c) {
+      while (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                             tensor::CastOp>(c.getDefiningOp()))
+        c = c.getDefiningOp()->getOperand(0);
+      return c.getDefiningOp<linalg::FillOp>();
+    };
     linalg::FillOp fill0 = fillOf(first.getOutputs()[0]);
     if (!fill0)
       return failure();
@@ -366,16 +468,15 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
           cType.getElementType() != cType0.getElementType() ||
           bType.getDimSize(0) != bType0.getDimSize(0) ||
           cType.getDimSize(0) != cType0.getDimSize(0) || !fill ||
-          fill.getInputs()[0] != fillValue ||
-          !dominance.properlyDominates(mm.getInputs()[1], first))
+          fill.getInputs()[0] != fillValue)
         return failure();
       n += bType.getDimSize(1);
     }
-    if (!dominance.properlyDominates(fillValue, first))
+    if (!dominance.properlyDominates(fillValue, last))
       return failure();
 
-    Location loc = first.getLoc();
-    rewriter.setInsertionPoint(first);
+    Location loc = last.getLoc();
+    rewriter.setInsertionPoint(last);
     int64_t k = bType0.getDimSize(0), m = cType0.getDimSize(0);
     auto idx = [&](int64_t v) -> OpFoldResult {
       return rewriter.getIndexAttr(v);
@@ -407,6 +508,7 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
                      "side by side along N), so the gather is overlapped "
                      "once for all of them");
     offset = 0;
+    Operation *lastSlice = nullptr;
     for (linalg::MatmulOp mm : matmuls) {
       int64_t cols = cast<RankedTensorType>(mm.getInputs()[1].getType())
                          .getDimSize(1);
@@ -414,8 +516,11 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
           rewriter, loc, product, {idx(0), idx(offset)}, {idx(m), idx(cols)},
           {idx(1), idx(1)});
       offset += cols;
+      lastSlice = part.getDefiningOp();
       rewriter.replaceOp(mm, part);
     }
+    for (Operation *reshape : reshapes)
+      rewriter.moveOpAfter(reshape, lastSlice);
     return success();
   }
 };
@@ -427,5 +532,6 @@ void mlir::overlap::populateNormalizeContractionPatterns(
   patterns.add<NormalizeContraction>(patterns.getContext());
   patterns.add<SinkExpandShape<shard::AllReduceOp>,
                SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape,
-               MergeGatheredMatmuls>(patterns.getContext());
+               MergeGatheredMatmuls, DedupCollapseShape,
+               SinkExpandThroughElementwise>(patterns.getContext());
 }

@@ -122,7 +122,7 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
 
     ```mlir
     #overlap.plan<tiles = [512, 896, 896, 896, 896], strategy = "mc2",
-                  bound = comm, predicted_us = 1282.8, serial_us = 1874.0>
+                  bound = comm, predicted_us = 1387.4, serial_us = 1733.9>
     ```
 
     `tiles` partition the rows of the full product (M of A for all-reduce

@@ -11,7 +11,10 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::overlap::compiler;
@@ -51,6 +54,22 @@ namespace compiler {
 /// pipeline punctuation survives parsing.
 static std::string quote(llvm::StringRef value) {
   return ("\"" + value + "\"").str();
+}
+
+/// CUDA's libdevice (the __nv_* math functions that convert-gpu-to-nvvm
+/// calls for math.exp and friends): linked into the kernels so that ptxas
+/// finds them. The toolkit is the one whose ptxas compiles the kernels:
+/// $CUDA_ROOT, $CUDA_HOME or $CUDA_PATH, else /usr/local/cuda. Empty when
+/// there is none (kernels without math still compile).
+static std::string findLibdevice() {
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var); root && *root) {
+      std::string path = std::string(root) + "/nvvm/libdevice/libdevice.10.bc";
+      if (llvm::sys::fs::exists(path))
+        return path;
+    }
+  std::string path = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+  return llvm::sys::fs::exists(path) ? path : std::string();
 }
 
 std::vector<Stage> buildStages(const CompileOptions &options) {
@@ -96,7 +115,10 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
          "func.func(gpu-launch-sink-index-computations), gpu-kernel-outlining, "
          "nvvm-attach-target{chip=" +
              quote(options.gpuChip) + " features=" +
-             quote(options.gpuFeatures) + " O=3}"});
+             quote(options.gpuFeatures) + " O=3" +
+             (findLibdevice().empty() ? std::string()
+                                      : " l=" + quote(findLibdevice())) +
+             "}"});
   stages.push_back(
       {"runtime", "lowering to calls of the Overlap runtime",
        "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});

@@ -212,52 +212,36 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = op.getB().getType().getDimSize(1);
   RankedTensorType resultType = op.getResult().getType();
-  if (resultType.getElementType() != op.getC().getType().getElementType()) {
-    // A rounded result: each tile's f32 rows of C + A*B are rounded into
-    // the tile's slice of the result, which the all-reduce sums in place.
-    Value result = tb.tiles(
-        tb.empty(resultType.getShape(), resultType.getElementType()),
-        layout.getSpans(),
-        [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
-            SmallVectorImpl<int64_t> &sizes) {
-          offsets.append({tile.offset, 0});
-          sizes.append({tile.rows, n});
-        },
-        [&](const planner::TileSpan &tile, Value slot) {
-          Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
-          Value c = tb.slice(op.getC(), {tile.offset, 0}, {tile.rows, n});
-          Value product = linalg::MatmulOp::create(
-                              rewriter, op.getLoc(), TypeRange{c.getType()},
-                              ValueRange{a, op.getB()}, ValueRange{c})
-                              .getResult(0);
-          return AllReduceOp::create(
-                     rewriter, op.getLoc(), slot.getType(),
-                     tb.round(product, slot), op.getGridAttr(),
-                     op.getGridAxesAttr(),
-                     ReductionKindAttr::get(rewriter.getContext(),
-                                            ReductionKind::Sum))
-              .getResult();
-        });
-    rewriter.replaceOp(op, result);
-    return;
-  }
   // Each tile's rows of C are its slice: the matmul accumulates into them
-  // and the all-reduce sums them in place.
+  // and the all-reduce sums them in place. A rounded result (f32 C, f16 or
+  // bf16 result) is its own tensor instead: each tile's f32 rows of
+  // C + A*B are rounded into its slice, which the all-reduce sums.
+  bool rounded =
+      resultType.getElementType() != op.getC().getType().getElementType();
+  Value dest = rounded ? tb.empty(resultType.getShape(),
+                                  resultType.getElementType())
+                       : op.getC();
   Value result = tb.tiles(
-      op.getC(), layout.getSpans(),
+      dest, layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
           SmallVectorImpl<int64_t> &sizes) {
         offsets.append({tile.offset, 0});
         sizes.append({tile.rows, n});
       },
-      [&](const planner::TileSpan &tile, Value c) {
+      [&](const planner::TileSpan &tile, Value slot) {
         Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
+        Value c = rounded
+                      ? tb.slice(op.getC(), {tile.offset, 0}, {tile.rows, n})
+                      : slot;
         Value product = linalg::MatmulOp::create(
                             rewriter, op.getLoc(), TypeRange{c.getType()},
                             ValueRange{a, op.getB()}, ValueRange{c})
                             .getResult(0);
-        return AllReduceOp::create(rewriter, op.getLoc(), c.getType(), product,
-                                   op.getGridAttr(), op.getGridAxesAttr(),
+        if (rounded)
+          product = tb.round(product, slot);
+        return AllReduceOp::create(rewriter, op.getLoc(), slot.getType(),
+                                   product, op.getGridAttr(),
+                                   op.getGridAxesAttr(),
                                    ReductionKindAttr::get(rewriter.getContext(),
                                                           ReductionKind::Sum))
             .getResult();

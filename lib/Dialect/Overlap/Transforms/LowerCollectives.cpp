@@ -205,35 +205,38 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
                                       *reductionOf(allReduce.getReduction())))
         .getResult();
   }
-  if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
-    SmallVector<int64_t> perm =
-        axisFirst(gather.getGatherAxis().getSExtValue(), rank);
-    Value rows = transpose(b, loc, gather.getInput(), perm);
+  // A collective on rows of `input` with dim `axis` moved to the front,
+  // `rowsOut` rows out per row in (x G for a gather, / G for a scatter);
+  // its result is moved back.
+  auto alongRows = [&](Value input, int64_t axis, auto rowsOut, auto build) {
+    SmallVector<int64_t> perm = axisFirst(axis, rank);
+    Value rows = transpose(b, loc, input, perm);
     auto rowsType = cast<RankedTensorType>(rows.getType());
     SmallVector<int64_t> shape(rowsType.getShape());
-    shape[0] *= group;
-    Value gathered =
-        AllGatherOp::create(b, loc, rowsType.clone(shape), rows, Value(),
-                            gridAttr, axesAttr)
-            .getResult();
-    return transpose(b, loc, gathered, inverse(perm));
-  }
-  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
-    SmallVector<int64_t> perm =
-        axisFirst(scatter.getScatterAxis().getSExtValue(), rank);
-    Value rows = transpose(b, loc, scatter.getInput(), perm);
-    auto rowsType = cast<RankedTensorType>(rows.getType());
-    SmallVector<int64_t> shape(rowsType.getShape());
-    shape[0] /= group;
-    Value scattered =
-        ReduceScatterOp::create(b, loc, rowsType.clone(shape), rows, Value(),
-                                gridAttr, axesAttr,
-                                ReductionKindAttr::get(
-                                    b.getContext(),
-                                    *reductionOf(scatter.getReduction())))
-            .getResult();
-    return transpose(b, loc, scattered, inverse(perm));
-  }
+    shape[0] = rowsOut(shape[0]);
+    return transpose(b, loc, build(rows, rowsType.clone(shape)),
+                     inverse(perm));
+  };
+  if (auto gather = dyn_cast<shard::AllGatherOp>(op))
+    return alongRows(
+        gather.getInput(), gather.getGatherAxis().getSExtValue(),
+        [&](int64_t rows) { return rows * group; },
+        [&](Value rows, Type type) -> Value {
+          return AllGatherOp::create(b, loc, type, rows, Value(), gridAttr,
+                                     axesAttr)
+              .getResult();
+        });
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+    return alongRows(
+        scatter.getInput(), scatter.getScatterAxis().getSExtValue(),
+        [&](int64_t rows) { return rows / group; },
+        [&](Value rows, Type type) -> Value {
+          return ReduceScatterOp::create(
+                     b, loc, type, rows, Value(), gridAttr, axesAttr,
+                     ReductionKindAttr::get(
+                         b.getContext(), *reductionOf(scatter.getReduction())))
+              .getResult();
+        });
   if (auto exchange = dyn_cast<shard::AllToAllOp>(op)) {
     int64_t split = exchange.getSplitAxis().getSExtValue();
     int64_t concat = exchange.getConcatAxis().getSExtValue();

@@ -2,8 +2,8 @@
 # The compiled programs the GPU checks run: every integration program
 # (test/Integration: all-reduce, reduce-scatter and all-gather in f32, with
 # bf16 inputs, with bf16 accumulators, M = 712, the upstream-partitioned
-# form), the expert-parallel layers (all-to-all) and the MLP and MoE of
-# examples/, on one-rank grids (one GPU; NCCL puts
+# form), the expert-parallel layers (all-to-all) and the MLP, MoE and
+# Llama FFN of examples/, on one-rank grids (one GPU; NCCL puts
 # one rank per GPU), each compiled with --target=cuda as a plan and as the
 # one-tile reference, and with --target=host as the one-tile host
 # reference.
@@ -61,6 +61,7 @@ programs() {
   echo "mlp mlp mlp uniform:4 - $F32_TOL"
   echo "all-to-all-moe_one all-to-all moe_one uniform:3 - $F32_TOL"
   echo "moe moe moe uniform:3 - $F32_TOL"
+  echo "llama-mlp llama-mlp llama_mlp uniform:3 - $BF16_TOL"
 }
 
 case $mode in
@@ -80,6 +81,11 @@ compile)
     >"$DIR/all-to-all.mlir"
   sed -e 's/shape = 4/shape = 1/' -e 's/8x64x64/2x256x64/g' \
     "$ROOT/examples/moe.mlir" >"$DIR/moe.mlir"
+  # The frontend-written Llama FFN (docs/forms.md) on one rank, 768 rows:
+  # torch-layout weights, merged gate/up, the bf16 rounding per tile.
+  sed -e 's/shape = 8/shape = 1/' -e 's/512x2x/384x2x/g' -e 's/4096x2x/384x2x/g' \
+    -e 's/8192/256/g' -e 's/3584/128/g' \
+    "$ROOT/examples/llama-mlp.mlir" >"$DIR/llama-mlp.mlir"
   : >"$DIR/programs.txt"
   programs | while read -r name src entry strategy profile rtol atol; do
     args=("$DIR/$src.mlir" --entry "$entry" --emit=so)

@@ -6,7 +6,8 @@
 // forms it cannot (blocks strided in the rows) compile with the
 // collective unsplit and a remark that says why. A cast before the
 // collective is rounded per tile; one gather feeding two matmuls is fused
-// once, with the weights side by side.
+// once, with the weights side by side; an elementwise op after a gather
+// (no wider than its input) moves before it.
 //
 // Each entry, split into tiles, is compared on 4 host ranks with the same
 // entry of Inputs/frontend-forms-textbook.mlir, written by hand in the
@@ -15,7 +16,7 @@
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: overlap-opt %s --overlap-pipeline --remarks-filter=overlap -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum cast_before_scatter gather_two_matmuls; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
+// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum cast_before_scatter gather_two_matmuls scale_after_gather; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
 // RUN: overlap-run --ranks 4 --entry bsh_generic --strategy auto %s | FileCheck %s --check-prefix=AUTO
 // The check can fail: a generic whose body squares A is not a matmul.
 // RUN: sed -e 's/%m = arith.mulf %a32, %b32 : f32/%m = arith.mulf %a32, %a32 : f32/' %s > %t/wrong.mlir
@@ -35,8 +36,9 @@
 // REMARK-DAG: Function=cast_before_scatter | Remark="raised to overlap.matmul_reduce_scatter"
 // REMARK-DAG: Function=gather_two_matmuls | Remark="merged 2 matmuls of one gathered operand into one (weights side by side along N), so the gather is overlapped once for all of them"
 // REMARK-DAG: Function=gather_two_matmuls | Remark="raised to overlap.all_gather_matmul"
+// REMARK-DAG: Function=scale_after_gather | Remark="raised to overlap.all_gather_matmul"
 
-// CHECK-COUNT-10: OK
+// CHECK-COUNT-11: OK
 // CHECK-NOT: FAILED
 // AUTO: bit-identical: yes
 // WRONG: MISMATCH
@@ -181,4 +183,24 @@ func.func @cast_before_scatter(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) 
   } -> tensor<256x32xbf16>
   %r = shard.reduce_scatter %h on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xbf16> -> tensor<64x32xbf16>
   return %r : tensor<64x32xbf16>
+}
+
+// A scale between the all-gather and its matmul (a prologue): moved before
+// the gather (each rank scales its own rows), so the gather meets the
+// matmul and is overlapped.
+func.func @scale_after_gather(%x: tensor<64x64xf32>, %w: tensor<64x32xf32>) -> tensor<256x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %es = tensor.empty() : tensor<256x64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<256x64xf32>) outs(%es : tensor<256x64xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %half : f32
+      linalg.yield %m : f32
+  } -> tensor<256x64xf32>
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%s, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %p : tensor<256x32xf32>
 }

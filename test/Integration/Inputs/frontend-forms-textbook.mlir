@@ -135,3 +135,21 @@ func.func @cast_before_scatter(%x: tensor<256x64xbf16>, %w: tensor<64x32xbf16>) 
   %r = shard.reduce_scatter %h on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xbf16> -> tensor<64x32xbf16>
   return %r : tensor<64x32xbf16>
 }
+
+// The scale written before the gather by hand: the textbook pair.
+func.func @scale_after_gather(%x: tensor<64x64xf32>, %w: tensor<64x32xf32>) -> tensor<256x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %es = tensor.empty() : tensor<64x64xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x64xf32>) outs(%es : tensor<64x64xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %half : f32
+      linalg.yield %m : f32
+  } -> tensor<64x64xf32>
+  %g = shard.all_gather %s on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%g, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %p : tensor<256x32xf32>
+}

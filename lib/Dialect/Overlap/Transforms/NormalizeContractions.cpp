@@ -396,6 +396,60 @@ struct SinkExpandThroughElementwise
   }
 };
 
+/// An elementwise linalg.generic (identity maps, one input, no index
+/// reads, elements no wider than the input's) of a gathered tensor -> the
+/// gather of the generic of the local part: the same values (the op is
+/// elementwise, the gather only moves them), each rank computes 1/G of
+/// them, no more bytes cross the wire, and the gather then feeds the
+/// matmul after it (a cast or a scale between an all-gather and its
+/// matmul).
+struct HoistElementwiseThroughGather
+    : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
+        op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
+        !llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }) ||
+        !op.getBlock()->getOps<linalg::IndexOp>().empty() ||
+        !op.getBlock()->getArgument(1).use_empty())
+      return failure();
+    auto gather = op.getDpsInputs()[0].getDefiningOp<shard::AllGatherOp>();
+    if (!gather || !gather->hasOneUse())
+      return failure();
+    auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+    auto outType = cast<RankedTensorType>(op.getResult(0).getType());
+    if (!localType || !localType.hasStaticShape() ||
+        !outType.hasStaticShape() ||
+        outType.getElementTypeBitWidth() > localType.getElementTypeBitWidth())
+      return failure();
+    // Only when a matmul consumes the result: then the gather meets it.
+    if (!op->hasOneUse() ||
+        !isa<linalg::LinalgOp>(*op->getUsers().begin()))
+      return failure();
+    Location loc = op.getLoc();
+    auto localOut = localType.clone(outType.getElementType());
+    Value init = tensor::EmptyOp::create(rewriter, loc, localOut.getShape(),
+                                         localOut.getElementType());
+    unsigned rank = localOut.getRank();
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    auto local = linalg::GenericOp::create(rewriter, loc, localOut,
+                                           gather.getInput(), init, maps,
+                                           iterators);
+    rewriter.inlineRegionBefore(op.getRegion(), local.getRegion(),
+                                local.getRegion().begin());
+    rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
+        op, outType, gather.getGridAttr(), gather.getGridAxesAttr(),
+        local.getResult(0), gather.getGatherAxisAttr());
+    rewriter.eraseOp(gather);
+    return success();
+  }
+};
+
 /// One all-gather feeding several matmuls as their left operand (gate and
 /// up projections, separate Q, K, V): one matmul of the gathered rows and
 /// the weights side by side along N, each consumer taking its columns, so
@@ -533,5 +587,6 @@ void mlir::overlap::populateNormalizeContractionPatterns(
   patterns.add<SinkExpandShape<shard::AllReduceOp>,
                SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape,
                MergeGatheredMatmuls, DedupCollapseShape,
-               SinkExpandThroughElementwise>(patterns.getContext());
+               SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
+      patterns.getContext());
 }

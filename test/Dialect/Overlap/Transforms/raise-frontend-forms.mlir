@@ -135,3 +135,40 @@ func.func @gather_and_other(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %c: t
   %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %pg, %g : tensor<256x32xf32>, tensor<256x64xf32>
 }
+
+// A cast after the gather moves before it (each rank rounds its own rows,
+// the gather moves bf16), and the gather meets the matmul.
+// CHECK-LABEL: func.func @round_after_gather
+// CHECK: %[[L:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<64x64xf32>) outs(%{{.*}} : tensor<64x64xbf16>)
+// CHECK: overlap.all_gather_matmul %[[L]], %arg1, %arg2 on @tp grid_axes = [0] : tensor<64x64xbf16>, tensor<64x32xbf16>, tensor<256x32xf32> -> tensor<256x32xf32>
+func.func @round_after_gather(%x: tensor<64x64xf32>, %w: tensor<64x32xbf16>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %eh = tensor.empty() : tensor<256x64xbf16>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<256x64xf32>) outs(%eh : tensor<256x64xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %t = arith.truncf %in : f32 to bf16
+      linalg.yield %t : bf16
+  } -> tensor<256x64xbf16>
+  %p = linalg.matmul ins(%h, %w : tensor<256x64xbf16>, tensor<64x32xbf16>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %p : tensor<256x32xf32>
+}
+
+// A widening cast after the gather stays after it (moving it would double
+// the bytes on the wire): the gather is not fused.
+// CHECK-LABEL: func.func @widen_after_gather
+// CHECK: shard.all_gather %arg0
+// CHECK: arith.extf
+// CHECK: linalg.matmul
+func.func @widen_after_gather(%x: tensor<64x64xbf16>, %w: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> tensor<256x32xf32> {
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xbf16> -> tensor<256x64xbf16>
+  %eh = tensor.empty() : tensor<256x64xf32>
+  %h = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<256x64xbf16>) outs(%eh : tensor<256x64xf32>) {
+    ^bb0(%in: bf16, %out: f32):
+      %t = arith.extf %in : bf16 to f32
+      linalg.yield %t : f32
+  } -> tensor<256x64xf32>
+  %p = linalg.matmul ins(%h, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  return %p : tensor<256x32xf32>
+}

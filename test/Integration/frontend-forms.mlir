@@ -3,8 +3,9 @@
 // linalg.generic, linalg.batch_matmul with a broadcast weight or
 // linalg.contract, Megatron's [seq, batch, hidden] collapsed to rows.
 // overlap-raise normalizes each to the textbook pair and overlaps it; the
-// forms it cannot (blocks strided in the rows) compile with the
-// collective unsplit and a remark that says why. A cast before the
+// forms it cannot (a gather collapsed along a strided axis by hand before
+// a 2-D matmul) compile with the collective unsplit and a remark that says
+// why. A cast before the
 // collective is rounded per tile; one gather feeding two matmuls is fused
 // once, with the weights side by side; an elementwise op after a gather
 // (no wider than its input) moves before it.
@@ -16,7 +17,7 @@
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: overlap-opt %s --overlap-pipeline --remarks-filter=overlap -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum cast_before_scatter gather_two_matmuls scale_after_gather; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
+// RUN: for e in torch_rowpar bsh_generic bmm_scatter seq_gather_contract sbh_gather_collapse seq_scatter_strided seq_gather_strided cast_before_psum cast_before_scatter gather_two_matmuls scale_after_gather seq_gather_strided_contract; do overlap-compile %s --entry $e --strategy uniform:2 --emit=so -o %t/$e.so && overlap-compile %S/Inputs/frontend-forms-textbook.mlir --entry $e --strategy none --emit=so -o %t/$e.ref.so && overlap-exec %t/$e.so --ref %t/$e.ref.so --ranks 4 | tail -1 || echo "FAILED $e"; done 2>&1 | FileCheck %s
 // RUN: overlap-run --ranks 4 --entry bsh_generic --strategy auto %s | FileCheck %s --check-prefix=AUTO
 // The check can fail: a generic whose body squares A is not a matmul.
 // RUN: sed -e 's/%m = arith.mulf %a32, %b32 : f32/%m = arith.mulf %a32, %a32 : f32/' %s > %t/wrong.mlir
@@ -30,7 +31,8 @@
 // REMARK-DAG: Function=sbh_gather_collapse | Remark="raised to overlap.all_gather_matmul"
 // REMARK-DAG: Function=torch_rowpar | Remark="tiles [
 // REMARK-DAG: Function=bsh_generic | Remark="tiles [
-// REMARK-DAG: Function=seq_scatter_strided | Reason="lowered as one unsplit reduce-scatter, not overlapped: the matmul's rows reach it reshaped to tensor<2x128x32xf32>, and its blocks along that shape are strided in the rows
+// REMARK-DAG: Function=seq_scatter_strided | Remark="raised to overlap.matmul_reduce_scatter"
+// REMARK-DAG: Function=seq_gather_strided_contract | Remark="raised to overlap.all_gather_matmul"
 // REMARK-DAG: Function=seq_gather_strided | Reason="lowered as one unsplit all-gather, not overlapped: its result reaches a matmul reshaped to tensor<256x64xf32>, and the gathered blocks are strided
 // REMARK-DAG: Function=cast_before_psum | Remark="raised to overlap.matmul_all_reduce"
 // REMARK-DAG: Function=cast_before_scatter | Remark="raised to overlap.matmul_reduce_scatter"
@@ -38,7 +40,7 @@
 // REMARK-DAG: Function=gather_two_matmuls | Remark="raised to overlap.all_gather_matmul"
 // REMARK-DAG: Function=scale_after_gather | Remark="raised to overlap.all_gather_matmul"
 
-// CHECK-COUNT-11: OK
+// CHECK-COUNT-12: OK
 // CHECK-NOT: FAILED
 // AUTO: bit-identical: yes
 // WRONG: MISMATCH
@@ -113,7 +115,8 @@ func.func @sbh_gather_collapse(%x: tensor<32x2x64xf32>, %w: tensor<64x32xf32>) -
 }
 
 // Reduce-scatter along the sequence of [b, s, h] with b > 1: the blocks
-// are strided in the rows, so it is lowered unsplit (not overlapped).
+// are strided in the [b * s] rows, so the activations are transposed to
+// [s, b, h] first (and the result back): fused and overlapped.
 func.func @seq_scatter_strided(%x: tensor<2x128x64xf32>, %w: tensor<64x32xf32>) -> tensor<2x32x32xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x128x32xf32>
@@ -203,4 +206,17 @@ func.func @scale_after_gather(%x: tensor<64x64xf32>, %w: tensor<64x32xf32>) -> t
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
   %p = linalg.matmul ins(%s, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %p : tensor<256x32xf32>
+}
+
+// All-gather along the sequence of [b, s, h] with b > 1 feeding a
+// contraction: transposed to [s, b, h] so the gathered blocks are whole
+// rows, fused, and the product transposed back.
+func.func @seq_gather_strided_contract(%x: tensor<2x32x64xf32>, %w: tensor<32x64xf32>) -> tensor<2x128x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 1 : tensor<2x32x64xf32> -> tensor<2x128x64xf32>
+  %e = tensor.empty() : tensor<2x128x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<2x128x32xf32>) -> tensor<2x128x32xf32>
+  %p = linalg.contract indexing_maps = [affine_map<(b, s, n, k) -> (b, s, k)>, affine_map<(b, s, n, k) -> (n, k)>, affine_map<(b, s, n, k) -> (b, s, n)>]
+      ins(%g, %w : tensor<2x128x64xf32>, tensor<32x64xf32>) outs(%c : tensor<2x128x32xf32>) -> tensor<2x128x32xf32>
+  return %p : tensor<2x128x32xf32>
 }

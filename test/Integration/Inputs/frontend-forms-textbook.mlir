@@ -65,12 +65,17 @@ func.func @sbh_gather_collapse(%x: tensor<32x2x64xf32>, %w: tensor<64x32xf32>) -
 
 func.func @seq_scatter_strided(%x: tensor<2x128x64xf32>, %w: tensor<64x32xf32>) -> tensor<2x32x32xf32> {
   %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<2x128x32xf32>
-  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<2x128x32xf32>) -> tensor<2x128x32xf32>
-  %p = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]
-      ins(%x, %w : tensor<2x128x64xf32>, tensor<64x32xf32>) outs(%c : tensor<2x128x32xf32>) -> tensor<2x128x32xf32>
-  %r = shard.reduce_scatter %p on @tp grid_axes = [0] scatter_axis = 1 : tensor<2x128x32xf32> -> tensor<2x32x32xf32>
-  return %r : tensor<2x32x32xf32>
+  %et = tensor.empty() : tensor<128x2x64xf32>
+  %xt = linalg.transpose ins(%x : tensor<2x128x64xf32>) outs(%et : tensor<128x2x64xf32>) permutation = [1, 0, 2]
+  %rows = tensor.collapse_shape %xt [[0, 1], [2]] : tensor<128x2x64xf32> into tensor<256x64xf32>
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%rows, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %r = shard.reduce_scatter %p on @tp grid_axes = [0] scatter_axis = 0 : tensor<256x32xf32> -> tensor<64x32xf32>
+  %rs = tensor.expand_shape %r [[0, 1], [2]] output_shape [32, 2, 32] : tensor<64x32xf32> into tensor<32x2x32xf32>
+  %ey = tensor.empty() : tensor<2x32x32xf32>
+  %y = linalg.transpose ins(%rs : tensor<32x2x32xf32>) outs(%ey : tensor<2x32x32xf32>) permutation = [1, 0, 2]
+  return %y : tensor<2x32x32xf32>
 }
 
 func.func @seq_gather_strided(%x: tensor<2x32x64xf32>, %w: tensor<64x32xf32>) -> tensor<256x32xf32> {
@@ -152,4 +157,23 @@ func.func @scale_after_gather(%x: tensor<64x64xf32>, %w: tensor<64x32xf32>) -> t
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
   %p = linalg.matmul ins(%g, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %p : tensor<256x32xf32>
+}
+
+// The sequence moved first by hand: [s, b, h] rows gathered, the textbook
+// pair, the product moved back.
+func.func @seq_gather_strided_contract(%x: tensor<2x32x64xf32>, %w: tensor<32x64xf32>) -> tensor<2x128x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<32x2x64xf32>
+  %xt = linalg.transpose ins(%x : tensor<2x32x64xf32>) outs(%et : tensor<32x2x64xf32>) permutation = [1, 0, 2]
+  %rows = tensor.collapse_shape %xt [[0, 1], [2]] : tensor<32x2x64xf32> into tensor<64x64xf32>
+  %g = shard.all_gather %rows on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
+  %ew = tensor.empty() : tensor<64x32xf32>
+  %wt = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%ew : tensor<64x32xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<256x32xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %p = linalg.matmul ins(%g, %wt : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
+  %ps = tensor.expand_shape %p [[0, 1], [2]] output_shape [128, 2, 32] : tensor<256x32xf32> into tensor<128x2x32xf32>
+  %ey = tensor.empty() : tensor<2x128x32xf32>
+  %y = linalg.transpose ins(%ps : tensor<128x2x32xf32>) outs(%ey : tensor<2x128x32xf32>) permutation = [1, 0, 2]
+  return %y : tensor<2x128x32xf32>
 }

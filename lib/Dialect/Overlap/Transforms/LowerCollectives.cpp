@@ -31,17 +31,7 @@ namespace overlap {
 using namespace mlir;
 using namespace mlir::overlap;
 
-namespace {
-
-constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
-
-bool isRuntimeElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16();
-}
-
-/// The permutation that moves dimension `axis` of a rank-`rank` tensor to
-/// the front, keeping the others in order.
-SmallVector<int64_t> axisFirst(int64_t axis, int64_t rank) {
+SmallVector<int64_t> mlir::overlap::axisFirst(int64_t axis, int64_t rank) {
   SmallVector<int64_t> perm = {axis};
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis)
@@ -49,16 +39,14 @@ SmallVector<int64_t> axisFirst(int64_t axis, int64_t rank) {
   return perm;
 }
 
-SmallVector<int64_t> inverse(ArrayRef<int64_t> perm) {
+SmallVector<int64_t> mlir::overlap::invertPermutation(ArrayRef<int64_t> perm) {
   SmallVector<int64_t> inv(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inv[p] = i;
   return inv;
 }
 
-/// `value` with its dimensions permuted (result dim i = input dim perm[i]);
-/// `value` itself for the identity.
-Value transpose(OpBuilder &b, Location loc, Value value,
+Value mlir::overlap::transposeTensor(OpBuilder &b, Location loc, Value value,
                 ArrayRef<int64_t> perm) {
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return value;
@@ -68,6 +56,14 @@ Value transpose(OpBuilder &b, Location loc, Value value,
     shape.push_back(type.getDimSize(p));
   Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
   return linalg::TransposeOp::create(b, loc, value, init, perm)->getResult(0);
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
+
+bool isRuntimeElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
 }
 
 /// `value` converted elementwise to the float type `to`.
@@ -210,12 +206,12 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   // its result is moved back.
   auto alongRows = [&](Value input, int64_t axis, auto rowsOut, auto build) {
     SmallVector<int64_t> perm = axisFirst(axis, rank);
-    Value rows = transpose(b, loc, input, perm);
+    Value rows = transposeTensor(b, loc, input, perm);
     auto rowsType = cast<RankedTensorType>(rows.getType());
     SmallVector<int64_t> shape(rowsType.getShape());
     shape[0] = rowsOut(shape[0]);
-    return transpose(b, loc, build(rows, rowsType.clone(shape)),
-                     inverse(perm));
+    return transposeTensor(b, loc, build(rows, rowsType.clone(shape)),
+                     invertPermutation(perm));
   };
   if (auto gather = dyn_cast<shard::AllGatherOp>(op))
     return alongRows(
@@ -243,7 +239,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     // Block j of the split axis goes to group rank j; what arrives from
     // rank j is block j of the exchanged rows.
     SmallVector<int64_t> perm = axisFirst(split, rank);
-    Value rows = transpose(b, loc, exchange.getInput(), perm);
+    Value rows = transposeTensor(b, loc, exchange.getInput(), perm);
     Value received = AllToAllOp::create(b, loc, rows.getType(), rows, Value(),
                                         gridAttr, axesAttr)
                          .getResult();
@@ -265,7 +261,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
         order.push_back(0);
       order.push_back(d == split ? 1 : other++);
     }
-    Value laid = transpose(b, loc, blocked, order);
+    Value laid = transposeTensor(b, loc, blocked, order);
     SmallVector<ReassociationIndices> merge;
     for (int64_t d = 0, pos = 0; d < rank; ++d) {
       if (d == concat) {

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 using namespace mlir;
@@ -174,8 +175,42 @@ bool nextToCollective(linalg::LinalgOp op) {
       producerThrough<tensor::CollapseShapeOp>(op.getDpsInputs()[0]));
 }
 
+/// The free dim of `op` (a contraction of rank-`rank` A and C) that its
+/// reduce-scatter or all-gather cuts, when a dim before it is not 1: then
+/// the blocks are strided in the flattened rows, and the flattening must
+/// put that dim first (Megatron's sequence parallelism on [b, s, h]).
+std::optional<int64_t> stridedAxis(linalg::LinalgOp op, unsigned rank) {
+  std::optional<int64_t> axis;
+  Value value = op->getResult(0);
+  while (value.hasOneUse() && !axis) {
+    Operation *user = *value.getUsers().begin();
+    if (auto scatter = dyn_cast<shard::ReduceScatterOp>(user))
+      axis = scatter.getScatterAxis().getSExtValue();
+    else if (auto generic = dyn_cast<linalg::GenericOp>(user);
+             isa<tensor::CastOp>(user) ||
+             (generic && generic.getNumDpsInputs() == 1 &&
+              generic.getNumReductionLoops() == 0))
+      value = user->getResult(0);
+    else
+      break;
+  }
+  if (!axis)
+    if (auto gather = dyn_cast_or_null<shard::AllGatherOp>(
+            producerThrough<tensor::CastOp>(op.getDpsInputs()[0])))
+      axis = gather.getGatherAxis().getSExtValue();
+  if (!axis || *axis <= 0 || *axis + 1 >= static_cast<int64_t>(rank))
+    return std::nullopt;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(op.getDpsInits()[0].getType()).getShape();
+  if (llvm::all_of(shape.take_front(*axis), [](int64_t d) { return d == 1; }))
+    return std::nullopt;
+  return axis;
+}
+
 /// A contraction next to a collective -> [collapse_shape,] (transpose B,)
-/// 2-D linalg.matmul [, expand_shape].
+/// 2-D linalg.matmul [, expand_shape]. When the collective cuts a free dim
+/// after a non-unit one, A and C are transposed first so that dim leads
+/// (and the product is transposed back): its blocks are then whole rows.
 struct NormalizeContraction
     : public OpInterfaceRewritePattern<linalg::LinalgOp> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -191,9 +226,14 @@ struct NormalizeContraction
     Location loc = op.getLoc();
     Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
     Value c = op.getDpsInits()[0];
-    auto aType = cast<RankedTensorType>(a.getType());
+    unsigned rank = cast<RankedTensorType>(a.getType()).getRank();
+    SmallVector<int64_t> lead;
+    if (std::optional<int64_t> axis = stridedAxis(op, rank)) {
+      lead = axisFirst(*axis, rank);
+      a = transposeTensor(rewriter, loc, a, lead);
+      c = transposeTensor(rewriter, loc, c, lead);
+    }
     auto cType = cast<RankedTensorType>(c.getType());
-    unsigned rank = aType.getRank();
     // [f..., x] -> [prod f, x]
     SmallVector<ReassociationIndices> flatten;
     if (rank > 2) {
@@ -219,7 +259,78 @@ struct NormalizeContraction
     if (rank > 2)
       product = tensor::ExpandShapeOp::create(rewriter, loc, cType, product,
                                               flatten);
+    if (!lead.empty())
+      product =
+          transposeTensor(rewriter, loc, product, invertPermutation(lead));
     rewriter.replaceOp(op, product);
+    return success();
+  }
+};
+
+/// shard.all_reduce / reduce_scatter of linalg.transpose(x) -> the
+/// collective of x (along the transposed axis), then the transpose.
+template <typename CollectiveOp>
+struct SinkTranspose : public OpRewritePattern<CollectiveOp> {
+  using OpRewritePattern<CollectiveOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CollectiveOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose =
+        op.getInput().template getDefiningOp<linalg::TransposeOp>();
+    if (!transpose || !transpose->hasOneUse() ||
+        !transpose.hasPureTensorSemantics())
+      return failure();
+    auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
+    auto srcType = cast<RankedTensorType>(transpose.getInput().getType());
+    if (!resultType || !resultType.hasStaticShape() ||
+        !srcType.hasStaticShape() ||
+        resultType.getElementType() != srcType.getElementType())
+      return failure();
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    Location loc = op.getLoc();
+    Value collective;
+    if constexpr (std::is_same_v<CollectiveOp, shard::ReduceScatterOp>) {
+      int64_t axis = perm[op.getScatterAxis().getSExtValue()];
+      SmallVector<int64_t> shape(srcType.getShape());
+      shape[axis] = resultType.getDimSize(op.getScatterAxis().getSExtValue());
+      collective = shard::ReduceScatterOp::create(
+          rewriter, loc, srcType.clone(shape), op.getGridAttr(),
+          op.getGridAxesAttr(), transpose.getInput(), op.getReductionAttr(),
+          rewriter.getIndexAttr(axis));
+    } else {
+      collective = shard::AllReduceOp::create(
+          rewriter, loc, srcType, op.getGridAttr(), op.getGridAxesAttr(),
+          transpose.getInput(), op.getReductionAttr());
+    }
+    rewriter.replaceOp(op, transposeTensor(rewriter, loc, collective, perm));
+    return success();
+  }
+};
+
+/// linalg.transpose(shard.all_gather(x)) -> shard.all_gather of
+/// linalg.transpose(x), along the transposed gather axis.
+struct HoistTransposeThroughGather
+    : public OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    if (!transpose.hasPureTensorSemantics())
+      return failure();
+    auto gather = transpose.getInput().getDefiningOp<shard::AllGatherOp>();
+    if (!gather || !gather->hasOneUse())
+      return failure();
+    auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+    if (!localType || !localType.hasStaticShape())
+      return failure();
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t axis =
+        invertPermutation(perm)[gather.getGatherAxis().getSExtValue()];
+    Location loc = transpose.getLoc();
+    Value local = transposeTensor(rewriter, loc, gather.getInput(), perm);
+    rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
+        transpose, transpose->getResult(0).getType(), gather.getGridAttr(),
+        gather.getGridAxesAttr(), local, rewriter.getIndexAttr(axis));
     return success();
   }
 };
@@ -325,6 +436,37 @@ struct HoistCollapseShape
   }
 };
 
+/// An elementwise linalg.generic of one input that reads neither indices
+/// nor its init: it can run on any reshaping of its input.
+bool isPlainElementwise(linalg::GenericOp op) {
+  return op.hasPureTensorSemantics() && op.getNumDpsInputs() == 1 &&
+         op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&
+         llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }) &&
+         op.getBlock()->getOps<linalg::IndexOp>().empty() &&
+         op.getBlock()->getArgument(1).use_empty();
+}
+
+/// `op`'s body moved onto `input` (any static shape): a new generic whose
+/// result has `input`'s shape and `op`'s element type.
+Value moveElementwise(PatternRewriter &rewriter, linalg::GenericOp op,
+                      Value input) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(input.getType())
+                  .clone(getElementTypeOrSelf(op.getResult(0).getType()));
+  Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                       type.getElementType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto moved = linalg::GenericOp::create(rewriter, loc, type, input, init,
+                                         maps, iterators);
+  rewriter.inlineRegionBefore(op.getRegion(), moved.getRegion(),
+                              moved.getRegion().begin());
+  return moved.getResult(0);
+}
+
 /// Two collapse_shapes of one value with the same groups are one: the
 /// contractions normalized above each flatten the gathered operand, and the
 /// gather can move past the collapse only when it has one user.
@@ -350,48 +492,40 @@ struct DedupCollapseShape : public OpRewritePattern<tensor::CollapseShapeOp> {
 };
 
 /// An elementwise linalg.generic (identity maps, one input, no index
-/// reads) of expand_shape(x) -> expand_shape of the generic of x, so that
-/// a rounding between a flattened matmul and its collective keeps the two
-/// adjacent in the flattened shape.
+/// reads) of expand_shape(x) or linalg.transpose(x), feeding a reduction ->
+/// the reshape of the generic of x, so that a rounding between a flattened
+/// matmul and its collective keeps the two adjacent in the flattened
+/// shape.
 struct SinkExpandThroughElementwise
     : public OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
-        op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
-        !llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isIdentity(); }) ||
-        !op.getBlock()->getOps<linalg::IndexOp>().empty() ||
-        op.getBlock()->getArgument(1).use_empty() == false)
+    if (!isPlainElementwise(op))
       return failure();
-    auto expand =
-        op.getDpsInputs()[0].getDefiningOp<tensor::ExpandShapeOp>();
-    if (!expand || !expand->hasOneUse() ||
-        !expand.getSrcType().hasStaticShape())
+    Operation *reshape = op.getDpsInputs()[0].getDefiningOp();
+    if (!isa_and_nonnull<tensor::ExpandShapeOp, linalg::TransposeOp>(
+            reshape) ||
+        !reshape->hasOneUse() ||
+        !cast<RankedTensorType>(reshape->getOperand(0).getType())
+             .hasStaticShape())
       return failure();
     // Only feeding a collective is worth it (the reshape then meets it).
     if (!op->hasOneUse() ||
         !isa<shard::AllReduceOp, shard::ReduceScatterOp>(
             *op->getUsers().begin()))
       return failure();
-    Location loc = op.getLoc();
     auto outType = cast<RankedTensorType>(op.getResult(0).getType());
-    auto flatType = expand.getSrcType().clone(outType.getElementType());
-    Value init = tensor::EmptyOp::create(rewriter, loc, flatType.getShape(),
-                                         flatType.getElementType());
-    unsigned rank = flatType.getRank();
-    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    auto flat = linalg::GenericOp::create(rewriter, loc, flatType,
-                                          expand.getSrc(), init, maps,
-                                          iterators);
-    rewriter.inlineRegionBefore(op.getRegion(), flat.getRegion(),
-                                flat.getRegion().begin());
-    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
-        op, outType, flat.getResult(0), expand.getReassociationIndices());
+    Value flat = moveElementwise(rewriter, op, reshape->getOperand(0));
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape))
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+          op, outType, flat, expand.getReassociationIndices());
+    else
+      rewriter.replaceOp(
+          op, transposeTensor(
+                  rewriter, op.getLoc(), flat,
+                  cast<linalg::TransposeOp>(reshape).getPermutation()));
     return success();
   }
 };
@@ -409,12 +543,7 @@ struct HoistElementwiseThroughGather
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1 ||
-        op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 0 ||
-        !llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isIdentity(); }) ||
-        !op.getBlock()->getOps<linalg::IndexOp>().empty() ||
-        !op.getBlock()->getArgument(1).use_empty())
+    if (!isPlainElementwise(op))
       return failure();
     auto gather = op.getDpsInputs()[0].getDefiningOp<shard::AllGatherOp>();
     if (!gather || !gather->hasOneUse())
@@ -429,22 +558,10 @@ struct HoistElementwiseThroughGather
     if (!op->hasOneUse() ||
         !isa<linalg::LinalgOp>(*op->getUsers().begin()))
       return failure();
-    Location loc = op.getLoc();
-    auto localOut = localType.clone(outType.getElementType());
-    Value init = tensor::EmptyOp::create(rewriter, loc, localOut.getShape(),
-                                         localOut.getElementType());
-    unsigned rank = localOut.getRank();
-    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    auto local = linalg::GenericOp::create(rewriter, loc, localOut,
-                                           gather.getInput(), init, maps,
-                                           iterators);
-    rewriter.inlineRegionBefore(op.getRegion(), local.getRegion(),
-                                local.getRegion().begin());
+    Value local = moveElementwise(rewriter, op, gather.getInput());
     rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
-        op, outType, gather.getGridAttr(), gather.getGridAxesAttr(),
-        local.getResult(0), gather.getGatherAxisAttr());
+        op, outType, gather.getGridAttr(), gather.getGridAxesAttr(), local,
+        gather.getGatherAxisAttr());
     rewriter.eraseOp(gather);
     return success();
   }
@@ -587,6 +704,8 @@ void mlir::overlap::populateNormalizeContractionPatterns(
   patterns.add<SinkExpandShape<shard::AllReduceOp>,
                SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape,
                MergeGatheredMatmuls, DedupCollapseShape,
-               SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
-      patterns.getContext());
+               SinkExpandThroughElementwise, HoistElementwiseThroughGather,
+               SinkTranspose<shard::AllReduceOp>,
+               SinkTranspose<shard::ReduceScatterOp>,
+               HoistTransposeThroughGather>(patterns.getContext());
 }

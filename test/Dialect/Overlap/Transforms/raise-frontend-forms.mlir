@@ -172,3 +172,22 @@ func.func @widen_after_gather(%x: tensor<64x64xbf16>, %w: tensor<64x32xf32>, %c:
   %p = linalg.matmul ins(%h, %w : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>
   return %p : tensor<256x32xf32>
 }
+
+// Sequence parallelism on [b, s, h] with b > 1: the reduce-scatter along s
+// cuts blocks strided in the [b * s] rows, so A and C are transposed to
+// [s, b, .] first, the pair is fused on those rows, and the result is
+// transposed back.
+// CHECK-LABEL: func.func @seq_scatter_b2
+// CHECK: %[[AT:.*]] = linalg.transpose ins(%arg0 : tensor<2x128x64xf32>) outs(%{{.*}} : tensor<128x2x64xf32>) permutation = [1, 0, 2]
+// CHECK: %[[CT:.*]] = linalg.transpose ins(%arg2 : tensor<2x128x32xf32>) outs(%{{.*}} : tensor<128x2x32xf32>) permutation = [1, 0, 2]
+// CHECK: %[[A:.*]] = tensor.collapse_shape %[[AT]] {{\[}}[0, 1], [2]] : tensor<128x2x64xf32> into tensor<256x64xf32>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[CT]] {{\[}}[0, 1], [2]] : tensor<128x2x32xf32> into tensor<256x32xf32>
+// CHECK: %[[S:.*]] = overlap.matmul_reduce_scatter %[[A]], %arg1, %[[C]] on @tp grid_axes = [0] : tensor<256x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<64x32xf32>
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[S]] {{\[}}[0, 1], [2]] output_shape [32, 2, 32]
+// CHECK: linalg.transpose ins(%[[E]] : tensor<32x2x32xf32>) outs(%{{.*}} : tensor<2x32x32xf32>) permutation = [1, 0, 2]
+func.func @seq_scatter_b2(%x: tensor<2x128x64xf32>, %w: tensor<64x32xf32>, %c: tensor<2x128x32xf32>) -> tensor<2x32x32xf32> {
+  %p = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%x, %w : tensor<2x128x64xf32>, tensor<64x32xf32>) outs(%c : tensor<2x128x32xf32>) -> tensor<2x128x32xf32>
+  %r = shard.reduce_scatter %p on @tp grid_axes = [0] scatter_axis = 1 : tensor<2x128x32xf32> -> tensor<2x32x32xf32>
+  return %r : tensor<2x32x32xf32>
+}

@@ -31,6 +31,7 @@ for src in "$ROOT"/test/Integration/*.mlir "$ROOT"/test/Integration/Inputs/*.mli
   inst="$DIR/$name.mlir"
   sed -e 's/@R@/4/g' -e 's/@Q1024@/256/g' -e 's/@Q712@/178/g' \
     -e 's/@T@/512/g' -e 's/@E2@/8/g' -e 's/@T64@/256/g' -e 's/@E3@/12/g' \
+    -e 's/@SR2@/384/g' -e 's/@SR@/192/g' \
     "$src" >"$inst"
   if grep -q 'shard\.sharding' "$inst"; then
     "$MLIR_OPT" "$inst" --pass-pipeline='builtin.module(func.func(sharding-propagation,shard-partition),canonicalize)' \

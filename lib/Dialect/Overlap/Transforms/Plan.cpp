@@ -112,6 +112,20 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return op->emitOpError()
              << "overlap-plan failed: " << llvm::toString(plan.takeError());
 
+    // waves prices one GEMM kernel that signals groups of its output tiles
+    // (FlashOverlap's runtime); the decomposition emits one GEMM call per
+    // tile, so the program is priced as it will run.
+    std::optional<double> oneKernelUs;
+    if (plan->singleGemmKernel) {
+      oneKernelUs = plan->predictedUs;
+      llvm::Expected<planner::Plan> emitted =
+          planner::evaluateTiles(prof, problem, plan->tiles, plan->strategy);
+      if (!emitted)
+        return op->emitOpError() << "overlap-plan failed: "
+                                 << llvm::toString(emitted.takeError());
+      *plan = std::move(*emitted);
+    }
+
     bool perRank = problem.collective != planner::Collective::AllReduce;
     int64_t blocks = group * problem.experts;
     for (int64_t rows : plan->tiles)
@@ -151,6 +165,11 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                            gain >= 0 ? "faster" : "slower")
                  .str();
     }
+    if (oneKernelUs)
+      why += llvm::formatv(" (priced as the per-tile GEMMs the compiler "
+                           "emits; waves' one-kernel model predicts {0:F1} us)",
+                           *oneKernelUs)
+                 .str();
     remark::analysis(op->getLoc(),
                      remarkOpts(kPlanRemarkName, "overlap-plan", op))
         << why << remark::metric("tiles", formatTiles(plan->tiles))

@@ -72,6 +72,11 @@ static std::string findLibdevice() {
   return llvm::sys::fs::exists(path) ? path : std::string();
 }
 
+/// The nvvm-attach-target option that links `libdevice`, if there is one.
+static std::string linkLibdevice(const std::string &libdevice) {
+  return libdevice.empty() ? std::string() : " l=" + quote(libdevice);
+}
+
 std::vector<Stage> buildStages(const CompileOptions &options) {
   std::vector<Stage> stages;
   bool cuda = options.target == "cuda";
@@ -116,9 +121,7 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
          "nvvm-attach-target{chip=" +
              quote(options.gpuChip) + " features=" +
              quote(options.gpuFeatures) + " O=3" +
-             (findLibdevice().empty() ? std::string()
-                                      : " l=" + quote(findLibdevice())) +
-             "}"});
+             linkLibdevice(findLibdevice()) + "}"});
   stages.push_back(
       {"runtime", "lowering to calls of the Overlap runtime",
        "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});

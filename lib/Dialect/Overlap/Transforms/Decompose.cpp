@@ -10,8 +10,8 @@
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "PlannerBridge.h"
+#include "TensorBuilders.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
@@ -102,26 +102,6 @@ public:
     return linalg::CopyOp::create(
                rewriter, loc, value,
                empty(type.getShape(), type.getElementType()))
-        .getResult(0);
-  }
-
-  /// `value` rounded elementwise to the element type of `into` (f32 to
-  /// f16/bf16), written into `into`: the cast a fused op with a narrower
-  /// result applies to each tile before its collective.
-  Value round(Value value, Value into) {
-    auto type = cast<RankedTensorType>(into.getType());
-    unsigned rank = type.getRank();
-    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    Type to = type.getElementType();
-    return linalg::GenericOp::create(
-               rewriter, loc, type, value, into, maps, iterators,
-               [&](OpBuilder &b, Location l, ValueRange args) {
-                 linalg::YieldOp::create(
-                     b, l, arith::TruncFOp::create(b, l, to, args[0])
-                               .getResult());
-               })
         .getResult(0);
   }
 
@@ -238,7 +218,7 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                             ValueRange{a, op.getB()}, ValueRange{c})
                             .getResult(0);
         if (rounded)
-          product = tb.round(product, slot);
+          product = convertFloatInto(rewriter, op.getLoc(), product, slot);
         return AllReduceOp::create(rewriter, op.getLoc(), slot.getType(),
                                    product, op.getGridAttr(),
                                    op.getGridAxesAttr(),
@@ -282,7 +262,8 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
         Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
         Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
         if (outElem != elem)
-          packed = tb.round(packed, tb.empty({group * q, n}, outElem));
+          packed = convertFloatInto(rewriter, op.getLoc(), packed,
+                                    tb.empty({group * q, n}, outElem));
         return ReduceScatterOp::create(
                    rewriter, op.getLoc(), slot.getType(), packed, slot,
                    op.getGridAttr(), op.getGridAxesAttr(),

@@ -1,4 +1,5 @@
-//===- LowerCollectives.cpp - Unfused shard collectives, unsplit -*- C++ -*-===//
+//===- LowerCollectives.cpp - Unfused shard collectives, unsplit -*- C++
+//-*-===//
 //
 // overlap-lower-collectives: every shard collective on tensors that
 // overlap-raise left alone becomes one Overlap tile collective over the
@@ -12,6 +13,7 @@
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "Raise.h"
+#include "TensorBuilders.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,64 +33,12 @@ namespace overlap {
 using namespace mlir;
 using namespace mlir::overlap;
 
-SmallVector<int64_t> mlir::overlap::axisFirst(int64_t axis, int64_t rank) {
-  SmallVector<int64_t> perm = {axis};
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis)
-      perm.push_back(d);
-  return perm;
-}
-
-SmallVector<int64_t> mlir::overlap::invertPermutation(ArrayRef<int64_t> perm) {
-  SmallVector<int64_t> inv(perm.size());
-  for (auto [i, p] : llvm::enumerate(perm))
-    inv[p] = i;
-  return inv;
-}
-
-Value mlir::overlap::transposeTensor(OpBuilder &b, Location loc, Value value,
-                ArrayRef<int64_t> perm) {
-  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
-    return value;
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t p : perm)
-    shape.push_back(type.getDimSize(p));
-  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
-  return linalg::TransposeOp::create(b, loc, value, init, perm)->getResult(0);
-}
-
 namespace {
 
 constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
 
 bool isRuntimeElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16();
-}
-
-/// `value` converted elementwise to the float type `to`.
-Value convertFloat(OpBuilder &b, Location loc, Value value, Type to) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (type.getElementType() == to)
-    return value;
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), to);
-  unsigned rank = type.getRank();
-  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  bool widen = type.getElementType().getIntOrFloatBitWidth() <
-               to.getIntOrFloatBitWidth();
-  return linalg::GenericOp::create(
-             b, loc, init.getType(), value, init, maps, iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value converted =
-                   widen ? arith::ExtFOp::create(nb, nloc, to, args[0])
-                               .getResult()
-                         : arith::TruncFOp::create(nb, nloc, to, args[0])
-                               .getResult();
-               linalg::YieldOp::create(nb, nloc, converted);
-             })
-      .getResult(0);
 }
 
 std::optional<ReductionKind> reductionOf(shard::ReductionKind kind) {
@@ -130,8 +80,7 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
            op->getName().getStringRef().str() + "'";
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!input || !result || !input.hasStaticShape() ||
-      !result.hasStaticShape())
+  if (!input || !result || !input.hasStaticShape() || !result.hasStaticShape())
     return "a shape is dynamic; the runtime's collectives take static "
            "element counts";
   if (!isa<shard::AllSliceOp>(op)) {
@@ -193,8 +142,13 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
 
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
-    Value input = convertFloat(b, loc, allReduce.getInput(),
-                               resultType.getElementType());
+    // Converted first, so that the reduction runs in the result type.
+    Value input = allReduce.getInput();
+    if (getElementTypeOrSelf(input.getType()) != resultType.getElementType())
+      input = convertFloatInto(
+          b, loc, input,
+          tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                  resultType.getElementType()));
     return AllReduceOp::create(
                b, loc, resultType, input, gridAttr, axesAttr,
                ReductionKindAttr::get(b.getContext(),
@@ -211,7 +165,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     SmallVector<int64_t> shape(rowsType.getShape());
     shape[0] = rowsOut(shape[0]);
     return transposeTensor(b, loc, build(rows, rowsType.clone(shape)),
-                     invertPermutation(perm));
+                           invertPermutation(perm));
   };
   if (auto gather = dyn_cast<shard::AllGatherOp>(op))
     return alongRows(
@@ -292,10 +246,10 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   int64_t axis = slice.getSliceAxis().getSExtValue();
   int64_t part = resultType.getDimSize(axis);
   SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-  offsets[axis] = arith::MulIOp::create(
-                      b, loc, groupRank,
-                      arith::ConstantIndexOp::create(b, loc, part))
-                      .getResult();
+  offsets[axis] =
+      arith::MulIOp::create(b, loc, groupRank,
+                            arith::ConstantIndexOp::create(b, loc, part))
+          .getResult();
   SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
   for (int64_t d : resultType.getShape())
     sizes.push_back(b.getIndexAttr(d));

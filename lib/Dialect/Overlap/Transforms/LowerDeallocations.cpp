@@ -44,10 +44,10 @@ struct LowerDealloc : public OpRewritePattern<bufferization::DeallocOp> {
       auto metadata =
           memref::ExtractStridedMetadataOp::create(rewriter, loc, memref);
       Value buffer = metadata.getBaseBuffer();
-      return std::make_pair(buffer,
-                            memref::ExtractAlignedPointerAsIndexOp::create(
-                                rewriter, loc, buffer)
-                                .getResult());
+      return std::make_pair(
+          buffer,
+          memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer)
+              .getResult());
     };
     for (Value memref : op.getMemrefs()) {
       auto [buffer, address] = base(memref);
@@ -84,11 +84,11 @@ struct LowerDealloc : public OpRewritePattern<bufferization::DeallocOp> {
       for (Value retained : retainedBases)
         free = both(free, cmp(arith::CmpIPredicate::ne, address, retained));
       for (size_t j = 0; j < i; ++j) {
-        Value freedBefore = both(op.getConditions()[j],
-                                 cmp(arith::CmpIPredicate::eq, bases[j],
-                                     address));
-        free = both(free,
-                    arith::XOrIOp::create(rewriter, loc, freedBefore, yes));
+        Value freedBefore =
+            both(op.getConditions()[j],
+                 cmp(arith::CmpIPredicate::eq, bases[j], address));
+        free =
+            both(free, arith::XOrIOp::create(rewriter, loc, freedBefore, yes));
       }
       scf::IfOp::create(rewriter, loc, free, [&](OpBuilder &b, Location l) {
         memref::DeallocOp::create(b, l, buffers[i]);

@@ -14,6 +14,7 @@
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
 #include "Raise.h"
+#include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -84,8 +85,8 @@ std::optional<ContractionForm> matchContraction(linalg::LinalgOp op) {
   if (isa<linalg::GenericOp>(op)) {
     if (!isMatmulBody(*op.getBlock()))
       return std::nullopt;
-  } else if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp,
-                  linalg::ContractOp>(op)) {
+  } else if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::ContractOp>(
+                 op)) {
     return std::nullopt;
   }
   // Named ops may cast unsigned: not a float matmul.
@@ -162,12 +163,8 @@ bool nextToCollective(linalg::LinalgOp op) {
       return true;
     // An elementwise op of one input (the rounding before a psum).
     auto elementwise = dyn_cast<linalg::GenericOp>(user);
-    bool oneInputElementwise =
-        elementwise && elementwise.getNumDpsInputs() == 1 &&
-        elementwise.getNumDpsInits() == 1 &&
-        elementwise.getNumReductionLoops() == 0;
     if (!isa<tensor::CastOp, tensor::ExpandShapeOp>(user) &&
-        !oneInputElementwise)
+        !(elementwise && isPlainElementwise(elementwise)))
       break;
     value = user->getResult(0);
   }
@@ -188,8 +185,7 @@ std::optional<int64_t> stridedAxis(linalg::LinalgOp op, unsigned rank) {
       axis = scatter.getScatterAxis().getSExtValue();
     else if (auto generic = dyn_cast<linalg::GenericOp>(user);
              isa<tensor::CastOp>(user) ||
-             (generic && generic.getNumDpsInputs() == 1 &&
-              generic.getNumReductionLoops() == 0))
+             (generic && isPlainElementwise(generic)))
       value = user->getResult(0);
     else
       break;
@@ -257,8 +253,8 @@ struct NormalizeContraction
                                              ValueRange{a, b}, ValueRange{c})
                         .getResult(0);
     if (rank > 2)
-      product = tensor::ExpandShapeOp::create(rewriter, loc, cType, product,
-                                              flatten);
+      product =
+          tensor::ExpandShapeOp::create(rewriter, loc, cType, product, flatten);
     if (!lead.empty())
       product =
           transposeTensor(rewriter, loc, product, invertPermutation(lead));
@@ -267,80 +263,11 @@ struct NormalizeContraction
   }
 };
 
-/// shard.all_reduce / reduce_scatter of linalg.transpose(x) -> the
-/// collective of x (along the transposed axis), then the transpose.
-template <typename CollectiveOp>
-struct SinkTranspose : public OpRewritePattern<CollectiveOp> {
-  using OpRewritePattern<CollectiveOp>::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(CollectiveOp op,
-                                PatternRewriter &rewriter) const override {
-    auto transpose =
-        op.getInput().template getDefiningOp<linalg::TransposeOp>();
-    if (!transpose || !transpose->hasOneUse() ||
-        !transpose.hasPureTensorSemantics())
-      return failure();
-    auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
-    auto srcType = cast<RankedTensorType>(transpose.getInput().getType());
-    if (!resultType || !resultType.hasStaticShape() ||
-        !srcType.hasStaticShape() ||
-        resultType.getElementType() != srcType.getElementType())
-      return failure();
-    ArrayRef<int64_t> perm = transpose.getPermutation();
-    Location loc = op.getLoc();
-    Value collective;
-    if constexpr (std::is_same_v<CollectiveOp, shard::ReduceScatterOp>) {
-      int64_t axis = perm[op.getScatterAxis().getSExtValue()];
-      SmallVector<int64_t> shape(srcType.getShape());
-      shape[axis] = resultType.getDimSize(op.getScatterAxis().getSExtValue());
-      collective = shard::ReduceScatterOp::create(
-          rewriter, loc, srcType.clone(shape), op.getGridAttr(),
-          op.getGridAxesAttr(), transpose.getInput(), op.getReductionAttr(),
-          rewriter.getIndexAttr(axis));
-    } else {
-      collective = shard::AllReduceOp::create(
-          rewriter, loc, srcType, op.getGridAttr(), op.getGridAxesAttr(),
-          transpose.getInput(), op.getReductionAttr());
-    }
-    rewriter.replaceOp(op, transposeTensor(rewriter, loc, collective, perm));
-    return success();
-  }
-};
-
-/// linalg.transpose(shard.all_gather(x)) -> shard.all_gather of
-/// linalg.transpose(x), along the transposed gather axis.
-struct HoistTransposeThroughGather
-    : public OpRewritePattern<linalg::TransposeOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(linalg::TransposeOp transpose,
-                                PatternRewriter &rewriter) const override {
-    if (!transpose.hasPureTensorSemantics())
-      return failure();
-    auto gather = transpose.getInput().getDefiningOp<shard::AllGatherOp>();
-    if (!gather || !gather->hasOneUse())
-      return failure();
-    auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
-    if (!localType || !localType.hasStaticShape())
-      return failure();
-    ArrayRef<int64_t> perm = transpose.getPermutation();
-    int64_t axis =
-        invertPermutation(perm)[gather.getGatherAxis().getSExtValue()];
-    Location loc = transpose.getLoc();
-    Value local = transposeTensor(rewriter, loc, gather.getInput(), perm);
-    rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
-        transpose, transpose->getResult(0).getType(), gather.getGridAttr(),
-        gather.getGridAxesAttr(), local, rewriter.getIndexAttr(axis));
-    return success();
-  }
-};
-
 /// The position, in the collapsed shape, of dim `axis` of the expanded
 /// shape `expanded` under `groups`, when cutting or concatenating along it
 /// keeps blocks contiguous there: every dim before it in its group is 1.
 std::optional<int64_t> collapsedAxis(ArrayRef<ReassociationIndices> groups,
-                                     ArrayRef<int64_t> expanded,
-                                     int64_t axis) {
+                                     ArrayRef<int64_t> expanded, int64_t axis) {
   for (auto [pos, group] : llvm::enumerate(groups)) {
     if (!llvm::is_contained(group, axis))
       continue;
@@ -354,31 +281,59 @@ std::optional<int64_t> collapsedAxis(ArrayRef<ReassociationIndices> groups,
   return std::nullopt;
 }
 
-/// shard.all_reduce / reduce_scatter of expand_shape(x) -> the collective
-/// of x, then expand_shape: the collective then meets the matmul.
+/// The layout ops the collectives move across: a tensor.expand_shape (or
+/// collapse_shape) or a linalg.transpose. `axis` of the layout op's result
+/// is the returned dim of its source, when a cut or a concatenation along
+/// it stays one block there (for a reshape: every dim before it in its
+/// group is 1).
+std::optional<int64_t> sourceAxis(Operation *layout, int64_t axis) {
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(layout))
+    return collapsedAxis(expand.getReassociationIndices(),
+                         expand.getResultType().getShape(), axis);
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(layout))
+    return transpose.getPermutation()[axis];
+  return std::nullopt;
+}
+
+/// `value` (shaped as `layout`'s source) given `layout`'s layout again,
+/// with `type` (the layout op's result with the collective applied).
+Value reapplyLayout(OpBuilder &b, Location loc, Operation *layout, Value value,
+                    RankedTensorType type) {
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(layout))
+    return tensor::ExpandShapeOp::create(b, loc, type, value,
+                                         expand.getReassociationIndices());
+  return transposeTensor(b, loc, value,
+                         cast<linalg::TransposeOp>(layout).getPermutation());
+}
+
+/// shard.all_reduce / reduce_scatter of expand_shape(x) or
+/// linalg.transpose(x) -> the collective of x (along the corresponding
+/// axis), then the same reshape or transpose: the collective then meets
+/// the matmul.
 template <typename CollectiveOp>
-struct SinkExpandShape : public OpRewritePattern<CollectiveOp> {
+struct SinkLayout : public OpRewritePattern<CollectiveOp> {
   using OpRewritePattern<CollectiveOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CollectiveOp op,
                                 PatternRewriter &rewriter) const override {
-    auto expand = op.getInput().template getDefiningOp<tensor::ExpandShapeOp>();
-    if (!expand || !expand->hasOneUse())
+    Operation *layout = op.getInput().getDefiningOp();
+    if (!isa_and_nonnull<tensor::ExpandShapeOp, linalg::TransposeOp>(layout) ||
+        !layout->hasOneUse() ||
+        !cast<RankedTensorType>(layout->getResult(0).getType())
+             .hasStaticShape())
       return failure();
+    Value src = layout->getOperand(0);
+    auto srcType = cast<RankedTensorType>(src.getType());
     auto resultType = dyn_cast<RankedTensorType>(op.getResult().getType());
-    auto srcType = expand.getSrcType();
     if (!resultType || !resultType.hasStaticShape() ||
-        !expand.getResultType().hasStaticShape() ||
+        !srcType.hasStaticShape() ||
         resultType.getElementType() != srcType.getElementType())
       return failure();
-    SmallVector<ReassociationIndices> groups =
-        expand.getReassociationIndices();
     Location loc = op.getLoc();
     Value collective;
     if constexpr (std::is_same_v<CollectiveOp, shard::ReduceScatterOp>) {
       std::optional<int64_t> axis =
-          collapsedAxis(groups, expand.getResultType().getShape(),
-                        op.getScatterAxis().getSExtValue());
+          sourceAxis(layout, op.getScatterAxis().getSExtValue());
       if (!axis)
         return failure();
       SymbolTableCollection symbols;
@@ -390,62 +345,63 @@ struct SinkExpandShape : public OpRewritePattern<CollectiveOp> {
       shape[*axis] /= group;
       collective = shard::ReduceScatterOp::create(
           rewriter, loc, srcType.clone(shape), op.getGridAttr(),
-          op.getGridAxesAttr(), expand.getSrc(), op.getReductionAttr(),
+          op.getGridAxesAttr(), src, op.getReductionAttr(),
           rewriter.getIndexAttr(*axis));
     } else {
       collective = shard::AllReduceOp::create(
-          rewriter, loc, srcType, op.getGridAttr(), op.getGridAxesAttr(),
-          expand.getSrc(), op.getReductionAttr());
+          rewriter, loc, srcType, op.getGridAttr(), op.getGridAxesAttr(), src,
+          op.getReductionAttr());
     }
-    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType,
-                                                       collective, groups);
+    rewriter.replaceOp(
+        op, reapplyLayout(rewriter, loc, layout, collective, resultType));
     return success();
   }
 };
 
-/// collapse_shape(shard.all_gather(x)) -> shard.all_gather of
-/// collapse_shape(x): the gather then meets the matmul.
-struct HoistCollapseShape
-    : public OpRewritePattern<tensor::CollapseShapeOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// collapse_shape or linalg.transpose of shard.all_gather(x) ->
+/// shard.all_gather of the same collapse or transpose of x, along the
+/// corresponding axis: the gather then meets the matmul.
+template <typename LayoutOp>
+struct HoistLayoutThroughGather : public OpRewritePattern<LayoutOp> {
+  using OpRewritePattern<LayoutOp>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(tensor::CollapseShapeOp collapse,
+  LogicalResult matchAndRewrite(LayoutOp layout,
                                 PatternRewriter &rewriter) const override {
-    auto gather = collapse.getSrc().getDefiningOp<shard::AllGatherOp>();
+    constexpr bool isTranspose = std::is_same_v<LayoutOp, linalg::TransposeOp>;
+    if constexpr (isTranspose)
+      if (!layout.hasPureTensorSemantics())
+        return failure();
+    auto gather =
+        layout->getOperand(0).template getDefiningOp<shard::AllGatherOp>();
     if (!gather || !gather->hasOneUse())
       return failure();
     auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
+    auto resultType = cast<RankedTensorType>(layout->getResult(0).getType());
     if (!localType || !localType.hasStaticShape() ||
-        !collapse.getResultType().hasStaticShape())
+        !resultType.hasStaticShape())
       return failure();
-    SmallVector<ReassociationIndices> groups =
-        collapse.getReassociationIndices();
-    std::optional<int64_t> axis =
-        collapsedAxis(groups, collapse.getSrcType().getShape(),
-                      gather.getGatherAxis().getSExtValue());
-    if (!axis)
-      return failure();
-    Location loc = collapse.getLoc();
-    Value local =
-        tensor::CollapseShapeOp::create(rewriter, loc, gather.getInput(),
-                                        groups);
+    int64_t gatherAxis = gather.getGatherAxis().getSExtValue();
+    Location loc = layout.getLoc();
+    std::optional<int64_t> axis;
+    Value local;
+    if constexpr (isTranspose) {
+      axis = invertPermutation(layout.getPermutation())[gatherAxis];
+      local = transposeTensor(rewriter, loc, gather.getInput(),
+                              layout.getPermutation());
+    } else {
+      axis = collapsedAxis(layout.getReassociationIndices(),
+                           layout.getSrcType().getShape(), gatherAxis);
+      if (!axis)
+        return failure();
+      local = tensor::CollapseShapeOp::create(rewriter, loc, gather.getInput(),
+                                              layout.getReassociationIndices());
+    }
     rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
-        collapse, collapse.getResultType(), gather.getGridAttr(),
-        gather.getGridAxesAttr(), local, rewriter.getIndexAttr(*axis));
+        layout, resultType, gather.getGridAttr(), gather.getGridAxesAttr(),
+        local, rewriter.getIndexAttr(*axis));
     return success();
   }
 };
-
-/// An elementwise linalg.generic of one input that reads neither indices
-/// nor its init: it can run on any reshaping of its input.
-bool isPlainElementwise(linalg::GenericOp op) {
-  return op.hasPureTensorSemantics() && op.getNumDpsInputs() == 1 &&
-         op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&
-         llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isIdentity(); }) &&
-         op.getBlock()->getOps<linalg::IndexOp>().empty() &&
-         op.getBlock()->getArgument(1).use_empty();
-}
 
 /// `op`'s body moved onto `input` (any static shape): a new generic whose
 /// result has `input`'s shape and `op`'s element type.
@@ -456,12 +412,7 @@ Value moveElementwise(PatternRewriter &rewriter, linalg::GenericOp op,
                   .clone(getElementTypeOrSelf(op.getResult(0).getType()));
   Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                        type.getElementType());
-  unsigned rank = type.getRank();
-  SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  auto moved = linalg::GenericOp::create(rewriter, loc, type, input, init,
-                                         maps, iterators);
+  linalg::GenericOp moved = elementwiseGeneric(rewriter, loc, input, init);
   rewriter.inlineRegionBefore(op.getRegion(), moved.getRegion(),
                               moved.getRegion().begin());
   return moved.getResult(0);
@@ -505,27 +456,19 @@ struct SinkExpandThroughElementwise
     if (!isPlainElementwise(op))
       return failure();
     Operation *reshape = op.getDpsInputs()[0].getDefiningOp();
-    if (!isa_and_nonnull<tensor::ExpandShapeOp, linalg::TransposeOp>(
-            reshape) ||
+    if (!isa_and_nonnull<tensor::ExpandShapeOp, linalg::TransposeOp>(reshape) ||
         !reshape->hasOneUse() ||
         !cast<RankedTensorType>(reshape->getOperand(0).getType())
              .hasStaticShape())
       return failure();
     // Only feeding a collective is worth it (the reshape then meets it).
-    if (!op->hasOneUse() ||
-        !isa<shard::AllReduceOp, shard::ReduceScatterOp>(
-            *op->getUsers().begin()))
+    if (!op->hasOneUse() || !isa<shard::AllReduceOp, shard::ReduceScatterOp>(
+                                *op->getUsers().begin()))
       return failure();
     auto outType = cast<RankedTensorType>(op.getResult(0).getType());
     Value flat = moveElementwise(rewriter, op, reshape->getOperand(0));
-    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape))
-      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
-          op, outType, flat, expand.getReassociationIndices());
-    else
-      rewriter.replaceOp(
-          op, transposeTensor(
-                  rewriter, op.getLoc(), flat,
-                  cast<linalg::TransposeOp>(reshape).getPermutation()));
+    rewriter.replaceOp(
+        op, reapplyLayout(rewriter, op.getLoc(), reshape, flat, outType));
     return success();
   }
 };
@@ -555,8 +498,7 @@ struct HoistElementwiseThroughGather
         outType.getElementTypeBitWidth() > localType.getElementTypeBitWidth())
       return failure();
     // Only when a matmul consumes the result: then the gather meets it.
-    if (!op->hasOneUse() ||
-        !isa<linalg::LinalgOp>(*op->getUsers().begin()))
+    if (!op->hasOneUse() || !isa<linalg::LinalgOp>(*op->getUsers().begin()))
       return failure();
     Value local = moveElementwise(rewriter, op, gather.getInput());
     rewriter.replaceOpWithNewOp<shard::AllGatherOp>(
@@ -656,19 +598,19 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
         tensor::EmptyOp::create(rewriter, loc, {k, n}, bType0.getElementType());
     int64_t offset = 0;
     for (linalg::MatmulOp mm : matmuls) {
-      int64_t cols = cast<RankedTensorType>(mm.getInputs()[1].getType())
-                         .getDimSize(1);
+      int64_t cols =
+          cast<RankedTensorType>(mm.getInputs()[1].getType()).getDimSize(1);
       weights = tensor::InsertSliceOp::create(
           rewriter, loc, mm.getInputs()[1], weights, {idx(0), idx(offset)},
           {idx(k), idx(cols)}, {idx(1), idx(1)});
       offset += cols;
     }
-    Value acc = linalg::FillOp::create(
-                    rewriter, loc, fillValue,
-                    tensor::EmptyOp::create(rewriter, loc, {m, n},
-                                            cType0.getElementType())
-                        .getResult())
-                    .getResult(0);
+    Value acc =
+        linalg::FillOp::create(rewriter, loc, fillValue,
+                               tensor::EmptyOp::create(rewriter, loc, {m, n},
+                                                       cType0.getElementType())
+                                   .getResult())
+            .getResult(0);
     Value product =
         linalg::MatmulOp::create(rewriter, loc, acc.getType(),
                                  ValueRange{gathered, weights}, ValueRange{acc})
@@ -681,8 +623,8 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
     offset = 0;
     Operation *lastSlice = nullptr;
     for (linalg::MatmulOp mm : matmuls) {
-      int64_t cols = cast<RankedTensorType>(mm.getInputs()[1].getType())
-                         .getDimSize(1);
+      int64_t cols =
+          cast<RankedTensorType>(mm.getInputs()[1].getType()).getDimSize(1);
       Value part = tensor::ExtractSliceOp::create(
           rewriter, loc, product, {idx(0), idx(offset)}, {idx(m), idx(cols)},
           {idx(1), idx(1)});
@@ -700,12 +642,11 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
 
 void mlir::overlap::populateNormalizeContractionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<NormalizeContraction>(patterns.getContext());
-  patterns.add<SinkExpandShape<shard::AllReduceOp>,
-               SinkExpandShape<shard::ReduceScatterOp>, HoistCollapseShape,
+  patterns.add<NormalizeContraction, SinkLayout<shard::AllReduceOp>,
+               SinkLayout<shard::ReduceScatterOp>,
+               HoistLayoutThroughGather<tensor::CollapseShapeOp>,
+               HoistLayoutThroughGather<linalg::TransposeOp>,
                MergeGatheredMatmuls, DedupCollapseShape,
-               SinkExpandThroughElementwise, HoistElementwiseThroughGather,
-               SinkTranspose<shard::AllReduceOp>,
-               SinkTranspose<shard::ReduceScatterOp>,
-               HoistTransposeThroughGather>(patterns.getContext());
+               SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
+      patterns.getContext());
 }

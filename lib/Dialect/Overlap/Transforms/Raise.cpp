@@ -12,6 +12,7 @@
 
 #include "PlannerBridge.h"
 #include "Raise.h"
+#include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -175,11 +176,7 @@ std::string whyNotFused(shard::AllGatherOp gather, linalg::MatmulOp matmul,
 /// one arith.truncf) that produces `value`, if it is one.
 linalg::GenericOp narrowingOf(Value value) {
   auto generic = value.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !generic.hasPureTensorSemantics() ||
-      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isIdentity(); }) ||
-      generic.getNumReductionLoops() != 0)
+  if (!generic || !isPlainElementwise(generic))
     return {};
   Block &body = *generic.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());

@@ -32,19 +32,6 @@ std::string whyNotFusable(linalg::BatchMatmulOp matmul);
 /// unfused) to one unsplit Overlap collective; empty when it can.
 std::string whyNotLowered(Operation *op, SymbolTableCollection &symbols);
 
-/// The permutation that moves dimension `axis` of a rank-`rank` tensor to
-/// the front, keeping the others in order.
-SmallVector<int64_t> axisFirst(int64_t axis, int64_t rank);
-
-/// The inverse of the permutation `perm`.
-SmallVector<int64_t> invertPermutation(ArrayRef<int64_t> perm);
-
-/// `value` (a ranked tensor) with its dimensions permuted by a
-/// linalg.transpose (result dim i = input dim perm[i]); `value` itself for
-/// the identity.
-Value transposeTensor(OpBuilder &b, Location loc, Value value,
-                      ArrayRef<int64_t> perm);
-
 /// A missed remark on `op`: not raised, and why.
 void remarkNotRaised(Operation *op, StringRef why);
 

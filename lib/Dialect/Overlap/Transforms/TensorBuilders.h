@@ -1,0 +1,51 @@
+//===- TensorBuilders.h - Small tensor IR builders ------------*- C++ -*-===//
+//
+// Builders the Transforms passes share: permutations and transposes,
+// elementwise linalg.generic ops on identity maps, float conversions, and
+// the one-input elementwise op that can move across reshapes and
+// collectives. Private to the Transforms library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_TENSORBUILDERS_H
+#define OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_TENSORBUILDERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace overlap {
+
+/// The permutation that moves dimension `axis` of a rank-`rank` tensor to
+/// the front, keeping the others in order.
+SmallVector<int64_t> axisFirst(int64_t axis, int64_t rank);
+
+/// The inverse of the permutation `perm`.
+SmallVector<int64_t> invertPermutation(ArrayRef<int64_t> perm);
+
+/// `value` (a ranked tensor) with its dimensions permuted by a
+/// linalg.transpose (result dim i = input dim perm[i]); `value` itself for
+/// the identity.
+Value transposeTensor(OpBuilder &b, Location loc, Value value,
+                      ArrayRef<int64_t> perm);
+
+/// A linalg.generic of `input` into `init` (same shape) with identity maps
+/// and parallel loops; its body from `body`, or left empty for the caller
+/// to fill when `body` is null.
+linalg::GenericOp elementwiseGeneric(
+    OpBuilder &b, Location loc, Value input, Value init,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body = nullptr);
+
+/// `value` converted elementwise (arith.extf or arith.truncf) to the float
+/// element type of `into`, written into `into`.
+Value convertFloatInto(OpBuilder &b, Location loc, Value value, Value into);
+
+/// An elementwise linalg.generic of one input that reads neither indices
+/// nor its init: it computes the same values on any reshaping or
+/// redistribution of its input.
+bool isPlainElementwise(linalg::GenericOp op);
+
+} // namespace overlap
+} // namespace mlir
+
+#endif // OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_TENSORBUILDERS_H

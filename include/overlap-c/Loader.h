@@ -8,6 +8,7 @@
 #ifndef OVERLAP_C_LOADER_H
 #define OVERLAP_C_LOADER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "overlap-c/Export.h"
@@ -35,6 +36,50 @@ OVERLAP_C_API OverlapRunOptions overlapRunOptionsDefault(void);
  *  in `*messages` (free both with overlapFree from overlap-c/Planner.h). */
 OVERLAP_C_API int overlapRun(const OverlapRunOptions *options, char **report,
                char **messages);
+
+/** The signature embedded in the library `program` (overlap-compile
+ *  --emit=so), in its text form: lines "entry NAME", "target host", "grid
+ *  NAME SIZE", "arg NAME 256x512xf32 [inout]", "result NAME TYPE". Returns
+ *  0 with the text in `*signature`, or 2 with why not in `*messages` (free
+ *  both with overlapFree). */
+OVERLAP_C_API int overlapProgramSignature(const char *program,
+                                          char **signature, char **messages);
+
+/** Every output of every rank of one run: the entry's results, then its
+ *  arguments (which a program may update in place), each a contiguous
+ *  row-major buffer. */
+typedef struct OverlapOutputs OverlapOutputs;
+
+/** Runs `options->program` once with the caller's inputs instead of seeded
+ *  ones: `inputs[rank * A + a]` is argument a of rank r (A arguments, as the
+ *  signature lists them), a contiguous row-major buffer of the argument's
+ *  type (f16 and bf16 as 16-bit patterns); `numInputs` must be ranks * A.
+ *  The inputs are copied, never written. With `options->reference` both
+ *  run with these inputs and are compared, as overlapRun does. Returns
+ *  overlapRun's status; on 0 or 1 `*outputs` holds the program's outputs
+ *  (destroy with overlapOutputsDestroy), otherwise it is NULL. `report`,
+ *  `messages` and `outputs` may each be NULL. */
+OVERLAP_C_API int overlapRunInputs(const OverlapRunOptions *options,
+                                   const void *const *inputs,
+                                   size_t numInputs, OverlapOutputs **outputs,
+                                   char **report, char **messages);
+
+/** The accessors are NULL-safe: a NULL `outputs`, or a rank or output out
+ *  of range, gives 0 or NULL. */
+OVERLAP_C_API int overlapOutputsRanks(const OverlapOutputs *outputs);
+/** Outputs per rank. */
+OVERLAP_C_API int overlapOutputsCount(const OverlapOutputs *outputs);
+/** "result0", "arg1": the name in the signature. */
+OVERLAP_C_API const char *overlapOutputsName(const OverlapOutputs *outputs,
+                                             int output);
+/** "256x32xf32" ("f32" for a scalar). */
+OVERLAP_C_API const char *overlapOutputsType(const OverlapOutputs *outputs,
+                                             int output);
+OVERLAP_C_API size_t overlapOutputsBytes(const OverlapOutputs *outputs,
+                                         int output);
+OVERLAP_C_API const void *overlapOutputsData(const OverlapOutputs *outputs,
+                                             int rank, int output);
+OVERLAP_C_API void overlapOutputsDestroy(OverlapOutputs *outputs);
 
 #ifdef __cplusplus
 }

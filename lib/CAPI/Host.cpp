@@ -8,11 +8,14 @@
 #include "overlap-c/Loader.h"
 #include "overlap-c/Planner.h"
 
+#include "overlap/Loader/Executor.h"
 #include "overlap/Loader/Session.h"
 #include "overlap/Planner/Json.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <vector>
 #include <string>
 #include <system_error>
 
@@ -69,8 +72,17 @@ OverlapRunOptions overlapRunOptionsDefault(void) {
   return options;
 }
 
-int overlapRun(const OverlapRunOptions *options, char **report,
-               char **messages) {
+struct OverlapOutputs {
+  std::vector<std::string> names, types;
+  std::vector<size_t> bytes;
+  /// [rank][output]
+  std::vector<std::vector<std::vector<char>>> data;
+};
+
+/// overlapRun and overlapRunInputs: `inputs` null for seeded inputs.
+static int runWith(const OverlapRunOptions *options,
+                   const overlap::run::GivenInputs *inputs,
+                   OverlapOutputs *outputs, char **report, char **messages) {
   std::string out, err;
   int status = 2;
   if (!options || !options->program) {
@@ -94,9 +106,30 @@ int overlapRun(const OverlapRunOptions *options, char **report,
     session.tolerance.rtol = options->rtol;
     session.tolerance.atol = options->atol;
     session.waitTimeoutMs = options->waitTimeoutMs;
+    session.inputs = inputs;
     overlap::exec::SessionOutput output;
     output.out = [&](const std::string &text) { out += text; };
     output.err = [&](const std::string &text) { err += text; };
+    if (outputs)
+      output.outputs =
+          [&](const overlap::run::Signature &sig,
+              const std::vector<std::vector<overlap::run::OutputView>> &all) {
+            std::vector<const overlap::run::BufferSpec *> specs =
+                overlap::run::outputSpecs(sig);
+            for (const overlap::run::BufferSpec *spec : specs) {
+              outputs->names.push_back(spec->name);
+              outputs->types.push_back(spec->typeString());
+              outputs->bytes.push_back(spec->numElements() *
+                                       spec->elemBytes());
+            }
+            outputs->data.resize(all.size());
+            for (size_t r = 0; r < all.size(); ++r) {
+              outputs->data[r].resize(specs.size());
+              for (size_t i = 0; i < specs.size(); ++i)
+                overlap::run::copyContiguous(*specs[i], all[r][i],
+                                             outputs->data[r][i]);
+            }
+          };
     status = overlap::exec::runSession(session, output);
   }
   if (report)
@@ -105,3 +138,109 @@ int overlapRun(const OverlapRunOptions *options, char **report,
     *messages = copy(err);
   return status;
 }
+
+int overlapRun(const OverlapRunOptions *options, char **report,
+               char **messages) {
+  return runWith(options, nullptr, nullptr, report, messages);
+}
+
+/// Loads `program`'s signature; on failure returns false with the message.
+static bool loadSignature(const char *program, overlap::run::Signature &sig,
+                          std::string &message) {
+  if (!program) {
+    message = "overlap: error: no program library given\n";
+    return false;
+  }
+  overlap::exec::preloadRuntimes();
+  overlap::exec::Library lib;
+  if (!overlap::exec::loadLibrary(program, lib, message)) {
+    message = "overlap: error: " + message + "\n";
+    return false;
+  }
+  sig = lib.sig;
+  return true;
+}
+
+int overlapProgramSignature(const char *program, char **signature,
+                            char **messages) {
+  if (signature)
+    *signature = nullptr;
+  if (messages)
+    *messages = nullptr;
+  overlap::run::Signature sig;
+  std::string message;
+  if (!loadSignature(program, sig, message)) {
+    if (messages)
+      *messages = copy(message);
+    return 2;
+  }
+  if (signature)
+    *signature = copy(overlap::run::formatSignature(sig));
+  return 0;
+}
+
+int overlapRunInputs(const OverlapRunOptions *options,
+                     const void *const *inputs, size_t numInputs,
+                     OverlapOutputs **outputs, char **report,
+                     char **messages) {
+  if (outputs)
+    *outputs = nullptr;
+  overlap::run::Signature sig;
+  std::string message;
+  auto fail = [&](const std::string &text) {
+    if (report)
+      *report = copy("");
+    if (messages)
+      *messages = copy(text);
+    return 2;
+  };
+  if (!options)
+    return fail("overlap: error: no options given\n");
+  if (!loadSignature(options->program, sig, message))
+    return fail(message);
+  size_t ranks = options->ranks > 0
+                     ? static_cast<size_t>(options->ranks)
+                     : static_cast<size_t>(overlap::run::defaultRanks(sig));
+  size_t args = sig.args.size();
+  if (numInputs != ranks * args || (numInputs && !inputs))
+    return fail("overlap: error: @" + sig.name + " on " +
+                std::to_string(ranks) + " ranks takes " +
+                std::to_string(ranks * args) + " inputs (" +
+                std::to_string(args) + " per rank), but " +
+                std::to_string(numInputs) + " were given\n");
+  overlap::run::GivenInputs given(ranks);
+  for (size_t r = 0; r < ranks; ++r)
+    given[r].assign(inputs + r * args, inputs + (r + 1) * args);
+  auto result = std::make_unique<OverlapOutputs>();
+  int status = runWith(options, &given, result.get(), report, messages);
+  if (outputs && (status == 0 || status == 1) && !result->data.empty())
+    *outputs = result.release();
+  return status;
+}
+
+static bool inRange(const OverlapOutputs *o, int output) {
+  return o && output >= 0 && static_cast<size_t>(output) < o->names.size();
+}
+
+int overlapOutputsRanks(const OverlapOutputs *o) {
+  return o ? static_cast<int>(o->data.size()) : 0;
+}
+int overlapOutputsCount(const OverlapOutputs *o) {
+  return o ? static_cast<int>(o->names.size()) : 0;
+}
+const char *overlapOutputsName(const OverlapOutputs *o, int output) {
+  return inRange(o, output) ? o->names[output].c_str() : nullptr;
+}
+const char *overlapOutputsType(const OverlapOutputs *o, int output) {
+  return inRange(o, output) ? o->types[output].c_str() : nullptr;
+}
+size_t overlapOutputsBytes(const OverlapOutputs *o, int output) {
+  return inRange(o, output) ? o->bytes[output] : 0;
+}
+const void *overlapOutputsData(const OverlapOutputs *o, int rank, int output) {
+  if (!inRange(o, output) || rank < 0 ||
+      static_cast<size_t>(rank) >= o->data.size())
+    return nullptr;
+  return o->data[rank][output].data();
+}
+void overlapOutputsDestroy(OverlapOutputs *o) { delete o; }

@@ -140,7 +140,8 @@ public:
     outcome.run.ranks.clear();
     outcome.run.ranks.resize(1);
     run::RankData &data = outcome.run.ranks[0];
-    run::prepareRank(sig, seed, /*rank=*/0, data);
+    run::prepareRank(sig, seed, /*rank=*/0, data,
+                     outcome.run.given ? &(*outcome.run.given)[0] : nullptr);
     std::vector<void *> deviceArgs(sig.args.size(), nullptr);
     auto freeDeviceArgs = [&] {
       for (void *ptr : deviceArgs)

@@ -396,13 +396,42 @@ void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
   }
 }
 
-void prepareRank(const Signature &sig, uint64_t seed, int rank,
-                 RankData &data) {
+bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
+                      int ranks, std::string &error) {
+  if (inputs.size() != static_cast<size_t>(ranks)) {
+    error = "inputs for " + std::to_string(inputs.size()) + " rank" +
+            (inputs.size() == 1 ? "" : "s") + ", but the run has " +
+            std::to_string(ranks);
+    return false;
+  }
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    if (inputs[r].size() != sig.args.size()) {
+      error = "rank " + std::to_string(r) + ": " +
+              std::to_string(inputs[r].size()) + " inputs, but @" + sig.name +
+              " takes " + std::to_string(sig.args.size()) + " arguments";
+      return false;
+    }
+    for (size_t i = 0; i < inputs[r].size(); ++i)
+      if (!inputs[r][i]) {
+        error = "rank " + std::to_string(r) + ": no buffer for " +
+                sig.args[i].name + " (" + sig.args[i].typeString() + ")";
+        return false;
+      }
+  }
+  return true;
+}
+
+void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
+                 const std::vector<const void *> *given) {
   data = RankData();
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const BufferSpec &spec = sig.args[i];
-    data.args.emplace_back(spec.numElements() * spec.elemBytes());
-    fillArgument(spec, data.args.back().data, seed, rank, i);
+    size_t bytes = spec.numElements() * spec.elemBytes();
+    data.args.emplace_back(bytes);
+    if (given)
+      std::memcpy(data.args.back().data, (*given)[i], bytes);
+    else
+      fillArgument(spec, data.args.back().data, seed, rank, i);
     data.argDescriptors.push_back(
         contiguousDescriptor(spec, data.args.back().data));
   }
@@ -434,7 +463,8 @@ static void hostRankMain(overlap_context *ctx, void *user) {
   Run &run = *static_cast<Run *>(user);
   int rank = overlap_context_rank(ctx);
   RankData &data = run.ranks[rank];
-  prepareRank(*run.sig, run.seed, rank, data);
+  prepareRank(*run.sig, run.seed, rank, data,
+              run.given ? &(*run.given)[rank] : nullptr);
   std::vector<void *> values = entryValues(*run.sig, data, ctx);
   auto start = std::chrono::steady_clock::now();
   run.call(values);
@@ -561,6 +591,27 @@ std::vector<const BufferSpec *> outputSpecs(const Signature &sig) {
   for (const BufferSpec &spec : sig.args)
     specs.push_back(&spec);
   return specs;
+}
+
+void copyContiguous(const BufferSpec &spec, const OutputView &view,
+                    std::vector<char> &out) {
+  size_t elem = spec.elemBytes();
+  int64_t count = spec.numElements();
+  out.resize(static_cast<size_t>(count) * elem);
+  size_t rank = view.sizes.size();
+  std::vector<int64_t> index(rank, 0);
+  const char *base = static_cast<const char *>(view.base);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset += index[d] * view.strides[d];
+    std::memcpy(out.data() + n * elem, base + offset * elem, elem);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < view.sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
 }
 
 bool copyViewsToHost(

@@ -166,6 +166,8 @@ int Session::run() {
     return error(message);
   if (backend == "cuda" && o.chaos)
     return error("--chaos is a mode of the host backend");
+  if (o.inputs && !run::checkGivenInputs(sig, *o.inputs, ranks, message))
+    return error("the inputs do not fit @" + sig.name + ": " + message);
 
   // One executor when both libraries run on the same backend; the
   // reference's own otherwise (CudaExecutor is one per process).
@@ -188,7 +190,8 @@ int Session::run() {
     header += " vs reference " + describe(reference);
   if (ownRefExecutor)
     header += " on " + ownRefExecutor->where();
-  header += ", seed " + std::to_string(o.seed);
+  header += o.inputs ? std::string(", given inputs")
+                     : ", seed " + std::to_string(o.seed);
   if (o.chaos)
     header += ", chaos " + std::to_string(*o.chaos);
   if (o.iterations > 1)
@@ -196,6 +199,8 @@ int Session::run() {
   out(header + "\n");
 
   Outcome programOutcome, referenceOutcome;
+  programOutcome.run.given = o.inputs;
+  referenceOutcome.run.given = o.inputs;
   if (!executor->execute(program, o.seed, o.iterations, programOutcome,
                          message))
     return error("the program run failed: " + message);
@@ -216,6 +221,8 @@ int Session::run() {
              timingLine(refExecutor, "reference " + millis(referenceOutcome),
                         o.iterations);
 
+  if (output.outputs)
+    output.outputs(sig, programOutcome.outputs);
   int status = 0;
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(

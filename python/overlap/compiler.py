@@ -13,7 +13,13 @@
 ``compile`` calls the driver through ``overlapCompile`` (overlap-c/
 Compiler.h): the same pipeline and defaults as ``overlap-compile``.
 ``run`` calls ``overlapRun`` (overlap-c/Loader.h): what ``overlap-exec``
-does, on host ranks (threads) or a CUDA device.
+does, on host ranks (threads) or a CUDA device. With ``inputs`` (numpy
+arrays, [rank][argument]) it runs with those instead of seeded inputs
+(``overlapRunInputs``) and returns every rank's outputs:
+
+    >>> sig = overlap.signature(prog.path)
+    >>> res = overlap.run(prog.path, inputs=[[x, w1, w2]] * 4)
+    >>> res.outputs[rank][0]     # result0 of that rank, a numpy array
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from . import native
 
-__all__ = ["CompileError", "Compiled", "RunResult", "compile", "run"]
+__all__ = ["Buffer", "CompileError", "Compiled", "RunResult", "Signature",
+           "compile", "run", "signature"]
 
 _EMIT = {"mlir": 0, "llvm": 1, "obj": 2, "so": 3}
 _SUFFIX = {"mlir": ".mlir", "llvm": ".ll", "obj": ".o", "so": ".so"}
@@ -100,6 +109,81 @@ def compile(module: str, *, target: Optional[str] = None,
     return Compiled(path=os.fspath(output), plans=plans)
 
 
+def _numpy_dtype(elem: str) -> np.dtype:
+    if elem == "f32":
+        return np.dtype(np.float32)
+    if elem == "f16":
+        return np.dtype(np.float16)
+    if elem == "bf16":
+        try:
+            import ml_dtypes
+        except ImportError as e:  # pragma: no cover - a dependency
+            raise ImportError("bf16 buffers need the ml_dtypes package "
+                              "(pip install ml_dtypes)") from e
+        return np.dtype(ml_dtypes.bfloat16)
+    raise ValueError(f"unknown element type {elem!r}")
+
+
+@dataclass
+class Buffer:
+    """One argument or result of a compiled entry."""
+    name: str
+    #: "256x512xf32" ("f32" for a scalar).
+    type: str
+    inout: bool = False
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        parts = self.type.split("x")
+        return tuple(int(p) for p in parts[:-1])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return _numpy_dtype(self.type.split("x")[-1])
+
+
+@dataclass
+class Signature:
+    """The signature embedded in a compiled library (overlapProgramSignature)."""
+    entry: str
+    target: str
+    #: (name, size) of each shard.grid.
+    grids: List[Tuple[str, int]]
+    args: List[Buffer]
+    results: List[Buffer]
+
+    @property
+    def ranks(self) -> int:
+        return self.grids[0][1] if self.grids else 1
+
+
+def signature(program: Union[str, os.PathLike]) -> Signature:
+    """The entry signature of the shared library ``program``."""
+    lib = native.host_api()
+    text, messages = ctypes.c_void_p(), ctypes.c_void_p()
+    status = lib.overlapProgramSignature(os.fspath(program).encode(),
+                                         ctypes.byref(text),
+                                         ctypes.byref(messages))
+    text, messages = native.take_strings(lib, text, messages)
+    if status != 0:
+        raise RuntimeError((messages or "").strip())
+    sig = Signature(entry="", target="host", grids=[], args=[], results=[])
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "entry":
+            sig.entry = words[1]
+        elif words[0] == "target":
+            sig.target = words[1]
+        elif words[0] == "grid":
+            sig.grids.append((words[1], int(words[2])))
+        elif words[0] in ("arg", "result"):
+            buf = Buffer(words[1], words[2], "inout" in words[3:])
+            (sig.args if words[0] == "arg" else sig.results).append(buf)
+    return sig
+
+
 @dataclass
 class RunResult:
     #: overlap-exec's exit status: 0 match (or ran, without a reference),
@@ -110,21 +194,49 @@ class RunResult:
     report: str
     #: Errors and warnings.
     messages: str
+    #: With ``inputs``: every output of every rank, [rank][output], the
+    #: entry's results first, then its arguments (numpy arrays).
+    outputs: List[List[np.ndarray]] = field(default_factory=list)
+    #: The names of ``outputs``' columns ("result0", ..., "arg0", ...).
+    output_names: List[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.status == 0
 
 
+def _check_inputs(sig: Signature, inputs, ranks: int) -> List[np.ndarray]:
+    """The caller's inputs, checked against ``sig`` and made contiguous."""
+    if len(inputs) != ranks:
+        raise ValueError(f"inputs for {len(inputs)} ranks, but @{sig.entry} "
+                         f"runs on {ranks}")
+    flat = []
+    for r, row in enumerate(inputs):
+        if len(row) != len(sig.args):
+            raise ValueError(f"rank {r}: {len(row)} inputs, but @{sig.entry} "
+                             f"takes {len(sig.args)} arguments")
+        for spec, value in zip(sig.args, row):
+            a = np.asarray(value)
+            if a.shape != spec.shape or a.dtype != spec.dtype:
+                raise ValueError(
+                    f"rank {r}: {spec.name} is {spec.type}, got an array of "
+                    f"shape {a.shape} and dtype {a.dtype}")
+            flat.append(np.ascontiguousarray(a))
+    return flat
+
+
 def run(program: Union[str, os.PathLike], *,
         reference: Optional[Union[str, os.PathLike]] = None,
         ranks: int = 0, seed: int = 1, iterations: int = 1,
         rtol: float = 0.0, atol: float = 0.0,
-        backend: Optional[str] = None) -> RunResult:
+        backend: Optional[str] = None,
+        inputs: Optional[Sequence[Sequence[Any]]] = None) -> RunResult:
     """Runs the shared library ``program`` (from ``compile``) with seeded
     inputs on ``ranks`` host ranks (0: the program's grid) or, with
     backend="cuda", one CUDA device; with ``reference`` compares every
-    output of every rank."""
+    output of every rank. With ``inputs`` ([rank][argument] numpy arrays of
+    the signature's shapes and dtypes) it runs once with those and returns
+    every rank's outputs in ``RunResult.outputs``."""
     lib = native.host_api()
     options = lib.overlapRunOptionsDefault()
     keep = [os.fspath(program).encode()]
@@ -141,8 +253,39 @@ def run(program: Union[str, os.PathLike], *,
     options.rtol = rtol
     options.atol = atol
     report, messages = ctypes.c_void_p(), ctypes.c_void_p()
-    status = lib.overlapRun(ctypes.byref(options), ctypes.byref(report),
-                            ctypes.byref(messages))
+    if inputs is None:
+        status = lib.overlapRun(ctypes.byref(options), ctypes.byref(report),
+                                ctypes.byref(messages))
+        report_text, message_text = native.take_strings(lib, report,
+                                                        messages)
+        return RunResult(status=status, report=report_text or "",
+                         messages=message_text or "")
+    sig = signature(program)
+    flat = _check_inputs(sig, inputs, ranks or sig.ranks)
+    pointers = (ctypes.c_void_p * max(1, len(flat)))(
+        *[a.ctypes.data for a in flat])
+    handle = ctypes.c_void_p()
+    status = lib.overlapRunInputs(ctypes.byref(options), pointers, len(flat),
+                                  ctypes.byref(handle), ctypes.byref(report),
+                                  ctypes.byref(messages))
     report_text, message_text = native.take_strings(lib, report, messages)
-    return RunResult(status=status, report=report_text or "",
-                     messages=message_text or "")
+    result = RunResult(status=status, report=report_text or "",
+                       messages=message_text or "")
+    try:
+        count = lib.overlapOutputsCount(handle)
+        specs = [Buffer(lib.overlapOutputsName(handle, i).decode(),
+                        lib.overlapOutputsType(handle, i).decode())
+                 for i in range(count)]
+        result.output_names = [b.name for b in specs]
+        for r in range(lib.overlapOutputsRanks(handle)):
+            row = []
+            for i, spec in enumerate(specs):
+                nbytes = lib.overlapOutputsBytes(handle, i)
+                raw = ctypes.string_at(lib.overlapOutputsData(handle, r, i),
+                                       nbytes)
+                row.append(np.frombuffer(raw, dtype=spec.dtype)
+                           .reshape(spec.shape).copy())
+            result.outputs.append(row)
+    finally:
+        lib.overlapOutputsDestroy(handle)
+    return result

@@ -104,6 +104,25 @@ def host_api() -> ctypes.CDLL:
         lib.overlapRunOptionsDefault.restype = RunOptions
         lib.overlapRun.argtypes = [ctypes.POINTER(RunOptions), out, out]
         lib.overlapRun.restype = ctypes.c_int
+        lib.overlapProgramSignature.argtypes = [ctypes.c_char_p, out, out]
+        lib.overlapProgramSignature.restype = ctypes.c_int
+        lib.overlapRunInputs.argtypes = [
+            ctypes.POINTER(RunOptions), ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_size_t, out, out, out]
+        lib.overlapRunInputs.restype = ctypes.c_int
+        for fn in ("overlapOutputsRanks", "overlapOutputsCount"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p]
+            getattr(lib, fn).restype = ctypes.c_int
+        for fn in ("overlapOutputsName", "overlapOutputsType"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.c_int]
+            getattr(lib, fn).restype = ctypes.c_char_p
+        lib.overlapOutputsBytes.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.overlapOutputsBytes.restype = ctypes.c_size_t
+        lib.overlapOutputsData.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                           ctypes.c_int]
+        lib.overlapOutputsData.restype = ctypes.c_void_p
+        lib.overlapOutputsDestroy.argtypes = [ctypes.c_void_p]
+        lib.overlapOutputsDestroy.restype = None
         lib._overlap_ready = True
     return lib
 

@@ -185,10 +185,24 @@ struct RankData {
   double callMs = 0;
 };
 
-/// Makes rank `rank`'s seeded inputs in host memory, with descriptors that
-/// point at them, and poisons its result descriptors (all -1: a result the
-/// program does not return is caught by resultView's check).
-void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data);
+/// The caller's inputs, [rank][argument]: each a contiguous row-major host
+/// buffer of the argument's spec (f16/bf16 as their 16-bit patterns), read
+/// while the run makes its inputs and copied, so a run never writes them.
+using GivenInputs = std::vector<std::vector<const void *>>;
+
+/// Whether `inputs` has one buffer (not null) per argument for each of
+/// `ranks` ranks; on failure returns false and says what is missing in
+/// `error`.
+bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
+                      int ranks, std::string &error);
+
+/// Makes rank `rank`'s inputs in host memory, seeded (fillArgument) or
+/// copied from `given` (the rank's buffers, one per argument) when it is not
+/// null, with descriptors that point at them, and poisons its result
+/// descriptors (all -1: a result the program does not return is caught by
+/// resultView's check).
+void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
+                 const std::vector<const void *> *given = nullptr);
 
 /// The values of the C-interface call
 ///   _mlir_ciface_<name>([results *,] ctx, arg descriptors *...),
@@ -204,6 +218,8 @@ struct Run {
   const Signature *sig = nullptr;
   EntryCall call;
   uint64_t seed = 0;
+  /// Not null: the caller's inputs instead of the seeded ones.
+  const GivenInputs *given = nullptr;
   std::vector<RankData> ranks;
 };
 
@@ -254,6 +270,11 @@ bool copyViewsToHost(
 
 /// The specs of the outputs in outputViews' order: results, then arguments.
 std::vector<const BufferSpec *> outputSpecs(const Signature &sig);
+
+/// Copies the elements of `view` (of `spec`'s type and shape, any strides)
+/// into `out` as a contiguous row-major buffer.
+void copyContiguous(const BufferSpec &spec, const OutputView &view,
+                    std::vector<char> &out);
 
 struct Tolerance {
   double rtol = 0;

@@ -31,6 +31,9 @@ struct SessionOptions {
   /// 0: the size of the program's grid.
   int ranks = 0;
   uint64_t seed = 1;
+  /// Not null: the caller's inputs, [rank][argument], instead of the seeded
+  /// ones, for the program and the reference (run::GivenInputs).
+  const run::GivenInputs *inputs = nullptr;
   run::Tolerance tolerance;
   /// Empty: the program's target.
   std::string backend;
@@ -49,6 +52,12 @@ struct SessionOptions {
 struct SessionOutput {
   std::function<void(const std::string &)> out;
   std::function<void(const std::string &)> err;
+  /// When set, called once the program has run with every output of every
+  /// rank in host memory, [rank][output] in run::outputViews' order (the
+  /// views are valid during the call only).
+  std::function<void(const run::Signature &,
+                     const std::vector<std::vector<run::OutputView>> &)>
+      outputs;
 };
 
 /// Runs the session. Returns overlap-exec's exit status: 0 when every

@@ -1,0 +1,267 @@
+"""JAX in: compile ``jax.shard_map`` programs with Overlap (docs/jax.md).
+
+    >>> import overlap.jax as ojax
+    >>> text = ojax.lower(f, x, w1, w2)     # the per-device program, MLIR
+    >>> res = ojax.run(f, x, w1, w2, strategy="auto")
+    >>> res.outputs, res.plans, res.mlir
+
+``f`` is what ``jax.shard_map(body, mesh=..., in_specs=..., out_specs=...)``
+returns, optionally under ``jax.jit``; ``args`` are global arrays. The
+importer reads the jaxpr (``jax.make_jaxpr``): the shard_map equation's
+body is the per-device program, with the mesh's axis names on every
+collective, so no replica groups have to be decoded, and calls (``jit``,
+``custom_jvp_call``) are inlined the same way wherever they appear.
+``run`` compiles the text with the in-process compiler (``overlap.compile``),
+gives each host rank (one per mesh device, row-major over the mesh axes) the
+shard of each argument its ``in_spec`` names, runs once
+(``overlap.run(inputs=...)``) and reassembles the outputs by ``out_specs``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._emit import Emitter, UnsupportedError, Value, elem_type, tensor_type
+from ._translate import SUPPORTED, Translator
+
+__all__ = ["JaxRun", "Lowered", "UnsupportedError", "SUPPORTED", "lower",
+           "lower_program", "run"]
+
+
+@dataclass
+class Lowered:
+    """The importer's result: the MLIR text and how to shard and
+    reassemble the global arrays."""
+    mlir: str
+    entry: str
+    #: Mesh axis names and sizes, in the mesh's order.
+    axes: List[str]
+    sizes: List[int]
+    #: One PartitionSpec-like tuple per argument and per output: per dim,
+    #: a tuple of mesh axis names (empty: not split).
+    in_specs: List[Tuple[Tuple[str, ...], ...]]
+    out_specs: List[Tuple[Tuple[str, ...], ...]]
+    #: Global shapes of the outputs.
+    out_shapes: List[Tuple[int, ...]]
+    out_dtypes: List[np.dtype]
+
+    @property
+    def ranks(self) -> int:
+        return int(np.prod(self.sizes))
+
+
+def _find_shard_map(jaxpr):
+    """The one shard_map equation of `jaxpr` (looking into jit wrappers),
+    with the mapping from its operands to `jaxpr`'s inputs."""
+    eqns = [e for e in jaxpr.eqns]
+    if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit",
+                                                     "closed_call"):
+        inner = eqns[0].params.get("jaxpr") or eqns[0].params.get(
+            "call_jaxpr")
+        inner = getattr(inner, "jaxpr", inner)
+        if list(eqns[0].invars) == list(jaxpr.invars) and \
+                list(eqns[0].outvars) == list(jaxpr.outvars):
+            return _find_shard_map(inner)
+    maps = [e for e in eqns if e.primitive.name == "shard_map"]
+    if len(eqns) != 1 or len(maps) != 1:
+        names = ", ".join(e.primitive.name for e in eqns) or "nothing"
+        raise UnsupportedError(
+            "overlap.jax compiles a function whose body is one jax.shard_map "
+            "over its arguments (optionally under jax.jit); this one computes "
+            f"{names} at the top level")
+    eqn = maps[0]
+    if list(eqn.invars) != list(jaxpr.invars) or \
+            list(eqn.outvars) != list(jaxpr.outvars):
+        raise UnsupportedError(
+            "the shard_map must take the function's arguments in order and "
+            "return its results")
+    return eqn
+
+
+def _spec_tuple(spec, rank: int) -> Tuple[Tuple[str, ...], ...]:
+    entries = list(spec) if spec is not None else []
+    out = []
+    for d in range(rank):
+        e = entries[d] if d < len(entries) else None
+        if e is None:
+            out.append(())
+        elif isinstance(e, str):
+            out.append((e,))
+        else:
+            out.append(tuple(e))
+    return tuple(out)
+
+
+def _entry_name(f) -> str:
+    name = getattr(f, "__name__", None) or "main"
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if name and not name[0].isdigit() else "f_" + name
+
+
+def lower_program(f, *args) -> Lowered:
+    """lower() with the sharding facts run() needs."""
+    import jax
+    closed = jax.make_jaxpr(f)(*args)
+    eqn = _find_shard_map(closed.jaxpr)
+    if closed.consts:
+        raise UnsupportedError("constants captured outside the shard_map")
+    mesh = eqn.params["mesh"]
+    axes = [str(a) for a in mesh.axis_names]
+    sizes = [int(mesh.shape[a]) for a in mesh.axis_names]
+    body = eqn.params["jaxpr"]
+    consts = getattr(body, "consts", [])
+    body = getattr(body, "jaxpr", body)
+    grid = "_".join(axes)
+    emitter = Emitter(grid, axes, sizes)
+    params = []
+    for i, var in enumerate(body.invars):
+        shape = tuple(int(d) for d in var.aval.shape)
+        et = elem_type(var.aval.dtype)
+        params.append(Value(f"%arg{i}", shape, et))
+    outs = Translator(emitter).run(body, consts, params)
+    entry = _entry_name(f)
+    sig = ", ".join(f"{p.name}: {p.type}" for p in params)
+    res = ", ".join(o.type for o in outs)
+    text = [f"// Imported by overlap.jax from the jaxpr of {entry}.",
+            f"shard.grid @{grid}(shape = {'x'.join(map(str, sizes))})",
+            "", f"func.func @{entry}({sig}) -> ({res}) {{"]
+    text += emitter.lines
+    text.append(f"    return {', '.join(o.name for o in outs)} : {res}")
+    text.append("}")
+    in_avals = [v.aval for v in closed.jaxpr.invars]
+    out_avals = [v.aval for v in closed.jaxpr.outvars]
+    return Lowered(
+        mlir="\n".join(text) + "\n", entry=entry, axes=axes, sizes=sizes,
+        in_specs=[_spec_tuple(s, len(a.shape))
+                  for s, a in zip(eqn.params["in_specs"], in_avals)],
+        out_specs=[_spec_tuple(s, len(a.shape))
+                   for s, a in zip(eqn.params["out_specs"], out_avals)],
+        out_shapes=[tuple(int(d) for d in a.shape) for a in out_avals],
+        out_dtypes=[np.dtype(a.dtype) for a in out_avals])
+
+
+def lower(f, *args) -> str:
+    """The per-device program of the shard_map ``f`` on ``args``, as MLIR
+    text that LLVM/MLIR 22 parses: func + linalg/tensor/arith/math + shard
+    collectives on a ``shard.grid`` named after the mesh axes."""
+    return lower_program(f, *args).mlir
+
+
+# -- sharding ----------------------------------------------------------------
+
+def _coords(low: Lowered, rank: int) -> Dict[str, int]:
+    """Mesh coordinates of host rank `rank` (row-major over the axes)."""
+    idx = np.unravel_index(rank, low.sizes)
+    return {a: int(i) for a, i in zip(low.axes, idx)}
+
+
+def _block(low: Lowered, names: Tuple[str, ...], coords) -> Tuple[int, int]:
+    """(block index, block count) of a dim split over mesh axes `names`."""
+    index, count = 0, 1
+    for n in names:
+        size = low.sizes[low.axes.index(n)]
+        index, count = index * size + coords[n], count * size
+    return index, count
+
+
+def shard(low: Lowered, arg: int, value: np.ndarray, rank: int) -> np.ndarray:
+    """Rank `rank`'s block of global argument `arg`."""
+    coords = _coords(low, rank)
+    index = []
+    for d, names in enumerate(low.in_specs[arg]):
+        b, n = _block(low, names, coords)
+        size = value.shape[d] // n
+        index.append(slice(b * size, (b + 1) * size))
+    return value[tuple(index)]
+
+
+def assemble(low: Lowered, out: int, blocks: Sequence[np.ndarray]
+             ) -> np.ndarray:
+    """The global output `out` from every rank's block (each rank writes its
+    block; replicated dims take the ranks that agree, the first of them)."""
+    shape = low.out_shapes[out]
+    result = np.empty(shape, dtype=blocks[0].dtype)
+    written = set()
+    for rank, block in enumerate(blocks):
+        coords = _coords(low, rank)
+        index = []
+        for d, names in enumerate(low.out_specs[out]):
+            b, n = _block(low, names, coords)
+            size = shape[d] // n
+            index.append((b * size, (b + 1) * size))
+        key = tuple(index)
+        if key in written:
+            continue
+        written.add(key)
+        result[tuple(slice(a, z) for a, z in index)] = block
+    return result
+
+
+# -- run ---------------------------------------------------------------------
+
+def _plan_dict(p: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(p)
+    tiles = p.get("tiles")
+    if isinstance(tiles, str):
+        out["tiles"] = [int(t) for t in re.findall(r"\d+", tiles)]
+    for key in ("predicted_us", "serial_us"):
+        if isinstance(p.get(key), str):
+            try:
+                out[key] = float(p[key])
+            except ValueError:
+                pass
+    return out
+
+
+@dataclass
+class JaxRun:
+    #: f's global outputs as numpy arrays, as jax.jit(f)(*args) returns them.
+    outputs: List[np.ndarray]
+    #: One dict per fused op the Planner planned: "tiles" (ints),
+    #: "strategy", "predicted_us", "serial_us", "location", ...
+    plans: List[Dict[str, Any]] = field(default_factory=list)
+    #: The text that was compiled.
+    mlir: str = ""
+    #: Every rank's outputs, [rank][output] (the per-device blocks).
+    rank_outputs: List[List[np.ndarray]] = field(default_factory=list)
+
+
+def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
+        ranks: Optional[int] = None, target: Optional[str] = None) -> JaxRun:
+    """Lowers ``f`` (a shard_map), compiles it with Overlap, runs it on host
+    ranks (one per mesh device) with each argument's shards, and returns the
+    global outputs, the plans and the MLIR text."""
+    from .. import compiler
+    low = lower_program(f, *args)
+    if ranks is not None and ranks != low.ranks:
+        raise ValueError(f"ranks={ranks}, but the mesh has {low.ranks} "
+                         f"devices ({dict(zip(low.axes, low.sizes))})")
+    arrays = [np.asarray(a) for a in args]
+    fd, path = tempfile.mkstemp(prefix="overlap-jax-", suffix=".so")
+    os.close(fd)
+    try:
+        prog = compiler.compile(low.mlir, strategy=strategy, profile=profile,
+                                target=target, output=path)
+        inputs = [[np.ascontiguousarray(shard(low, i, a, r))
+                   for i, a in enumerate(arrays)] for r in range(low.ranks)]
+        res = compiler.run(prog.path, inputs=inputs)
+        if res.status not in (0,) or not res.outputs:
+            raise RuntimeError("overlap.jax: the run failed: " +
+                               (res.messages or res.report).strip())
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    n = len(low.out_shapes)
+    per_rank = [row[:n] for row in res.outputs]
+    outputs = [assemble(low, i, [row[i] for row in per_rank])
+               for i in range(n)]
+    return JaxRun(outputs=outputs, plans=[_plan_dict(p) for p in prog.plans],
+                  mlir=low.mlir, rank_outputs=per_rank)

@@ -1,0 +1,361 @@
+"""MLIR text for one per-device jaxpr: the body of a ``jax.shard_map``.
+
+Each jaxpr equation becomes ops of the upstream dialects that Overlap's
+input takes (func, linalg, tensor, arith, math, shard): elementwise
+primitives are ``linalg.generic``s whose bodies compute in f32 for f16 and
+bf16 (one rounding per primitive, as XLA does on CPU), ``dot_general`` is a
+``linalg.generic`` in the contraction form ``overlap-raise`` normalizes
+(``acc + ext(a) * ext(b)``, accumulating in f32 for f16 and bf16 and
+rounding once), collectives are ``shard`` ops on one grid named after the
+mesh. Calls (``jit``, ``custom_jvp_call``, ...) are inlined.
+
+This module knows jaxprs and MLIR text only; ``overlap.jax`` drives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+
+class UnsupportedError(NotImplementedError):
+    """A jaxpr the importer does not translate: names the primitive (or the
+    parameter) and the source line it came from."""
+
+
+_ELEM = {
+    "float32": "f32", "bfloat16": "bf16", "float16": "f16",
+    "int32": "i32", "bool": "i1", "int8": "i8", "int16": "i16",
+    "int64": "i64", "uint32": "i32", "uint8": "i8",
+}
+_FLOATS = ("f32", "bf16", "f16")
+
+
+def elem_type(dtype) -> str:
+    name = np.dtype(dtype).name
+    if name not in _ELEM:
+        raise UnsupportedError(f"element type {name} (the importer takes "
+                               f"{', '.join(sorted(_ELEM))})")
+    return _ELEM[name]
+
+
+def tensor_type(shape: Sequence[int], et: str) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + et + ">"
+
+
+@dataclass
+class Value:
+    name: str
+    shape: Tuple[int, ...]
+    et: str
+
+    @property
+    def type(self) -> str:
+        return tensor_type(self.shape, self.et)
+
+
+def _dims(n: int) -> str:
+    return ", ".join(f"d{i}" for i in range(n))
+
+
+def _map(n: int, results: Sequence[str]) -> str:
+    return f"affine_map<({_dims(n)}) -> ({', '.join(results)})>"
+
+
+def _hex_scalar(value, et: str) -> str:
+    """An exact MLIR literal for a scalar of `et`."""
+    if et == "f32":
+        return "0x%08X" % int(np.array(value, np.float32).view(np.uint32))
+    if et == "f16":
+        return "0x%04X" % int(np.array(value, np.float16).view(np.uint16))
+    if et == "bf16":
+        import ml_dtypes
+        return "0x%04X" % int(np.array(value, ml_dtypes.bfloat16)
+                              .view(np.uint16))
+    if et == "i1":
+        return "true" if bool(value) else "false"
+    return str(int(value))
+
+
+def _source(eqn) -> str:
+    """'file.py:12 (fn)' of the user's code that made `eqn`, or ''."""
+    try:
+        from jax._src import source_info_util
+        return source_info_util.summarize(eqn.source_info)
+    except Exception:  # pragma: no cover - private API moved
+        return ""
+
+
+def _location(eqn) -> str:
+    """An MLIR location for `eqn`: the user's file and line."""
+    try:
+        from jax._src import source_info_util
+        frame = source_info_util.user_frame(eqn.source_info.traceback)
+        if frame is not None:
+            name = frame.file_name.replace("\\", "\\\\").replace('"', '\\"')
+            return f'loc("{name}":{frame.start_line}:0)'
+    except Exception:  # pragma: no cover - private API moved
+        pass
+    return ""
+
+
+def _is_literal(v) -> bool:
+    return hasattr(v, "val") and not hasattr(v, "count") or \
+        type(v).__name__ == "Literal"
+
+
+_CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+
+class Emitter:
+    """Emits one func.func for a per-device jaxpr on grid `grid` of
+    `sizes` (one entry per mesh axis, named `axes`)."""
+
+    def __init__(self, grid: str, axes: Sequence[str], sizes: Sequence[int]):
+        self.grid = grid
+        self.axes = list(axes)
+        self.sizes = list(sizes)
+        self.lines: List[str] = []
+        self.count = 0
+        self.loc = ""
+        self.where = ""
+
+    # -- plumbing ----------------------------------------------------------
+
+    def fresh(self, hint: str = "v") -> str:
+        self.count += 1
+        return f"%{hint}{self.count}"
+
+    def op(self, text: str, loc: bool = True) -> None:
+        self.lines.append("    " + text +
+                          (" " + self.loc if self.loc and loc else ""))
+
+    def error(self, what: str) -> UnsupportedError:
+        return UnsupportedError(what + (f" (from {self.where})"
+                                        if self.where else ""))
+
+    def empty(self, shape, et) -> str:
+        e = self.fresh("e")
+        self.op(f"{e} = tensor.empty() : {tensor_type(shape, et)}")
+        return e
+
+    def constant(self, array: np.ndarray, et: str) -> Value:
+        array = np.asarray(array)
+        shape = tuple(array.shape)
+        name = self.fresh("c")
+        if array.size == 1 or (array.size and (array == array.flat[0]).all()):
+            lit = _hex_scalar(array.flat[0], et)
+        elif et == "i1":
+            lit = "[" + ", ".join("true" if b else "false"
+                                  for b in array.flat) + "]"
+            lit = f"dense<{lit}>"
+        else:
+            raw = np.ascontiguousarray(array).tobytes()
+            lit = None
+            self.op(f'{name} = arith.constant dense<"0x{raw.hex().upper()}"> '
+                    f": {tensor_type(shape, et)}")
+            return Value(name, shape, et)
+        if not lit.startswith("dense"):
+            lit = f"dense<{lit}>"
+        self.op(f"{name} = arith.constant {lit} : {tensor_type(shape, et)}")
+        return Value(name, shape, et)
+
+    def fill(self, value, shape, et) -> str:
+        c = self.fresh("s")
+        self.op(f"{c} = arith.constant {_hex_scalar(value, et)} : {et}")
+        e = self.empty(shape, et)
+        f = self.fresh("f")
+        t = tensor_type(shape, et)
+        self.op(f"{f} = linalg.fill ins({c} : {et}) outs({e} : {t}) -> {t}")
+        return f
+
+    def generic(self, ins: Sequence[Value], in_maps: Sequence[str],
+                out_shape, out_et: str, out_map: str, iterators: Sequence[str],
+                body: Callable[[List[str], "Body"], str],
+                init: Optional[str] = None) -> Value:
+        """A linalg.generic; `body(args, b)` emits the region through `b` and
+        returns the yielded scalar."""
+        out_t = tensor_type(out_shape, out_et)
+        if init is None:
+            init = self.empty(out_shape, out_et)
+        name = self.fresh()
+        maps = ", ".join(list(in_maps) + [out_map])
+        its = ", ".join(f'"{i}"' for i in iterators)
+        ins_text = ""
+        if ins:
+            ins_text = (f"ins({', '.join(v.name for v in ins)} : "
+                        f"{', '.join(v.type for v in ins)}) ")
+        self.op(f"{name} = linalg.generic {{indexing_maps = [{maps}], "
+                f"iterator_types = [{its}]}} {ins_text}outs({init} : {out_t}) "
+                "{", loc=False)
+        args = [f"%a{i}" for i in range(len(ins))] + ["%acc"]
+        types = [v.et for v in ins] + [out_et]
+        self.lines.append("    ^bb0(" + ", ".join(
+            f"{a}: {t}" for a, t in zip(args, types)) + "):")
+        b = Body(self)
+        result = body(args, b)
+        self.lines.extend("      " + line for line in b.lines)
+        self.lines.append(f"      linalg.yield {result} : {out_et}")
+        self.lines.append(f"    }} -> {out_t}" + (" " + self.loc
+                                                  if self.loc else ""))
+        return Value(name, tuple(out_shape), out_et)
+
+    def elementwise(self, ins: Sequence[Value], out_shape, out_et: str,
+                    body) -> Value:
+        rank = len(out_shape)
+        maps, operands = [], []
+        for v in ins:
+            if len(v.shape) != rank and len(v.shape) != 0:
+                raise self.error(f"operands of shapes {v.shape} and "
+                                 f"{out_shape} (an implicit broadcast)")
+            # Unit dims broadcast against the result: dropped (a
+            # collapse_shape) so that the map is a projection.
+            keep = [d for d in range(len(v.shape))
+                    if not (v.shape[d] == 1 and out_shape[d] != 1)]
+            if len(keep) != len(v.shape):
+                v = self.reshape(v, [v.shape[d] for d in keep])
+            operands.append(v)
+            maps.append(_map(rank, [f"d{d}" for d in keep]))
+        return self.generic(operands, maps, out_shape, out_et,
+                            _map(rank, [f"d{i}" for i in range(rank)]),
+                            ["parallel"] * rank, body)
+
+    # -- shapes ------------------------------------------------------------
+
+    def reshape(self, v: Value, shape: Sequence[int]) -> Value:
+        shape = tuple(int(d) for d in shape)
+        if shape == v.shape:
+            return v
+        groups = _reshape_groups(v.shape, shape)
+        if groups is None:
+            raise self.error(f"reshape {v.shape} -> {shape}")
+        mid = tuple(int(np.prod([v.shape[i] for i in src], dtype=np.int64))
+                    for src, _ in groups)
+        cur = v
+        if mid != v.shape:
+            name = self.fresh()
+            reassoc = "[" + ", ".join(
+                "[" + ", ".join(map(str, src)) + "]" for src, _ in groups) + "]"
+            t = tensor_type(mid, v.et)
+            self.op(f"{name} = tensor.collapse_shape {v.name} {reassoc} : "
+                    f"{v.type} into {t}")
+            cur = Value(name, mid, v.et)
+        if mid != shape:
+            name = self.fresh()
+            reassoc = "[" + ", ".join(
+                "[" + ", ".join(map(str, dst)) + "]" for _, dst in groups) + "]"
+            t = tensor_type(shape, v.et)
+            self.op(f"{name} = tensor.expand_shape {cur.name} {reassoc} "
+                    f"output_shape [{', '.join(map(str, shape))}] : "
+                    f"{cur.type} into {t}")
+            cur = Value(name, shape, v.et)
+        return cur
+
+    def transpose(self, v: Value, perm: Sequence[int]) -> Value:
+        perm = [int(p) for p in perm]
+        if perm == list(range(len(perm))):
+            return v
+        shape = tuple(v.shape[p] for p in perm)
+        e = self.empty(shape, v.et)
+        name = self.fresh()
+        t = tensor_type(shape, v.et)
+        self.op(f"{name} = linalg.transpose ins({v.name} : {v.type}) "
+                f"outs({e} : {t}) permutation = [{', '.join(map(str, perm))}]")
+        return Value(name, shape, v.et)
+
+    def extract(self, v: Value, starts, sizes, strides=None) -> Value:
+        strides = strides or [1] * len(starts)
+        name = self.fresh()
+        t = tensor_type(sizes, v.et)
+        j = lambda xs: ", ".join(str(int(x)) for x in xs)
+        self.op(f"{name} = tensor.extract_slice {v.name}[{j(starts)}] "
+                f"[{j(sizes)}] [{j(strides)}] : {v.type} to {t}")
+        return Value(name, tuple(int(s) for s in sizes), v.et)
+
+    def insert(self, part: Value, into: str, shape, et, offsets) -> str:
+        name = self.fresh()
+        j = lambda xs: ", ".join(str(int(x)) for x in xs)
+        self.op(f"{name} = tensor.insert_slice {part.name} into {into}"
+                f"[{j(offsets)}] [{j(part.shape)}] [{j([1] * len(shape))}] : "
+                f"{part.type} into {tensor_type(shape, et)}")
+        return name
+
+
+def _reshape_groups(src: Sequence[int], dst: Sequence[int]):
+    """Pairs (source dims, target dims) of equal products, in order, that
+    cover both shapes; None if the sizes differ."""
+    if int(np.prod(src, dtype=np.int64)) != int(np.prod(dst, dtype=np.int64)):
+        return None
+    if not src or not dst:
+        return [(list(range(len(src))), list(range(len(dst))))]
+    groups = []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        gs, gd = [i], [j]
+        ps, pd = src[i], dst[j]
+        i, j = i + 1, j + 1
+        while ps != pd:
+            if ps < pd:
+                ps *= src[i]
+                gs.append(i)
+                i += 1
+            else:
+                pd *= dst[j]
+                gd.append(j)
+                j += 1
+        groups.append((gs, gd))
+    # Trailing unit dims join the last group.
+    groups[-1][0].extend(range(i, len(src)))
+    groups[-1][1].extend(range(j, len(dst)))
+    return groups
+
+
+class Body:
+    """The scalar ops of one linalg.generic region."""
+
+    def __init__(self, emitter: Emitter):
+        self.e = emitter
+        self.lines: List[str] = []
+
+    def __call__(self, text: str, hint: str = "t") -> str:
+        name = self.e.fresh(hint)
+        self.lines.append(f"{name} = {text}")
+        return name
+
+    def const(self, value, et: str) -> str:
+        return self(f"arith.constant {_hex_scalar(value, et)} : {et}", "k")
+
+    def to_f32(self, x: str, et: str) -> str:
+        return x if et == "f32" else self(f"arith.extf {x} : {et} to f32")
+
+    def from_f32(self, x: str, et: str) -> str:
+        return x if et == "f32" else self(f"arith.truncf {x} : f32 to {et}")
+
+    def convert(self, x: str, src: str, dst: str) -> str:
+        if src == dst:
+            return x
+        fs, fd = src in _FLOATS, dst in _FLOATS
+        if fs and fd:
+            if src == "f32":
+                return self(f"arith.truncf {x} : f32 to {dst}")
+            if dst == "f32":
+                return self(f"arith.extf {x} : {src} to f32")
+            return self.from_f32(self.to_f32(x, src), dst)
+        if not fs and fd:
+            op = "arith.uitofp" if src == "i1" else "arith.sitofp"
+            return self(f"{op} {x} : {src} to {dst}")
+        if fs and not fd:
+            if dst == "i1":
+                zero = self.const(0.0, src)
+                return self(f"arith.cmpf une, {x}, {zero} : {src}")
+            return self(f"arith.fptosi {x} : {src} to {dst}")
+        if dst == "i1":
+            zero = self.const(0, src)
+            return self(f"arith.cmpi ne, {x}, {zero} : {src}")
+        ws, wd = int(src[1:]), int(dst[1:])
+        if wd > ws:
+            op = "arith.extui" if src == "i1" else "arith.extsi"
+            return self(f"{op} {x} : {src} to {dst}")
+        return self(f"arith.trunci {x} : {src} to {dst}")

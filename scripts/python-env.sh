@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (once) the Python environment of python/overlap: a venv at
 # $OVERLAP_BUILD_DIR/venv (default <repo>/build/venv) made with the system
-# python3, with numpy, matplotlib, pytest and the package itself (editable)
+# python3, with numpy, matplotlib, ml_dtypes, pytest, jax (CPU; for
+# overlap.jax and its tests against JAX) and the package itself (editable)
 # from PyPI. Prints the venv's python on its last line. Runs pip again only
 # when python/pyproject.toml is newer than the stamp, or the stamp names
 # another checkout, so the second run takes milliseconds.
@@ -40,9 +41,13 @@ fi
 
 if [ ! -f "$STAMP" ] || [ "$ROOT/python/pyproject.toml" -nt "$STAMP" ] \
    || [ "$(cat "$STAMP")" != "$ROOT" ]; then
-  log "installing numpy, matplotlib, pytest and python/ into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    -e "$ROOT/python[test]" >&2
+  log "installing numpy, matplotlib, pytest, jax and python/ into $VENV"
+  # Bounded: jax and jaxlib are ~90 MB of wheels (~15 s on a fast link,
+  # ~650 MB installed); a stalled download fails after 60 s, the whole
+  # install after 15 minutes.
+  timeout 900 "$VENV/bin/python" -m pip install -q \
+    --disable-pip-version-check --timeout 60 --retries 3 \
+    -e "$ROOT/python[test,jax]" >&2
   echo "$ROOT" > "$STAMP"
 fi
 

@@ -51,7 +51,7 @@ class CompileError(RuntimeError):
 class Compiled:
     #: The file written (a shared library for emit="so").
     path: str
-    #: One dict per fused op the Planner planned: "location", "summary" and
+    #: One dict per fused op the Planner planned: "op", "location", "summary" and
     #: the metrics "tiles", "strategy", "bound", "predicted_us", "serial_us".
     plans: List[Dict[str, Any]] = field(default_factory=list)
 
@@ -147,14 +147,14 @@ class Signature:
     """The signature embedded in a compiled library (overlapProgramSignature)."""
     entry: str
     target: str
-    #: (name, size) of each shard.grid.
-    grids: List[Tuple[str, int]]
+    #: (name, shape) of each shard.grid.
+    grids: List[Tuple[str, Tuple[int, ...]]]
     args: List[Buffer]
     results: List[Buffer]
 
     @property
     def ranks(self) -> int:
-        return self.grids[0][1] if self.grids else 1
+        return int(np.prod(self.grids[0][1])) if self.grids else 1
 
 
 def signature(program: Union[str, os.PathLike]) -> Signature:
@@ -177,7 +177,8 @@ def signature(program: Union[str, os.PathLike]) -> Signature:
         elif words[0] == "target":
             sig.target = words[1]
         elif words[0] == "grid":
-            sig.grids.append((words[1], int(words[2])))
+            sig.grids.append((words[1],
+                              tuple(int(d) for d in words[2].split("x"))))
         elif words[0] in ("arg", "result"):
             buf = Buffer(words[1], words[2], "inout" in words[3:])
             (sig.args if words[0] == "arg" else sig.results).append(buf)

@@ -8,6 +8,14 @@ from pathlib import Path
 
 import pytest
 
+# overlap.jax's tests run JAX itself as the oracle on 4 CPU devices; the flag
+# must be set before jax is first imported.
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS",
+                                                                 ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               " --xla_force_host_platform_device_count=4"
+                               ).strip()
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))  # also without `pip install -e`
 

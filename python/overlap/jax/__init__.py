@@ -43,7 +43,9 @@ class Lowered:
     #: Mesh axis names and sizes, in the mesh's order.
     axes: List[str]
     sizes: List[int]
-    #: One PartitionSpec-like tuple per argument and per output: per dim,
+    #: Per parameter of the entry: the index of f's argument it takes.
+    param_args: List[int]
+    #: One PartitionSpec-like tuple per parameter and per output: per dim,
     #: a tuple of mesh axis names (empty: not split).
     in_specs: List[Tuple[Tuple[str, ...], ...]]
     out_specs: List[Tuple[Tuple[str, ...], ...]]
@@ -56,18 +58,27 @@ class Lowered:
         return int(np.prod(self.sizes))
 
 
-def _find_shard_map(jaxpr):
+def _find_shard_map(jaxpr, binding):
     """The one shard_map equation of `jaxpr` (looking into jit wrappers),
-    with the mapping from its operands to `jaxpr`'s inputs."""
-    eqns = [e for e in jaxpr.eqns]
+    and what each of its operands is: ("arg", index of f's argument) or
+    ("const", value), from `binding` (the same for `jaxpr`'s variables)."""
+    from ._emit import _is_literal
+
+    def bound(v):
+        return ("const", v.val) if _is_literal(v) else binding.get(v)
+
+    eqns = list(jaxpr.eqns)
     if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit",
-                                                     "closed_call"):
+                                                     "closed_call") and \
+            list(eqns[0].outvars) == list(jaxpr.outvars):
         inner = eqns[0].params.get("jaxpr") or eqns[0].params.get(
             "call_jaxpr")
-        inner = getattr(inner, "jaxpr", inner)
-        if list(eqns[0].invars) == list(jaxpr.invars) and \
-                list(eqns[0].outvars) == list(jaxpr.outvars):
-            return _find_shard_map(inner)
+        body = getattr(inner, "jaxpr", inner)
+        new = {v: ("const", c) for v, c in
+               zip(body.constvars, getattr(inner, "consts", []))}
+        for v, operand in zip(body.invars, eqns[0].invars):
+            new[v] = bound(operand)
+        return _find_shard_map(body, new)
     maps = [e for e in eqns if e.primitive.name == "shard_map"]
     if len(eqns) != 1 or len(maps) != 1:
         names = ", ".join(e.primitive.name for e in eqns) or "nothing"
@@ -76,12 +87,12 @@ def _find_shard_map(jaxpr):
             "over its arguments (optionally under jax.jit); this one computes "
             f"{names} at the top level")
     eqn = maps[0]
-    if list(eqn.invars) != list(jaxpr.invars) or \
-            list(eqn.outvars) != list(jaxpr.outvars):
+    operands = [bound(v) for v in eqn.invars]
+    if list(eqn.outvars) != list(jaxpr.outvars) or None in operands:
         raise UnsupportedError(
-            "the shard_map must take the function's arguments in order and "
-            "return its results")
-    return eqn
+            "the shard_map must take the function's arguments (or "
+            "constants) and return its results")
+    return eqn, operands
 
 
 def _spec_tuple(spec, rank: int) -> Tuple[Tuple[str, ...], ...]:
@@ -108,23 +119,49 @@ def lower_program(f, *args) -> Lowered:
     """lower() with the sharding facts run() needs."""
     import jax
     closed = jax.make_jaxpr(f)(*args)
-    eqn = _find_shard_map(closed.jaxpr)
-    if closed.consts:
-        raise UnsupportedError("constants captured outside the shard_map")
+    top = closed.jaxpr
+    binding = {v: ("arg", i) for i, v in enumerate(top.invars)}
+    binding.update({v: ("const", c)
+                    for v, c in zip(top.constvars, closed.consts)})
+    eqn, operands = _find_shard_map(top, binding)
     mesh = eqn.params["mesh"]
     axes = [str(a) for a in mesh.axis_names]
     sizes = [int(mesh.shape[a]) for a in mesh.axis_names]
     body = eqn.params["jaxpr"]
-    consts = getattr(body, "consts", [])
+    body_consts = list(getattr(body, "consts", []))
     body = getattr(body, "jaxpr", body)
+    # The shard_map's operands: f's arguments, or constants f closes over
+    # (replicated: the same on every device, so they become constants of
+    # the program).
+    const_vars, const_values = list(body.constvars), body_consts
+    params_vars, param_args, in_specs = [], [], []
+    for var, (kind, what), spec in zip(body.invars, operands,
+                                       eqn.params["in_specs"]):
+        rank = len(var.aval.shape)
+        if kind == "const":
+            if any(_spec_tuple(spec, rank)):
+                raise UnsupportedError(
+                    "a constant that the shard_map splits across devices; "
+                    "pass it as an argument")
+            const_vars.append(var)
+            const_values.append(what)
+            continue
+        params_vars.append(var)
+        param_args.append(what)
+        in_specs.append(_spec_tuple(spec, rank))
     grid = "_".join(axes)
     emitter = Emitter(grid, axes, sizes)
     params = []
-    for i, var in enumerate(body.invars):
+    for i, var in enumerate(params_vars):
         shape = tuple(int(d) for d in var.aval.shape)
         et = elem_type(var.aval.dtype)
         params.append(Value(f"%arg{i}", shape, et))
-    outs = Translator(emitter).run(body, consts, params)
+    translator = Translator(emitter)
+    for var, value in zip(const_vars, const_values):
+        translator.write(var, emitter.constant(np.asarray(value),
+                                               elem_type(var.aval.dtype)))
+    outs = translator.run(body, [], [], params_vars=params_vars,
+                          params=params)
     entry = _entry_name(f)
     sig = ", ".join(f"{p.name}: {p.type}" for p in params)
     res = ", ".join(o.type for o in outs)
@@ -134,12 +171,10 @@ def lower_program(f, *args) -> Lowered:
     text += emitter.lines
     text.append(f"    return {', '.join(o.name for o in outs)} : {res}")
     text.append("}")
-    in_avals = [v.aval for v in closed.jaxpr.invars]
     out_avals = [v.aval for v in closed.jaxpr.outvars]
     return Lowered(
         mlir="\n".join(text) + "\n", entry=entry, axes=axes, sizes=sizes,
-        in_specs=[_spec_tuple(s, len(a.shape))
-                  for s, a in zip(eqn.params["in_specs"], in_avals)],
+        param_args=param_args, in_specs=in_specs,
         out_specs=[_spec_tuple(s, len(a.shape))
                    for s, a in zip(eqn.params["out_specs"], out_avals)],
         out_shapes=[tuple(int(d) for d in a.shape) for a in out_avals],
@@ -170,11 +205,12 @@ def _block(low: Lowered, names: Tuple[str, ...], coords) -> Tuple[int, int]:
     return index, count
 
 
-def shard(low: Lowered, arg: int, value: np.ndarray, rank: int) -> np.ndarray:
-    """Rank `rank`'s block of global argument `arg`."""
+def shard(low: Lowered, param: int, value: np.ndarray, rank: int
+          ) -> np.ndarray:
+    """Rank `rank`'s block of the global argument of parameter `param`."""
     coords = _coords(low, rank)
     index = []
-    for d, names in enumerate(low.in_specs[arg]):
+    for d, names in enumerate(low.in_specs[param]):
         b, n = _block(low, names, coords)
         size = value.shape[d] // n
         index.append(slice(b * size, (b + 1) * size))
@@ -248,8 +284,9 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     try:
         prog = compiler.compile(low.mlir, strategy=strategy, profile=profile,
                                 target=target, output=path)
-        inputs = [[np.ascontiguousarray(shard(low, i, a, r))
-                   for i, a in enumerate(arrays)] for r in range(low.ranks)]
+        inputs = [[np.ascontiguousarray(shard(low, j, arrays[a], r))
+                   for j, a in enumerate(low.param_args)]
+                  for r in range(low.ranks)]
         res = compiler.run(prog.path, inputs=inputs)
         if res.status not in (0,) or not res.outputs:
             raise RuntimeError("overlap.jax: the run failed: " +

@@ -102,8 +102,11 @@ def _location(eqn) -> str:
 
 
 def _is_literal(v) -> bool:
-    return hasattr(v, "val") and not hasattr(v, "count") or \
-        type(v).__name__ == "Literal"
+    try:
+        from jax.extend.core import Literal
+        return isinstance(v, Literal)
+    except ImportError:  # pragma: no cover - older jax
+        return type(v).__name__ == "Literal"
 
 
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")

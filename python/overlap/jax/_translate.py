@@ -89,12 +89,19 @@ class Translator:
 
     # -- the walk ----------------------------------------------------------
 
-    def run(self, jaxpr, consts: Sequence, args: Sequence[Value]
-            ) -> List[Value]:
+    def run(self, jaxpr, consts: Sequence, args: Sequence[Value],
+            params_vars=None, params=None) -> List[Value]:
+        """Translates `jaxpr` with its constvars bound to `consts` and its
+        invars to `args` (or, with `params_vars`, only those vars to
+        `params`: the others are bound already)."""
         for var, c in zip(jaxpr.constvars, consts):
             self.write(var, self.e.constant(np.asarray(c),
                                             elem_type(var.aval.dtype)))
-        for var, a in zip(jaxpr.invars, args):
+        if params_vars is not None:
+            args, invars = params, params_vars
+        else:
+            invars = jaxpr.invars
+        for var, a in zip(invars, args):
             self.write(var, a)
         for eqn in jaxpr.eqns:
             self.equation(eqn)

@@ -176,7 +176,8 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
         << remark::metric("strategy", plan->strategy)
         << remark::metric("bound", bound == Bound::Comm ? "comm" : "compute")
         << remark::metric("predicted_us", plan->predictedUs)
-        << remark::metric("serial_us", plan->serialUs);
+        << remark::metric("serial_us", plan->serialUs)
+        << remark::metric("op", op->getName().getStringRef());
     return success();
   }
 };

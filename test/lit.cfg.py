@@ -39,10 +39,14 @@ if config.overlap_have_cuda and os.environ.get("OVERLAP_CUDA_GPU") == "1":
 # without a GPU: --target=cuda programs link, overlap-exec has --backend cuda.
 if config.overlap_have_cuda:
     config.available_features.add("cuda-backend")
+# The loader reads compressed .npz inputs (zlib found, OVERLAP_HAVE_ZLIB).
+if config.overlap_have_zlib:
+    config.available_features.add("zlib")
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
 tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",
-         "overlap-exec", "overlap-capi-test", "mlir-opt", "mlir-runner"]
+         "overlap-exec", "overlap-capi-test", "overlap-host-capi-test",
+         "mlir-opt", "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.overlap_tools_dir,
                              append_path=True)

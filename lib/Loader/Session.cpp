@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Session.h"
+#include "overlap/Loader/Npz.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 
@@ -166,7 +167,17 @@ int Session::run() {
     return error(message);
   if (backend == "cuda" && o.chaos)
     return error("--chaos is a mode of the host backend");
-  if (o.inputs && !run::checkGivenInputs(sig, *o.inputs, ranks, message))
+  if (o.inputs && !o.inputsNpz.empty())
+    return error("given inputs and an .npz of inputs (" + o.inputsNpz +
+                 "): one or the other");
+  npz::Inputs fromFile;
+  const run::GivenInputs *given = o.inputs;
+  if (!o.inputsNpz.empty()) {
+    if (!npz::readInputs(o.inputsNpz, sig, ranks, fromFile, message))
+      return error(message);
+    given = &fromFile.given;
+  }
+  if (given && !run::checkGivenInputs(sig, *given, ranks, message))
     return error("the inputs do not fit @" + sig.name + ": " + message);
 
   // One executor when both libraries run on the same backend; the
@@ -190,8 +201,9 @@ int Session::run() {
     header += " vs reference " + describe(reference);
   if (ownRefExecutor)
     header += " on " + ownRefExecutor->where();
-  header += o.inputs ? std::string(", given inputs")
-                     : ", seed " + std::to_string(o.seed);
+  header += !o.inputsNpz.empty() ? ", inputs " + o.inputsNpz
+            : o.inputs           ? std::string(", given inputs")
+                                 : ", seed " + std::to_string(o.seed);
   if (o.chaos)
     header += ", chaos " + std::to_string(*o.chaos);
   if (o.iterations > 1)
@@ -199,8 +211,8 @@ int Session::run() {
   out(header + "\n");
 
   Outcome programOutcome, referenceOutcome;
-  programOutcome.run.given = o.inputs;
-  referenceOutcome.run.given = o.inputs;
+  programOutcome.run.given = given;
+  referenceOutcome.run.given = given;
   if (!executor->execute(program, o.seed, o.iterations, programOutcome,
                          message))
     return error("the program run failed: " + message);
@@ -223,6 +235,13 @@ int Session::run() {
 
   if (output.outputs)
     output.outputs(sig, programOutcome.outputs);
+  if (!o.outputsNpz.empty() &&
+      !npz::writeOutputs(o.outputsNpz, sig, programOutcome.outputs, message)) {
+    executor->release(program, programOutcome);
+    if (haveReference)
+      refExecutor.release(reference, referenceOutcome);
+    return error(message);
+  }
   int status = 0;
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(

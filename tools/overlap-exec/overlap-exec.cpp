@@ -10,6 +10,8 @@
 // (--ref-backend): a program compiled for CUDA against the same program
 // compiled for the host, whose result does not share the CUDA lowering.
 // Without a reference it prints a checksum per output and the run's time.
+// --inputs and --outputs read the inputs from, and write the outputs to,
+// NumPy .npz files (lib/Loader/Npz.cpp).
 //
 // Exit status: 0 when every output matches (or, without --ref, the run
 // succeeded), 1 on a mismatch, 2 on a usage, load, signature or runtime
@@ -45,7 +47,8 @@ static const char *const kUsage =
     "                    [--rtol X] [--atol Y] [--backend host|cuda]\n"
     "                    [--ref-backend host|cuda] [--device N] [--iters N]\n"
     "                    [--wait-timeout-ms MS]\n"
-    "                    [--chaos SEED] [--chaos-max-us US] [-v]\n"
+    "                    [--chaos SEED] [--chaos-max-us US]\n"
+    "                    [--inputs IN.npz] [--outputs OUT.npz] [-v]\n"
     "\n"
     "Runs PROGRAM.so (from overlap-compile --emit=so) with seeded inputs on\n"
     "R ranks and compares every output of every rank with REF.so (the same\n"
@@ -55,6 +58,19 @@ static const char *const kUsage =
     "  --ref REF.so         reference library (same signature)\n"
     "  --ranks R            ranks (default: the size of the program's grid)\n"
     "  --seed S             seed of the inputs (default 1)\n"
+    "  --inputs IN.npz      the inputs instead of seeded ones (np.savez or\n"
+    "                       np.savez_compressed): one array per argument,\n"
+    "                       named as in the signature (arg0, arg1, ...), of\n"
+    "                       shape [R, *shape] (row r for rank r) or the\n"
+    "                       argument's shape (every rank the same); dtype\n"
+    "                       '<f4' for f32, '<f2' for f16, and for bf16 a\n"
+    "                       2-byte one of the bit patterns ('<u2', '<i2',\n"
+    "                       '<V2' as ml_dtypes.bfloat16, '|V2'); C order\n"
+    "  --outputs OUT.npz    write the program's outputs after the run:\n"
+    "                       result0, ..., then arg0, ... (as in the\n"
+    "                       signature), each of shape [R, *shape], dtype\n"
+    "                       '<f4', '<f2', or '<u2' holding bf16 bit patterns\n"
+    "                       (view them as ml_dtypes.bfloat16); uncompressed\n"
     "  --rtol X, --atol Y   tolerance (default 0: exact)\n"
     "  --backend B          host (ranks are threads) or cuda (one rank on a\n"
     "                       device); default: the program's target\n"
@@ -146,6 +162,10 @@ static bool parseOptions(int argc, char **argv, Options &o,
     };
     if (name == "--ref") {
       o.reference = value;
+    } else if (name == "--inputs" || name == "--outputs") {
+      if (value.empty())
+        return bad("a .npz file");
+      (name == "--inputs" ? o.inputsNpz : o.outputsNpz) = value;
     } else if (name == "--ranks") {
       if (!parseInteger(value, 1, 1024, number))
         return bad("1 to 1024 ranks");

@@ -1,9 +1,10 @@
 //===- Session.h - Run a compiled program, as overlap-exec does --*- C++ -*-===//
 //
 // One call that loads a library from `overlap-compile --emit=so` (and a
-// reference), runs both on their backends with the same seeded inputs and
-// reports like overlap-exec: what overlap-exec, the C API (overlapRun) and
-// the Python package (overlap.run) share.
+// reference), runs both on their backends with the same inputs (seeded,
+// given, or read from a .npz) and reports like overlap-exec: what
+// overlap-exec, the C API (overlapRun) and the Python package (overlap.run)
+// share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,12 @@ struct SessionOptions {
   /// Not null: the caller's inputs, [rank][argument], instead of the seeded
   /// ones, for the program and the reference (run::GivenInputs).
   const run::GivenInputs *inputs = nullptr;
+  /// Not empty: read the inputs from this .npz instead (npz::readInputs;
+  /// overlap-exec's --inputs); not with `inputs`.
+  std::string inputsNpz;
+  /// Not empty: write the program's outputs to this .npz after the run
+  /// (npz::writeOutputs; overlap-exec's --outputs).
+  std::string outputsNpz;
   run::Tolerance tolerance;
   /// Empty: the program's target.
   std::string backend;

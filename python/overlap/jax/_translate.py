@@ -10,6 +10,13 @@ from ._emit import (Body, Emitter, UnsupportedError, Value, _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
                     tensor_type)
 
+def _logistic(b: Body, x: str) -> str:
+    """1 / (1 + exp(-x)), in f32."""
+    one = b.const(1.0, "f32")
+    e = b(f"math.exp {b(f'arith.negf {x} : f32')} : f32")
+    return b(f"arith.divf {one}, {b(f'arith.addf {one}, {e} : f32')} : f32")
+
+
 # Float primitives: (f32 op on x[, y]) built in a Body, computed in f32.
 _UNARY_F = {
     "neg": lambda b, x: b(f"arith.negf {x} : f32"),
@@ -26,10 +33,7 @@ _UNARY_F = {
     "sin": lambda b, x: b(f"math.sin {x} : f32"),
     "cos": lambda b, x: b(f"math.cos {x} : f32"),
     "square": lambda b, x: b(f"arith.mulf {x}, {x} : f32"),
-    "logistic": lambda b, x: b(
-        f"arith.divf {b.const(1.0, 'f32')}, "
-        f"{b('arith.addf ' + b.const(1.0, 'f32') + ', ' + b('math.exp ' + b('arith.negf ' + x + ' : f32') + ' : f32') + ' : f32')}"
-        " : f32"),
+    "logistic": lambda b, x: _logistic(b, x),
 }
 _BINARY_F = {
     "add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf",

@@ -37,6 +37,11 @@ install(TARGETS ${overlap_exported}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT OverlapTargets NAMESPACE Overlap::
   DESTINATION ${OVERLAP_INSTALL_CMAKEDIR})
+# The MPI transport of host ranks as processes: loaded by the runtime from
+# its own directory, linked by nothing.
+if(TARGET overlap_runtime_mpi)
+  install(TARGETS overlap_runtime_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # Headers: the sources' and the generated TableGen ones.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/

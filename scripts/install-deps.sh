@@ -29,6 +29,10 @@ have_file /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake \
   || have_file /usr/lib/cmake/GTest/GTestConfig.cmake || need+=(libgtest-dev)
 have_file /usr/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake \
   || have_file /usr/lib/cmake/benchmark/benchmarkConfig.cmake || need+=(libbenchmark-dev)
+# Open MPI: mpirun runs host ranks as processes (docs/runtime.md), and its
+# headers and libmpi build the runtime's MPI transport, liboverlap_runtime_mpi.so.
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null || need+=(libopenmpi-dev)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -2,6 +2,7 @@
 # Lit configuration of the Overlap regression suite.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -42,6 +43,14 @@ if config.overlap_have_cuda:
 # The loader reads compressed .npz inputs (zlib found, OVERLAP_HAVE_ZLIB).
 if config.overlap_have_zlib:
     config.available_features.add("zlib")
+# Host ranks as processes: `mpirun` on the PATH and the MPI transport built
+# (liboverlap_runtime_mpi.so, OVERLAP_HAVE_MPI). %mpirun is mpirun with what
+# this machine and CI need: root may run it, and 4 ranks on 2 cores.
+mpirun = shutil.which("mpirun")
+if mpirun and config.overlap_have_mpi:
+    config.available_features.add("mpirun")
+    config.substitutions.append(
+        ("%mpirun", mpirun + " --allow-run-as-root --oversubscribe"))
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
 tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",

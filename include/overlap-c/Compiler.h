@@ -49,13 +49,14 @@ overlapCompile(MlirStringRef source, MlirStringRef outputPath,
 MLIR_CAPI_EXPORTED bool
 overlapCompileResultSucceeded(const OverlapCompileResult *result);
 
-/** On failure: what went wrong (stage, diagnostics with locations). */
+/** On failure: what went wrong (stage, diagnostics with locations). Every
+ *  accessor takes NULL: an empty text, "[]" for the plans, false. */
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultError(const OverlapCompileResult *result);
 
 /** On success: the plans chosen, a JSON array of objects with "location",
  *  "summary" and the remark's metrics (tiles, strategy, bound,
- *  predicted_us, serial_us). */
+ *  predicted_us, serial_us, op). */
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result);
 

@@ -117,12 +117,14 @@ bool overlapCompileResultSucceeded(const OverlapCompileResult *result) {
 }
 
 MlirStringRef overlapCompileResultError(const OverlapCompileResult *result) {
-  return wrap(llvm::StringRef(result->error));
+  // NULL-safe like every accessor: a null result is an empty text.
+  return result ? wrap(llvm::StringRef(result->error)) : wrap(llvm::StringRef());
 }
 
 MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result) {
-  return wrap(llvm::StringRef(result->plansJSON));
+  return result ? wrap(llvm::StringRef(result->plansJSON))
+                : wrap(llvm::StringRef("[]"));
 }
 
 void overlapCompileResultDestroy(OverlapCompileResult *result) {

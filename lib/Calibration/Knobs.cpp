@@ -36,6 +36,9 @@ const Choice gemmCache = {
 const Choice alloc = {
     "--alloc",
     {{"pool", OVERLAP_CUDA_KNOB_ON}, {"sync", OVERLAP_CUDA_KNOB_OFF}}};
+const Choice ncclCtaCap = {
+    "--nccl-cta-cap",
+    {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
 
 constexpr int32_t maxAutotune = 16;
 
@@ -86,7 +89,7 @@ std::optional<int32_t> readBounded(const std::string &text, int64_t lo,
 const std::vector<std::string> &calibration::cudaKnobFlags() {
   static const std::vector<std::string> names = {
       "--comm-sms",   "--comm-priority", "--flags", "--sync",
-      "--gemm-cache", "--gemm-autotune", "--alloc"};
+      "--gemm-cache", "--gemm-autotune", "--alloc", "--nccl-cta-cap"};
   return names;
 }
 
@@ -95,7 +98,8 @@ const char *calibration::cudaKnobUsage() {
          "  --comm-sms N (0: no reservation; default: the profile's\n"
          "  device.comm_sms when --profile is given) --comm-priority\n"
          "  high|normal --flags device|host --sync memop|spin|event\n"
-         "  --gemm-cache on|off --gemm-autotune K (1-16) --alloc pool|sync\n";
+         "  --gemm-cache on|off --gemm-autotune K (1-16) --alloc pool|sync\n"
+         "  --nccl-cta-cap on|off (NCCL's maxCTAs = comm_sms, or NCCL's own)\n";
 }
 
 CudaKnobs calibration::readCudaKnobs(const Args &args) {
@@ -113,6 +117,7 @@ CudaKnobs calibration::readCudaKnobs(const Args &args) {
   k.sync = readChoice(args, sync, k.sync);
   k.gemmCache = readChoice(args, gemmCache, k.gemmCache);
   k.streamOrderedAlloc = readChoice(args, alloc, k.streamOrderedAlloc);
+  k.ncclCtaCap = readChoice(args, ncclCtaCap, k.ncclCtaCap);
   if (args.has("--gemm-autotune")) {
     const std::string text = args.get("--gemm-autotune", "");
     std::optional<int32_t> v = readBounded(text, 1, maxAutotune);
@@ -145,6 +150,8 @@ void calibration::applyCudaKnobs(const CudaKnobs &knobs,
     opts.gemm_autotune = knobs.gemmAutotune;
   if (knobs.streamOrderedAlloc != OVERLAP_CUDA_KNOB_DEFAULT)
     opts.stream_ordered_alloc = knobs.streamOrderedAlloc;
+  if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
+    opts.nccl_cta_cap = knobs.ncclCtaCap;
 }
 
 std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
@@ -166,5 +173,7 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
     add("--gemm-autotune", std::to_string(knobs.gemmAutotune));
   if (knobs.streamOrderedAlloc != OVERLAP_CUDA_KNOB_DEFAULT)
     add(alloc.flag, nameOf(alloc, knobs.streamOrderedAlloc));
+  if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
+    add(ncclCtaCap.flag, nameOf(ncclCtaCap, knobs.ncclCtaCap));
   return out;
 }

@@ -148,6 +148,7 @@ static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle,
   OVERLAP_SYMBOL(overlap_stream_synchronize);
   OVERLAP_SYMBOL(overlap_context_synchronize);
   OVERLAP_SYMBOL(overlap_group_split);
+  OVERLAP_SYMBOL(overlap_group_split_cached);
   OVERLAP_SYMBOL(overlap_group_rank);
   OVERLAP_SYMBOL(overlap_group_size);
   OVERLAP_SYMBOL(overlap_group_destroy);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Pipeline.h"
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -253,6 +254,9 @@ void registerCompilerPipelines() {
       [](OpPassManager &pm, llvm::StringRef text,
          llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
           -> LogicalResult {
+        if (failed(mlir::overlap::checkModuleAnchor(pm, "overlap-to-llvm",
+                                                    errorHandler)))
+          return failure();
         auto options = CompilePipelineOptions::createFromString(text);
         if (!options)
           return errorHandler("overlap-to-llvm: cannot parse the options '" +
@@ -263,7 +267,7 @@ void registerCompilerPipelines() {
           return errorHandler("overlap-to-llvm: " + error);
         return success();
       },
-      [](llvm::function_ref<void(const detail::PassOptions &)> print) {
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
         CompilePipelineOptions options;
         print(options);
       });

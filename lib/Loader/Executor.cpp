@@ -46,6 +46,16 @@ void callCInterface(void *fn, const std::vector<void *> &values) {
 }
 
 //===----------------------------------------------------------------------===//
+// Timed and checked runs
+//===----------------------------------------------------------------------===//
+
+int checkedRuns(int iterations) { return iterations > 1 ? iterations + 1 : 1; }
+
+bool isTimedRun(int run, int iterations) {
+  return iterations == 1 || run < iterations;
+}
+
+//===----------------------------------------------------------------------===//
 // Host executor
 //===----------------------------------------------------------------------===//
 
@@ -79,16 +89,22 @@ public:
     outcome.run.call = [entry](std::vector<void *> &values) {
       callCInterface(entry, values);
     };
-    for (int i = 0; i < iterations; ++i) {
+    const int runs = checkedRuns(iterations);
+    for (int i = 0; i < runs; ++i) {
       if (i > 0)
         run::freeResults(lib.sig, outcome.run);
+      // Only the last run, whose outputs are compared, is poisoned.
+      run::setPoisoning(i + 1 == runs);
       double launchMs;
-      if (!run::launchOnHost(outcome.run, ranks, options, launchMs, error))
+      bool ok = run::launchOnHost(outcome.run, ranks, options, launchMs, error);
+      run::setPoisoning(true);
+      if (!ok)
         return false;
       double slowest = 0;
       for (const run::RankData &data : outcome.run.ranks)
         slowest = std::max(slowest, data.callMs);
-      outcome.iterationMs.push_back(slowest);
+      if (isTimedRun(i, iterations))
+        outcome.iterationMs.push_back(slowest);
     }
     return run::collectOutputs(outcome.run, outcome.outputs, error);
   }

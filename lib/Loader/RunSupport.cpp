@@ -9,6 +9,7 @@
 #include "overlap/Loader/RunSupport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -301,16 +302,22 @@ int defaultRanks(const Signature &sig) {
 // Poison
 //===----------------------------------------------------------------------===//
 
+static std::atomic<bool> poisonOn{true};
+
+void setPoisoning(bool on) { poisonOn.store(on, std::memory_order_relaxed); }
+
+bool poisoning() { return poisonOn.load(std::memory_order_relaxed); }
+
 void *poisonedMalloc(size_t bytes) {
   void *ptr = std::malloc(bytes);
-  if (ptr)
+  if (ptr && poisoning())
     std::memset(ptr, 0xff, bytes);
   return ptr;
 }
 
 void *poisonedAlignedAlloc(size_t alignment, size_t bytes) {
   void *ptr = std::aligned_alloc(alignment, bytes);
-  if (ptr)
+  if (ptr && poisoning())
     std::memset(ptr, 0xff, bytes);
   return ptr;
 }
@@ -318,7 +325,7 @@ void *poisonedAlignedAlloc(size_t alignment, size_t bytes) {
 overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
                                     void **ptr) {
   overlap_status status = overlap_alloc(ctx, bytes, ptr);
-  if (status == OVERLAP_SUCCESS && *ptr)
+  if (status == OVERLAP_SUCCESS && *ptr && poisoning())
     std::memset(*ptr, 0xff, bytes);
   return status;
 }

@@ -10,7 +10,9 @@
 #include "overlap/Loader/Npz.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
+#include "overlap/Runtime/overlap_runtime_process.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <memory>
 #include <string>
@@ -28,19 +30,37 @@ public:
   int run();
 
 private:
+  /// The session on this process's ranks: all of them (threads), or its
+  /// own (processes).
+  int runRanks();
   std::string tool() const { return o.tool; }
+  /// As processes, only rank 0 reports (and warns).
   void out(const std::string &text) const {
-    if (output.out)
+    if (output.out && rank_ == 0)
       output.out(text);
   }
   void err(const std::string &text) const {
-    if (output.err)
+    if (output.err && rank_ == 0)
       output.err(text);
   }
-  int error(const std::string &message) const {
+  /// As processes, errors are kept for finishProcesses, which has rank 0
+  /// print every rank's.
+  int error(const std::string &message) {
+    if (processes_) {
+      errors_.push_back(message);
+      return 2;
+    }
     err(tool() + ": error: " + message + "\n");
     return 2;
   }
+  /// A run that failed: `message` is empty on the ranks of a process run
+  /// whose rank 0 has the reason.
+  int runFailed(const char *what, const std::string &message) {
+    return message.empty() ? 2 : error(std::string(what) + message);
+  }
+  /// As processes: the first point every process reaches before anything
+  /// collective; nonzero when any process failed before it.
+  int agreeBeforeRunning(int status);
   void poison(Library &lib, const Executor &executor);
   int createExecutor(const std::string &backend, const char *option,
                      const run::Signature &sig, int ranks,
@@ -48,8 +68,21 @@ private:
 
   const SessionOptions &o;
   const SessionOutput &output;
+  bool processes_ = false;
+  int rank_ = 0, size_ = 1;
+  bool agreed_ = false;
+  std::vector<std::string> errors_;
 };
 } // namespace
+
+int Session::agreeBeforeRunning(int status) {
+  agreed_ = true;
+  std::string why;
+  int agreed = agreeOnStatus(status, why);
+  if (!why.empty())
+    errors_.push_back(why);
+  return agreed;
+}
 
 /// Points the program's allocator imports at the poisoning versions.
 void Session::poison(Library &lib, const Executor &executor) {
@@ -81,16 +114,20 @@ static std::string millis(const Outcome &outcome) {
 }
 
 /// "cuda run: program 1.234 ms, reference 2.345 ms (...)": `runs` timed on
-/// `executor`.
-static std::string timingLine(const Executor &executor,
-                              const std::string &runs, int iterations) {
+/// `executor`, whose host ranks are `processes` or threads.
+static std::string timingLine(const Executor &executor, const std::string &runs,
+                              int iterations, bool processes) {
   bool cuda = std::string(executor.backend()) == "cuda";
   return std::string(executor.backend()) + " run: " + runs + " (" +
-         (iterations > 1 ? "median of " + std::to_string(iterations) + " runs, "
+         (iterations > 1 ? "median of " + std::to_string(iterations) +
+                               " runs, not poisoned (then one poisoned run, "
+                               "compared), "
                          : std::string()) +
          (cuda ? "wall clock of the entry call and the synchronize after it)"
-               : "wall clock of the entry call on the slowest rank; threads "
-                 "on this CPU, not a performance measure)") +
+               : std::string("wall clock of the entry call on the slowest "
+                             "rank; ") +
+                     (processes ? "processes" : "threads") +
+                     " on this CPU, not a performance measure)") +
          "\n";
 }
 
@@ -125,11 +162,41 @@ int Session::createExecutor(const std::string &backend, const char *option,
     options.chaos = OVERLAP_CHAOS_ON;
     options.chaos_seed = *o.chaos;
   }
-  executor = createHostExecutor(ranks, options);
+  executor = processes_ ? createProcessExecutor(rank_, size_, options)
+                        : createHostExecutor(ranks, options);
   return 0;
 }
 
 int Session::run() {
+  std::string launcher;
+  processes_ = ranksAsProcesses(o.ranksAs, launcher);
+  if (!processes_)
+    return runRanks();
+  if (overlap_process_init(&rank_, &size_) != OVERLAP_SUCCESS) {
+    // No job to agree with: every process says why.
+    if (output.err)
+      output.err(tool() + ": error: " + overlap_host_launch_error() +
+                 (launcher.empty()
+                      ? std::string()
+                      : " (" + launcher +
+                            " started this process; --ranks-as threads "
+                            "runs the grid's ranks as threads in each)") +
+                 "\n");
+    return 2;
+  }
+  int status = runRanks();
+  // A process that failed before the agreement makes it now, with the
+  // others that reached it.
+  if (!agreed_)
+    status = std::max(status, agreeBeforeRunning(status));
+  return finishProcesses(rank_, size_, status, errors_,
+                         [this](const std::string &text) {
+                           if (output.err)
+                             output.err(tool() + ": error: " + text + "\n");
+                         });
+}
+
+int Session::runRanks() {
   std::string message;
   preloadRuntimes();
   Library program, reference;
@@ -163,6 +230,23 @@ int Session::run() {
                  reference.sig.target + "; --ref-backend " + refBackend +
                  " runs references compiled with --target=" + refBackend);
   int ranks = o.ranks ? o.ranks : run::defaultRanks(sig);
+  if (processes_) {
+    const std::string job = "the job has " + std::to_string(size_) +
+                            " process" + (size_ == 1 ? "" : "es") +
+                            " (one rank each)";
+    if (o.ranks && o.ranks != size_)
+      return error("--ranks " + std::to_string(o.ranks) + ", but " + job);
+    ranks = size_;
+    for (const run::GridSpec &grid : sig.grids)
+      if (grid.size() != ranks)
+        return error(job + " but grid @" + grid.name + " of @" + sig.name +
+                     " has " + std::to_string(grid.size()) +
+                     " devices: start as many (mpirun -np " +
+                     std::to_string(grid.size()) + ")");
+    if (backend == "cuda" || refBackend == "cuda")
+      return error("ranks as processes (mpirun) run on the host backend "
+                   "only; run --backend cuda without mpirun");
+  }
   if (!run::checkRanks(sig, ranks, message))
     return error(message);
   if (backend == "cuda" && o.chaos)
@@ -194,6 +278,9 @@ int Session::run() {
   poison(program, *executor);
   if (haveReference)
     poison(reference, refExecutor);
+  if (processes_)
+    if (int status = agreeBeforeRunning(0))
+      return status;
 
   std::string header = tool() + ": @" + sig.name + " on " +
                        executor->where() + ", program " + describe(program);
@@ -215,23 +302,30 @@ int Session::run() {
   referenceOutcome.run.given = given;
   if (!executor->execute(program, o.seed, o.iterations, programOutcome,
                          message))
-    return error("the program run failed: " + message);
+    return runFailed("the program run failed: ", message);
   if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
                                             referenceOutcome, message))
-    return error("the reference run failed: " + message);
+    return runFailed("the reference run failed: ", message);
+  // As processes, rank 0 has every rank's outputs; the others are done.
+  if (rank_ != 0) {
+    executor->release(program, programOutcome);
+    if (haveReference)
+      refExecutor.release(reference, referenceOutcome);
+    return 0;
+  }
 
   std::string programRuns = "program " + millis(programOutcome);
   std::string timing;
   if (!haveReference)
-    timing = timingLine(*executor, programRuns, o.iterations);
+    timing = timingLine(*executor, programRuns, o.iterations, processes_);
   else if (sameBackend)
     timing = timingLine(*executor,
                         programRuns + ", reference " + millis(referenceOutcome),
-                        o.iterations);
+                        o.iterations, processes_);
   else
-    timing = timingLine(*executor, programRuns, o.iterations) +
+    timing = timingLine(*executor, programRuns, o.iterations, processes_) +
              timingLine(refExecutor, "reference " + millis(referenceOutcome),
-                        o.iterations);
+                        o.iterations, processes_);
 
   if (output.outputs)
     output.outputs(sig, programOutcome.outputs);

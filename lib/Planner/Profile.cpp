@@ -469,7 +469,8 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
   const json::Object &obj = **objOr;
   if (Error e = rd.checkKeys(obj, path,
                              {"name", "sm_count", "comm_sms", "gemm_tile",
-                              "peak_tflops", "memory_bandwidth_gbps"}))
+                              "peak_tflops", "memory_bandwidth_gbps",
+                              "zero_sm_all_gather"}))
     return e;
   auto str = [&](StringRef key) {
     return [&rd, key, &path](const json::Value &x) {
@@ -492,6 +493,12 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
       return rd.fail("device.comm_sms", "fewer SMs than device.sm_count (" +
                                             std::to_string(*dev.smCount) + ")");
     dev.commSms = *cs;
+  }
+  if (const json::Value *zv = obj.get("zero_sm_all_gather")) {
+    std::optional<bool> b = zv->getAsBoolean();
+    if (!b)
+      return rd.fail("device.zero_sm_all_gather", "true or false");
+    dev.zeroSmAllGather = *b;
   }
   if (const json::Value *tv = obj.get("gemm_tile")) {
     const json::Array *a = tv->getAsArray();

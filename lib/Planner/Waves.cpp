@@ -129,7 +129,7 @@ Expected<Plan> overlap::planner::planWaves(const CostModel &model) {
   auto [tm, tn] = *profile.device.gemmTile;
   int64_t sms = *profile.device.smCount;
   w.outputTiles = ((pb.m + tm - 1) / tm) * ((pb.n + tn - 1) / tn);
-  w.tilesPerWave = sms - profile.device.commSms;
+  w.tilesPerWave = sms - (model.commTakesSms() ? profile.device.commSms : 0);
   w.waves = (w.outputTiles + w.tilesPerWave - 1) / w.tilesPerWave;
   // The profile's GEMM time is for all SMs; a wave takes the same time with
   // fewer SMs, there are just more of them.

@@ -190,6 +190,37 @@ overlap_status overlap_group_split(overlap_context *ctx, overlap_group *parent,
   return ctx->split(parent ? parent : ctx->worldGroup(), color, key, group);
 }
 
+overlap_status overlap_group_split_cached(overlap_context *ctx,
+                                          overlap_group *parent, uint64_t tag,
+                                          int color, int key,
+                                          overlap_group **group) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::thread("overlap_group_split_cached")};
+  if (overlap_status s = call.begin())
+    return s;
+  if (!group)
+    return call.bad("null result pointer");
+  *group = nullptr;
+  if (color < 0 && color != OVERLAP_UNDEFINED_COLOR)
+    return call.bad("color " + str(color) +
+                    " is negative but not OVERLAP_UNDEFINED_COLOR");
+  if (!parent)
+    parent = ctx->worldGroup();
+  const overlap_context::SplitKey cacheKey{parent, tag, color, key};
+  auto it = ctx->cachedSplits.find(cacheKey);
+  if (it != ctx->cachedSplits.end()) {
+    *group = it->second;
+    return OVERLAP_SUCCESS;
+  }
+  // Only a split that succeeded is kept: after a failure the context's
+  // error is sticky, and every later call returns it.
+  if (overlap_status s = ctx->split(parent, color, key, group))
+    return s;
+  ctx->cachedSplits.emplace(cacheKey, *group);
+  return OVERLAP_SUCCESS;
+}
+
 int overlap_group_rank(overlap_group *group) {
   return group ? group->rank : -1;
 }
@@ -204,6 +235,14 @@ overlap_status overlap_group_destroy(overlap_context *ctx,
   if (group == ctx->worldGroup())
     return Call{ctx, Site::thread("overlap_group_destroy")}.bad(
         "the world group cannot be destroyed");
+  // A later group may reuse the address: no cached split may name this one,
+  // as its result or as its parent.
+  for (auto it = ctx->cachedSplits.begin(); it != ctx->cachedSplits.end();) {
+    if (it->second == group || std::get<0>(it->first) == group)
+      it = ctx->cachedSplits.erase(it);
+    else
+      ++it;
+  }
   ctx->destroyGroup(group);
   return OVERLAP_SUCCESS;
 }

@@ -298,6 +298,81 @@ bool overlap::bootstrap::detectLaunch(const Env &env, Launch &launch,
 //===----------------------------------------------------------------------===//
 // Rendezvous settings and the file's name
 //===----------------------------------------------------------------------===//
+// Id exchange
+//===----------------------------------------------------------------------===//
+
+/// A TCP port in [1, 65535] written in decimal.
+static bool parsePort(const std::string &text, int &port) {
+  if (text.empty() || text.size() > 5 ||
+      !std::all_of(text.begin(), text.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  port = std::atoi(text.c_str());
+  return port >= 1 && port <= 65535;
+}
+
+/// "host:port" or "[v6]:port", as NCCL_COMM_ID takes it; else the reason.
+static std::string checkAddress(const std::string &value) {
+  size_t colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return "is not host:port";
+  std::string host = value.substr(0, colon);
+  if (host.find(':') != std::string::npos &&
+      !(host.front() == '[' && host.back() == ']'))
+    return "has an IPv6 address without brackets ([addr]:port)";
+  if (host.find_first_of(" \t\n") != std::string::npos)
+    return "has white space in the host";
+  int port = 0;
+  if (!parsePort(value.substr(colon + 1), port))
+    return "has no port in 1..65535";
+  return "";
+}
+
+bool overlap::bootstrap::chooseIdExchange(const Env &env,
+                                          IdExchange &exchange,
+                                          std::string &error) {
+  exchange = IdExchange();
+  for (const char *name : {"OVERLAP_COMM_ID", "NCCL_COMM_ID"}) {
+    std::optional<std::string> value = lookup(env, name);
+    if (!value)
+      continue;
+    std::string why = checkAddress(*value);
+    if (!why.empty()) {
+      error = std::string(name) + "='" + *value + "' " + why;
+      return false;
+    }
+    exchange.kind = IdExchange::Kind::CommId;
+    exchange.commId = *value;
+    exchange.source = name;
+    return true;
+  }
+  std::optional<std::string> addr = lookup(env, "MASTER_ADDR"),
+                             port = lookup(env, "MASTER_PORT");
+  if (addr && port) {
+    int p = 0;
+    if (!parsePort(*port, p) || p == 65535) {
+      error = "MASTER_PORT='" + *port +
+              "' is not a port in 1..65534 (the id is served on the next "
+              "port; set OVERLAP_COMM_ID=host:port to choose another)";
+      return false;
+    }
+    std::string host = *addr;
+    if (host.find(':') != std::string::npos && host.front() != '[')
+      host = "[" + host + "]";
+    exchange.kind = IdExchange::Kind::CommId;
+    exchange.commId = host + ":" + std::to_string(p + 1);
+    exchange.source = "MASTER_ADDR and MASTER_PORT + 1";
+    std::string why = checkAddress(exchange.commId);
+    if (!why.empty()) {
+      error = "MASTER_ADDR='" + *addr + "' " + why;
+      return false;
+    }
+    return true;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 
 static uint64_t fnv1a(const void *data, size_t bytes,
                       uint64_t hash = 0xcbf29ce484222325ull) {

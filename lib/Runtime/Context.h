@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 namespace overlap {
 namespace runtime {
@@ -171,6 +172,12 @@ struct overlap_context {
 
   /// Signal sets of overlap_signals_acquire by key; the backend owns them.
   std::map<int64_t, overlap_signals *> keyedSignals;
+
+  /// Groups of overlap_group_split_cached by (parent, tag, color, key); the
+  /// backend owns them. A null group (OVERLAP_UNDEFINED_COLOR) is kept too,
+  /// so that no rank splits a second time.
+  using SplitKey = std::tuple<overlap_group *, uint64_t, int, int>;
+  std::map<SplitKey, overlap_group *> cachedSplits;
 
   overlap_status status() const {
     return status_.load(std::memory_order_acquire);

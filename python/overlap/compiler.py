@@ -42,6 +42,20 @@ _EMIT = {"mlir": 0, "llvm": 1, "obj": 2, "so": 3}
 _SUFFIX = {"mlir": ".mlir", "llvm": ".ll", "obj": ".o", "so": ".so"}
 
 
+def _checked_int(name: str, value, low: int, high: int) -> int:
+    """`value` as an int in [low, high]; ctypes would wrap it silently."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            import operator
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be an integer, got "
+                            f"{type(value).__name__}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name}={value} is out of range [{low}, {high}]")
+    return int(value)
+
+
 class CompileError(RuntimeError):
     """The compilation failed; the message names the stage and carries the
     diagnostics with their locations."""
@@ -90,7 +104,7 @@ def compile(module: str, *, target: Optional[str] = None,
     if entry is not None:
         options.entry = text(entry)
     if opt_level is not None:
-        options.optLevel = int(opt_level)
+        options.optLevel = _checked_int("opt_level", opt_level, 0, 3)
     options.emit = _EMIT[emit]
     if output is None:
         fd, output = tempfile.mkstemp(prefix="overlap-", suffix=_SUFFIX[emit])
@@ -248,9 +262,10 @@ def run(program: Union[str, os.PathLike], *,
     if backend is not None:
         keep.append(backend.encode())
         options.backend = keep[-1]
-    options.ranks = ranks
-    options.seed = seed
-    options.iterations = iterations
+    options.ranks = _checked_int("ranks", ranks, 0, 2**31 - 1)
+    options.seed = _checked_int("seed", seed, 0, 2**64 - 1)
+    options.iterations = _checked_int("iterations", iterations, 1,
+                                      2**31 - 1)
     options.rtol = rtol
     options.atol = atol
     report, messages = ctypes.c_void_p(), ctypes.c_void_p()

@@ -86,6 +86,16 @@ def test_run_errors_say_why(compiler_api, host_api, mlp, tmp_path):
     assert "--ranks 2 but grid @tp has 4 devices" in result.messages
     missing = overlap.run(tmp_path / "none.so")
     assert missing.status == 2 and "cannot load" in missing.messages
+    # Out-of-range integers are refused, not wrapped by ctypes (2**32 + 4
+    # would run 4 ranks).
+    with pytest.raises(ValueError, match=r"ranks=4294967300 is out of range"):
+        overlap.run(prog.path, ranks=2**32 + 4)
+    with pytest.raises(ValueError, match="iterations=0"):
+        overlap.run(prog.path, iterations=0)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        overlap.run(prog.path, seed=1.5)
+    with pytest.raises(ValueError, match=r"opt_level=1099511627776"):
+        overlap.compile(mlp, opt_level=2**40, output=tmp_path / "q.so")
 
 
 def test_compile_errors_name_the_stage(compiler_api, mlp, tmp_path):

@@ -112,12 +112,18 @@ run)
   }
   passed=0 failed=0
   check() { # label, overlap-exec arguments...
-    local label=$1
+    local label=$1 rc=0
     shift
     echo "=== $label"
-    if "$EXEC" "$@"; then passed=$((passed + 1)); else
-      echo "*** $label failed"
+    "$EXEC" "$@" || rc=$?
+    if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else
+      echo "*** $label failed (exit $rc)"
       failed=$((failed + 1))
+    fi
+    # overlap-exec (or a library) missing: every other run would fail alike.
+    if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
+      echo "programs: stopped: $EXEC cannot run (exit $rc)"
+      exit 2
     fi
   }
   while read -r name rtol atol; do

@@ -1,137 +1,289 @@
 #!/usr/bin/env bash
 # Runs the CUDA checks and measurements on a GPU machine, from build outputs
-# made elsewhere (the GPU machine builds nothing). Steps, in order:
+# made elsewhere (the GPU machine builds nothing).
+#
+# Usage: scripts/gpu/run.sh [bringup|sweep|knobs|all] [BUILD_DIR]
+#   BUILD_DIR (default build-cuda) comes from scripts/gpu/prepare.sh (run
+#   where MLIR is): lib/liboverlap_runtime_cuda.so, unittests/, bin/ and
+#   gpu-programs/; carry it to the machine. A GPU session is three calls of
+#   under 10 minutes each (docs/cuda.md, "On a GPU machine"), one mode each:
+#     bringup  preflight, tests, programs, memcheck
+#     sweep    preflight, calibrate, bench
+#     knobs    preflight, knobs, pack, nccl
+#     all      every step (the default; longer than one 10-minute call)
+#
+# Every mode starts with the preflight (scripts/gpu/preflight.sh): it finds
+# libcudart.so.13, libcublasLt.so.13 and libnccl.so.2 (CUDA's directories
+# first, then python3's pip packages nvidia/*/lib), sets LD_LIBRARY_PATH
+# from where they are, runs ldd on every binary below and stops (exit 2)
+# naming any library that is "not found", and prints the NCCL version that
+# will be loaded.
+#
+# Steps:
 #   tests      the CUDA unit tests (OverlapRuntimeCudaTests: GEMM of every
 #              type pair against a reference, one-rank NCCL collectives and
 #              splits, the three signal/wait modes, lost signals ending in
 #              errors, pack/unpack at every access width, the mgpu* entry
-#              points) and the host runtime tests;
-#   calibrate  overlap-calibrate: a profile of this GPU (copy-engine leg,
-#              curves for all three collectives);
-#   bench      overlap-bench, copy-engine leg over 8 ranks, the 24-shape
-#              sweep for each of all-reduce, reduce-scatter, all-gather and
-#              all-to-all (dispatch, combine): planned with the profile,
-#              then with 4 uniform tiles;
-#   nccl       overlap-bench, nccl leg on one rank (a smoke test), the three
+#              points); a skipped test means no device and stops the run.
+#              The host-only tests (OverlapRuntimeTests) run where the code
+#              is built, not here;
+#   programs   the compiled programs of scripts/gpu/prepare.sh
+#              (BUILD_DIR/gpu-programs: every integration program, the
+#              expert-parallel layers and the MLP, MoE and Llama FFN,
+#              --target=cuda; each plan against its one-tile cuda build and
+#              against its one-tile host build run on the host backend, the
+#              MLP with each signal/wait implementation and knob) run by
+#              overlap-exec;
+#   memcheck   compute-sanitizer --tool memcheck over the CUDA unit tests
+#              ($MEMCHECK_FILTER, default all but the two-process test), the
+#              compiled MLP against its reference, and a small overlap-bench
+#              run of the four collectives on the sm-copy leg (its kernel);
+#   calibrate  overlap-calibrate on leg $LEG (default copy-engine): a
+#              profile of this GPU (profile-$LEG.json: GEMM curves, curves
+#              for all four collectives, contention);
+#   bench      overlap-bench on leg $LEG over 8 ranks, the 24-shape sweep for
+#              each of all-reduce, reduce-scatter, all-gather and all-to-all
+#              (dispatch, combine): planned with the profile, then with 4
+#              uniform tiles;
+#   nccl       overlap-bench, nccl leg on one rank (a smoke test), the
 #              collectives on two shapes; with NCCL_NP=N (N >= 2 GPUs on
 #              this machine) also N ranks, one process per GPU, started by
 #              $LAUNCHER: overlap-calibrate --leg nccl (profile-nccl-N.json),
-#              then the 24-shape sweep of the three collectives planned with
-#              that profile and with 4 uniform tiles;
+#              then the 24-shape sweep planned with it and with 4 uniform
+#              tiles;
 #   pack       overlap-bench --pack: the pack kernel's bandwidth against
 #              cudaMemcpy2DAsync and a contiguous device-to-device copy;
 #   knobs      each CUDA backend option on and off, to decide which
-#              defaults to keep: overlap-bench (copy-engine leg, 8 ranks,
-#              the three collectives, $KNOB_SHAPES, 4 uniform tiles) with
-#              --comm-sms 0 and the profile's device.comm_sms,
+#              defaults to keep: overlap-bench (leg $KNOB_LEG, default
+#              sm-copy, the one-GPU leg whose communication takes SMs and
+#              follows the stream priority; 8 ranks, the three collectives,
+#              $KNOB_SHAPES, 4 uniform tiles) with --comm-sms 0, the
+#              profile's device.comm_sms and each of $KNOB_COMM_SMS,
 #              --comm-priority high/normal, --flags device/host, --sync
 #              memop/spin/event, --gemm-cache on/off, --gemm-autotune 1/4
-#              (knob-<option>-<value>.csv, all of them in knobs.csv); the
-#              tile GEMMs of reduce-scatter and all-gather batched vs
-#              contiguous on the 24 shapes (tile-gemm.csv); and, where
-#              allocation happens while a program runs (the compiled MLP;
-#              the bench allocates before it times), --alloc pool vs sync
-#              through OVERLAP_CUDA_ALLOC (knob-alloc.csv);
-#   programs   the compiled programs of scripts/gpu/prepare.sh
-#              (BUILD_DIR/gpu-programs: every integration program and the
-#              MLP, --target=cuda; each plan against the one-tile cuda
-#              build and against the one-tile host build run on the host
-#              backend, and the MLP with each signal/wait implementation)
-#              run by overlap-exec.
-# Everything goes under $OUT (default ./gpu-out): logs, gtest XML, the
-# profile, the tables (.txt) and CSVs, one pair per run.
+#              (knob-<option>-<value>.csv, all of them in knobs.csv; with
+#              KNOB_CONTRAST=1 also --comm-sms and --comm-priority on the
+#              copy-engine leg, knob-copy-engine-*.csv); --nccl-cta-cap
+#              on/off on the nccl leg (N ranks with NCCL_NP=N >= 2; on one
+#              GPU only a one-rank smoke test, which cannot tell them apart);
+#              the tile GEMMs of reduce-scatter and all-gather batched vs
+#              contiguous (tile-gemm.csv); and --alloc pool vs sync on the
+#              compiled MLP through OVERLAP_CUDA_ALLOC (knob-alloc.csv).
 #
-# Usage: scripts/gpu/run.sh [BUILD_DIR]   (default: build-cuda)
-# BUILD_DIR comes from scripts/gpu/prepare.sh (run where MLIR is): it holds
-# lib/liboverlap_runtime_cuda.so, unittests/, bin/ and gpu-programs/;
-# carry it to the machine.
+# A step that fails stops the run (exit 1), unless it is optional: the unit
+# tests, the programs, memcheck and every sweep are (a failure is logged,
+# the exit status is 1 at the end, and the next step runs; one failing
+# collective leaves the others' tables); the preflight and calibrate are
+# not. A command that cannot run at all (exit 126 or 127: a missing binary
+# or library) stops the run whatever the step, since every later step
+# would fail alike.
+#
+# Output: logs, gtest XML, profiles, tables (.txt) and CSVs go to $RESULTS
+# (default $OUT, default ./gpu-out). When RESULTS is another directory, the
+# whole of it is also packed into $OUT/<mode>-results.tar.gz after every
+# step (the device tool returns at most 8 files from $OUT).
+#
 # Environment:
-#   STEPS="tests programs calibrate bench nccl pack knobs"  the steps to run (e.g. to split
-#       a session into shorter commands; none of them has been timed);
+#   STEPS="..."   the steps to run instead of the mode's;
+#   STEP_TIMEOUT=S  stop any step after S seconds (timeout(1); 0: never);
+#       MEMCHECK_TIMEOUT (default 240) bounds each memcheck run;
+#   LEG=copy-engine|sm-copy  the leg of calibrate and bench;
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
-#       calibrate step writes, $OUT/profile-copy-engine.json);
+#       calibrate step writes, $RESULTS/profile-$LEG.json);
 #   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
 #       sweep (not to --pack);
-#   KNOB_SHAPES=4096x8192x3072,1024x4096x1024,8192x8192x1024  the shapes
-#       of the knobs step (compute-bound, small, comm-bound);
-#   NCCL_NP=8  the nccl step also runs 8 ranks (needs 8 GPUs: a machine
-#       with one GPU can only run the one-rank smoke test; two processes on
-#       one GPU are refused by NCCL);
-#   LAUNCHER="mpirun -np $NCCL_NP"  how those ranks are started (default;
-#       e.g. "mpirun --allow-run-as-root -np 8", "srun -K -n 8
-#       --gpus-per-task 1", "torchrun --nproc-per-node 8 --no-python"). The
-#       tools need no MPI library (docs/cuda.md, "Several ranks"); each run
-#       gets its own OVERLAP_BOOTSTRAP_KEY.
+#   SWEEP_SHAPES=MxNxK,...  the shapes of the bench step and of the knobs
+#       step's tile-GEMM sweep (default: the 24 of overlap-bench's sweep);
+#   KNOB_LEG=sm-copy, KNOB_SHAPES=4096x8192x3072,1024x4096x1024,8192x8192x1024
+#       (compute-bound, small, comm-bound), KNOB_COMM_SMS="8 32" (more
+#       budgets to try), KNOB_CONTRAST=0;
+#   NCCL_NP=8  the nccl and knobs steps also run 8 ranks (needs 8 GPUs: a
+#       machine with one GPU can only run one-rank smoke tests; two
+#       processes on one GPU are refused by NCCL);
+#   LAUNCHER="mpirun -np $NCCL_NP"  how those ranks are started (e.g.
+#       "mpirun --allow-run-as-root -np 8", "srun -K -n 8 --gpus-per-task 1",
+#       "torchrun --nproc-per-node 8 --no-python"). The tools need no MPI
+#       library (docs/cuda.md, "Several ranks"); each run gets its own
+#       OVERLAP_BOOTSTRAP_KEY.
 #
 # STATUS: written without a GPU and NEVER RUN YET. Nothing it would produce
 # has been measured; check its first run's logs before trusting the tables.
 set -u -o pipefail
 
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODE=all
+case ${1:-} in
+bringup | sweep | knobs | all)
+  MODE=$1
+  shift
+  ;;
+esac
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
-STEPS=${STEPS:-tests programs calibrate bench nccl pack knobs}
-PROFILE=${PROFILE:-$OUT/profile-copy-engine.json}
+RESULTS=${RESULTS:-$OUT}
+case $MODE in
+bringup) mode_steps="tests programs memcheck" ;;
+sweep) mode_steps="calibrate bench" ;;
+knobs) mode_steps="knobs pack nccl" ;;
+*) mode_steps="tests programs memcheck calibrate bench nccl pack knobs" ;;
+esac
+STEPS=${STEPS:-$mode_steps}
+LEG=${LEG:-copy-engine}
+PROFILE=${PROFILE:-$RESULTS/profile-$LEG.json}
+STEP_TIMEOUT=${STEP_TIMEOUT:-0}
 read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$BUILD/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$OUT" "$RESULTS"
 status=0
 
 step() { echo; echo "=== $*"; }
 want() { [[ " $STEPS " == *" $1 "* ]]; }
-run() { # name, command...: log to $OUT/name.txt, remember failures
+# Packs $RESULTS into $OUT when they differ (the device tool returns few
+# files).
+bundle() {
+  [ "$(cd "$RESULTS" && pwd)" != "$(cd "$OUT" && pwd)" ] || return 0
+  tar -czf "$OUT/$MODE-results.tar.gz" -C "$RESULTS" . 2>/dev/null || true
+}
+finish() { # exit status
+  step "done (status $1); results in $RESULTS"
+  bundle
+  exit "$1"
+}
+# run [--optional] [--timeout S] NAME COMMAND...: logs to $RESULTS/NAME.txt.
+run() {
+  local optional=0 limit=$STEP_TIMEOUT
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --optional) optional=1 ;;
+    --timeout)
+      limit=$2
+      shift
+      ;;
+    *) break ;;
+    esac
+    shift
+  done
   local name=$1
   shift
   step "$name: $*"
-  "$@" 2>&1 | tee "$OUT/$name.txt"
+  local -a bound=()
+  [ "$limit" -gt 0 ] && bound=(timeout -k 10 "$limit")
+  local began=$SECONDS
+  ${bound[@]+"${bound[@]}"} "$@" 2>&1 | tee "$RESULTS/$name.txt"
   local rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 0 ] || { echo "*** $name failed (exit $rc)"; status=1; }
+  # Every step's duration, to plan the next session's calls.
+  echo "--- $name: exit $rc after $((SECONDS - began)) s (run.sh at $SECONDS s)"
+  bundle
+  [ "$rc" -eq 0 ] && return 0
+  status=1
+  [ "$rc" -eq 124 ] && [ "$limit" -gt 0 ] &&
+    echo "*** $name: stopped after $limit s (timeout)"
+  if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
+    echo "*** $name could not run (exit $rc: a missing command or library); stopping"
+    finish 2
+  fi
+  if [ "$optional" -eq 0 ]; then
+    echo "*** $name failed (exit $rc); stopping"
+    finish 1
+  fi
+  echo "*** $name failed (exit $rc); going on (optional step)"
   return 0
 }
 
 for s in $STEPS; do
   case $s in
-    tests|programs|calibrate|bench|nccl|pack|knobs) ;;
-    *) echo "unknown step '$s' in STEPS (tests programs calibrate bench nccl pack knobs)"; exit 2 ;;
+  tests | programs | memcheck | calibrate | bench | nccl | pack | knobs) ;;
+  *)
+    echo "unknown step '$s' in STEPS (tests programs memcheck calibrate bench nccl pack knobs)"
+    exit 2
+    ;;
   esac
 done
-[[ "${NCCL_NP:-1}" =~ ^[0-9]+$ ]] || { echo "NCCL_NP must be a number of processes"; exit 2; }
+case $LEG in copy-engine | sm-copy) ;; *)
+  echo "LEG must be copy-engine or sm-copy (the one-process legs), got '$LEG'"
+  exit 2
+  ;;
+esac
+[[ "${NCCL_NP:-1}" =~ ^[0-9]+$ ]] || {
+  echo "NCCL_NP must be a number of processes"
+  exit 2
+}
 for f in "$BUILD/lib/liboverlap_runtime_cuda.so" \
-         "$BUILD/unittests/OverlapRuntimeCudaTests" \
-         "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate" \
-         "$BUILD/bin/overlap-exec"; do
-  [ -e "$f" ] || { echo "missing $f: build with CUDA first (docs/cuda.md)"; exit 2; }
+  "$BUILD/unittests/OverlapRuntimeCudaTests" \
+  "$BUILD/bin/overlap-bench" "$BUILD/bin/overlap-calibrate" \
+  "$BUILD/bin/overlap-exec"; do
+  [ -e "$f" ] || {
+    echo "missing $f: build with CUDA first (scripts/gpu/prepare.sh, docs/cuda.md)"
+    exit 2
+  }
 done
 
 { date -u; nvidia-smi || true; nvcc --version 2>/dev/null || true; } \
-  > "$OUT/device.txt" 2>&1
-head -20 "$OUT/device.txt"
+  >"$RESULTS/device.txt" 2>&1
+head -20 "$RESULTS/device.txt"
+
+# Preflight: LD_LIBRARY_PATH from where the libraries are; every binary
+# must load (exit 2 otherwise).
+# shellcheck source=preflight.sh
+. "$HERE/preflight.sh"
+step "preflight"
+preflight "$BUILD" >"$RESULTS/preflight.txt" 2>&1 # here: it exports
+rc=$?
+cat "$RESULTS/preflight.txt"
+[ "$rc" -eq 0 ] || finish 2
 
 # Tests. With a GPU nothing may be skipped: a skip means no device.
 if want tests; then
-  run cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
-    --gtest_output="xml:$OUT/cuda-tests.xml"
-  if grep -q "SKIPPED" "$OUT/cuda-tests.txt"; then
-    echo "*** CUDA tests skipped: no usable device?"; status=1
+  run --optional cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
+    --gtest_output="xml:$RESULTS/cuda-tests.xml"
+  if grep -q "SKIPPED" "$RESULTS/cuda-tests.txt"; then
+    echo "*** CUDA tests skipped: no usable device?"
+    status=1
+    finish 1
   fi
-  [ -x "$BUILD/unittests/OverlapRuntimeTests" ] &&
-    run host-tests "$BUILD/unittests/OverlapRuntimeTests"
 fi
 
 # Compiled programs on the GPU: plan vs one-tile references (cuda, host).
 if want programs; then
   if [ -f "$BUILD/gpu-programs/programs.txt" ]; then
     export OVERLAP_EXEC="$BUILD/bin/overlap-exec"
-    run programs "$(dirname "$0")/programs.sh" run "$BUILD/gpu-programs"
+    run --optional programs "$HERE/programs.sh" run "$BUILD/gpu-programs"
   else
     echo "*** no $BUILD/gpu-programs: run scripts/gpu/prepare.sh where MLIR is"
     status=1
   fi
 fi
 
+# compute-sanitizer memcheck: the unit tests, a compiled program and the
+# bench's kernels (pack, sm-copy) on small shapes.
+if want memcheck; then
+  sanitizer=$(command -v compute-sanitizer ||
+    ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" 2>/dev/null)
+  if [ -z "$sanitizer" ]; then
+    echo "*** no compute-sanitizer on PATH or in CUDA_HOME/bin: memcheck skipped"
+    status=1
+  else
+    mt=${MEMCHECK_TIMEOUT:-240}
+    mc=("$sanitizer" --tool memcheck --leak-check no --error-exitcode 9)
+    run --optional --timeout "$mt" memcheck-tests "${mc[@]}" \
+      "$BUILD/unittests/OverlapRuntimeCudaTests" \
+      --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
+    if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
+      run --optional --timeout "$mt" memcheck-mlp "${mc[@]}" \
+        "$BUILD/bin/overlap-exec" "$BUILD/gpu-programs/mlp.so" \
+        --ref "$BUILD/gpu-programs/mlp.ref.so" --backend cuda \
+        --rtol 1e-4 --atol 1e-4
+    fi
+    run --optional --timeout "$mt" memcheck-bench "${mc[@]}" \
+      "$BUILD/bin/overlap-bench" --leg sm-copy --ranks 4 --tiles 4 \
+      --collective all-reduce,reduce-scatter,all-gather,all-to-all \
+      --shapes 512x256x256 --warmup 1 --iters 2 --input-sets 1
+  fi
+fi
+
 # Calibrate (the sweep's (N, K) pairs, f16, collectives over 8 ranks).
 if want calibrate; then
-  run calibrate "$BUILD/bin/overlap-calibrate" --dtype f16 --ranks 8 \
-    --out "$OUT/profile-copy-engine.json"
+  run calibrate "$BUILD/bin/overlap-calibrate" --leg "$LEG" --dtype f16 \
+    --ranks 8 --out "$RESULTS/profile-$LEG.json"
 fi
 
 # The sweeps, one run per collective so that one failing run (a runtime
@@ -140,12 +292,15 @@ fi
 sweep() { # name, overlap-bench arguments...: table name.txt, name.csv
   local name=$1
   shift
-  run "$name" "$BUILD/bin/overlap-bench" "$@" --csv "$OUT/$name.csv" \
-    ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+  run --optional "$name" "$BUILD/bin/overlap-bench" "$@" \
+    --csv "$RESULTS/$name.csv" ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
 }
+shapes=()
+[ -n "${SWEEP_SHAPES:-}" ] && shapes=(--shapes "$SWEEP_SHAPES")
 if want bench; then
   for coll in all-reduce reduce-scatter all-gather; do
-    common=(--leg copy-engine --ranks 8 --dtype f16 --collective "$coll")
+    common=(--leg "$LEG" --ranks 8 --dtype f16 --collective "$coll"
+      ${shapes[@]+"${shapes[@]}"})
     if [ -f "$PROFILE" ]; then
       sweep "bench-planned-$coll" "${common[@]}" --profile "$PROFILE" \
         --strategy auto
@@ -158,13 +313,17 @@ if want bench; then
   # Expert parallelism, one expert per rank: each exchange with 4 uniform
   # tiles and planned (the profile's all-to-all curve is calibrated).
   for side in dispatch combine; do
-    common=(--leg copy-engine --ranks 8 --dtype f16 --collective all-to-all
-      --side "$side")
+    common=(--leg "$LEG" --ranks 8 --dtype f16 --collective all-to-all
+      --side "$side" ${shapes[@]+"${shapes[@]}"})
     [ -f "$PROFILE" ] && sweep "bench-planned-all-to-all-$side" \
       "${common[@]}" --profile "$PROFILE" --strategy auto
     sweep "bench-uniform4-all-to-all-$side" "${common[@]}" --tiles 4
   done
 fi
+
+np=${NCCL_NP:-1}
+read -r -a launcher <<<"${LAUNCHER:-mpirun -np $np}"
+key() { echo "overlap-run-$$-$1-$(date +%s%N)"; }
 
 if want nccl; then
   sweep bench-nccl-1rank --leg nccl \
@@ -175,59 +334,69 @@ if want nccl; then
       --collective all-to-all --side "$side" \
       --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
   done
-  np=${NCCL_NP:-1}
   if [ "$np" -gt 1 ]; then
-    read -r -a launcher <<<"${LAUNCHER:-mpirun -np $np}"
-    key() { echo "overlap-run-$$-$1-$(date +%s%N)"; }
-    nccl_profile="$OUT/profile-nccl-$np.json"
+    nccl_profile="$RESULTS/profile-nccl-$np.json"
     rm -f "$nccl_profile" # plan only with this run's profile
-    run "calibrate-nccl-$np" env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
+    run --optional "calibrate-nccl-$np" \
+      env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
       "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype f16 \
       --out "$nccl_profile"
-    all=(--leg nccl --dtype f16 \
+    all=(--leg nccl --dtype f16
       --collective all-reduce,reduce-scatter,all-gather)
     if [ -f "$nccl_profile" ]; then
-      run "bench-nccl-$np-planned" env OVERLAP_BOOTSTRAP_KEY="$(key planned)" \
+      run --optional "bench-nccl-$np-planned" \
+        env OVERLAP_BOOTSTRAP_KEY="$(key planned)" \
         "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" \
         --profile "$nccl_profile" --strategy auto \
-        --csv "$OUT/bench-nccl-$np-planned.csv" \
+        --csv "$RESULTS/bench-nccl-$np-planned.csv" \
         ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
     else
       echo "*** no profile $nccl_profile: the planned $np-rank sweep is skipped"
       status=1
     fi
-    run "bench-nccl-$np-uniform4" env OVERLAP_BOOTSTRAP_KEY="$(key uniform4)" \
+    run --optional "bench-nccl-$np-uniform4" \
+      env OVERLAP_BOOTSTRAP_KEY="$(key uniform4)" \
       "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" --tiles 4 \
-      --csv "$OUT/bench-nccl-$np-uniform4.csv" \
+      --csv "$RESULTS/bench-nccl-$np-uniform4.csv" \
       ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
   fi
 fi
 
 # The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.
 if want pack; then
-  run pack "$BUILD/bin/overlap-bench" --pack --csv "$OUT/pack.csv"
+  run --optional pack "$BUILD/bin/overlap-bench" --pack \
+    --csv "$RESULTS/pack.csv"
 fi
 
 # The CUDA backend's options, each on and off; every CSV says its settings
 # (the knobs column, and the runtime's description in its first line).
 if want knobs; then
   kshapes=${KNOB_SHAPES:-4096x8192x3072,1024x4096x1024,8192x8192x1024}
-  kcommon=(--leg copy-engine --ranks 8 --dtype f16 --tiles 4
+  kleg=${KNOB_LEG:-sm-copy}
+  kcommon=(--ranks 8 --dtype f16 --tiles 4
     --collective all-reduce,reduce-scatter,all-gather --shapes "$kshapes")
   # The SMs a profile reserves for communication: the one in use, else the
   # datasheet profile's.
   profile_sms=""
-  for p in "$PROFILE" "$(dirname "$0")/../../profiles/h100-nvlink-datasheet.json"; do
+  for p in "$PROFILE" "$HERE/../../profiles/h100-nvlink-datasheet.json"; do
     [ -f "$p" ] || continue
     profile_sms=$(sed -n 's/.*"comm_sms": *\([0-9][0-9]*\).*/\1/p' "$p" | head -1)
     [ -n "$profile_sms" ] && break
   done
-  settings=("comm-sms-0 --comm-sms 0")
-  [ -n "$profile_sms" ] &&
-    settings+=("comm-sms-$profile_sms --comm-sms $profile_sms")
-  settings+=("comm-priority-high --comm-priority high"
-    "comm-priority-normal --comm-priority normal"
-    "flags-device --flags device" "flags-host --flags host"
+  # What the sm-copy leg is for first (no budget, the profile's budget,
+  # both priorities), then more budgets, then the rest.
+  read -r -a budgets <<<"0 $profile_sms ${KNOB_COMM_SMS:-8 32}"
+  settings=()
+  seen=" "
+  for b in "${budgets[@]}"; do
+    [[ "$seen" == *" $b "* ]] && continue
+    seen+="$b "
+    settings+=("comm-sms-$b --comm-sms $b")
+    [ ${#settings[@]} -eq 2 ] &&
+      settings+=("comm-priority-high --comm-priority high"
+        "comm-priority-normal --comm-priority normal")
+  done
+  settings+=("flags-device --flags device" "flags-host --flags host"
     "sync-memop --sync memop" "sync-spin --sync spin"
     "sync-event --sync event"
     "gemm-cache-on --gemm-cache on" "gemm-cache-off --gemm-cache off"
@@ -235,27 +404,65 @@ if want knobs; then
   kfiles=()
   for setting in "${settings[@]}"; do
     read -r -a words <<<"$setting"
-    sweep "knob-${words[0]}" "${kcommon[@]}" "${words[@]:1}"
-    [ -f "$OUT/knob-${words[0]}.csv" ] && kfiles+=("$OUT/knob-${words[0]}.csv")
+    sweep "knob-${words[0]}" --leg "$kleg" "${kcommon[@]}" "${words[@]:1}"
+    [ -f "$RESULTS/knob-${words[0]}.csv" ] &&
+      kfiles+=("$RESULTS/knob-${words[0]}.csv")
   done
+  # The copy-engine leg cannot see the SM budget or the priority; with
+  # KNOB_CONTRAST=1 show it.
+  if [ "${KNOB_CONTRAST:-0}" = 1 ] && [ "$kleg" != copy-engine ]; then
+    for setting in "comm-sms-0 --comm-sms 0" \
+      "comm-sms-${profile_sms:-16} --comm-sms ${profile_sms:-16}" \
+      "comm-priority-high --comm-priority high" \
+      "comm-priority-normal --comm-priority normal"; do
+      read -r -a words <<<"$setting"
+      sweep "knob-copy-engine-${words[0]}" --leg copy-engine "${kcommon[@]}" \
+        "${words[@]:1}"
+      [ -f "$RESULTS/knob-copy-engine-${words[0]}.csv" ] &&
+        kfiles+=("$RESULTS/knob-copy-engine-${words[0]}.csv")
+    done
+  fi
+  # NCCL's CTA cap (maxCTAs = comm_sms) on and off: only NCCL's kernels
+  # see it, so only the nccl leg over several GPUs can decide it.
+  for cap in on off; do
+    if [ "$np" -gt 1 ]; then
+      run --optional "knob-nccl-cta-cap-$cap" \
+        env OVERLAP_BOOTSTRAP_KEY="$(key "cap-$cap")" \
+        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype f16 \
+        --tiles 4 --collective all-reduce,reduce-scatter,all-gather \
+        --shapes "$kshapes" --nccl-cta-cap "$cap" \
+        --csv "$RESULTS/knob-nccl-cta-cap-$cap.csv" \
+        ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+    else
+      # One rank: a smoke test of both settings (NCCL copies; no channels).
+      sweep "knob-nccl-cta-cap-$cap-1rank" --leg nccl --dtype f16 --tiles 4 \
+        --collective all-reduce --shapes 1024x4096x1024 --nccl-cta-cap "$cap"
+    fi
+    [ -f "$RESULTS/knob-nccl-cta-cap-$cap.csv" ] &&
+      kfiles+=("$RESULTS/knob-nccl-cta-cap-$cap.csv")
+  done
+  [ "$np" -gt 1 ] ||
+    echo "# --nccl-cta-cap on/off: one GPU here; NCCL_NP=N on N GPUs decides it"
   # One table of every setting: the first header, then every file's rows.
   [ ${#kfiles[@]} -gt 0 ] &&
     awk '/^#/ { next } /^leg,/ { if (seen++) next } { print }' \
-      "${kfiles[@]}" >"$OUT/knobs.csv"
+      "${kfiles[@]}" >"$RESULTS/knobs.csv"
   # Tile GEMMs: G batched GEMMs of rows/G rows (what the decomposition runs)
   # vs one contiguous GEMM of the tile's rows.
-  sweep tile-gemm --leg copy-engine --ranks 8 --dtype f16 --tiles 4 \
-    --collective reduce-scatter,all-gather --input-sets 1 --tile-gemm both
+  sweep tile-gemm --leg "$kleg" --ranks 8 --dtype f16 --tiles 4 \
+    --collective reduce-scatter,all-gather --input-sets 1 --tile-gemm both \
+    ${shapes[@]+"${shapes[@]}"}
   # Allocation: only a program that allocates while it runs can tell pool
   # from sync; the compiled MLP does (its fills, ReLU and tiles' buffers).
   if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
-    echo "alloc,program_ms" >"$OUT/knob-alloc.csv"
+    echo "alloc,program_ms" >"$RESULTS/knob-alloc.csv"
     for a in pool sync; do
-      run "knob-alloc-$a" env OVERLAP_CUDA_ALLOC=$a "$BUILD/bin/overlap-exec" \
-        "$BUILD/gpu-programs/mlp.so" --backend cuda --iters 20
+      run --optional "knob-alloc-$a" env OVERLAP_CUDA_ALLOC=$a \
+        "$BUILD/bin/overlap-exec" "$BUILD/gpu-programs/mlp.so" \
+        --backend cuda --iters 20
       ms=$(sed -n 's/.*run: program \([0-9.]*\) ms.*/\1/p' \
-        "$OUT/knob-alloc-$a.txt" | head -1)
-      echo "$a,${ms:-}" >>"$OUT/knob-alloc.csv"
+        "$RESULTS/knob-alloc-$a.txt" | head -1)
+      echo "$a,${ms:-}" >>"$RESULTS/knob-alloc.csv"
     done
   else
     echo "*** no $BUILD/gpu-programs/mlp.so: --alloc pool vs sync is skipped"
@@ -263,5 +470,4 @@ if want knobs; then
   fi
 fi
 
-step "done (status $status); results in $OUT"
-exit $status
+finish "$status"

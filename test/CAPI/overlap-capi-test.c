@@ -138,6 +138,15 @@ int main(int argc, char **argv) {
          overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
          (int)error.length, error.data);
   overlapCompileResultDestroy(result);
+
+  /* Every accessor is NULL-safe. */
+  MlirStringRef nullError = overlapCompileResultError(NULL);
+  MlirStringRef nullPlans = overlapCompileResultPlansJSON(NULL);
+  printf("null result: %s, error '%.*s', plans %.*s\n",
+         overlapCompileResultSucceeded(NULL) ? "succeeded" : "failed",
+         (int)nullError.length, nullError.data ? nullError.data : "",
+         (int)nullPlans.length, nullPlans.data);
+  overlapCompileResultDestroy(NULL);
   free(source);
   return 0;
 }

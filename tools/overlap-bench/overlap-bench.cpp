@@ -26,6 +26,7 @@
 
 #include "overlap/Calibration/BenchMeasure.h"
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/StandIn.h"
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Ring.h"
 
@@ -45,7 +46,8 @@ namespace {
 
 const char *usage =
     "usage: overlap-bench [--collective C[,C...]] [--shapes MxNxK,...]\n"
-    "         [--dtype f16|bf16|f32] [--leg copy-engine|nccl] [--ranks R]\n"
+    "         [--dtype f16|bf16|f32] [--leg copy-engine|sm-copy|nccl]\n"
+    "         [--ranks R]\n"
     "         [--side dispatch|combine]\n"
     "         [--profile NAME|PATH] [--strategy S] [--tiles T]\n"
     "         [--tile-gemm batched|contiguous|both] [--warmup 5] [--iters 20]\n"
@@ -57,10 +59,14 @@ const char *usage =
     "C is all-reduce (default), reduce-scatter, all-gather or all-to-all\n"
     "(one expert per rank: --side dispatch, the default, exchanges A before\n"
     "the GEMM, --side combine its output after it); a list runs each in\n"
-    "turn. R (default 8, at least 2) is the group size of the\n"
-    "copy-engine leg (one process). The nccl leg's group is the world: one\n"
-    "process per GPU, e.g. mpirun -np 8 overlap-bench --leg nccl ... (or\n"
-    "srun, torchrun --no-python; one process alone is one rank); every rank\n"
+    "turn. R (default 8, at least 2) is the group size of the stand-in\n"
+    "legs (one process): copy-engine copies each tile's ring wire bytes\n"
+    "device -> pinned host with the copy engines (no SM), sm-copy the same\n"
+    "bytes device -> device with a kernel of comm_sms CTAs (every SM when\n"
+    "comm_sms is 0) on the comm stream. The nccl leg's group is the\n"
+    "world: one process per GPU, e.g. mpirun -np 8 overlap-bench --leg\n"
+    "nccl ... (or srun, torchrun --no-python; one process alone is one\n"
+    "rank); every rank\n"
     "must get the same arguments, rank 0 prints and writes --csv. Without\n"
     "--profile the overlapped variant uses T uniform tiles (default 4;\n"
     "multiples of R but for all-reduce) and no prediction is\n"
@@ -139,6 +145,16 @@ void printHeader(const SweepOptions &o, Collective coll,
         o.ranks == 1 ? " (one process: a smoke test)"
                      : ", one process per GPU; each time is the slowest "
                        "rank's, each check every rank's");
+  else if (o.smCopy())
+    std::printf(
+        "# leg sm-copy: each tile's ring wire bytes (%.3f x tile bytes) "
+        "copied device -> device by a kernel of %d CTAs on the comm stream%s; "
+        "a stand-in for a link that takes SMs and follows the comm stream's "
+        "priority, reduces nothing\n",
+        planner::ringFactor(coll, o.ranks), o.smCopyCtas,
+        coll == Collective::AllGather || coll == Collective::AllToAll
+            ? ", plus the rank's own slice into its slot"
+            : "");
   else
     std::printf(
         "# leg copy-engine: each tile's ring wire bytes (%.3f x tile bytes) "
@@ -306,8 +322,8 @@ int main(int argc, char **argv) {
     usageError("--dtype: expected f16, bf16 or f32, got '" + o.dtypeName + "'");
   o.dtype = *dtype;
   o.leg = args.get("--leg", "copy-engine");
-  if (o.leg != "copy-engine" && o.leg != "nccl")
-    usageError("--leg: expected copy-engine or nccl, got '" + o.leg + "'");
+  if (!parseLeg(o.leg))
+    usageError(badLegMessage(o.leg));
   if (args.has("--tile-gemm")) {
     auto mode = parseTileGemmMode(args.get("--tile-gemm", ""));
     if (!mode)
@@ -322,9 +338,10 @@ int main(int argc, char **argv) {
   const std::string csvPath = args.get("--csv", "");
   if (!args.error().empty())
     usageError(args.error());
-  if (o.leg == "copy-engine" && o.ranks < 2)
-    usageError("the copy-engine leg needs --ranks >= 2 (one rank puts "
-               "nothing on the wire); use --leg nccl for one rank");
+  if (!o.nccl() && o.ranks < 2)
+    usageError("the " + o.leg +
+               " leg needs --ranks >= 2 (one rank puts nothing on the wire); "
+               "use --leg nccl for one rank");
   std::string profileText; // ranks must plan from the same profile
   if (args.has("--profile")) {
     std::string path = planner::resolveProfilePath(args.get("--profile", ""),
@@ -364,6 +381,8 @@ int main(int argc, char **argv) {
     o.rank = overlap_context_rank(ctx);
   } else {
     ctx = createMeasuringContext("overlap-bench", opts, device);
+    if (o.smCopy())
+      o.smCopyCtas = smCopyCtas(overlap_cuda_comm_sms(ctx), device.smCount);
   }
   const std::string runtime = runtimeDescription(ctx);
   std::printf("# runtime: %s\n", runtime.c_str());

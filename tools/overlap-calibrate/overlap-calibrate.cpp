@@ -15,7 +15,10 @@
 // Legs: `copy-engine` (one process, one GPU: for a collective of "size" S
 // over R ranks, the bytes one rank puts on the wire, ringWireBytes(R, S),
 // copied device -> pinned host; a stand-in for a network link, recorded as
-// such in the profile). `nccl` (one process per GPU, at least 2, started by
+// such in the profile). `sm-copy` (one process: the same bytes copied
+// device -> device by a kernel of comm_sms CTAs on the comm stream, so
+// that the contention factors see a leg that takes SMs). `nccl` (one
+// process per GPU, at least 2, started by
 // mpirun, srun or torchrun): NCCL's all-reduce, reduce-scatter and
 // all-gather on the world over sizes S (nccl-tests' size), curves for R =
 // the world size. Only rank 0 prints and writes the profile.
@@ -30,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Calibration/Calibrate.h"
+#include "overlap/Calibration/StandIn.h"
 
 #include "llvm/Support/Error.h"
 
@@ -43,7 +47,8 @@ using namespace overlap::calibration;
 
 static const char *usage =
     "usage: overlap-calibrate [--nk NxK,...] [--dtype f16|bf16|f32]\n"
-    "         [--ranks R] [--leg copy-engine|nccl] [--max-m M] [--step 128]\n"
+    "         [--ranks R] [--leg copy-engine|sm-copy|nccl] [--max-m M]\n"
+    "         [--step 128]\n"
     "         [--max-bytes B] [--warmup 5] [--iters 20] [--name NAME]\n"
     "         [--batched-gemms on|off] [--out FILE] [CUDA backend options]\n"
     "One GEMM curve per (N, K), and with --batched-gemms on (the default)\n"
@@ -51,7 +56,9 @@ static const char *usage =
     "Defaults: the (N, K) pairs of overlap-bench's sweep, f16, 8 ranks,\n"
     "copy-engine, m up to 8192 in steps of 128, sizes 64 KiB .. 256 MiB,\n"
     "output calibrated.json.\n"
-    "--leg copy-engine runs in one process and stands in for R ranks.\n"
+    "--leg copy-engine runs in one process and stands in for R ranks with\n"
+    "the copy engines (no SM); --leg sm-copy moves the same bytes with a\n"
+    "copy kernel of comm_sms CTAs (every SM when comm_sms is 0).\n"
     "--leg nccl times NCCL on the world: one process per GPU, at least 2,\n"
     "e.g. mpirun -np 8 overlap-calibrate --leg nccl ... (or srun, torchrun\n"
     "--no-python); R is the world size, every rank must get the same\n"
@@ -96,9 +103,10 @@ int main(int argc, char **argv) {
     usageError("--dtype: expected f16, bf16 or f32, got '" + dtypeName + "'");
   o.dtype = *dtype;
   const std::string leg = args.get("--leg", "copy-engine");
-  if (leg != "copy-engine" && leg != "nccl")
-    usageError("--leg: expected copy-engine or nccl, got '" + leg + "'");
-  o.nccl = leg == "nccl";
+  const std::optional<Leg> parsedLeg = parseLeg(leg);
+  if (!parsedLeg)
+    usageError(badLegMessage(leg));
+  o.nccl = parsedLeg == Leg::Nccl;
   const std::string batched = args.get("--batched-gemms", "on");
   if (batched != "on" && batched != "off")
     usageError("--batched-gemms: expected on or off, got '" + batched + "'");
@@ -106,8 +114,8 @@ int main(int argc, char **argv) {
   if (!args.error().empty())
     usageError(args.error());
   if (!o.nccl && o.ranks < 2)
-    usageError("the copy-engine leg needs --ranks >= 2 (one rank puts "
-               "nothing on the wire)");
+    usageError("the " + leg +
+               " leg needs --ranks >= 2 (one rank puts nothing on the wire)");
   const overlap_cuda_options opts = measuringOptions(knobs, std::nullopt);
 
   DeviceInfo device;
@@ -142,6 +150,11 @@ int main(int argc, char **argv) {
   // The profile records the SMs its GEMMs left to communication, as the
   // runtime resolved them.
   o.commSms = overlap_cuda_comm_sms(ctx);
+  if (parsedLeg == Leg::SmCopy) {
+    o.smCopyCtas = smCopyCtas(*o.commSms, device.smCount);
+    std::printf("# leg sm-copy: a copy kernel of %d CTAs on the comm stream\n",
+                o.smCopyCtas);
+  }
 
   char date[32];
   std::time_t now = std::time(nullptr);

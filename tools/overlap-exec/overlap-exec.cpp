@@ -11,7 +11,10 @@
 // compiled for the host, whose result does not share the CUDA lowering.
 // Without a reference it prints a checksum per output and the run's time.
 // --inputs and --outputs read the inputs from, and write the outputs to,
-// NumPy .npz files (lib/Loader/Npz.cpp).
+// NumPy .npz files (lib/Loader/Npz.cpp). Under mpirun (`mpirun -np R
+// overlap-exec ...`) each process runs one host rank, rank 0 prints the
+// report, and every process exits with the same status
+// (lib/Loader/ProcessRun.cpp).
 //
 // Exit status: 0 when every output matches (or, without --ref, the run
 // succeeded), 1 on a mismatch, 2 on a usage, load, signature or runtime
@@ -47,6 +50,7 @@ static const char *const kUsage =
     "                    [--rtol X] [--atol Y] [--backend host|cuda]\n"
     "                    [--ref-backend host|cuda] [--device N] [--iters N]\n"
     "                    [--wait-timeout-ms MS]\n"
+    "                    [--ranks-as auto|threads|processes]\n"
     "                    [--chaos SEED] [--chaos-max-us US]\n"
     "                    [--inputs IN.npz] [--outputs OUT.npz] [-v]\n"
     "\n"
@@ -57,6 +61,10 @@ static const char *const kUsage =
     "\n"
     "  --ref REF.so         reference library (same signature)\n"
     "  --ranks R            ranks (default: the size of the program's grid)\n"
+    "  --ranks-as M         host ranks as threads of this process, or as\n"
+    "                       processes of the MPI job that started it, one\n"
+    "                       rank each (mpirun -np R overlap-exec ...); auto\n"
+    "                       (default): processes under mpirun\n"
     "  --seed S             seed of the inputs (default 1)\n"
     "  --inputs IN.npz      the inputs instead of seeded ones (np.savez or\n"
     "                       np.savez_compressed): one array per argument,\n"
@@ -170,6 +178,9 @@ static bool parseOptions(int argc, char **argv, Options &o,
       if (!parseInteger(value, 1, 1024, number))
         return bad("1 to 1024 ranks");
       o.ranks = static_cast<int>(number);
+    } else if (name == "--ranks-as") {
+      if (!exec::parseRanksAs(value, o.ranksAs))
+        return bad("auto, threads or processes");
     } else if (name == "--seed") {
       if (!parseUnsigned(value, o.seed))
         return bad("an unsigned seed");
@@ -230,6 +241,7 @@ static bool parseOptions(int argc, char **argv, Options &o,
 
 int main(int argc, char **argv) {
   Options o;
+  o.ranksAs = exec::RanksAs::Auto;
   std::string message;
   bool help = false;
   if (!parseOptions(argc, argv, o, message, help)) {

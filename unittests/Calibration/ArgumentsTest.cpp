@@ -132,10 +132,11 @@ overlap_cuda_options initialized() {
 
 TEST(Knobs, EveryFlagSetsItsField) {
   bool ok = false;
-  Args args = parsed({"--comm-sms", "0", "--comm-priority", "normal", "--flags",
-                      "host", "--sync", "event", "--gemm-cache", "off",
-                      "--gemm-autotune", "4", "--alloc", "sync"},
-                     ok);
+  Args args =
+      parsed({"--comm-sms", "0", "--comm-priority", "normal", "--flags", "host",
+              "--sync", "event", "--gemm-cache", "off", "--gemm-autotune", "4",
+              "--alloc", "sync", "--nccl-cta-cap", "off"},
+             ok);
   ASSERT_TRUE(ok) << args.error();
   CudaKnobs k = readCudaKnobs(args);
   EXPECT_TRUE(args.error().empty()) << args.error();
@@ -148,13 +149,16 @@ TEST(Knobs, EveryFlagSetsItsField) {
   EXPECT_EQ(opts.gemm_cache, OVERLAP_CUDA_KNOB_OFF);
   EXPECT_EQ(opts.gemm_autotune, 4);
   EXPECT_EQ(opts.stream_ordered_alloc, OVERLAP_CUDA_KNOB_OFF);
+  EXPECT_EQ(opts.nccl_cta_cap, OVERLAP_CUDA_KNOB_OFF);
   EXPECT_EQ(describeCudaKnobs(k),
             "--comm-sms 0 --comm-priority normal --flags host --sync event "
-            "--gemm-cache off --gemm-autotune 4 --alloc sync");
+            "--gemm-cache off --gemm-autotune 4 --alloc sync "
+            "--nccl-cta-cap off");
 
-  args = parsed({"--comm-priority", "high", "--flags", "device", "--sync",
-                 "spin", "--gemm-cache", "on", "--alloc", "pool"},
-                ok);
+  args =
+      parsed({"--comm-priority", "high", "--flags", "device", "--sync", "spin",
+              "--gemm-cache", "on", "--alloc", "pool", "--nccl-cta-cap", "on"},
+             ok);
   k = readCudaKnobs(args);
   opts = initialized();
   applyCudaKnobs(k, std::nullopt, opts);
@@ -163,6 +167,7 @@ TEST(Knobs, EveryFlagSetsItsField) {
   EXPECT_EQ(opts.sync, OVERLAP_CUDA_SYNC_SPIN);
   EXPECT_EQ(opts.gemm_cache, OVERLAP_CUDA_KNOB_ON);
   EXPECT_EQ(opts.stream_ordered_alloc, OVERLAP_CUDA_KNOB_ON);
+  EXPECT_EQ(opts.nccl_cta_cap, OVERLAP_CUDA_KNOB_ON);
   args = parsed({"--sync", "memop"}, ok);
   EXPECT_EQ(readCudaKnobs(args).sync, OVERLAP_CUDA_SYNC_MEMOP);
 }
@@ -196,7 +201,9 @@ TEST(Knobs, BadValuesNameTheFlagAndWhatItAccepts) {
         "--gemm-autotune: expected a number of "
         "algorithms from 1 to 16, got '0'"},
        {{"--gemm-autotune", "17"}, "--gemm-autotune: expected"},
-       {{"--alloc", "async"}, "--alloc: expected pool or sync, got 'async'"}};
+       {{"--alloc", "async"}, "--alloc: expected pool or sync, got 'async'"},
+       {{"--nccl-cta-cap", "yes"},
+        "--nccl-cta-cap: expected on or off, got 'yes'"}};
   for (const auto &[words, message] : cases) {
     bool ok = false;
     Args args = parsed(words, ok);

@@ -254,3 +254,49 @@ TEST(CostModel, DatasheetProfileQuantizesPerRankTiles) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Zero-SM all-gather
+//===----------------------------------------------------------------------===//
+
+TEST(CostModel, ZeroSmAllGatherHasNoComputeContention) {
+  Profile p = linearProfile(0.5, 0);
+  p.computeContention = 1.3;
+  p.commContention = 1.2;
+  OVERLAP_ASSIGN_OR_FAIL(plain,
+                         CostModel::create(p, problem(Collective::AllGather,
+                                                      4096)));
+  EXPECT_TRUE(plain.commTakesSms());
+  EXPECT_DOUBLE_EQ(plain.getComputeContention(), 1.3);
+  p.device.zeroSmAllGather = true;
+  OVERLAP_ASSIGN_OR_FAIL(zero,
+                         CostModel::create(p, problem(Collective::AllGather,
+                                                      4096)));
+  EXPECT_FALSE(zero.commTakesSms());
+  EXPECT_DOUBLE_EQ(zero.getComputeContention(), 1.0);
+  // The copy engines still share memory bandwidth with the GEMM.
+  EXPECT_DOUBLE_EQ(zero.getCommContention(), 1.2);
+  // Only the all-gather runs on the copy engines.
+  for (Collective c : {Collective::ReduceScatter, Collective::AllReduce}) {
+    OVERLAP_ASSIGN_OR_FAIL(other, CostModel::create(p, problem(c, 4096)));
+    EXPECT_TRUE(other.commTakesSms());
+    EXPECT_DOUBLE_EQ(other.getComputeContention(), 1.3);
+  }
+}
+
+TEST(CostModel, ZeroSmAllGatherIsParsed) {
+  auto text = [](const std::string &value) {
+    return R"({"device": {"sm_count": 132, "zero_sm_all_gather": )" + value +
+           R"(}, "gemm": {"curves": [{"n": 1024, "k": 512, "dtype": "f16",
+             "curve": {"table": [[0, 0], [1024, 100]]}}]},
+             "collectives": {"all-gather": [{"ranks": 8, "x_unit": "MiB",
+               "curve": {"table": [[0, 0], [1, 10]]}}]}})";
+  };
+  OVERLAP_ASSIGN_OR_FAIL(on, parseProfile(text("true"), "t.json"));
+  EXPECT_TRUE(on.device.zeroSmAllGather);
+  OVERLAP_ASSIGN_OR_FAIL(off, parseProfile(text("false"), "t.json"));
+  EXPECT_FALSE(off.device.zeroSmAllGather);
+  std::string error = errorOf(parseProfile(text("1"), "t.json"));
+  EXPECT_TRUE(contains(error, "device.zero_sm_all_gather")) << error;
+  EXPECT_TRUE(contains(error, "true or false")) << error;
+}

@@ -810,3 +810,71 @@ TEST(BootstrapExchange, PublishReportsAMissingDirectory) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Id exchange
+//===----------------------------------------------------------------------===//
+
+static IdExchange exchangeOf(std::map<std::string, std::string> vars) {
+  IdExchange e;
+  std::string error;
+  EXPECT_TRUE(chooseIdExchange(mapEnv(std::move(vars)), e, error)) << error;
+  return e;
+}
+
+static std::string exchangeError(std::map<std::string, std::string> vars) {
+  IdExchange e;
+  std::string error;
+  EXPECT_FALSE(chooseIdExchange(mapEnv(std::move(vars)), e, error));
+  return error;
+}
+
+TEST(BootstrapIdExchange, NothingSetIsTheFile) {
+  IdExchange e = exchangeOf({{"OMPI_COMM_WORLD_RANK", "1"}});
+  EXPECT_EQ(e.kind, IdExchange::Kind::File);
+  EXPECT_EQ(e.commId, "");
+}
+
+TEST(BootstrapIdExchange, OverlapCommIdFirst) {
+  IdExchange e = exchangeOf({{"OVERLAP_COMM_ID", "10.0.0.1:29600"},
+                             {"NCCL_COMM_ID", "10.0.0.2:1234"},
+                             {"MASTER_ADDR", "node0"},
+                             {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(e.kind, IdExchange::Kind::CommId);
+  EXPECT_EQ(e.commId, "10.0.0.1:29600");
+  EXPECT_EQ(e.source, "OVERLAP_COMM_ID");
+}
+
+TEST(BootstrapIdExchange, NcclCommIdThenTorchrun) {
+  IdExchange e = exchangeOf(
+      {{"NCCL_COMM_ID", "[fe80::1]:1234"}, {"MASTER_ADDR", "node0"}});
+  EXPECT_EQ(e.commId, "[fe80::1]:1234");
+  EXPECT_EQ(e.source, "NCCL_COMM_ID");
+  e = exchangeOf({{"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(e.kind, IdExchange::Kind::CommId);
+  // torchrun's agent serves its store on MASTER_PORT itself.
+  EXPECT_EQ(e.commId, "node0:29501");
+  EXPECT_EQ(e.source, "MASTER_ADDR and MASTER_PORT + 1");
+  e = exchangeOf({{"MASTER_ADDR", "::1"}, {"MASTER_PORT", "80"}});
+  EXPECT_EQ(e.commId, "[::1]:81");
+  // One of the two is not enough: the file.
+  EXPECT_EQ(exchangeOf({{"MASTER_ADDR", "node0"}}).kind,
+            IdExchange::Kind::File);
+}
+
+TEST(BootstrapIdExchange, MalformedValuesNameTheVariable) {
+  EXPECT_NE(exchangeError({{"OVERLAP_COMM_ID", "node0"}})
+                .find("OVERLAP_COMM_ID='node0' is not host:port"),
+            std::string::npos);
+  EXPECT_NE(exchangeError({{"NCCL_COMM_ID", "node0:70000"}})
+                .find("NCCL_COMM_ID='node0:70000' has no port in 1..65535"),
+            std::string::npos);
+  EXPECT_NE(exchangeError({{"NCCL_COMM_ID", "fe80::1:99"}}).find("brackets"),
+            std::string::npos);
+  EXPECT_NE(exchangeError({{"MASTER_ADDR", "n"}, {"MASTER_PORT", "65535"}})
+                .find("MASTER_PORT='65535'"),
+            std::string::npos);
+  EXPECT_NE(exchangeError({{"MASTER_ADDR", "n"}, {"MASTER_PORT", "x"}})
+                .find("MASTER_PORT='x'"),
+            std::string::npos);
+}

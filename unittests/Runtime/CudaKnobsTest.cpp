@@ -6,7 +6,8 @@
 //
 // CudaKnobs tests run everywhere: how the options resolve (fields, the
 // environment, defaults, errors, callers built against the first, shorter
-// struct), the SM budget (cuBLASLt's SM target, NCCL's CTA limits), the GEMM
+// struct), the SM budget (cuBLASLt's SM target and which GEMMs get it,
+// NCCL's CTA limits, splits sharing their parent's resources), the GEMM
 // plan-cache keys and the description line. CudaKnobsDevice tests need a
 // GPU and skip without one: GEMMs under each cache/autotune setting against
 // a double reference, stream-ordered memory and stream joins, a failed
@@ -24,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -194,6 +196,17 @@ TEST(CudaKnobs, GemmSmTarget) {
   EXPECT_EQ(gemmSmTarget(114, 20), 94); // H100 PCIe
 }
 
+TEST(CudaKnobs, SmTargetOnlyForTileGemms) {
+  // A tile of a decomposed op (tile >= 0) may run while communication is in
+  // flight: it leaves comm_sms free. A GEMM that runs alone (tile -1: the
+  // serial baseline, "GEMM alone", a GEMM outside an overlapped region)
+  // gets every SM.
+  EXPECT_EQ(gemmSmTargetFor(0, 116), 116);
+  EXPECT_EQ(gemmSmTargetFor(7, 116), 116);
+  EXPECT_EQ(gemmSmTargetFor(-1, 116), 0);
+  EXPECT_EQ(gemmSmTargetFor(3, 0), 0); // no reservation: never a target
+}
+
 TEST(CudaKnobs, NcclConfigFollowsTheBudget) {
   ncclConfig_t none = ncclConfigFor(0);
   EXPECT_EQ(none.minCTAs, NCCL_CONFIG_UNDEF_INT);
@@ -209,6 +222,67 @@ TEST(CudaKnobs, NcclConfigFollowsTheBudget) {
   EXPECT_EQ(ncclConfigFor(6).cgaClusterSize, 2);
   EXPECT_EQ(ncclConfigFor(5).cgaClusterSize, 1);
   EXPECT_EQ(ncclConfigFor(5).maxCTAs, 5);
+  // Only splits share their parent's resources; a context's own world
+  // (bootstrap) keeps NCCL's default.
+  EXPECT_EQ(c16.splitShare, NCCL_CONFIG_UNDEF_INT);
+  for (int sms : {0, 16}) {
+    ncclConfig_t split = ncclSplitConfigFor(sms);
+    ncclConfig_t plain = ncclConfigFor(sms);
+    EXPECT_EQ(split.splitShare, 1);
+    EXPECT_EQ(split.maxCTAs, plain.maxCTAs);
+    EXPECT_EQ(split.minCTAs, plain.minCTAs);
+    EXPECT_EQ(split.cgaClusterSize, plain.cgaClusterSize);
+    EXPECT_EQ(split.blocking, 1);
+    EXPECT_EQ(split.magic, 0xcafebeefu);
+  }
+}
+
+TEST(CudaKnobs, NcclCtaCapIsAKnob) {
+  // On (the default): the communicators get the budget's CTA limits.
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  opts.comm_sms = 16;
+  Options on = resolved(&opts);
+  EXPECT_TRUE(on.ncclCtaCap);
+  EXPECT_EQ(ncclConfigFor(on).maxCTAs, 16);
+  EXPECT_EQ(ncclConfigFor(on).minCTAs, 1);
+  EXPECT_EQ(ncclSplitConfigFor(on).maxCTAs, 16);
+  // Off: NCCL's own choice, while the GEMMs keep their SM budget.
+  opts.nccl_cta_cap = OVERLAP_CUDA_KNOB_OFF;
+  Options off = resolved(&opts);
+  EXPECT_FALSE(off.ncclCtaCap);
+  EXPECT_EQ(off.commSms, 16);
+  for (ncclConfig_t c : {ncclConfigFor(off), ncclSplitConfigFor(off)}) {
+    EXPECT_EQ(c.maxCTAs, NCCL_CONFIG_UNDEF_INT);
+    EXPECT_EQ(c.minCTAs, NCCL_CONFIG_UNDEF_INT);
+    EXPECT_EQ(c.cgaClusterSize, NCCL_CONFIG_UNDEF_INT);
+    EXPECT_EQ(c.blocking, 1);
+  }
+  EXPECT_EQ(ncclSplitConfigFor(off).splitShare, 1);
+  // No budget: no cap either way.
+  on.commSms = 0;
+  EXPECT_EQ(ncclConfigFor(on).maxCTAs, NCCL_CONFIG_UNDEF_INT);
+  // The environment, and its errors.
+  opts.nccl_cta_cap = OVERLAP_CUDA_KNOB_DEFAULT;
+  {
+    Env env("OVERLAP_NCCL_CTA_CAP", "off");
+    EXPECT_FALSE(resolved(&opts).ncclCtaCap);
+  }
+  {
+    Env env("OVERLAP_NCCL_CTA_CAP", "always");
+    std::string error;
+    resolved(&opts, &error);
+    EXPECT_EQ(error, "OVERLAP_NCCL_CTA_CAP must be on or off, got 'always'");
+  }
+  // A caller built before the field existed gets the cap.
+  opts.nccl_cta_cap = OVERLAP_CUDA_KNOB_OFF;
+  opts.struct_size = offsetof(overlap_cuda_options, nccl_cta_cap);
+  EXPECT_TRUE(resolved(&opts).ncclCtaCap);
+  opts.struct_size = sizeof(opts);
+  opts.nccl_cta_cap = 7;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("nccl_cta_cap must be"), std::string::npos) << error;
 }
 
 overlap::runtime::GemmArgs gemmArgs(void *base) {
@@ -221,10 +295,16 @@ overlap::runtime::GemmArgs gemmArgs(void *base) {
 TEST(CudaKnobs, GemmCacheKeys) {
   alignas(256) static char memory[1 << 16];
   overlap::runtime::GemmArgs g = gemmArgs(memory);
-  GemmKey key = gemmKey(g, 3);
+  GemmKey key = gemmKey(g, 3, 0);
   // The same shape at other addresses of the same alignment: one plan.
   overlap::runtime::GemmArgs moved = gemmArgs(memory + 256);
-  EXPECT_EQ(gemmKey(moved, 3), key);
+  EXPECT_EQ(gemmKey(moved, 3, 0), key);
+  // The SM target is an attribute of the matmul descriptor: a tile GEMM
+  // and a GEMM alone of the same shape are two plans, and each target
+  // its own.
+  EXPECT_NE(gemmKey(g, 3, 116), key);
+  EXPECT_NE(gemmKey(g, 3, 116), gemmKey(g, 3, 100));
+  EXPECT_EQ(gemmKey(moved, 3, 116), gemmKey(g, 3, 116));
   // Each part of the shape, the types, the batch, a stride and the
   // alignment make another plan.
   std::vector<overlap::runtime::GemmArgs> others(9, g);
@@ -238,12 +318,12 @@ TEST(CudaKnobs, GemmCacheKeys) {
   others[7].abType = OVERLAP_BF16;
   others[8].a = memory + 2; // 2-byte aligned A
   for (size_t i = 0; i < others.size(); ++i)
-    EXPECT_NE(gemmKey(others[i], 3), key) << "variant " << i;
-  EXPECT_NE(gemmKey(g, 1), key);
+    EXPECT_NE(gemmKey(others[i], 3, 0), key) << "variant " << i;
+  EXPECT_NE(gemmKey(g, 1, 0), key);
   // Unbatched GEMMs ignore the batch strides.
   overlap::runtime::GemmArgs single = g;
   single.strideA = 12345;
-  EXPECT_EQ(gemmKey(single, 1), gemmKey(g, 1));
+  EXPECT_EQ(gemmKey(single, 1, 0), gemmKey(g, 1, 0));
   EXPECT_EQ(pointerAlignment(memory + 8), 8u);
   EXPECT_EQ(pointerAlignment(memory + 32), 16u);
   EXPECT_EQ(pointerAlignment(memory + 3), 1u);
@@ -258,7 +338,7 @@ TEST(CudaKnobs, DescriptionNamesEveryKnob) {
   for (const char *part :
        {"sms 132", "comm_sms 16", "gemm sm target 116", "comm priority high",
         "(-5 vs compute 0)", "flags host", "sync memop", "gemm cache on",
-        "gemm autotune 4", "alloc pool"})
+        "gemm autotune 4", "alloc pool", "nccl cta cap on"})
     EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
   o.commSms = 0;
   EXPECT_NE(describeOptions(o, 132, 0, 0, 0).find("gemm sm target unset"),
@@ -289,8 +369,10 @@ protected:
   overlap_context *ctx = nullptr;
 };
 
-/// C[b] += A[b] B (B broadcast, f16 in, f32 out) twice (the second call
-/// takes the cached plan) against a double reference.
+/// C[b] += A[b] B (B broadcast, f16 in, f32 out) three times against a
+/// double reference: tiles 0 and 1 (the second takes the cached plan, with
+/// the SM target), then a GEMM alone (tile -1: every SM, a plan of its
+/// own).
 void checkGemm(overlap_context *ctx) {
   const int64_t batch = 3, m = 64, n = 32, k = 48;
   Buffer a(OVERLAP_F16, batch * m * k), b(OVERLAP_F16, k * n),
@@ -305,8 +387,9 @@ void checkGemm(overlap_context *ctx) {
   overlap_memcpy(ctx, 0, -1, da, a.data(), a.size() * 2);
   overlap_memcpy(ctx, 0, -1, db, b.data(), b.size() * 2);
   overlap_memcpy(ctx, 0, -1, dc, c.data(), c.size() * 4);
-  for (int call = 0; call < 2; ++call)
-    ASSERT_EQ(overlap_gemm(ctx, 0, call, batch, m, n, k, OVERLAP_F16, da, k,
+  const int64_t tiles[] = {0, 1, -1};
+  for (int64_t tile : tiles)
+    ASSERT_EQ(overlap_gemm(ctx, 0, tile, batch, m, n, k, OVERLAP_F16, da, k,
                            m * k, db, n, 0, OVERLAP_F32, dc, n, m * n),
               OVERLAP_SUCCESS)
         << overlap_last_error(ctx);
@@ -318,7 +401,7 @@ void checkGemm(overlap_context *ctx) {
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j) {
         double ref = c.get(size_t((i * m + r) * n + j));
-        for (int call = 0; call < 2; ++call)
+        for (size_t call = 0; call < std::size(tiles); ++call)
           for (int64_t l = 0; l < k; ++l)
             ref += double(a.get(size_t((i * m + r) * k + l))) *
                    double(b.get(size_t(l * n + j)));
@@ -336,6 +419,7 @@ TEST_F(CudaKnobsDevice, GemmUnderEveryCacheSetting) {
       overlap_cuda_options opts = defaults();
       opts.gemm_cache = cache;
       opts.gemm_autotune = autotune;
+      opts.comm_sms = 8;
       make(opts);
       checkGemm(ctx);
       std::string report = overlap_cuda_gemm_report(ctx);
@@ -344,6 +428,10 @@ TEST_F(CudaKnobsDevice, GemmUnderEveryCacheSetting) {
       EXPECT_NE(report.find(autotune > 1 ? "#" : "heuristic #1"),
                 std::string::npos)
           << report;
+      // A budget of 8 SMs: the tiles ran under the target, the GEMM alone
+      // on every SM.
+      EXPECT_NE(report.find("sm target "), std::string::npos) << report;
+      EXPECT_NE(report.find("every SM"), std::string::npos) << report;
       std::string settings = overlap_cuda_describe(ctx);
       EXPECT_NE(settings.find(cache == OVERLAP_CUDA_KNOB_ON ? "gemm cache on"
                                                             : "gemm cache off"),

@@ -10,9 +10,9 @@
 // liboverlap_runtime_cuda.so. Those in CudaDevice need a GPU and skip
 // (saying why) when cudaGetDeviceCount fails or finds none: GEMMs of every
 // type pair against a double reference, one-rank NCCL collectives and
-// splits, each signal/wait mode with a delayed producer, lost signals that
-// must end in an error naming the flag (never a hang), pack/unpack against a
-// host reference at every access width, and the mgpu* entry points.
+// splits (cached ones too), each signal/wait mode with a delayed producer, lost
+// signals that must end in an error naming the flag (never a hang), pack/unpack
+// against a host reference at every access width, and the mgpu* entry points.
 //
 //===----------------------------------------------------------------------===//
 
@@ -350,6 +350,46 @@ TEST_F(CudaDevice, OneRankCollectivesAndSplits) {
   EXPECT_EQ(overlap_group_destroy(ctx, sub), OVERLAP_SUCCESS);
   overlap_free(ctx, ds);
   overlap_free(ctx, dd);
+}
+
+/// overlap_group_split_cached on NCCL: one ncclCommSplit (splitShare) per
+/// (parent, tag, color, key), the same communicator on later calls, a new
+/// one after overlap_group_destroy; an all-reduce over it is exact.
+TEST_F(CudaDevice, CachedSplitKeepsOneCommunicator) {
+  make();
+  overlap_group *first = nullptr, *again = nullptr;
+  ASSERT_EQ(overlap_group_split_cached(ctx, nullptr, 42, 0, 0, &first),
+            OVERLAP_SUCCESS)
+      << overlap_last_error(ctx);
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(overlap_group_split_cached(ctx, nullptr, 42, 0, 0, &again),
+            OVERLAP_SUCCESS);
+  EXPECT_EQ(again, first);
+  void *comm = overlap_cuda_nccl_comm(ctx, first);
+  EXPECT_NE(comm, nullptr);
+  EXPECT_NE(comm, overlap_cuda_nccl_comm(ctx, nullptr)); // not the world's
+  EXPECT_EQ(overlap_cuda_nccl_comm(ctx, again), comm);
+  const int64_t n = 257;
+  Buffer src(OVERLAP_F32, n);
+  src.randomize(9);
+  void *d = upload(src);
+  ASSERT_EQ(
+      overlap_all_reduce(ctx, 1, 0, again, OVERLAP_F32, OVERLAP_SUM, d, d, n),
+      OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS)
+      << overlap_last_error(ctx);
+  Buffer out(OVERLAP_F32, n);
+  download(out, d);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out.bits(size_t(i)), src.bits(size_t(i))) << i;
+  ASSERT_EQ(overlap_group_destroy(ctx, first), OVERLAP_SUCCESS);
+  overlap_group *third = nullptr;
+  ASSERT_EQ(overlap_group_split_cached(ctx, nullptr, 42, 0, 0, &third),
+            OVERLAP_SUCCESS)
+      << overlap_last_error(ctx);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(overlap_group_size(third), 1);
+  overlap_free(ctx, d);
 }
 
 void sleepMs(void *user) {

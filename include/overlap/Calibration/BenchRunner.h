@@ -23,10 +23,12 @@
 //                   C, as all-gather. Combine: as reduce-scatter up to the
 //                   exchange, which sends block j of the tile's buffer to
 //                   rank j, into the tile's rows of the result
-// on one of two legs: NCCL's collective on the world, or the copy-engine
-// stand-in (each tile's ring wire bytes copied device -> pinned host). The
-// tiles are enqueued interleaved (TileSchedule.h). checkRun runs a layout
-// once on poisoned outputs and checks what it wrote.
+// on one of three legs (StandIn.h): NCCL's collective on the world, or a
+// stand-in moving each tile's ring wire bytes: the copy-engine leg
+// (cudaMemcpyAsync device -> pinned host) or the sm-copy leg (a copy kernel
+// of a bounded number of CTAs, device -> device). The tiles are enqueued
+// interleaved (TileSchedule.h). checkRun runs a layout once on poisoned
+// outputs and checks what it wrote.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,11 +69,14 @@ struct BenchRunner {
   planner::Collective coll;
   bool nccl;
   int64_t group; ///< the collective's ranks: --ranks, or the nccl world
-  int64_t me;    ///< this rank in the group (0 on the copy-engine leg)
+  int64_t me;    ///< this rank in the group (0 on the stand-in legs)
   planner::TileLayout whole, plan;
   int64_t key; ///< signal-set keys: key (serial) and key + 1 (overlapped)
   /// All-to-all: which exchange (set after construction).
   planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
+  /// The sm-copy leg: the copy kernel's CTAs (set after construction); 0 on
+  /// the other legs.
+  int smCopyCtas = 0;
   // A is M x K; for all-gather it is this rank's shard, M/G x K.
   void *a = nullptr, *b = nullptr, *c = nullptr, *c0 = nullptr;
   // Packed tiles: reduce-scatter's GEMM outputs (M x N), all-gather's
@@ -82,9 +87,11 @@ struct BenchRunner {
   /// nccl: all-reduce M x N, reduce-scatter M/G x N; combine (both legs):
   /// M x N in packed order.
   void *result = nullptr;
-  char *mirror = nullptr; ///< copy-engine: pinned, laid out like its source
-  void *extra = nullptr;  ///< copy-engine all-reduce: surplus wire bytes
-  char *hostExtra = nullptr;
+  /// The stand-ins' far side, laid out like its source: pinned host memory
+  /// (copy-engine) or device memory (sm-copy).
+  char *mirror = nullptr;
+  void *extra = nullptr;     ///< stand-in all-reduce: surplus wire bytes
+  char *hostExtra = nullptr; ///< where they go (host or device, as mirror)
 
   bool gathers() const { return coll == planner::Collective::AllGather; }
   bool dispatches() const {
@@ -119,7 +126,11 @@ struct BenchRunner {
   /// Bytes the whole problem's collective moves (nccl-tests' size).
   size_t commBytes() const { return packedBytes(); }
 
-  /// Tile t's GEMM on the compute stream (`tag` names it in errors).
+  /// Tile t's GEMM on the compute stream. `tag` is overlap_gemm's tile
+  /// argument: the tile index for a tile of the overlapped run (the CUDA
+  /// backend then keeps the communication's SMs free), -1 for a GEMM that
+  /// runs alone (serial, "GEMM alone": every SM); it also names the call in
+  /// errors.
   void gemm(const planner::TileLayout &l, size_t t, int64_t tag);
   /// Reduce-scatter and combine: the tile's buffer starts as C's rows of the tile (the
   /// copy overlap-decompose emits when C is not a fill), one kernel for all
@@ -128,11 +139,16 @@ struct BenchRunner {
   /// Dispatch: the tile's rows of every block of A into `send`, on the
   /// comm stream before the exchange (the pack overlap-decompose emits).
   void packA(const planner::TileLayout &l, size_t t, int64_t tag);
+  bool smCopy() const { return smCopyCtas > 0; }
+  /// A stand-in's copy on the comm stream: cudaMemcpyAsync (copy-engine) or
+  /// the copy kernel (sm-copy).
+  void standInCopy(void *dst, const void *src, size_t bytes, int64_t tag);
   /// Tile t's collective (or its stand-in) on the comm stream.
   void collective(const planner::TileLayout &l, size_t t, int64_t tag);
   /// Tile t's GEMM for timing its two forms: `batched`, G matrices of
   /// rows/G rows sharing B (what the decomposition runs; the whole tile
-  /// too is cut in G), or one contiguous GEMM of `rows` rows. Reduce-scatter
+  /// too is cut in G), or one contiguous GEMM of `rows` rows, both tagged
+  /// tile t (under the SM target, as in the overlapped run). Reduce-scatter
   /// and all-gather only.
   void tileGemm(const planner::TileLayout &l, size_t t, bool batched);
 

@@ -43,9 +43,11 @@ struct SweepOptions {
   std::vector<GemmShape> shapes;
   overlap_dtype dtype = OVERLAP_F16;
   std::string dtypeName = "f16";
+  /// --leg: copy-engine, sm-copy or nccl (StandIn.h).
   std::string leg = "copy-engine";
   std::string strategy = ::overlap::planner::kDefaultStrategy;
-  /// The group: --ranks on the copy-engine leg, the world on the nccl leg.
+  /// The group: --ranks on the stand-in legs (copy-engine, sm-copy), the
+  /// world on the nccl leg.
   int64_t ranks = 8;
   /// Tiles of the overlapped variant without a profile (or when the
   /// profile's plan does not fit).
@@ -58,7 +60,12 @@ struct SweepOptions {
   /// before the experts' GEMM) or combine (its output after it).
   planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
 
+  /// The sm-copy leg's CTAs (smCopyCtas of the context's comm_sms), set
+  /// once the measuring context exists; 0 on the other legs.
+  int smCopyCtas = 0;
+
   bool nccl() const { return leg == "nccl"; }
+  bool smCopy() const { return leg == "sm-copy"; }
 };
 
 /// The tiles a shape runs: `whole` (one tile: serial, and the GEMM and the

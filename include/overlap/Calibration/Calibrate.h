@@ -9,10 +9,12 @@
 //     type; and, for the group size G being calibrated, the same GEMMs as
 //     the tiles of reduce-scatter and all-gather run them: a strided batch
 //     of G matrices of m/G rows sharing B (curves with batch G, x = m);
-//   - communication curves over sizes (64 KiB .. max) for the three
-//     collectives: the copy-engine stand-in (ringWireBytes of the size,
-//     device -> pinned host, one process) or NCCL on the world at
-//     nccl-tests' size (one process per GPU);
+//   - communication curves over sizes (64 KiB .. max) for the four
+//     collectives: a stand-in moving ringWireBytes of the size in one
+//     process (copy-engine: device -> pinned host by cudaMemcpyAsync;
+//     sm-copy: device -> device by a kernel of a bounded number of CTAs on
+//     the comm stream, StandIn.h) or NCCL on the world at nccl-tests' size
+//     (one process per GPU);
 //   - contention factors: a mid-size GEMM and communication alone and at
 //     the same time.
 // Over several ranks every rank measures every point (each repetition counts
@@ -42,6 +44,8 @@ struct CalibrateOptions {
   /// GEMM curves).
   int64_t ranks = 8;
   bool nccl = false;
+  /// The sm-copy leg: the copy kernel's CTAs; 0 on the other legs.
+  int smCopyCtas = 0;
   int64_t maxM = 8192, step = 128, maxBytes = int64_t(256) << 20;
   int warmup = 5, iters = 20;
   /// Also measure the batched GEMM curves.

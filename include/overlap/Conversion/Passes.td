@@ -16,11 +16,14 @@ def ConvertOverlapToRuntime : Pass<"convert-overlap-to-runtime", "ModuleOp"> {
     `include/overlap/Runtime/overlap_runtime.h`:
 
     - `linalg.matmul`, and `linalg.batch_matmul` with B broadcast (the
-      strided-batched form of decomposed tiles) → `overlap_gemm`;
+      strided-batched form of decomposed tiles) → `overlap_gemm` (with a
+      tile index inside an `overlap.concurrent` region, -1 outside);
     - `overlap.all_reduce` / `reduce_scatter` / `all_gather` on contiguous
       memrefs → the collective of the group the op's grid axes form
-      (groups are split once at function entry from the rank's grid
-      coordinates);
+      (taken once at function entry: the world when the axes are the whole
+      grid in order, else `overlap_group_split_cached` from the rank's grid
+      coordinates and a hash of the grid's shape and axes, which splits
+      once per context);
     - `overlap.signals` → `overlap_signals_acquire` (new epoch per call),
       `overlap.signal` / `overlap.wait` → `overlap_signal` / `overlap_wait`;
     - copies between a strided and a packed buffer → `overlap_pack` /

@@ -42,10 +42,20 @@ struct Outcome {
   run::Run run;
   /// Every output of every rank in host memory, [rank][output].
   std::vector<std::vector<run::OutputView>> outputs;
-  /// Per iteration: the wall time of the entry call (CUDA: and of the
+  /// Per timed run: the wall time of the entry call (CUDA: and of the
   /// synchronize after it) on the slowest rank, in milliseconds.
   std::vector<double> iterationMs;
 };
+
+/// How many runs `iterations` means (--iters): one run, poisoned, timed and
+/// compared; or, for more, `iterations` timed runs whose allocations are
+/// not poisoned (their times hold the entry call alone, not the filling of
+/// its buffers), then one more, poisoned and not timed, whose outputs are
+/// compared.
+int checkedRuns(int iterations);
+
+/// Whether run `run` (0-based, of checkedRuns(iterations)) is timed.
+bool isTimedRun(int run, int iterations);
 
 /// A program names liboverlap_runtime.so or liboverlap_runtime_cuda.so;
 /// loading the runtimes that sit next to the one this process links (with
@@ -67,10 +77,11 @@ public:
   virtual const char *backend() const = 0;
   /// The allocators whose imports are redirected to poisoning versions.
   virtual std::vector<ImportRedirect> poisonedImports() const = 0;
-  /// Runs `lib` `iterations` times with the inputs of `seed` (made again
-  /// for each run, since arguments may be updated in place); the outputs of
-  /// the last run stay in `outcome`. On failure returns false with the
-  /// reason in `error`.
+  /// Runs `lib` checkedRuns(iterations) times with the inputs of `seed`
+  /// (made again for each run, since arguments may be updated in place),
+  /// poisoning allocations in the last run only; the times of the timed
+  /// runs and the outputs of the last run stay in `outcome`. On failure
+  /// returns false with the reason in `error`.
   virtual bool execute(const Library &lib, uint64_t seed, int iterations,
                        Outcome &outcome, std::string &error) = 0;
   /// Frees what the program allocated for the outputs of `outcome`.

@@ -143,6 +143,13 @@ void *poisonedAlignedAlloc(size_t alignment, size_t bytes);
 overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
                                     void **ptr);
 
+/// Whether the replacements above (and the CUDA executor's) poison what they
+/// allocate: on by default. overlap-exec turns it off for the runs it only
+/// times, so that their times hold the entry call alone, not the filling
+/// of its buffers (nor, on CUDA, the wait for the streams before it).
+void setPoisoning(bool on);
+bool poisoning();
+
 //===----------------------------------------------------------------------===//
 // Inputs, descriptors and runs
 //===----------------------------------------------------------------------===//

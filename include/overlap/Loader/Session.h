@@ -12,6 +12,7 @@
 #define OVERLAP_LOADER_SESSION_H
 
 #include "overlap/Loader/Executor.h"
+#include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RunSupport.h"
 
 #include <cstdint>
@@ -31,6 +32,12 @@ struct SessionOptions {
   std::string reference;
   /// 0: the size of the program's grid.
   int ranks = 0;
+  /// Host ranks as threads of this process, or one per process of the MPI
+  /// job that started it (overlap-exec's default is Auto: processes under
+  /// mpirun). As processes, every process runs the session, rank 0 prints
+  /// the report and the errors of every rank, and all return the same
+  /// status.
+  RanksAs ranksAs = RanksAs::Threads;
   uint64_t seed = 1;
   /// Not null: the caller's inputs, [rank][argument], instead of the seeded
   /// ones, for the program and the reference (run::GivenInputs).

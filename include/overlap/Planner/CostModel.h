@@ -125,7 +125,17 @@ public:
   /// an equal share of every rank's block (so every tile, the remainder
   /// tile included, divides by the group size when M does).
   int64_t getAlignment() const;
-  double getComputeContention() const { return profile->computeContention; }
+  /// Whether the collective takes SMs from the GEMM beside it: not for an
+  /// all-gather on a device whose all-gathers run on the copy engines
+  /// (DeviceInfo::zeroSmAllGather).
+  bool commTakesSms() const {
+    return !(problem.collective == Collective::AllGather &&
+             profile->device.zeroSmAllGather);
+  }
+  /// The GEMM's slowdown while the collective runs: 1 when it takes no SMs.
+  double getComputeContention() const {
+    return commTakesSms() ? profile->computeContention : 1.0;
+  }
   double getCommContention() const { return profile->commContention; }
 
   /// The unsplit GEMM: one call of M rows (one of M / experts rows per

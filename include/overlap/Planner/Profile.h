@@ -107,6 +107,11 @@ struct DeviceInfo {
   std::optional<int64_t> smCount;
   /// SMs the collective occupies while it runs beside the GEMM.
   int64_t commSms = 0;
+  /// All-gathers run on the copy engines (NCCL's zero-CTA policy on
+  /// symmetric windows): they take no SMs, so an all-gather tile neither
+  /// slows the GEMM beside it (no compute contention) nor leaves it fewer
+  /// SMs per wave. Reduce-scatter and all-reduce are unaffected.
+  bool zeroSmAllGather = false;
   /// GEMM output tile shape (rows, cols), for counting waves.
   std::optional<std::pair<int64_t, int64_t>> gemmTile;
   /// Peak dense FLOP/s per dtype (absent when unknown).

@@ -64,6 +64,33 @@ struct Launch {
 /// rank out of range is an error naming the variable.
 bool detectLaunch(const Env &env, Launch &launch, std::string &error);
 
+/// How the ranks of a launched job agree on NCCL's unique id.
+struct IdExchange {
+  enum class Kind {
+    /// NCCL's own TCP bootstrap: NCCL_COMM_ID=host:port on every rank; each
+    /// rank makes the same id with ncclGetUniqueId and rank 0's
+    /// ncclCommInitRank serves the bootstrap at that address. Nothing
+    /// shared between the nodes but the network.
+    CommId,
+    /// The rendezvous file below (a directory every rank sees).
+    File,
+  };
+  Kind kind = Kind::File;
+  /// CommId: "host:port", "[v6]:port".
+  std::string commId;
+  /// Where commId came from, for messages: "OVERLAP_COMM_ID",
+  /// "NCCL_COMM_ID", "MASTER_ADDR and MASTER_PORT + 1".
+  std::string source;
+};
+
+/// Chooses the id exchange of a job of more than one rank, in this order:
+/// $OVERLAP_COMM_ID (host:port), then $NCCL_COMM_ID, then $MASTER_ADDR and
+/// $MASTER_PORT as torchrun sets them (the port after MASTER_PORT: torchrun's
+/// agent serves its own store on MASTER_PORT itself), else the rendezvous
+/// file. A malformed address or port is an error naming the variable.
+bool chooseIdExchange(const Env &env, IdExchange &exchange,
+                      std::string &error);
+
 /// Where and for how long the ranks of one job meet.
 struct RendezvousConfig {
   /// $OVERLAP_BOOTSTRAP_DIR, else "/tmp".

@@ -236,12 +236,37 @@ OVERLAP_RUNTIME_EXPORT overlap_status
 overlap_group_split(overlap_context *ctx, overlap_group *parent, int color,
                     int key, overlap_group **group);
 
+/* overlap_group_split made once per context: the first call with a given
+   (parent, tag, color, key) splits `parent` (NULL: the world), collectively,
+   as overlap_group_split does; every later call with the same four returns
+   the same group (NULL for OVERLAP_UNDEFINED_COLOR) at once, without any
+   communication. What compiled programs call at each entry, so that a
+   communicator is made once per context, not once per call.
+
+   `tag` names the partition of the parent that color and key describe:
+   (color, key) alone do not say who else is in the group (rank 0 of a
+   4-rank world has color 0, key 0 both in the group of a 4-rank grid's
+   axis 0 and in that of a 2x2 grid's axis 1), so equal tags must mean equal
+   memberships. The compiler passes a hash of the grid's shape and the
+   group's axes. Because a first call is collective and a later one is not,
+   every rank of the parent must make the same sequence of calls (the same
+   tags, in the same order).
+
+   The group belongs to the context and lives until the context is
+   destroyed; overlap_group_destroy frees it early, and the next call with
+   the same (parent, tag, color, key) then splits again. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_group_split_cached(
+    overlap_context *ctx, overlap_group *parent, uint64_t tag, int color,
+    int key, overlap_group **group);
+
 /* This rank's index in `group`, and the group's size. */
 OVERLAP_RUNTIME_EXPORT int overlap_group_rank(overlap_group *group);
 OVERLAP_RUNTIME_EXPORT int overlap_group_size(overlap_group *group);
 
-/* Frees a group made by overlap_group_split after the work that uses it has
-   run. The world group cannot be destroyed. */
+/* Frees a group made by overlap_group_split or overlap_group_split_cached
+   after the work that uses it has run. The cached splits that returned it,
+   or were made with it as the parent, are forgotten. The world group cannot
+   be destroyed. */
 OVERLAP_RUNTIME_EXPORT overlap_status
 overlap_group_destroy(overlap_context *ctx, overlap_group *group);
 

@@ -51,7 +51,7 @@ enum {
 #define OVERLAP_CUDA_DEFAULT_COMM_SMS 16
 
 /* The on/off knobs of overlap_cuda_options (comm_priority, device_flags,
-   gemm_cache, stream_ordered_alloc). */
+   gemm_cache, stream_ordered_alloc, nccl_cta_cap). */
 enum {
   /* The knob's environment variable, else its default (docs/cuda.md). */
   OVERLAP_CUDA_KNOB_DEFAULT = 0,
@@ -109,8 +109,9 @@ typedef struct overlap_cuda_options {
      $OVERLAP_GEMM_CACHE ("on" or "off"), else ON. */
   int32_t gemm_cache;
   /* 1: the heuristic's first algorithm. k > 1: the first time a shape is
-     seen, the heuristic's top k are timed (into a scratch output; a host
-     wait, once per shape) and the fastest is kept;
+     seen, the heuristic's top k are timed (on a private stream, with
+     private operands of the shape; the host waits for those runs alone,
+     once per shape, and no other stream waits) and the fastest is kept;
      overlap_cuda_gemm_report says which. 0: $OVERLAP_GEMM_AUTOTUNE, else
      1. At most 16. */
   int32_t gemm_autotune;
@@ -119,6 +120,14 @@ typedef struct overlap_cuda_options {
      by events): no device-wide synchronization. OFF: cudaMalloc/cudaFree.
      Default: $OVERLAP_CUDA_ALLOC ("pool" or "sync"), else ON. */
   int32_t stream_ordered_alloc;
+  /* ON: with comm_sms > 0, the communicators the context creates get
+     NCCL's CTA limits from the budget (minCTAs = 1, maxCTAs = comm_sms, a
+     CGA cluster dividing it), so that every channel of a collective is
+     resident beside a GEMM that leaves comm_sms SMs free. OFF: NCCL
+     chooses its CTAs (its full channel count, which multi-GPU bandwidth
+     may need) while the tile GEMMs keep their SM target. Default:
+     $OVERLAP_NCCL_CTA_CAP ("on" or "off"), else ON. */
+  int32_t nccl_cta_cap;
 } overlap_cuda_options;
 
 /* Fills `opts` with the defaults. */

@@ -30,6 +30,7 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
                 o.ranks,   o.rank,      plan.whole,
                 plan.plan, keyBase += 2};
   r.side = o.side;
+  r.smCopyCtas = o.smCopy() ? o.smCopyCtas : 0;
   ShapeResult row;
   row.coll = coll;
   row.s = s;

@@ -7,10 +7,12 @@
 #include "overlap/Calibration/BenchRunner.h"
 
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/StandIn.h"
 #include "overlap/Calibration/TileSchedule.h"
 #include "overlap/Planner/Ring.h"
 
 #include "CudaCheck.h"
+#include "SmCopy.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -117,6 +119,9 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
 }
 
 void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
+  // Tagged with its tile index: a tile GEMM runs under the SM target, as
+  // in the overlapped run (the serial and "GEMM alone" runs pass -1 and
+  // get every SM).
   const TileSpan &sp = l[t];
   const bool rs = packsOutput();
   // Reduce-scatter, combine: A in place, the output into the packed
@@ -125,7 +130,7 @@ void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
   void *aBase = rs ? a : packed, *cBase = rs ? packed : c;
   if (!batched) {
     check(ctx,
-          overlap_gemm(ctx, compute, -1, 1, sp.rows, s.n, s.k, dtype,
+          overlap_gemm(ctx, compute, int64_t(t), 1, sp.rows, s.n, s.k, dtype,
                        at(aBase, sp.offset, s.k), s.k, 0, b, s.n, 0, dtype,
                        at(cBase, sp.offset, s.n), s.n, 0),
           "overlap_gemm (contiguous tile)");
@@ -138,8 +143,8 @@ void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
   const int64_t strideA = rs ? l.blockSize() * s.k : rows * s.k;
   const int64_t strideC = rs ? rows * s.n : l.blockSize() * s.n;
   check(ctx,
-        overlap_gemm(ctx, compute, -1, g, rows, s.n, s.k, dtype, aTile, s.k,
-                     strideA, b, s.n, 0, dtype, cTile, s.n, strideC),
+        overlap_gemm(ctx, compute, int64_t(t), g, rows, s.n, s.k, dtype, aTile,
+                     s.k, strideA, b, s.n, 0, dtype, cTile, s.n, strideC),
         "overlap_gemm (batched tile)");
 }
 
@@ -161,16 +166,26 @@ void BenchRunner::packA(const TileLayout &l, size_t t, int64_t tag) {
         "overlap_pack (dispatch)");
 }
 
+void BenchRunner::standInCopy(void *dst, const void *src, size_t bytes,
+                              int64_t tag) {
+  if (!bytes)
+    return;
+  if (smCopy())
+    calibration::smCopy(ctx, comm, dst, src, bytes, smCopyCtas);
+  else
+    check(ctx, overlap_memcpy(ctx, comm, tag, dst, src, bytes),
+          "overlap_memcpy");
+}
+
 void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
   const TileSpan &sp = l[t];
   const size_t tileBytes = size_t(sp.rows * commWidth()) * elt;
   const size_t slice = tileBytes / size_t(l.slots());
-  const size_t wire =
-      size_t(planner::ringWireBytes(coll, group, int64_t(tileBytes)));
+  // What both stand-ins move (copy-engine and sm-copy alike).
+  const StandInBytes moved = standInBytes(coll, group, tileBytes);
+  const size_t wire = moved.wire;
   auto copy = [&](void *dst, const void *src, size_t bytes) {
-    if (bytes)
-      check(ctx, overlap_memcpy(ctx, comm, tag, dst, src, bytes),
-            "overlap_memcpy");
+    standInCopy(dst, src, bytes, tag);
   };
   switch (coll) {
   case Collective::AllReduce: {
@@ -183,8 +198,8 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
       return;
     }
     // The tile itself, then the rest of the ring's bytes from scratch.
-    copy(mirror + packedOffset(l, t, 0), rows, tileBytes);
-    copy(hostExtra, extra, wire > tileBytes ? wire - tileBytes : 0);
+    copy(mirror + packedOffset(l, t, 0), rows, moved.fromTile);
+    copy(hostExtra, extra, wire - moved.fromTile);
     return;
   }
   case Collective::ReduceScatter: {
@@ -215,7 +230,7 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
     // This rank (rank 0, the only process) writes its own slot, as an
     // out-of-place all-gather does; the other slots' bytes go to the
     // host, as many as a ring moves.
-    copy(dst, local, slice);
+    copy(dst, local, moved.local);
     copy(mirror + packedOffset(l, t, 1), dst + slice, wire);
     return;
   }
@@ -238,7 +253,7 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
     }
     // This rank's own block stays (device -> device); the G - 1 others
     // leave it: their bytes go to the host.
-    copy(dst + size_t(me) * slice, src + size_t(me) * slice, slice);
+    copy(dst + size_t(me) * slice, src + size_t(me) * slice, moved.local);
     copy(mirror + packedOffset(l, t, 1), src + slice, wire);
     return;
   }
@@ -316,14 +331,22 @@ void BenchRunner::allocate() {
     check(ctx, overlap_alloc(ctx, resultBytes(), &result), "alloc result");
   if (nccl)
     return;
-  checkCuda(cudaMallocHost(reinterpret_cast<void **>(&mirror), packedBytes()),
-            "cudaMallocHost");
+  // The far side: pinned host memory for the copy engines, device memory
+  // for the sm-copy kernel (an NVLink peer's memory is device memory).
+  auto far = [&](size_t bytes, char *&p) {
+    void *made = nullptr;
+    if (smCopy())
+      check(ctx, overlap_alloc(ctx, bytes, &made), "alloc (sm-copy mirror)");
+    else
+      checkCuda(cudaMallocHost(&made, bytes), "cudaMallocHost");
+    p = static_cast<char *>(made);
+  };
+  far(packedBytes(), mirror);
   if (coll == Collective::AllReduce) {
     size_t surplus =
         size_t(planner::ringWireBytes(coll, group, int64_t(packedBytes())));
     surplus = surplus > packedBytes() ? surplus - packedBytes() + 64 : 64;
-    checkCuda(cudaMallocHost(reinterpret_cast<void **>(&hostExtra), surplus),
-              "cudaMallocHost");
+    far(surplus, hostExtra);
     check(ctx, overlap_alloc(ctx, surplus, &extra), "alloc");
   }
 }
@@ -331,8 +354,13 @@ void BenchRunner::allocate() {
 void BenchRunner::release() {
   for (void *p : {a, b, c, c0, packed, send, result, extra})
     overlap_free(ctx, p);
-  cudaFreeHost(mirror);
-  cudaFreeHost(hostExtra);
+  if (smCopy()) {
+    overlap_free(ctx, mirror);
+    overlap_free(ctx, hostExtra);
+  } else {
+    cudaFreeHost(mirror);
+    cudaFreeHost(hostExtra);
+  }
   a = b = c = c0 = packed = send = result = extra = nullptr;
   mirror = hostExtra = nullptr;
 }

@@ -11,6 +11,7 @@
 #include "overlap/Planner/Ring.h"
 
 #include "CudaCheck.h"
+#include "SmCopy.h"
 
 #include <algorithm>
 #include <tuple>
@@ -52,6 +53,9 @@ private:
   int64_t communicate(Collective coll, int64_t size);
   /// The bytes `coll` of size `size` moves on this leg.
   int64_t movedBytes(Collective coll, int64_t size) const;
+  /// A stand-in's copy of `bytes` from `src` to its far side, on the comm
+  /// stream.
+  void standInCopy(size_t bytes);
 
   overlap_context *ctx;
   const CalibrateOptions &o;
@@ -80,8 +84,9 @@ void Calibrator::allocate() {
         "upload");
   check(ctx, overlap_context_synchronize(ctx), "synchronize");
 
-  // The copy-engine leg copies up to the ring's bytes of the largest size
-  // (at most twice it); the nccl leg moves the largest size in and out.
+  // The stand-in legs copy up to the ring's bytes of the largest size (at
+  // most twice it): to pinned host memory (copy-engine) or device memory
+  // (sm-copy); the nccl leg moves the largest size in and out.
   const size_t maxWire = size_t(2 * o.maxBytes) + 64;
   if (o.nccl) {
     check(ctx, overlap_alloc(ctx, size_t(o.maxBytes), &src), "alloc");
@@ -93,10 +98,21 @@ void Calibrator::allocate() {
     check(ctx, overlap_memcpy(ctx, comm, -1, src, host.data(), host.size()),
           "upload");
     check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  } else if (o.smCopyCtas > 0) {
+    check(ctx, overlap_alloc(ctx, maxWire, &src), "alloc");
+    check(ctx, overlap_alloc(ctx, maxWire, &dst), "alloc");
   } else {
     check(ctx, overlap_alloc(ctx, maxWire, &src), "alloc");
     checkCuda(cudaMallocHost(&pinned, maxWire), "cudaMallocHost");
   }
+}
+
+void Calibrator::standInCopy(size_t bytes) {
+  if (o.smCopyCtas > 0)
+    smCopy(ctx, comm, dst, src, bytes, o.smCopyCtas);
+  else
+    check(ctx, overlap_memcpy(ctx, comm, -1, pinned, src, bytes),
+          "overlap_memcpy");
 }
 
 void Calibrator::gemm(int64_t batch, int64_t m, int64_t n, int64_t k) {
@@ -143,8 +159,7 @@ int64_t Calibrator::movedBytes(Collective coll, int64_t size) const {
 int64_t Calibrator::communicate(Collective coll, int64_t size) {
   if (!o.nccl) {
     const int64_t wire = planner::ringWireBytes(coll, o.ranks, size);
-    check(ctx, overlap_memcpy(ctx, comm, -1, pinned, src, size_t(wire)),
-          "overlap_memcpy");
+    standInCopy(size_t(wire));
     return wire;
   }
   const int64_t moved = movedBytes(coll, size);
@@ -191,8 +206,12 @@ Calibrator::commCurves(const CalibrateProgress &progress) {
                      std::to_string(o.ranks) +
                      " ranks (one process per GPU), nccl-tests size; median "
                      "over runs of the slowest rank's time"
-               : "copy-engine stand-in: ringFactor x size bytes device -> "
-                 "pinned host";
+        : o.smCopyCtas > 0
+            ? "sm-copy stand-in: ringFactor x size bytes device -> device "
+              "by a copy kernel of " +
+                  std::to_string(o.smCopyCtas) + " CTAs on the comm stream"
+            : "copy-engine stand-in: ringFactor x size bytes device -> "
+              "pinned host";
     for (int64_t size : commCurveSizes(o.maxBytes)) {
       const int64_t moved = movedBytes(coll, size);
       if (moved <= 0 ||
@@ -221,9 +240,7 @@ std::pair<double, double> Calibrator::contention() {
     if (o.nccl)
       communicate(Collective::AllReduce, o.maxBytes / 4);
     else
-      check(ctx,
-            overlap_memcpy(ctx, comm, -1, pinned, src, size_t(o.maxBytes / 4)),
-            "overlap_memcpy");
+      standInCopy(size_t(o.maxBytes / 4));
   };
   double gemmAlone = timeUs(ctx, compute, compute, o.warmup, o.iters, midGemm);
   double commAlone = timeUs(ctx, comm, comm, o.warmup, o.iters, midComm);
@@ -260,8 +277,13 @@ CalibrationResult calibration::calibrate(overlap_context *ctx,
                    std::to_string(o.ranks) +
                    " ranks, one process per GPU; each run the slowest rank's "
                    "time)"
-             : "measured (overlap-calibrate, leg copy-engine: a "
-               "device->pinned-host stand-in for the network)";
+      : o.smCopyCtas > 0
+          ? "measured (overlap-calibrate, leg sm-copy: a device->device copy "
+            "kernel of " +
+                std::to_string(o.smCopyCtas) +
+                " CTAs on the comm stream, a stand-in for the network)"
+          : "measured (overlap-calibrate, leg copy-engine: a "
+            "device->pinned-host stand-in for the network)";
   r.provenance += "; runtime: " + runtimeDescription(ctx);
   r.gemms = cal.gemmCurves(progress);
   r.comms = cal.commCurves(progress);

@@ -147,7 +147,12 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
           overlap_memcpy(ctx, compute, -1, r.result, poison.data(),
                          r.resultBytes()),
           "poison");
-  if (r.mirror)
+  if (r.mirror && r.smCopy())
+    check(
+        ctx,
+        overlap_memcpy(ctx, compute, -1, r.mirror, poison.data(), packedBytes),
+        "poison");
+  else if (r.mirror)
     std::fill(r.mirror, r.mirror + packedBytes, char(0xff));
   if (rs)
     check(
@@ -155,7 +160,7 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
         overlap_memcpy(ctx, compute, -1, r.packed, poison.data(), packedBytes),
         "poison");
   // All-gather and dispatch: the slots the collective writes start
-  // poisoned: every slot on the nccl leg; on the copy-engine leg this
+  // poisoned: every slot on the nccl leg; on the stand-in legs this
   // rank's own, the others holding the other ranks' rows (what they would
   // send) as inputs.
   std::vector<char> gathered;
@@ -194,7 +199,19 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
                          r.resultBytes()),
           "download");
   }
+  // What the sm-copy kernel wrote is device memory.
+  std::vector<char> mirrorGot;
+  if (r.mirror && r.smCopy()) {
+    mirrorGot.resize(packedBytes);
+    check(ctx,
+          overlap_memcpy(ctx, compute, -1, mirrorGot.data(), r.mirror,
+                         packedBytes),
+          "download");
+  }
   check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  const char *mirror = r.smCopy() ? mirrorGot.data() : r.mirror;
+  const std::string copied =
+      r.smCopy() ? "copied by the sm-copy kernel" : "copied to the host";
 
   // The GEMM's output in packed order: a reduce-scatter's tile buffers, or
   // C (all-reduce, all-gather, a whole reduce-scatter tile: row order).
@@ -221,24 +238,24 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
       break;
     }
     if (!rs) {
-      if (!sameBytes(got, r.mirror, 0, cBytes))
-        return "the bytes copied to the host differ from C";
+      if (!sameBytes(got, mirror, 0, cBytes))
+        return "the bytes " + copied + " differ from C";
       break;
     }
     for (size_t t = 0; t < l.size(); ++t)
-      if (!sameBytes(out, r.mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
-        return "tile " + std::to_string(t) +
-               ": the bytes copied to the host differ from its buffer";
+      if (!sameBytes(out, mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
+        return "tile " + std::to_string(t) + ": the bytes " + copied +
+               " differ from its buffer";
     break;
   case Collective::AllGather:
     if (packedGot != gathered)
       return "the gathered A differs from every rank's rows";
     if (!r.nccl)
       for (size_t t = 0; t < l.size(); ++t)
-        if (!sameBytes(gathered, r.mirror, r.packedOffset(l, t, 1),
+        if (!sameBytes(gathered, mirror, r.packedOffset(l, t, 1),
                        wireOf(t, s.k)))
-          return "tile " + std::to_string(t) +
-                 ": the bytes copied to the host differ from its buffer";
+          return "tile " + std::to_string(t) + ": the bytes " + copied +
+                 " differ from its buffer";
     break;
   case Collective::AllToAll:
     if (r.dispatches()) {
@@ -250,10 +267,9 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
         std::vector<char> sent(packedBytes);
         planner::arrangeRows(l, in.a.data(), size_t(s.k) * elt, sent.data());
         for (size_t t = 0; t < l.size(); ++t)
-          if (!sameBytes(sent, r.mirror, r.packedOffset(l, t, 1),
-                         wireOf(t, s.k)))
-            return "tile " + std::to_string(t) +
-                   ": the bytes copied to the host differ from A's rows";
+          if (!sameBytes(sent, mirror, r.packedOffset(l, t, 1), wireOf(t, s.k)))
+            return "tile " + std::to_string(t) + ": the bytes " + copied +
+                   " differ from A's rows";
       }
       break;
     }
@@ -274,9 +290,9 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
         return "tile " + std::to_string(t) +
                ": this rank's own block of the exchange differs from its "
                "GEMM's output";
-      if (!sameBytes(out, r.mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
-        return "tile " + std::to_string(t) +
-               ": the bytes copied to the host differ from its buffer";
+      if (!sameBytes(out, mirror, r.packedOffset(l, t, 1), wireOf(t, s.n)))
+        return "tile " + std::to_string(t) + ": the bytes " + copied +
+               " differ from its buffer";
     }
     break;
   }

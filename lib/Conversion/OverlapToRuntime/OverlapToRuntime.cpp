@@ -244,6 +244,8 @@ public:
     assertSuccess(loc, status,
                   "overlap_cuda_make_current: cannot make the context's "
                   "device current");
+    // Process groups come after: NCCL's splits run on the context's device.
+    groups.startAfter(&*std::prev(rt.builder().getInsertionPoint()));
   }
 
   /// Stops the program (cf.assert) with `message` unless `status` is
@@ -506,8 +508,13 @@ private:
           sb = batchedB ? bb.strides[0] : zero;
     Value ldc = cb.strides[batched ? 1 : 0],
           sc = batched ? cb.strides[0] : zero;
+    // The tile argument says whether communication may be in flight: a
+    // GEMM of a concurrent region gets its tile index (the CUDA backend
+    // then leaves the communication's SMs free), one outside gets -1 and
+    // every SM.
+    int64_t tile = op->getParentOfType<ConcurrentOp>() ? rt.nextTile() : -1;
     rt.status(loc, "overlap_gemm",
-              {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
+              {rt.ctx, rt.i32(loc, stream), rt.i64(loc, tile),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
                rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
                ldb, sb, rt.i32(loc, *cDType), cb.ptr, ldc, sc});

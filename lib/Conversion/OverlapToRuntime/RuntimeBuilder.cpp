@@ -55,6 +55,34 @@ SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
   return coords;
 }
 
+uint64_t groupTag(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes) {
+  uint64_t hash = 14695981039346656037ull; // FNV-1a offset basis
+  auto word = [&](int64_t value) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (static_cast<uint64_t>(value) >> (8 * byte)) & 0xff;
+      hash *= 1099511628211ull; // FNV prime
+    }
+  };
+  word(static_cast<int64_t>(shape.size()));
+  for (int64_t extent : shape)
+    word(extent);
+  word(static_cast<int64_t>(axes.size()));
+  for (int16_t axis : axes)
+    word(axis);
+  return hash;
+}
+
+bool isWorldInOrder(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes) {
+  SmallVector<int64_t> gridAxes, groupAxes;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    if (shape[d] != 1)
+      gridAxes.push_back(d);
+  for (int16_t a : axes)
+    if (shape[a] != 1)
+      groupAxes.push_back(a);
+  return gridAxes == groupAxes;
+}
+
 } // namespace runtime_lowering
 } // namespace overlap
 } // namespace mlir

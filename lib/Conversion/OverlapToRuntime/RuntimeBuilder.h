@@ -153,7 +153,22 @@ private:
 SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
                               ArrayRef<int64_t> shape);
 
-/// The process group of (grid, axes), split once at function entry.
+/// The tag of overlap_group_split_cached for the group over `axes` of a
+/// grid of `shape`: FNV-1a (64 bits) of the shape and the axes, each list
+/// as its length and then its values, as little-endian 64-bit words. Equal
+/// tags mean equal memberships (the grid's name plays no part), so programs
+/// that share a context share the groups of equal grids.
+uint64_t groupTag(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes);
+
+/// True when the group over `axes` is the world in world rank order: the
+/// axes of extent > 1 are all in the group, in increasing order (e.g. all
+/// axes 0, 1, ..., n-1 of the grid). Row-major ranks make the key then the
+/// world rank and the color 0 on every rank.
+bool isWorldInOrder(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes);
+
+/// The process group of (grid, axes), taken once at function entry: the
+/// world (overlap_context_world) when it is one, else a split made once per
+/// context (overlap_group_split_cached).
 class Groups {
 public:
   FailureOr<Value> get(RuntimeBuilder &rt, Operation *op,
@@ -176,12 +191,18 @@ public:
 
     OpBuilder &b = rt.builder();
     OpBuilder::InsertionGuard guard(b);
-    // Groups are split at function entry, in the order first needed.
+    // Groups are taken at function entry, in the order first needed.
     if (lastEntryOp)
       b.setInsertionPointAfter(lastEntryOp);
     else
       b.setInsertionPointToStart(&rt.func.getBody().front());
     Location loc = op->getLoc();
+    if (isWorldInOrder(shape, axes.asArrayRef())) {
+      Value world = rt.call(loc, "overlap_context_world", rt.ptr(), rt.ctx);
+      lastEntryOp = world.getDefiningOp();
+      cache[key] = world;
+      return world;
+    }
     Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
     SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
     llvm::SmallDenseSet<int64_t> inGroup;
@@ -205,11 +226,21 @@ public:
     Value one = rt.i64(loc, 1);
     Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
     Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
-    rt.status(loc, "overlap_group_split", {rt.ctx, null, color, keyV, slot});
+    Value tag =
+        rt.i64(loc, static_cast<int64_t>(groupTag(shape, axes.asArrayRef())));
+    rt.status(loc, "overlap_group_split_cached",
+              {rt.ctx, null, tag, color, keyV, slot});
     auto group = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     lastEntryOp = group;
     cache[key] = group.getResult();
     return group.getResult();
+  }
+
+  /// Groups go after `op` (target=cuda: after the device is made current,
+  /// so that NCCL's splits run on the context's device).
+  void startAfter(Operation *op) {
+    if (!lastEntryOp)
+      lastEntryOp = op;
   }
 
 private:

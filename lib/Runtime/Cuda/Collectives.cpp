@@ -5,10 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // One NCCL communicator per group: the world is the caller's (or the
-// bootstrap's), sub-groups come from ncclCommSplit. Collectives run on the
-// stream the call names. NCCL, unlike the host backend, neither detects
-// mismatched calls across ranks nor reduces in rank order; docs/cuda.md says
-// what that means for results.
+// bootstrap's), sub-groups come from ncclCommSplit (splitShare: they share
+// the parent's resources; overlap_group_split_cached in Api.cpp makes each
+// one once per context). Collectives run on the stream the call names.
+// NCCL, unlike the host backend, neither detects mismatched calls across
+// ranks nor reduces in rank order; docs/cuda.md says what that means for
+// results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +51,7 @@ overlap_status CudaContext::split(overlap_group *parent, int color, int key,
                                   overlap_group **group) {
   Site site = Site::thread("overlap_group_split");
   ncclComm_t made = nullptr;
-  // The sub-group's CTAs stay within the communication's SM budget.
-  ncclConfig_t config = ncclConfigFor(options.commSms);
+  ncclConfig_t config = ncclSplitConfigFor(options);
   if (overlap_status s = check(site, "ncclCommSplit",
                                ncclCommSplit(commOf(parent),
                                              color == OVERLAP_UNDEFINED_COLOR

@@ -58,6 +58,8 @@ struct Options {
   /// Heuristic results timed per new GEMM shape; 1: take the first.
   int gemmAutotune = 1;
   bool streamOrderedAlloc = true;
+  /// NCCL's CTA limits follow commSms (nccl_cta_cap).
+  bool ncclCtaCap = true;
 };
 
 /// Resolves `opts` (may be null) and the environment; on a malformed value
@@ -70,11 +72,27 @@ bool resolveOptions(const overlap_cuda_options *opts, Options &out,
 /// reserved or the SM count is unknown.
 int gemmSmTarget(int smCount, int commSms);
 
+/// The SM target of one overlap_gemm: `tileTarget` (gemmSmTarget) for a
+/// tile of a decomposed op (`tile` >= 0: it may run while communication is
+/// in flight), 0 (every SM) for a GEMM that runs alone (`tile` -1: a serial
+/// GEMM, a baseline, a GEMM outside an overlapped region).
+int gemmSmTargetFor(int64_t tile, int tileTarget);
+
 /// The NCCL configuration of the communicators a context creates: CTAs
 /// limited to the communication budget (minCTAs 1, maxCTAs = commSms, a
 /// CGA cluster that divides it, at most 4), NCCL's defaults when commSms
 /// is 0. Blocking, so that creation and splits return when done.
 ncclConfig_t ncclConfigFor(int commSms);
+
+/// The configuration of a sub-group's ncclCommSplit: ncclConfigFor, and
+/// splitShare = 1, so that the child shares the parent's internal
+/// resources instead of allocating its own for each grid axis.
+ncclConfig_t ncclSplitConfigFor(int commSms);
+
+/// The two above for a context's options: NCCL's defaults when the CTA cap
+/// is off (ncclCtaCap false), the budget's limits otherwise.
+ncclConfig_t ncclConfigFor(const Options &options);
+ncclConfig_t ncclSplitConfigFor(const Options &options);
 
 /// The settings as one line (overlap_cuda_describe).
 std::string describeOptions(const Options &options, int smCount,
@@ -105,18 +123,19 @@ struct PendingWait {
 };
 
 /// Key of the cuBLASLt plan cache: types, batch, shape, leading
-/// dimensions, batch strides and the pointers' alignments (which restrict
-/// the algorithms cuBLASLt may pick).
+/// dimensions, batch strides, the pointers' alignments (which restrict
+/// the algorithms cuBLASLt may pick) and the SM target (an attribute of the
+/// matmul descriptor; 0: every SM).
 using GemmKey =
     std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, int64_t, int64_t, unsigned>;
+               int64_t, int64_t, int64_t, int64_t, unsigned, int>;
 
 /// The largest power of two up to 16 that divides the address.
 unsigned pointerAlignment(const void *p);
 
 /// The cache key of a GEMM run as `batch` strided matrices (1 when the
-/// batch loops over calls).
-GemmKey gemmKey(const runtime::GemmArgs &args, int64_t batch);
+/// batch loops over calls) with SM target `smTarget` (gemmSmTargetFor).
+GemmKey gemmKey(const runtime::GemmArgs &args, int64_t batch, int smTarget);
 
 /// cuBLASLt descriptors of one GEMM shape, destroyed with the object.
 struct GemmDescriptors {
@@ -234,10 +253,11 @@ private:
   /// Polls the streams in `which` until idle, an error, or the deadline.
   overlap_status drain(const std::vector<int> &which, const char *call);
   void *workspace(int stream, size_t &bytes);
-  /// Makes the matmul descriptor and the three layouts of `args`.
+  /// Makes the matmul descriptor (with `smTarget`, 0: none) and the three
+  /// layouts of `args`.
   overlap_status makeDescriptors(const runtime::Site &site,
                                  const runtime::GemmArgs &args, int32_t batch,
-                                 GemmDescriptors &d);
+                                 int smTarget, GemmDescriptors &d);
   /// Chooses the algorithm of a new shape (the heuristic's first, or the
   /// fastest of its top k timed once).
   overlap_status chooseAlgorithm(const runtime::Site &site,
@@ -259,6 +279,12 @@ private:
   /// Every stream in `to` waits for the work enqueued so far on `from`.
   overlap_status order(const std::vector<int> &from, const std::vector<int> &to,
                        const char *call);
+  /// Zeroes `bytes` of device memory before any later work of the context
+  /// can touch them: cudaMemsetAsync on the control stream, then every
+  /// stream of the context waits for it. (`what` names the memory in
+  /// errors.)
+  overlap_status zeroForStreams(const runtime::Site &site, void *ptr,
+                                size_t bytes, const char *what);
 
   CudaGroup world_;
   std::vector<cudaStream_t> streams_;
@@ -267,9 +293,11 @@ private:
   std::vector<void *> workspaces_; // per stream, made on first GEMM
   std::map<GemmKey, GemmPlan> gemms_;
   int smCount_ = 0;
-  int gemmSms_ = 0; // CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET; 0: unset
+  /// CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET of tile GEMMs; 0: unset.
+  int gemmSms_ = 0;
   int commPriority_ = 0, computePriority_ = 0;
   cudaStream_t control_ = nullptr; // host reads/writes of device flags
+  cudaEvent_t zeroed_ = nullptr;   // zeroForStreams: the memset is done
   std::vector<cudaEvent_t> joinEvents_; // one per stream
   std::vector<int> everyStream_;        // 0 .. numStreams - 1
   cudaMemPool_t pool_ = nullptr;        // stream-ordered allocations

@@ -191,6 +191,10 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
           check(site, "cudaStreamCreateWithFlags (control)",
                 cudaStreamCreateWithFlags(&control_, cudaStreamNonBlocking)))
     return failed(s);
+  if (overlap_status s =
+          check(site, "cudaEventCreateWithFlags",
+                cudaEventCreateWithFlags(&zeroed_, cudaEventDisableTiming)))
+    return failed(s);
   for (int i = 0; i < numStreams; ++i) {
     everyStream_.push_back(i);
     cudaEvent_t event = nullptr;
@@ -239,8 +243,8 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
           check(site, "cudaMalloc", cudaMalloc(&scratch, sizeof(int))))
     return failed(s);
   barrierScratch_ = static_cast<int *>(scratch);
-  if (overlap_status s = check(site, "cudaMemset",
-                               cudaMemset(barrierScratch_, 0, sizeof(int))))
+  if (overlap_status s =
+          zeroForStreams(site, barrierScratch_, sizeof(int), "barrier scratch"))
     return failed(s);
   ready_ = true;
   return OVERLAP_SUCCESS;
@@ -314,6 +318,9 @@ overlap_status CudaContext::shutdown() {
   for (cudaEvent_t event : joinEvents_)
     (void)cudaEventDestroy(event);
   joinEvents_.clear();
+  if (zeroed_)
+    (void)cudaEventDestroy(zeroed_);
+  zeroed_ = nullptr;
   if (pool_)
     (void)cudaMemPoolDestroy(pool_);
   pool_ = nullptr;
@@ -506,6 +513,27 @@ overlap_status CudaContext::order(const std::vector<int> &from,
                       cudaStreamWaitEvent(streams_[t], joinEvents_[f], 0)))
           return s;
   return status();
+}
+
+overlap_status CudaContext::zeroForStreams(const Site &site, void *ptr,
+                                           size_t bytes, const char *what) {
+  // A synchronous cudaMemset runs on the legacy stream, which the
+  // context's non-blocking streams do not wait for: a signal could land
+  // before the zeroing and be wiped by it. The control stream waits for
+  // none of the others, so work stuck on them cannot hold the zeroing (or
+  // the host's flag reads behind it) back.
+  const std::string memset = std::string("cudaMemsetAsync (") + what + ")";
+  if (overlap_status s =
+          check(site, memset.c_str(), cudaMemsetAsync(ptr, 0, bytes, control_)))
+    return s;
+  if (overlap_status s =
+          check(site, "cudaEventRecord", cudaEventRecord(zeroed_, control_)))
+    return s;
+  for (cudaStream_t stream : streams_)
+    if (overlap_status s = check(site, "cudaStreamWaitEvent",
+                                 cudaStreamWaitEvent(stream, zeroed_, 0)))
+      return s;
+  return OVERLAP_SUCCESS;
 }
 
 overlap_status CudaContext::joinStreams() {
@@ -721,7 +749,7 @@ overlap_status overlap_cuda_context_create_rank(
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof(uid));
   ncclComm_t comm = nullptr;
-  ncclConfig_t config = ncclConfigFor(options.commSms);
+  ncclConfig_t config = ncclConfigFor(options);
   if (ncclResult_t r =
           ncclCommInitRankConfig(&comm, ranks, uid, rank, &config))
     return createFailed(OVERLAP_ERROR_BACKEND,
@@ -764,7 +792,7 @@ overlap_cuda_context_create_single(int device, const overlap_cuda_options *opts,
     return createFailed(OVERLAP_ERROR_BACKEND,
                         call + std::string("ncclGetUniqueId failed: ") +
                             describe(r));
-  ncclConfig_t config = ncclConfigFor(options.commSms);
+  ncclConfig_t config = ncclConfigFor(options);
   if (ncclResult_t r = ncclCommInitRankConfig(&comm, 1, uid, 0, &config))
     return createFailed(OVERLAP_ERROR_BACKEND,
                         call + std::string("ncclCommInitRankConfig failed: ") +

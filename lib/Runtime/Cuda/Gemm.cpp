@@ -17,16 +17,22 @@
 // the context keeps a plan: the matmul descriptor and the three layouts
 // (unless the descriptor cache is off) and the algorithm, the heuristic's
 // first or, with autotune k > 1, the fastest of its top k timed once. Tile
-// GEMMs carry CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = SMs - comm_sms, so a
-// persistent kernel leaves the communication's SMs free. The handle and a
-// workspace per stream live in the context.
+// GEMMs (tile >= 0: a tile of a decomposed op, which may run while
+// communication is in flight) carry CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET =
+// SMs - comm_sms, so a persistent kernel leaves the communication's SMs
+// free; a GEMM that runs alone (tile -1: serial, a baseline, outside an
+// overlapped region) gets every SM. The target is part of the plan's key.
+// The handle and a workspace per stream live in the context.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -90,7 +96,7 @@ void *CudaContext::workspace(int stream, size_t &bytes) {
 
 overlap_status CudaContext::makeDescriptors(const Site &site,
                                             const runtime::GemmArgs &g,
-                                            int32_t batch,
+                                            int32_t batch, int smTarget,
                                             GemmDescriptors &d) {
   const cudaDataType_t abType = dataType(g.abType), cType = dataType(g.cType);
   const cublasComputeType_t compute =
@@ -101,8 +107,8 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
           check(site, "cublasLtMatmulDescCreate",
                 cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F)))
     return s;
-  if (gemmSms_ > 0) {
-    int32_t target = gemmSms_;
+  if (smTarget > 0) {
+    int32_t target = smTarget;
     if (overlap_status s = check(
             site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
             cublasLtMatmulDescSetAttribute(
@@ -199,17 +205,65 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
   if (usable.size() == 1)
     return OVERLAP_SUCCESS;
 
-  // Time each candidate into a scratch output (C is read, D is scratch, so
-  // the caller's C is untouched): one warm-up and three timed runs each,
-  // on the GEMM's own stream, once per shape.
-  cudaStream_t s = stream(site.stream);
+  // Time each candidate on a private stream, with private operands of the
+  // GEMM's shape, strides and alignments (A, B and C read, D a scratch, a
+  // workspace of its own). Not on the GEMM's stream: the caller's buffers
+  // may not hold their data yet (that stream may wait for another), and
+  // waiting for it would hold the host, and so every stream's enqueue,
+  // behind its whole queue. Stream-ordered allocations and frees never
+  // synchronize the device, as cudaFree does. One warm-up and three timed
+  // runs each, once per shape; the host waits for these runs alone, which
+  // share the GPU with whatever runs at the time.
+  cudaStream_t s = nullptr;
+  std::vector<void *> buffers;
+  auto release = [&] {
+    for (void *p : buffers)
+      (void)cudaFreeAsync(p, s);
+    (void)cudaStreamDestroy(s); // returns at once; freed once done
+  };
+  // A private copy of an operand: `elems` elements of `elt` bytes at the
+  // caller's address modulo 16 (the alignment the plan was made for).
+  auto operand = [&](const void *like, int64_t elems, size_t elt,
+                     int fill) -> void * {
+    const size_t offset = reinterpret_cast<uintptr_t>(like) % 16;
+    const size_t bytes = size_t(elems) * elt + offset;
+    void *p = nullptr;
+    if (cudaMallocAsync(&p, bytes, s) != cudaSuccess)
+      return nullptr;
+    buffers.push_back(p);
+    // Never zeros (they time faster than data): a finite non-zero pattern.
+    if (fill >= 0 && cudaMemsetAsync(p, fill, bytes, s) != cudaSuccess)
+      return nullptr;
+    return static_cast<char *>(p) + offset;
+  };
+  auto extent = [&](int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    return (batch > 1 ? (batch - 1) * stride : 0) + (rows - 1) * ld + cols;
+  };
+  const size_t abBytes = overlap_dtype_size(g.abType);
   const size_t cBytes = overlap_dtype_size(g.cType);
-  const int64_t span = (batch > 1 ? (batch - 1) * g.strideC : 0) +
-                       (g.m - 1) * g.ldc + g.n;
-  void *scratch = nullptr;
-  if (overlap_status st = check(site, "cudaMalloc (autotune scratch)",
-                                cudaMalloc(&scratch, size_t(span) * cBytes)))
-    return st;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *scratch = nullptr;
+  void *tuneWs = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+    a = operand(g.a, extent(g.m, g.k, g.lda, g.strideA), abBytes, 0x3c);
+    b = a ? operand(g.b, extent(g.k, g.n, g.ldb, g.strideB), abBytes, 0x3c)
+          : nullptr;
+    c = b ? operand(g.c, extent(g.m, g.n, g.ldc, g.strideC), cBytes, 0x3c)
+          : nullptr;
+    scratch = c ? operand(g.c, extent(g.m, g.n, g.ldc, g.strideC), cBytes, -1)
+                : nullptr;
+    tuneWs = scratch && wsBytes ? operand(nullptr, int64_t(wsBytes), 1, -1)
+                                : nullptr;
+  }
+  if (!scratch || (wsBytes && !tuneWs)) {
+    // No memory or stream to time in: keep the heuristic's first.
+    cudaError_t e = cudaGetLastError();
+    plan.note +=
+        " (autotune skipped: " +
+        std::string(e == cudaSuccess ? "no stream" : cudaGetErrorName(e)) + ")";
+    if (s)
+      release();
+    return OVERLAP_SUCCESS;
+  }
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -222,8 +276,8 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
     for (int rep = 0; rep < 4 && ok; ++rep) {
       if (rep == 1)
         cudaEventRecord(start, s);
-      ok = cublasLtMatmul(lt_, d.op, &one, g.b, d.a, g.a, d.b, &one, g.c, d.c,
-                          scratch, d.c, &usable[i].algo, ws, wsBytes,
+      ok = cublasLtMatmul(lt_, d.op, &one, b, d.a, a, d.b, &one, c, d.c,
+                          scratch, d.c, &usable[i].algo, tuneWs, wsBytes,
                           s) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && cudaEventRecord(stop, s) == cudaSuccess &&
@@ -249,9 +303,8 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
   plan.note += " (" + times + ")";
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  // The scratch may still be read by the last timed run.
-  cudaStreamSynchronize(s);
-  cudaFree(scratch);
+  // Freed in stream order, after the last timed run.
+  release();
   return OVERLAP_SUCCESS;
 }
 
@@ -266,7 +319,9 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
   if (overlap_status s = status())
     return s;
 
-  GemmKey key = gemmKey(g, batch);
+  const int smTarget = gemmSmTargetFor(
+      site.kind == Site::Kind::Tile ? site.index : -1, gemmSms_);
+  GemmKey key = gemmKey(g, batch, smTarget);
   auto cached = gemms_.find(key);
   std::unique_ptr<GemmDescriptors> fresh;
   const GemmDescriptors *d = nullptr;
@@ -274,7 +329,7 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
     d = cached->second.descriptors.get();
   } else {
     fresh = std::make_unique<GemmDescriptors>();
-    if (overlap_status s = makeDescriptors(site, g, batch, *fresh))
+    if (overlap_status s = makeDescriptors(site, g, batch, smTarget, *fresh))
       return s;
     d = fresh.get();
   }
@@ -308,13 +363,17 @@ std::string CudaContext::gemmReport() const {
   std::string out;
   for (const auto &[key, plan] : gemms_) {
     char line[256];
-    std::snprintf(line, sizeof(line),
-                  "batch %lld m %lld n %lld k %lld lda %lld ldb %lld ldc %lld: ",
-                  (long long)std::get<2>(key), (long long)std::get<3>(key),
-                  (long long)std::get<4>(key), (long long)std::get<5>(key),
-                  (long long)std::get<6>(key), (long long)std::get<7>(key),
-                  (long long)std::get<8>(key));
-    out += line + plan.note + "\n";
+    std::snprintf(
+        line, sizeof(line),
+        "batch %lld m %lld n %lld k %lld lda %lld ldb %lld ldc %lld, ",
+        (long long)std::get<2>(key), (long long)std::get<3>(key),
+        (long long)std::get<4>(key), (long long)std::get<5>(key),
+        (long long)std::get<6>(key), (long long)std::get<7>(key),
+        (long long)std::get<8>(key));
+    const int smTarget = std::get<13>(key);
+    out += line +
+           (smTarget ? "sm target " + std::to_string(smTarget) : "every SM") +
+           ": " + plan.note + "\n";
   }
   return out;
 }

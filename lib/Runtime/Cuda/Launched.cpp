@@ -6,15 +6,18 @@
 //
 // overlap_cuda_context_create_launched: a rank of `mpirun -np N prog`,
 // `srun prog` or torchrun makes its context without an MPI library. The
-// launch comes from the environment and the NCCL unique id travels through
-// a rendezvous file (overlap/Runtime/Bootstrap.h); then it is the
-// ncclCommInitRank creation of overlap_cuda_context_create_rank.
+// launch comes from the environment; the NCCL unique id comes from NCCL's
+// own TCP bootstrap when an address is known (OVERLAP_COMM_ID, NCCL_COMM_ID,
+// torchrun's MASTER_ADDR/MASTER_PORT: every rank makes the same id), else it
+// travels through a rendezvous file (overlap/Runtime/Bootstrap.h); then it
+// is the ncclCommInitRank creation of overlap_cuda_context_create_rank.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
 #include "overlap/Runtime/Bootstrap.h"
 
+#include <cstdlib>
 #include <memory>
 
 using namespace overlap;
@@ -39,8 +42,12 @@ overlap_cuda_context_create_launched(const overlap_cuda_options *opts,
   if (!resolveOptions(opts, options, error))
     return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
 
+  bs::IdExchange exchange;
+  if (launch.size > 1 && !bs::chooseIdExchange(env, exchange, error))
+    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
+  const bool byCommId = exchange.kind == bs::IdExchange::Kind::CommId;
   std::unique_ptr<bs::Rendezvous> rendezvous;
-  if (launch.size > 1) {
+  if (launch.size > 1 && !byCommId) {
     bs::RendezvousConfig config;
     if (!bs::rendezvousConfig(env, launch, config, error))
       return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
@@ -83,7 +90,18 @@ overlap_cuda_context_create_launched(const overlap_cuda_options *opts,
   }
 
   uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES];
-  if (launch.rank == 0) {
+  if (byCommId) {
+    // NCCL reads NCCL_COMM_ID in ncclGetUniqueId (the id is the address and
+    // a fixed magic, the same on every rank) and in ncclCommInitRank (rank 0
+    // serves the bootstrap there).
+    if (setenv("NCCL_COMM_ID", exchange.commId.c_str(), 1) != 0)
+      return createFailed(OVERLAP_ERROR_BACKEND,
+                          call + "cannot set NCCL_COMM_ID");
+    if (overlap_status s = overlap_cuda_unique_id(id))
+      return createFailed(s, call + "NCCL_COMM_ID=" + exchange.commId +
+                                 " (from " + exchange.source + "): " +
+                                 overlap_cuda_create_error());
+  } else if (launch.rank == 0) {
     if (overlap_status s = overlap_cuda_unique_id(id))
       return failBeforePublish(s, overlap_cuda_create_error());
     if (!rendezvous->publish(id, sizeof(id), error))
@@ -100,9 +118,14 @@ overlap_cuda_context_create_launched(const overlap_cuda_options *opts,
       id, launch.size, launch.rank, device, opts, ctx);
   // ncclCommInitRank has returned on rank 0 only once every rank joined,
   // so every rank has read the id: the file is no longer needed.
-  if (launch.rank == 0)
+  if (launch.rank == 0 && rendezvous)
     rendezvous->withdraw();
   if (s != OVERLAP_SUCCESS)
-    return createFailed(s, call + onDevice + overlap_cuda_create_error());
+    return createFailed(s, call + onDevice +
+                               (byCommId ? "NCCL bootstrap at " +
+                                               exchange.commId + " (from " +
+                                               exchange.source + "): "
+                                         : std::string()) +
+                               overlap_cuda_create_error());
   return s;
 }

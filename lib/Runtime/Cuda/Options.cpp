@@ -158,6 +158,8 @@ bool overlap::cuda::resolveOptions(const overlap_cuda_options *given,
                    "device", "host", true, out.deviceFlags, error) ||
       !resolveKnob(opts.gemm_cache, "gemm_cache", "OVERLAP_GEMM_CACHE", "on",
                    "off", true, out.gemmCache, error) ||
+      !resolveKnob(opts.nccl_cta_cap, "nccl_cta_cap", "OVERLAP_NCCL_CTA_CAP",
+                   "on", "off", true, out.ncclCtaCap, error) ||
       !resolveKnob(opts.stream_ordered_alloc, "stream_ordered_alloc",
                    "OVERLAP_CUDA_ALLOC", "pool", "sync", true,
                    out.streamOrderedAlloc, error))
@@ -187,6 +189,10 @@ int overlap::cuda::gemmSmTarget(int smCount, int commSms) {
   return std::max(1, smCount - commSms);
 }
 
+int overlap::cuda::gemmSmTargetFor(int64_t tile, int tileTarget) {
+  return tile >= 0 ? tileTarget : 0;
+}
+
 ncclConfig_t overlap::cuda::ncclConfigFor(int commSms) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
@@ -198,6 +204,20 @@ ncclConfig_t overlap::cuda::ncclConfigFor(int commSms) {
     config.cgaClusterSize = commSms % 4 == 0 ? 4 : commSms % 2 == 0 ? 2 : 1;
   }
   return config;
+}
+
+ncclConfig_t overlap::cuda::ncclSplitConfigFor(int commSms) {
+  ncclConfig_t config = ncclConfigFor(commSms);
+  config.splitShare = 1;
+  return config;
+}
+
+ncclConfig_t overlap::cuda::ncclConfigFor(const Options &o) {
+  return ncclConfigFor(o.ncclCtaCap ? o.commSms : 0);
+}
+
+ncclConfig_t overlap::cuda::ncclSplitConfigFor(const Options &o) {
+  return ncclSplitConfigFor(o.ncclCtaCap ? o.commSms : 0);
 }
 
 std::string overlap::cuda::describeOptions(const Options &o, int smCount,
@@ -215,8 +235,9 @@ std::string overlap::cuda::describeOptions(const Options &o, int smCount,
                      syncNames[o.sync] + ", gemm cache " +
                      (o.gemmCache ? "on" : "off") + ", gemm autotune " +
                      std::to_string(o.gemmAutotune) + ", alloc " +
-                     (o.streamOrderedAlloc ? "pool" : "sync") + ", streams " +
-                     std::to_string(o.numStreams);
+                     (o.streamOrderedAlloc ? "pool" : "sync") +
+                     ", nccl cta cap " + (o.ncclCtaCap ? "on" : "off") +
+                     ", streams " + std::to_string(o.numStreams);
   return text;
 }
 
@@ -228,7 +249,8 @@ unsigned overlap::cuda::pointerAlignment(const void *p) {
   return a;
 }
 
-GemmKey overlap::cuda::gemmKey(const runtime::GemmArgs &g, int64_t batch) {
+GemmKey overlap::cuda::gemmKey(const runtime::GemmArgs &g, int64_t batch,
+                               int smTarget) {
   const unsigned alignA = pointerAlignment(g.a), alignB = pointerAlignment(g.b),
                  alignC = pointerAlignment(g.c);
   return GemmKey{int(g.abType),
@@ -243,5 +265,6 @@ GemmKey overlap::cuda::gemmKey(const runtime::GemmArgs &g, int64_t batch) {
                  batch > 1 ? g.strideA : 0,
                  batch > 1 ? g.strideB : 0,
                  batch > 1 ? g.strideC : 0,
-                 (alignA << 10) | (alignB << 5) | alignC};
+                 (alignA << 10) | (alignB << 5) | alignC,
+                 smTarget};
 }

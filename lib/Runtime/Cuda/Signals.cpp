@@ -40,8 +40,8 @@ overlap_status CudaContext::createSignals(int32_t n, overlap_signals **sigs) {
             check(site, "cudaMalloc (flags)", cudaMalloc(&flags, bytes)))
       return s;
     set->deviceFlags = static_cast<uint32_t *>(flags);
-    if (overlap_status s =
-            check(site, "cudaMemset (flags)", cudaMemset(flags, 0, bytes))) {
+    // Zeroed before any stream of the context can signal or wait on them.
+    if (overlap_status s = zeroForStreams(site, flags, bytes, "flags")) {
       releaseSignals(*set);
       return s;
     }

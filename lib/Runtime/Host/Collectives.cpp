@@ -126,6 +126,11 @@ void chunk(int64_t n, int chunks, int index, int64_t &begin, int64_t &end) {
 
 } // namespace
 
+std::string overlap::host::describeCollective(const char *call,
+                                              const CollectiveArgs &args) {
+  return describe(call, args);
+}
+
 overlap_status overlap::host::runCollective(World &world, GroupShared &group,
                                             int groupRank, uint64_t call,
                                             const char *callName,

@@ -99,6 +99,8 @@ public:
   /// Records the root cause (the first call wins) and sets `aborted`.
   void abort(int rank, overlap_status status, const std::string &message);
   overlap_status rootStatus();
+  /// The rank of the root cause, -1 while there is none.
+  int rootRank();
   std::string rootError();
   /// "rank R failed first: <its message>", for the ranks it takes down.
   std::string abandonedText();
@@ -189,7 +191,9 @@ private:
   std::thread worker_;
 };
 
-class HostContext final : public overlap_context {
+/// One rank. The process backend (lib/Runtime/Process) derives from it and
+/// replaces groups and collectives; streams, signals and kernels are these.
+class HostContext : public overlap_context {
 public:
   HostContext(World &world, int rank);
   ~HostContext() override;
@@ -223,12 +227,12 @@ public:
 protected:
   void onFail() override;
 
-private:
   void enqueue(const runtime::Site &site, Stream::Work work,
                bool signals = false) {
     streams_[site.stream]->enqueue(site, std::move(work), signals);
   }
 
+private:
   HostGroup worldGroup_;
   std::vector<std::unique_ptr<HostGroup>> groups_;
   std::vector<std::unique_ptr<HostSignals>> signals_;
@@ -240,6 +244,20 @@ overlap_status runCollective(World &world, GroupShared &group, int groupRank,
                              uint64_t call, const char *callName,
                              const runtime::CollectiveArgs &args,
                              std::string &what);
+
+/// The call as the ranks of a group must agree on it, e.g.
+/// "overlap_all_reduce(f32, sum, count 8)" (Collectives.cpp).
+std::string describeCollective(const char *call,
+                               const runtime::CollectiveArgs &args);
+
+/// overlap_host_options with the defaults and the environment resolved; on
+/// failure the text, starting with `caller`, is in hostLaunchError()
+/// (HostContext.cpp).
+overlap_status resolveHostOptions(const char *caller,
+                                  const overlap_host_options *in, Options &out);
+
+/// This thread's overlap_host_launch_error() text.
+std::string &hostLaunchError();
 
 /// The rendezvous of overlap_group_split (Collectives.cpp).
 overlap_status runSplit(World &world, HostGroup &parent, int color, int key,

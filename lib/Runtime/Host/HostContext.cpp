@@ -38,6 +38,11 @@ void World::abort(int rank, overlap_status status, const std::string &message) {
   aborted.store(true, std::memory_order_release);
 }
 
+int World::rootRank() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rootRank_;
+}
+
 overlap_status World::rootStatus() {
   std::lock_guard<std::mutex> lock(mutex_);
   return rootStatus_;
@@ -394,25 +399,28 @@ void HostContext::free(void *ptr) { std::free(ptr); }
 //===----------------------------------------------------------------------===//
 
 namespace {
-
 thread_local std::string launchError;
+} // namespace
 
+std::string &overlap::host::hostLaunchError() { return launchError; }
 
-overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
+overlap_status overlap::host::resolveHostOptions(const char *caller,
+                                                 const overlap_host_options *in,
+                                                 Options &out) {
   overlap_host_options opts;
   overlap_host_options_init(&opts);
   if (in) {
     if (in->struct_size < sizeof(uint32_t) ||
         in->struct_size > sizeof(overlap_host_options)) {
-      launchError = "overlap_host_launch: options.struct_size is " +
+      launchError = std::string(caller) + ": options.struct_size is " +
                     std::to_string(in->struct_size) +
                     "; call overlap_host_options_init first";
       return OVERLAP_ERROR_INVALID_ARGUMENT;
     }
     std::memcpy(&opts, in, in->struct_size);
   }
-  auto bad = [](const std::string &what) {
-    launchError = "overlap_host_launch: " + what;
+  auto bad = [caller](const std::string &what) {
+    launchError = std::string(caller) + ": " + what;
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   };
 
@@ -460,8 +468,6 @@ overlap_status resolveOptions(const overlap_host_options *in, Options &out) {
   return OVERLAP_SUCCESS;
 }
 
-} // namespace
-
 extern "C" {
 
 void overlap_host_options_init(overlap_host_options *opts) {
@@ -488,7 +494,8 @@ overlap_status overlap_host_launch(int ranks, const overlap_host_options *opts,
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   }
   Options options;
-  if (overlap_status status = resolveOptions(opts, options))
+  if (overlap_status status =
+          resolveHostOptions("overlap_host_launch", opts, options))
     return status;
 
   World world(ranks, options);

@@ -8,11 +8,11 @@ shard.grid @ep(shape = 4)
 
 // A scheduled dispatch tile: the pack (strided view -> contiguous buffer)
 // is enqueued on compute, the exchange on comm after its wait; 8 x 32 x 64
-// f32 on 4 ranks is 4 blocks of 4096 elements.
+// f32 on 4 ranks is 4 blocks of 4096 elements. The group of a one-axis
+// grid is the world (no split).
 // CHECK-LABEL: func.func @dispatch_tile
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %{{.*}}: memref<8x64x64xf32>)
-// CHECK: call @overlap_group_split(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[SLOT:[0-9a-z_]+]])
-// CHECK: %[[GROUP:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[GROUP:.*]] = call @overlap_context_world(%[[CTX]])
 // CHECK: call @overlap_signals_acquire(%[[CTX]]
 // CHECK: call @overlap_pack(%[[CTX]], %c0_i32
 // CHECK: call @overlap_signal(%[[CTX]], %c0_i32

@@ -5,23 +5,24 @@ shard.grid @tp(shape = 2x4)
 // A scheduled all-reduce tile pair: the streams are enqueued interleaved
 // per tile (GEMM 0, signal 0, wait 0, all-reduce 0, then tile 1: the
 // collective of tile 0 is enqueued before the GEMM of tile 1), the group of
-// axis 1 is split once at entry from the rank's grid coordinates, and the
-// region ends with a join.
+// axis 1 is split once per context at entry from the rank's grid
+// coordinates (groups.mlir), the GEMMs of the region carry their tile
+// index, and the region ends with a join.
 // CHECK-NOT: shard.grid
 // CHECK-LABEL: func.func @two_tiles
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %{{.*}}: memref<256x64xf32>, %{{.*}}: memref<64x32xf32>, %{{.*}}: memref<256x32xf32>)
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK: %[[RANK:.*]] = call @overlap_context_rank(%[[CTX]])
-// CHECK: call @overlap_group_split(%[[CTX]], %{{.*}}, %[[COLOR:[0-9a-z_]+]], %[[KEY:[0-9a-z_]+]], %[[SLOT:[0-9a-z_]+]])
+// CHECK: call @overlap_group_split_cached(%[[CTX]], %{{.*}}, %{{.*}}, %[[COLOR:[0-9a-z_]+]], %[[KEY:[0-9a-z_]+]], %[[SLOT:[0-9a-z_]+]])
 // CHECK: %[[GROUP:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
 // CHECK: call @overlap_signals_acquire(%[[CTX]], %{{.*}}, %{{.*}}, %[[SSLOT:[0-9a-z_]+]])
 // CHECK: %[[SIGS:.*]] = llvm.load %[[SSLOT]]
-// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32{{[_0-9]*}}, %c0_i64
 // CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c0_i32
 // CHECK-NOT: call @overlap_gemm
 // CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c0_i32
 // CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
-// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32{{[_0-9]*}}, %c2_i64
 // CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c1_i32
 // CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c1_i32
 // CHECK: call @overlap_all_reduce(%[[CTX]], %c1_i32{{.*}}, %[[GROUP]],
@@ -118,7 +119,7 @@ shard.grid @tp(shape = 2x2)
 // A dynamic layout (a buffer an scf.if chose) is checked at run time, and
 // the rank's grid coordinates come from the runtime's rank.
 // CHECK-LABEL: func.func @dynamic_layout
-// CHECK: call @overlap_group_split
+// CHECK: call @overlap_group_split_cached
 // CHECK: %[[R:.*]] = call @overlap_context_rank
 // CHECK-NEXT: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
 // CHECK: arith.divui %[[RI]]
@@ -151,11 +152,13 @@ module attributes {gpu.container_module} {
 
 // A batched matmul with a B per batch: B's batch stride and leading
 // dimension come from its strides (2 x 4 x 16: 64 and 16), not 0 and 64.
+// Outside a concurrent region nothing communicates while it runs: its tile
+// is -1 (a GEMM alone, which the CUDA backend gives every SM).
 // CHECK-LABEL: func.func @batched_b
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}}:3, %[[BS:.*]]:3 = memref.extract_strided_metadata %arg2
 // CHECK: %[[BSTRIDE:.*]] = arith.index_cast %[[BS]]#0
 // CHECK: %[[LDB:.*]] = arith.index_cast %[[BS]]#1
-// CHECK: call @overlap_gemm(%{{.*}}, %{{.*}}, %{{.*}}, %c2_i64{{.*}}, %c8_i64{{.*}}, %c16_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %[[BSTRIDE]],
+// CHECK: call @overlap_gemm(%{{.*}}, %{{.*}}, %c-1_i64{{[_0-9]*}}, %c2_i64{{.*}}, %c8_i64{{.*}}, %c16_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB]], %[[BSTRIDE]],
 func.func @batched_b(%a: memref<2x8x4xf32>, %b: memref<2x4x16xf32>, %c: memref<2x8x16xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<2x8x4xf32>, memref<2x4x16xf32>) outs(%c : memref<2x8x16xf32>)
   return

@@ -9,6 +9,7 @@
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -34,10 +35,40 @@ void mlir::overlap::buildOverlapPipeline(OpPassManager &pm,
   pm.addPass(createOverlapCheckCollectives());
 }
 
+LogicalResult mlir::overlap::checkModuleAnchor(
+    OpPassManager &pm, llvm::StringRef pipeline,
+    llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler) {
+  llvm::StringRef anchor = pm.getOpAnchorName();
+  if (anchor == ModuleOp::getOperationName())
+    return success();
+  return errorHandler(pipeline + " runs on 'builtin.module', not nested in '" +
+                      anchor + "': write --pass-pipeline='builtin.module(" +
+                      pipeline + ")'");
+}
+
 void mlir::overlap::registerOverlapPipelines() {
-  PassPipelineRegistration<OverlapPipelineOptions>(
+  // The lower-level registration: a nesting under another op, or a bad
+  // option, fails the pipeline's parsing with a message (the typed
+  // registration would abort the process when the passes are added).
+  registerPassPipeline(
       "overlap-pipeline",
       "Raise, reorder chains, plan and decompose: the tensor-level Overlap "
       "pipeline with its options forwarded",
-      buildOverlapPipeline);
+      [](OpPassManager &pm, llvm::StringRef text,
+         llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
+          -> LogicalResult {
+        if (failed(checkModuleAnchor(pm, "overlap-pipeline", errorHandler)))
+          return failure();
+        std::unique_ptr<OverlapPipelineOptions> options =
+            OverlapPipelineOptions::createFromString(text);
+        if (!options)
+          return errorHandler("overlap-pipeline: cannot parse the options '" +
+                              text + "'");
+        buildOverlapPipeline(pm, *options);
+        return success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
+        OverlapPipelineOptions options;
+        print(options);
+      });
 }

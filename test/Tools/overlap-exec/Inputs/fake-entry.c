@@ -13,9 +13,14 @@
      -DIN_PLACE         the result is arg0's buffer, updated in place (as
                         bufferization may do with a tensor argument)
      -DINOUT            the signature says arg0 is inout (a memref the
-                        entry writes), so its contents are an output */
+                        entry writes), so its contents are an output
+     -DREPORT_POISON    each call appends "poisoned" or "clean" to the file
+                        $FAKE_POISON_LOG: whether the buffer it malloc'd
+                        came filled with all-ones bytes */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef TARGET_CUDA
 #define TARGET "cuda"
@@ -67,6 +72,17 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
   float *out = arg0->aligned + arg0->offset;
 #else
   float *out = malloc(N * sizeof(float));
+#endif
+#if defined(REPORT_POISON) && !defined(IN_PLACE)
+  {
+    uint32_t last;
+    memcpy(&last, &out[N - 1], sizeof(last));
+    FILE *log = fopen(getenv("FAKE_POISON_LOG"), "a");
+    if (log) {
+      fputs(last == 0xffffffffu ? "poisoned\n" : "clean\n", log);
+      fclose(log);
+    }
+  }
 #endif
 #ifdef PARTIAL
   int written = N / 2;

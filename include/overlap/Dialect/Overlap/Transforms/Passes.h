@@ -59,6 +59,14 @@ struct OverlapPipelineOptions
 void buildOverlapPipeline(OpPassManager &pm,
                           const OverlapPipelineOptions &options);
 
+/// Success when `pm` is anchored on builtin.module (where the module passes
+/// of `pipeline` can be added); otherwise reports through `errorHandler`
+/// what to write instead (a pipeline nested under func.func would abort the
+/// process when its passes are added).
+LogicalResult checkModuleAnchor(
+    OpPassManager &pm, llvm::StringRef pipeline,
+    llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler);
+
 /// Registers `overlap-pipeline`.
 void registerOverlapPipelines();
 

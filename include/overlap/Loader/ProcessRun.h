@@ -1,0 +1,65 @@
+//===- ProcessRun.h - Host ranks as processes of an MPI job -----*- C++ -*-===//
+//
+// What overlap-exec does differently under `mpirun -np R`: each process runs
+// one rank (overlap_process_launch, overlap_runtime_process.h), rank 0
+// gathers every rank's outputs to compare and report them, and all
+// processes agree on the errors and the exit status.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OVERLAP_LOADER_PROCESSRUN_H
+#define OVERLAP_LOADER_PROCESSRUN_H
+
+#include "overlap/Loader/Executor.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace overlap {
+namespace exec {
+
+/// How a session runs its host ranks (SessionOptions::ranksAs).
+enum class RanksAs {
+  /// Threads of this process (overlap_host_launch).
+  Threads,
+  /// One rank per process of the MPI job this process is part of.
+  Processes,
+  /// Processes when an MPI launcher started this process, else threads.
+  Auto,
+};
+
+/// "threads", "processes", "auto"; false for anything else.
+bool parseRanksAs(const std::string &text, RanksAs &mode);
+
+/// Whether `mode` means processes here; for Auto, whether an MPI launcher
+/// (mpirun) started this process, which `launcher` then names.
+bool ranksAsProcesses(RanksAs mode, std::string &launcher);
+
+/// `size` host ranks, one per process of the joined MPI job; this process
+/// runs rank `rank`. Its execute() is collective: every process runs it,
+/// and it returns the same success on all (on failure, rank 0 has the
+/// reason and the other ranks an empty one). Afterwards rank 0's Outcome
+/// holds every rank's outputs (gathered from the others), the other
+/// ranks' none; the timings are the slowest rank's.
+std::unique_ptr<Executor>
+createProcessExecutor(int rank, int size, const overlap_host_options &options);
+
+/// Collective: the largest `status` of any rank. On an MPI failure, 2 and
+/// the reason in `error`.
+int agreeOnStatus(int status, std::string &error);
+
+/// Collective, at the end of a session: rank 0 gathers every rank's
+/// `errors` and passes each different one to `report` once (prefixed with
+/// the ranks that had it, unless every rank had it); every rank returns the
+/// largest status. `errors` of the other ranks are reported by rank 0 only.
+int finishProcesses(int rank, int size, int status,
+                    const std::vector<std::string> &errors,
+                    const std::function<void(const std::string &)> &report);
+
+} // namespace exec
+} // namespace overlap
+
+#endif // OVERLAP_LOADER_PROCESSRUN_H

@@ -1,0 +1,280 @@
+//===- ProcessRun.cpp - overlap-exec under mpirun ---------------*- C++ -*-===//
+//
+// The process executor: this process's rank runs through
+// overlap_process_launch with the inputs every rank makes for itself (the
+// seeds depend on the rank, so they are the threaded run's), and rank 0
+// gathers the outputs of all ranks, contiguous, to compare and report them
+// with the code the threaded run uses. Agreement on errors and exit status.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Loader/ProcessRun.h"
+
+#include "overlap/Runtime/overlap_runtime_process.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+using namespace overlap;
+using namespace overlap::exec;
+
+bool overlap::exec::parseRanksAs(const std::string &text, RanksAs &mode) {
+  if (text == "threads")
+    mode = RanksAs::Threads;
+  else if (text == "processes")
+    mode = RanksAs::Processes;
+  else if (text == "auto")
+    mode = RanksAs::Auto;
+  else
+    return false;
+  return true;
+}
+
+bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher) {
+  launcher.clear();
+  if (mode != RanksAs::Auto)
+    return mode == RanksAs::Processes;
+  const char *name = nullptr;
+  if (!overlap_process_launched(nullptr, nullptr, &name))
+    return false;
+  launcher = name;
+  return true;
+}
+
+int overlap::exec::agreeOnStatus(int status, std::string &error) {
+  int64_t value = status;
+  if (overlap_process_max(&value) != OVERLAP_SUCCESS) {
+    error = overlap_host_launch_error();
+    return 2;
+  }
+  return static_cast<int>(value);
+}
+
+namespace {
+
+/// This process's rank: what hostRankMain does for each thread.
+void processRankMain(overlap_context *ctx, void *user) {
+  run::Run &run = *static_cast<run::Run *>(user);
+  int rank = overlap_context_rank(ctx);
+  run::RankData &data = run.ranks[rank];
+  run::prepareRank(*run.sig, run.seed, rank, data,
+                   run.given ? &(*run.given)[rank] : nullptr);
+  std::vector<void *> values = run::entryValues(*run.sig, data, ctx);
+  auto start = std::chrono::steady_clock::now();
+  run.call(values);
+  data.callMs = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+}
+
+class ProcessExecutor : public Executor {
+public:
+  ProcessExecutor(int rank, int size, const overlap_host_options &options)
+      : rank(rank), size(size), options(options) {}
+
+  std::string where() const override {
+    return std::to_string(size) + " host rank" + (size == 1 ? "" : "s") +
+           ", one process each (MPI)";
+  }
+  const char *backend() const override { return "host"; }
+
+  std::vector<ImportRedirect> poisonedImports() const override {
+    return hostPoisonedImports();
+  }
+
+  bool execute(const Library &lib, uint64_t seed, int iterations,
+               Outcome &outcome, std::string &error) override {
+    outcome.run.sig = &lib.sig;
+    outcome.run.seed = seed;
+    void *entry = lib.entry;
+    outcome.run.call = [entry](std::vector<void *> &values) {
+      callCInterface(entry, values);
+    };
+    // As the host executor: timed runs unpoisoned, then one poisoned run
+    // whose outputs are compared (checkedRuns).
+    const int runs = checkedRuns(iterations);
+    for (int i = 0; i < runs; ++i) {
+      if (i > 0)
+        release(lib, outcome);
+      outcome.run.ranks.clear();
+      outcome.run.ranks.resize(size);
+      run::setPoisoning(i + 1 == runs);
+      // Every process gets the same status and text (the runtime agrees).
+      overlap_status status =
+          overlap_process_launch(size, &options, processRankMain, &outcome.run);
+      run::setPoisoning(true);
+      if (status != OVERLAP_SUCCESS) {
+        error = std::string(overlap_status_name(status)) + ": " +
+                overlap_host_launch_error();
+        return false;
+      }
+      int64_t nanos = std::llround(outcome.run.ranks[rank].callMs * 1e6);
+      if (overlap_process_max(&nanos) != OVERLAP_SUCCESS) {
+        error = overlap_host_launch_error();
+        return false;
+      }
+      if (isTimedRun(i, iterations))
+        outcome.iterationMs.push_back(static_cast<double>(nanos) / 1e6);
+    }
+    return gatherOutputs(lib.sig, outcome, error);
+  }
+
+  void release(const Library &lib, Outcome &outcome) override {
+    if (static_cast<size_t>(rank) < outcome.run.ranks.size())
+      run::freeResults(lib.sig, outcome.run.ranks[rank]);
+  }
+
+private:
+  /// Each rank sends "1" and its outputs, contiguous, in outputViews'
+  /// order, or "0" and why it has none; rank 0 keeps them in each rank's
+  /// `copies` and points its views there.
+  bool gatherOutputs(const run::Signature &sig, Outcome &outcome,
+                     std::string &error);
+
+  int rank, size;
+  overlap_host_options options;
+};
+
+bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
+                                    std::string &error) {
+  std::vector<const run::BufferSpec *> specs = run::outputSpecs(sig);
+  std::vector<run::OutputView> views;
+  std::string why;
+  std::string blob;
+  if (run::outputViews(sig, outcome.run.ranks[rank], views, why)) {
+    blob = "1";
+    std::vector<char> contiguous;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      run::copyContiguous(*specs[i], views[i], contiguous);
+      blob.append(contiguous.data(), contiguous.size());
+    }
+  } else {
+    blob = "0" + why;
+  }
+
+  void *all = nullptr;
+  std::vector<size_t> sizes(size);
+  if (overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
+      OVERLAP_SUCCESS) {
+    error = overlap_host_launch_error();
+    return false;
+  }
+  int64_t failed = 0;
+  if (rank == 0) {
+    size_t expected = 1;
+    for (const run::BufferSpec *spec : specs)
+      expected += static_cast<size_t>(spec->numElements()) * spec->elemBytes();
+    outcome.outputs.assign(size, {});
+    size_t at = 0;
+    for (int r = 0; r < size; at += sizes[r], ++r) {
+      std::string part(static_cast<const char *>(all) + at, sizes[r]);
+      if (part.empty() || part[0] != '1' || part.size() != expected) {
+        error = "rank " + std::to_string(r) + ": " +
+                (!part.empty() && part[0] == '0'
+                     ? part.substr(1)
+                     : "sent " + std::to_string(part.size()) +
+                           " bytes of outputs, expected " +
+                           std::to_string(expected));
+        failed = 1;
+        break;
+      }
+      run::RankData &data = outcome.run.ranks[r];
+      size_t offset = 1;
+      for (const run::BufferSpec *spec : specs) {
+        size_t bytes =
+            static_cast<size_t>(spec->numElements()) * spec->elemBytes();
+        data.copies.emplace_back(bytes);
+        if (bytes)
+          std::memcpy(data.copies.back().data, part.data() + offset, bytes);
+        offset += bytes;
+        run::OutputView view;
+        view.base = data.copies.back().data;
+        view.sizes = spec->shape;
+        view.strides.assign(spec->shape.size(), 1);
+        for (size_t d = spec->shape.size(); d-- > 1;)
+          view.strides[d - 1] = view.strides[d] * spec->shape[d];
+        outcome.outputs[r].push_back(std::move(view));
+      }
+    }
+    std::free(all);
+  } else {
+    failed = blob[0] != '1';
+  }
+  // Rank 0 says why; the others fail with it, silently.
+  if (overlap_process_max(&failed) != OVERLAP_SUCCESS) {
+    error = overlap_host_launch_error();
+    return false;
+  }
+  if (failed && rank != 0)
+    error.clear();
+  return !failed;
+}
+
+} // namespace
+
+std::unique_ptr<Executor>
+overlap::exec::createProcessExecutor(int rank, int size,
+                                     const overlap_host_options &options) {
+  return std::make_unique<ProcessExecutor>(rank, size, options);
+}
+
+int overlap::exec::finishProcesses(
+    int rank, int size, int status, const std::vector<std::string> &errors,
+    const std::function<void(const std::string &)> &report) {
+  // Each error ends with a NUL.
+  std::string blob;
+  for (const std::string &text : errors)
+    blob += text + '\0';
+  void *all = nullptr;
+  std::vector<size_t> sizes(size);
+  if (overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
+      OVERLAP_SUCCESS) {
+    // No one else can say this process's errors.
+    for (const std::string &text : errors)
+      report(text);
+    report(overlap_host_launch_error());
+    return 2;
+  }
+  std::string why;
+  int agreed = agreeOnStatus(status, why);
+  if (!why.empty() && rank == 0)
+    report(why);
+  if (rank != 0)
+    return agreed;
+
+  // Each different text once, in the order of the first rank that had it.
+  std::vector<std::string> texts;
+  std::map<std::string, std::vector<int>> ranksOf;
+  size_t at = 0;
+  for (int r = 0; r < size; at += sizes[r], ++r) {
+    std::string part(static_cast<const char *>(all) + at, sizes[r]);
+    for (size_t begin = 0; begin < part.size();) {
+      size_t end = part.find('\0', begin);
+      if (end == std::string::npos)
+        end = part.size();
+      std::string text = part.substr(begin, end - begin);
+      std::vector<int> &ranks = ranksOf[text];
+      if (ranks.empty())
+        texts.push_back(text);
+      if (ranks.empty() || ranks.back() != r)
+        ranks.push_back(r);
+      begin = end + 1;
+    }
+  }
+  std::free(all);
+  for (const std::string &text : texts) {
+    const std::vector<int> &ranks = ranksOf[text];
+    std::string who;
+    if (static_cast<int>(ranks.size()) != size) {
+      who = ranks.size() == 1 ? "rank " : "ranks ";
+      for (size_t i = 0; i < ranks.size(); ++i)
+        who += (i ? ", " : "") + std::to_string(ranks[i]);
+      who += ": ";
+    }
+    report(who + text);
+  }
+  return agreed;
+}

@@ -1,0 +1,280 @@
+//===- Mpi.cpp - Joining an MPI job without linking MPI ---------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// overlap_process_launched reads the launcher's environment (Bootstrap.cpp,
+// the same detection as the CUDA backend's launched contexts);
+// overlap_process_init loads liboverlap_runtime_mpi.so beside this library
+// and initializes MPI through it; gather and max are what a runner needs to
+// report and to agree on an exit status.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProcessBackend.h"
+
+#include "overlap/Runtime/Bootstrap.h"
+#include "overlap/Runtime/overlap_runtime_process.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace overlap;
+using namespace overlap::process;
+
+namespace {
+
+constexpr const char *kTransportLibrary = "liboverlap_runtime_mpi.so";
+constexpr int kGatherTag = 1;
+
+std::mutex joinMutex;
+Mpi *joined = nullptr;
+bool finalized = false;
+/// The transport that initialized MPI, if this library did: it finalizes
+/// it, even when joining failed after MPI_Init_thread.
+const overlap_mpi_transport *initializedBy = nullptr;
+
+/// $OVERLAP_MPI_TRANSPORT, else liboverlap_runtime_mpi.so in the directory
+/// of the library that holds this code (liboverlap_runtime.so or
+/// liboverlap_runtime_cuda.so; both are built into the same directory).
+std::string transportPath() {
+  if (const char *path = std::getenv("OVERLAP_MPI_TRANSPORT"))
+    if (*path)
+      return path;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&overlap_process_init), &info) &&
+      info.dli_fname) {
+    std::string self = info.dli_fname;
+    size_t slash = self.rfind('/');
+    if (slash != std::string::npos)
+      return self.substr(0, slash + 1) + kTransportLibrary;
+  }
+  return kTransportLibrary;
+}
+
+overlap_status fail(overlap_status status, const std::string &text) {
+  host::hostLaunchError() = text;
+  return status;
+}
+
+void finalizeAtExit() { overlap_process_finalize(); }
+
+} // namespace
+
+std::string Mpi::error(const char *call, int code) const {
+  char text[512];
+  api->errorString(code, text, sizeof text);
+  return std::string(call) + ": " + text;
+}
+
+Mpi *overlap::process::joinedMpi() {
+  std::lock_guard<std::mutex> lock(joinMutex);
+  return finalized ? nullptr : joined;
+}
+
+void Backoff::idle() {
+  // A few yields, then sleeps growing from 10 us to 640 us.
+  if (idle_ < 8) {
+    ++idle_;
+    std::this_thread::yield();
+    return;
+  }
+  int step = std::min(idle_ - 8, 6);
+  ++idle_;
+  std::this_thread::sleep_for(std::chrono::microseconds(10 << step));
+}
+
+extern "C" {
+
+int overlap_process_launched(int *rank, int *size, const char **launcher) {
+  static const char *const kMpiLaunchers[] = {"Open MPI", "MVAPICH",
+                                              "MPICH/Intel MPI (PMI)"};
+  bootstrap::Launch launch;
+  std::string error;
+  if (!bootstrap::detectLaunch(bootstrap::processEnv(), launch, error))
+    return 0;
+  for (const char *name : kMpiLaunchers) {
+    if (launch.launcher != name)
+      continue;
+    if (rank)
+      *rank = launch.rank;
+    if (size)
+      *size = launch.size;
+    if (launcher)
+      *launcher = name;
+    return 1;
+  }
+  return 0;
+}
+
+overlap_status overlap_process_init(int *rank, int *size) {
+  host::hostLaunchError().clear();
+  std::lock_guard<std::mutex> lock(joinMutex);
+  const std::string call = "overlap_process_init: ";
+  if (finalized)
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                call + "MPI was finalized (overlap_process_finalize); a "
+                       "process joins its job once");
+  if (!joined) {
+    const std::string path = transportPath();
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!handle)
+      return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                  call + "ranks as processes need the MPI transport " +
+                      kTransportLibrary +
+                      ", which is built when CMake finds MPI (install "
+                      "libopenmpi-dev and reconfigure; "
+                      "$OVERLAP_MPI_TRANSPORT names another file): " +
+                      dlerror());
+    auto get = reinterpret_cast<overlap_mpi_transport_fn>(
+        dlsym(handle, OVERLAP_MPI_TRANSPORT_SYMBOL));
+    const overlap_mpi_transport *api = get ? get() : nullptr;
+    if (!api || api->version != OVERLAP_MPI_TRANSPORT_VERSION)
+      return fail(
+          OVERLAP_ERROR_INVALID_ARGUMENT,
+          call + path + " is not an MPI transport of this runtime (" +
+              (api ? "version " + std::to_string(api->version) + ", expected " +
+                         std::to_string(OVERLAP_MPI_TRANSPORT_VERSION)
+                   : std::string("no ") + OVERLAP_MPI_TRANSPORT_SYMBOL) +
+              ")");
+    auto mpi = std::make_unique<Mpi>();
+    mpi->api = api;
+    int multiple = 0, initialized = 0;
+    if (int rc = api->init(&mpi->rank, &mpi->size, &multiple,
+                           &mpi->tagUpperBound, &initialized))
+      return fail(OVERLAP_ERROR_INTERNAL,
+                  call + mpi->error("MPI_Init_thread", rc));
+    if (initialized) {
+      initializedBy = api;
+      std::atexit(finalizeAtExit);
+    }
+    char library[256];
+    api->libraryVersion(library, sizeof library);
+    mpi->library = library;
+    if (!multiple)
+      return fail(OVERLAP_ERROR_INTERNAL,
+                  call + mpi->library +
+                      " does not provide MPI_THREAD_MULTIPLE, which ranks as "
+                      "processes need (collectives run on stream threads)");
+    int launchedRank = 0, launchedSize = 0;
+    const char *launcher = nullptr;
+    if (overlap_process_launched(&launchedRank, &launchedSize, &launcher) &&
+        (launchedRank != mpi->rank || launchedSize != mpi->size))
+      return fail(OVERLAP_ERROR_INTERNAL,
+                  call + launcher + " started this process as rank " +
+                      std::to_string(launchedRank) + " of " +
+                      std::to_string(launchedSize) + " but " + mpi->library +
+                      " says rank " + std::to_string(mpi->rank) + " of " +
+                      std::to_string(mpi->size) +
+                      " (is libmpi the launcher's MPI?)");
+    if (int rc = api->dupWorld(&mpi->utility))
+      return fail(OVERLAP_ERROR_INTERNAL,
+                  call + mpi->error("MPI_Comm_dup", rc));
+    joined = mpi.release();
+  }
+  if (rank)
+    *rank = joined->rank;
+  if (size)
+    *size = joined->size;
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_process_gather(const void *data, size_t bytes,
+                                      void **all, size_t *sizes) {
+  host::hostLaunchError().clear();
+  Mpi *mpi = joinedMpi();
+  if (!mpi)
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                "overlap_process_gather: call overlap_process_init first");
+  if (!all || (bytes && !data) || (mpi->rank == 0 && !sizes))
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                "overlap_process_gather: null pointer");
+  if (bytes > size_t(INT_MAX))
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                "overlap_process_gather: " + std::to_string(bytes) +
+                    " bytes, at most " + std::to_string(INT_MAX));
+  const overlap_mpi_transport &api = *mpi->api;
+  *all = nullptr;
+  Backoff backoff;
+  if (mpi->rank != 0) {
+    overlap_mpi_request request = nullptr;
+    if (int rc = api.issend(mpi->utility, 0, kGatherTag, data,
+                            static_cast<int>(bytes), &request))
+      return fail(OVERLAP_ERROR_INTERNAL,
+                  "overlap_process_gather: " + mpi->error("MPI_Issend", rc));
+    for (int done = 0; !done; backoff.idle())
+      if (int rc = api.test(&request, &done))
+        return fail(OVERLAP_ERROR_INTERNAL,
+                    "overlap_process_gather: " + mpi->error("MPI_Test", rc));
+    return OVERLAP_SUCCESS;
+  }
+  std::vector<std::string> parts(mpi->size);
+  parts[0].assign(static_cast<const char *>(data), bytes);
+  for (int r = 1; r < mpi->size; ++r) {
+    for (int found = 0; !found; backoff.idle()) {
+      int source = 0, tag = 0, count = 0;
+      overlap_mpi_message message = nullptr;
+      if (int rc = api.improbe(mpi->utility, r, kGatherTag, &found, &message,
+                               &source, &tag, &count))
+        return fail(OVERLAP_ERROR_INTERNAL,
+                    "overlap_process_gather: " + mpi->error("MPI_Improbe", rc));
+      if (!found)
+        continue;
+      parts[r].resize(static_cast<size_t>(count));
+      if (int rc = api.mrecv(message, &parts[r][0], count))
+        return fail(OVERLAP_ERROR_INTERNAL,
+                    "overlap_process_gather: " + mpi->error("MPI_Mrecv", rc));
+    }
+  }
+  size_t total = 0;
+  for (const std::string &part : parts)
+    total += part.size();
+  char *out = static_cast<char *>(std::malloc(total ? total : 1));
+  if (!out)
+    return fail(OVERLAP_ERROR_OUT_OF_MEMORY,
+                "overlap_process_gather: cannot allocate " +
+                    std::to_string(total) + " bytes");
+  size_t offset = 0;
+  for (int r = 0; r < mpi->size; ++r) {
+    if (!parts[r].empty())
+      std::memcpy(out + offset, parts[r].data(), parts[r].size());
+    sizes[r] = parts[r].size();
+    offset += parts[r].size();
+  }
+  *all = out;
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_process_max(int64_t *value) {
+  host::hostLaunchError().clear();
+  Mpi *mpi = joinedMpi();
+  if (!mpi)
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                "overlap_process_max: call overlap_process_init first");
+  if (!value)
+    return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                "overlap_process_max: null pointer");
+  if (int rc = mpi->api->allreduceMax(mpi->utility, value))
+    return fail(OVERLAP_ERROR_INTERNAL,
+                "overlap_process_max: " + mpi->error("MPI_Allreduce", rc));
+  return OVERLAP_SUCCESS;
+}
+
+void overlap_process_finalize(void) {
+  std::lock_guard<std::mutex> lock(joinMutex);
+  if (finalized || (!joined && !initializedBy))
+    return;
+  finalized = true;
+  if (joined && joined->utility) {
+    joined->api->commFree(joined->utility);
+    joined->utility = nullptr;
+  }
+  if (initializedBy)
+    initializedBy->finalize();
+}
+
+} // extern "C"

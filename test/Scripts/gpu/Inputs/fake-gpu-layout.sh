@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Makes, under DIR, what scripts/gpu/preflight.sh and run.sh see on a GPU
+# machine, with stand-in libraries and programs (no CUDA needed):
+#   DIR/cuda/lib64/libcudart.so.13                the CUDA toolkit's
+#   DIR/site/nvidia/cu13/lib/libcublasLt.so.13    pip wheels' (and a decoy
+#   DIR/site/nvidia/cu13/lib/libcudart.so.13       cudart the CUDA one beats)
+#   DIR/site/nvidia/nccl/lib/libnccl.so.2         ncclGetVersion: 2.28.5
+#   DIR/site/nvidia/fake/lib/libfakecomm.so.1     a fourth library to remove
+#   DIR/bin/python3      prints DIR/site as its site-packages, else runs
+#                        the real python3 (ctypes for the NCCL version)
+#   DIR/build/lib/liboverlap_runtime_cuda.so      needs all four
+#   DIR/build/{bin,unittests}/...  the programs run.sh runs, each printing
+#                        its name and exiting with $FAKE_RC_<name> (- as _)
+set -eu
+DIR=$1
+REAL_PYTHON=$(command -v python3)
+mkdir -p "$DIR/cuda/lib64" "$DIR/site/nvidia/cu13/lib" \
+  "$DIR/site/nvidia/nccl/lib" "$DIR/site/nvidia/fake/lib" "$DIR/bin" \
+  "$DIR/build/lib" "$DIR/build/bin" "$DIR/build/unittests" "$DIR/src"
+cd "$DIR/src"
+echo 'int fake_symbol;' >empty.c
+echo 'int ncclGetVersion(int *v) { *v = 22805; return 0; }' >nccl.c
+cat >main.c <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+  const char *base = strrchr(argv[0], '/');
+  char name[256];
+  base = base ? base + 1 : argv[0];
+  snprintf(name, sizeof name, "FAKE_RC_%s", base);
+  for (char *p = name; *p; ++p)
+    if (*p == '-')
+      *p = '_';
+  printf("fake %s\n", base);
+  return getenv(name) ? atoi(getenv(name)) : 0;
+}
+C
+lib() { # path soname source
+  cc -shared -fPIC -Wl,-soname,"$2" "$3" -o "$1"
+}
+lib "$DIR/cuda/lib64/libcudart.so.13" libcudart.so.13 empty.c
+lib "$DIR/site/nvidia/cu13/lib/libcudart.so.13" libcudart.so.13 empty.c
+lib "$DIR/site/nvidia/cu13/lib/libcublasLt.so.13" libcublasLt.so.13 empty.c
+lib "$DIR/site/nvidia/nccl/lib/libnccl.so.2" libnccl.so.2 nccl.c
+lib "$DIR/site/nvidia/fake/lib/libfakecomm.so.1" libfakecomm.so.1 empty.c
+cc -shared -fPIC -Wl,-soname,liboverlap_runtime_cuda.so empty.c \
+  -o "$DIR/build/lib/liboverlap_runtime_cuda.so" -Wl,--no-as-needed \
+  "$DIR/cuda/lib64/libcudart.so.13" \
+  "$DIR/site/nvidia/cu13/lib/libcublasLt.so.13" \
+  "$DIR/site/nvidia/nccl/lib/libnccl.so.2" \
+  "$DIR/site/nvidia/fake/lib/libfakecomm.so.1"
+links="$DIR/cuda/lib64:$DIR/site/nvidia/cu13/lib:$DIR/site/nvidia/nccl/lib:$DIR/site/nvidia/fake/lib"
+for p in bin/overlap-bench bin/overlap-calibrate bin/overlap-exec \
+  unittests/OverlapRuntimeCudaTests; do
+  cc main.c -o "$DIR/build/$p" -Wl,-rpath-link,"$links" -Wl,--no-as-needed \
+    "$DIR/build/lib/liboverlap_runtime_cuda.so"
+done
+cat >"$DIR/bin/python3" <<PY
+#!/bin/sh
+case "\$*" in
+*getsitepackages*) echo "$DIR/site" ;;
+*) exec "$REAL_PYTHON" "\$@" ;;
+esac
+PY
+chmod +x "$DIR/bin/python3"

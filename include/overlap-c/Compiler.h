@@ -60,6 +60,13 @@ overlapCompileResultError(const OverlapCompileResult *result);
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result);
 
+/** On success: what the caller should be told, one warning a line ending in
+ *  '\n' (e.g. "no overlap_entry_signature embedded (overlap-exec cannot
+ *  run the output): ..."); empty when there is none. overlap-compile prints
+ *  the same lines as "warning:"s. */
+MLIR_CAPI_EXPORTED MlirStringRef
+overlapCompileResultWarnings(const OverlapCompileResult *result);
+
 MLIR_CAPI_EXPORTED void overlapCompileResultDestroy(OverlapCompileResult *r);
 
 /** Runs the registered pipeline `overlap-to-llvm{options}` (options as in

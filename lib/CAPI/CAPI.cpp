@@ -53,6 +53,8 @@ struct OverlapCompileResult {
   bool succeeded = false;
   std::string error;
   std::string plansJSON = "[]";
+  /// One warning a line (e.g. no signature embedded), empty if none.
+  std::string warnings;
 };
 
 static std::string plansToJSON(const std::vector<compiler::PlanRecord> &plans) {
@@ -109,6 +111,8 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
   }
   result->succeeded = true;
   result->plansJSON = plansToJSON(artifact->plans);
+  for (const std::string &warning : artifact->warnings)
+    result->warnings += warning + "\n";
   return result;
 }
 
@@ -127,6 +131,11 @@ overlapCompileResultPlansJSON(const OverlapCompileResult *result) {
                 : wrap(llvm::StringRef("[]"));
 }
 
+MlirStringRef overlapCompileResultWarnings(const OverlapCompileResult *result) {
+  return result ? wrap(llvm::StringRef(result->warnings))
+                : wrap(llvm::StringRef());
+}
+
 void overlapCompileResultDestroy(OverlapCompileResult *result) {
   delete result;
 }
@@ -134,6 +143,13 @@ void overlapCompileResultDestroy(OverlapCompileResult *result) {
 MlirLogicalResult mlirOverlapRunPipeline(MlirModule module,
                                          MlirStringRef options) {
   ModuleOp op = unwrap(module);
+  // The caller's text goes between braces: what would close them early
+  // (and add passes of its choosing) is refused, naming the option.
+  if (llvm::Error err = compiler::checkPipelineOptionsText(unwrap(options))) {
+    emitError(op.getLoc()) << "overlap-to-llvm: "
+                           << llvm::toString(std::move(err));
+    return mlirLogicalResultFailure();
+  }
   PassManager pm(op.getContext(), ModuleOp::getOperationName());
   std::string text = "overlap-to-llvm{" + unwrap(options).str() + "}";
   std::string errors;

@@ -39,6 +39,9 @@ const Choice alloc = {
 const Choice ncclCtaCap = {
     "--nccl-cta-cap",
     {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
+const Choice zeroSmAllGather = {
+    "--zero-sm-all-gather",
+    {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
 
 constexpr int32_t maxAutotune = 16;
 
@@ -88,8 +91,9 @@ std::optional<int32_t> readBounded(const std::string &text, int64_t lo,
 
 const std::vector<std::string> &calibration::cudaKnobFlags() {
   static const std::vector<std::string> names = {
-      "--comm-sms",   "--comm-priority", "--flags", "--sync",
-      "--gemm-cache", "--gemm-autotune", "--alloc", "--nccl-cta-cap"};
+      "--comm-sms", "--comm-priority", "--flags",
+      "--sync",     "--gemm-cache",    "--gemm-autotune",
+      "--alloc",    "--nccl-cta-cap",  "--zero-sm-all-gather"};
   return names;
 }
 
@@ -99,7 +103,8 @@ const char *calibration::cudaKnobUsage() {
          "  device.comm_sms when --profile is given) --comm-priority\n"
          "  high|normal --flags device|host --sync memop|spin|event\n"
          "  --gemm-cache on|off --gemm-autotune K (1-16) --alloc pool|sync\n"
-         "  --nccl-cta-cap on|off (NCCL's maxCTAs = comm_sms, or NCCL's own)\n";
+         "  --nccl-cta-cap on|off (NCCL's maxCTAs = comm_sms, or NCCL's own)\n"
+         "  --zero-sm-all-gather on|off (all-gathers on NCCL's copy engines)\n";
 }
 
 CudaKnobs calibration::readCudaKnobs(const Args &args) {
@@ -118,6 +123,7 @@ CudaKnobs calibration::readCudaKnobs(const Args &args) {
   k.gemmCache = readChoice(args, gemmCache, k.gemmCache);
   k.streamOrderedAlloc = readChoice(args, alloc, k.streamOrderedAlloc);
   k.ncclCtaCap = readChoice(args, ncclCtaCap, k.ncclCtaCap);
+  k.zeroSmAllGather = readChoice(args, zeroSmAllGather, k.zeroSmAllGather);
   if (args.has("--gemm-autotune")) {
     const std::string text = args.get("--gemm-autotune", "");
     std::optional<int32_t> v = readBounded(text, 1, maxAutotune);
@@ -152,6 +158,8 @@ void calibration::applyCudaKnobs(const CudaKnobs &knobs,
     opts.stream_ordered_alloc = knobs.streamOrderedAlloc;
   if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
     opts.nccl_cta_cap = knobs.ncclCtaCap;
+  if (knobs.zeroSmAllGather != OVERLAP_CUDA_KNOB_DEFAULT)
+    opts.zero_sm_all_gather = knobs.zeroSmAllGather;
 }
 
 std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
@@ -175,5 +183,7 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
     add(alloc.flag, nameOf(alloc, knobs.streamOrderedAlloc));
   if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
     add(ncclCtaCap.flag, nameOf(ncclCtaCap, knobs.ncclCtaCap));
+  if (knobs.zeroSmAllGather != OVERLAP_CUDA_KNOB_DEFAULT)
+    add(zeroSmAllGather.flag, nameOf(zeroSmAllGather, knobs.zeroSmAllGather));
   return out;
 }

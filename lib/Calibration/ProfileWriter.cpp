@@ -56,6 +56,8 @@ std::string calibration::profileJson(const CalibrationResult &r) {
   json::Object device{{"name", r.deviceName}, {"sm_count", r.smCount}};
   if (r.commSms)
     device["comm_sms"] = *r.commSms;
+  if (r.zeroSmAllGather)
+    device["zero_sm_all_gather"] = true;
   json::Object profile{
       {"name", r.name},
       {"description", r.description},

@@ -42,6 +42,31 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// Flushes and closes `os` and turns a write error (a full disk, /dev/full)
+/// into an llvm::Error: raw_fd_ostream's destructor would otherwise end the
+/// process with LLVM's fatal "IO failure on output stream".
+static llvm::Error closeOutput(llvm::raw_fd_ostream &os, llvm::StringRef path) {
+  os.flush();
+  // "-" is stdout, which the stream does not own.
+  if (!os.has_error() && path != "-")
+    os.close();
+  if (std::error_code ec = os.error()) {
+    os.clear_error();
+    return error("cannot write " +
+                 (path == "-" ? llvm::Twine("to stdout") : "'" + path + "'") +
+                 ": " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
+/// closeOutput, then the file is kept.
+static llvm::Error keepOutput(llvm::ToolOutputFile &file) {
+  if (llvm::Error err = closeOutput(file.os(), file.outputFilename()))
+    return err;
+  file.keep();
+  return llvm::Error::success();
+}
+
 llvm::Error mlir::overlap::compiler::linkSharedLibrary(
     llvm::StringRef object, llvm::StringRef output, llvm::StringRef target,
     bool needsRunnerUtils, llvm::StringRef cc) {
@@ -279,6 +304,11 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     FailureOr<run::Signature> sig = failure();
     if (succeeded(entryName))
       sig = describeEntry(module, *entryName, "overlap-exec", why);
+    // A signature that describes the entry but cannot be written as one
+    // (a name that would add a line to the text, a buffer no machine
+    // holds) is an error: the library would be refused by every loader.
+    if (succeeded(sig) && failed(checkEmbeddable(*sig, why)))
+      return error("stage 'signature': " + why);
     if (succeeded(sig)) {
       sig->target = options.compile.target;
       sig->strategy = options.compile.strategy;
@@ -304,7 +334,8 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
       return error(fileError);
     module.print(file->os());
     file->os() << "\n";
-    file->keep();
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
     return artifact;
   }
   std::string tmError;
@@ -325,7 +356,8 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     if (!file)
       return error(fileError);
     llvmModule->print(file->os(), nullptr);
-    file->keep();
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
     return artifact;
   }
   if (signature)
@@ -334,9 +366,12 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     auto file = openOutputFile(output, &fileError);
     if (!file)
       return error(fileError);
-    if (failed(emitObject(*llvmModule, *tm, file->os(), tmOs)))
+    if (failed(emitObject(*llvmModule, *tm, file->os(), tmOs))) {
+      file->os().clear_error();
       return error("stage 'codegen': " + tmError);
-    file->keep();
+    }
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
     return artifact;
   }
   llvm::SmallString<128> objectPath;
@@ -347,8 +382,12 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
   llvm::FileRemover removeObject(objectPath);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (failed(emitObject(*llvmModule, *tm, os, tmOs)))
+    if (failed(emitObject(*llvmModule, *tm, os, tmOs))) {
+      os.clear_error();
       return error("stage 'codegen': " + tmError);
+    }
+    if (llvm::Error err = closeOutput(os, objectPath))
+      return std::move(err);
   }
   bool needsRunnerUtils = llvmModule->getFunction("memrefCopy") != nullptr;
   if (llvm::Error err =

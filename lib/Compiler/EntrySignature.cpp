@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
@@ -121,6 +122,68 @@ FailureOr<run::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
     return failure();
   sig->grids = std::move(*grids);
   return sig;
+}
+
+/// Why `name` cannot be a word of the signature's text (parseSignature
+/// splits lines at spaces and the text at newlines), or "".
+static std::string unrepresentable(llvm::StringRef name) {
+  if (name.empty())
+    return "is empty";
+  if (name.size() > kMaxSignatureName)
+    return "is " + std::to_string(name.size()) + " bytes long, more than " +
+           std::to_string(kMaxSignatureName);
+  for (char c : name) {
+    if (c == ' ')
+      return "holds a space";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return "holds a control character (newline, tab, ...)";
+  }
+  return "";
+}
+
+/// `@name` as MLIR prints a symbol that needs quotes.
+static std::string shown(llvm::StringRef name) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "@\"";
+  llvm::printEscapedString(name.take_front(64), os);
+  os << (name.size() > 64 ? "...\"" : "\"");
+  return text;
+}
+
+LogicalResult checkEmbeddable(const run::Signature &sig, std::string &error) {
+  auto name = [&](llvm::StringRef what, llvm::StringRef symbol) {
+    std::string why = unrepresentable(symbol);
+    if (!why.empty())
+      error = what.str() + " " + shown(symbol) + ": the name " + why +
+              ", which the embedded signature cannot carry (names of the "
+              "entry and of grids are 1 to " +
+              std::to_string(kMaxSignatureName) +
+              " bytes without whitespace or control characters); rename it";
+    return why.empty();
+  };
+  if (!name("function", sig.name))
+    return failure();
+  for (const run::GridSpec &grid : sig.grids)
+    if (!name("grid", grid.name))
+      return failure();
+  for (const auto *buffers : {&sig.args, &sig.results})
+    for (const run::BufferSpec &spec : *buffers) {
+      std::optional<uint64_t> bytes = spec.checkedBytes();
+      if (!bytes) {
+        error = spec.name + " (" + spec.typeString() +
+                ") needs more than 2^63 bytes: its size overflows int64";
+        return failure();
+      }
+      if (*bytes > kMaxBufferBytes) {
+        error = spec.name + " (" + spec.typeString() + ") needs " +
+                std::to_string(*bytes) + " bytes, more than the " +
+                std::to_string(kMaxBufferBytes) +
+                " (16 TiB) a buffer of a runnable entry may have";
+        return failure();
+      }
+    }
+  return success();
 }
 
 void embedSignature(llvm::Module &module, const run::Signature &sig) {

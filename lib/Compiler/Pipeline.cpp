@@ -20,6 +20,68 @@
 using namespace mlir;
 using namespace mlir::overlap::compiler;
 
+/// A control character (UTF-8 bytes of paths are not).
+static bool isControl(char c) {
+  return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+}
+
+llvm::Error mlir::overlap::compiler::checkOptionValue(llvm::StringRef option,
+                                                      llvm::StringRef value) {
+  size_t bad = llvm::find_if(value,
+                             [](char c) {
+                               return llvm::StringRef("\"{}").contains(c) ||
+                                      isControl(c);
+                             }) -
+               value.begin();
+  if (bad == value.size())
+    return llvm::Error::success();
+  std::string shown;
+  llvm::raw_string_ostream os(shown);
+  os.write_escaped(value.substr(bad, 1));
+  return llvm::createStringError(
+      "%s: the value contains '%s', which would change the structure of the "
+      "pass pipeline it goes into (quotes, braces and control characters are "
+      "refused)",
+      option.str().c_str(), shown.c_str());
+}
+
+llvm::Error
+mlir::overlap::compiler::checkPipelineOptionsText(llvm::StringRef text) {
+  // Where the pair being read starts, for the option's name in messages.
+  size_t pairStart = 0;
+  auto key = [&](size_t end) {
+    llvm::StringRef name = text.slice(pairStart, end).split('=').first.trim();
+    return name.empty() ? std::string("?") : name.str();
+  };
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (c == ' ' && !quoted)
+      pairStart = i + 1;
+    bool structural =
+        quoted ? (c == '{' || c == '}') : llvm::StringRef("{}(),").contains(c);
+    if (!structural && !isControl(c))
+      continue;
+    std::string shown;
+    llvm::raw_string_ostream os(shown);
+    os.write_escaped(text.substr(i, 1));
+    return llvm::createStringError(
+        "option '%s': '%s' would change the structure of the pipeline "
+        "(options are key=value pairs separated by spaces; a value may not "
+        "hold braces or control characters, nor '(', ')' or ',' outside "
+        "quotes)",
+        key(i).c_str(), shown.c_str());
+  }
+  if (quoted)
+    return llvm::createStringError("option '%s': the quote is not closed",
+                                   key(text.size()).c_str());
+  return llvm::Error::success();
+}
+
 llvm::Error CompileOptions::validate() const {
   auto oneOf = [](llvm::StringRef option, llvm::StringRef value,
                   std::initializer_list<llvm::StringRef> accepted)
@@ -34,6 +96,19 @@ llvm::Error CompileOptions::validate() const {
                                    option.str().c_str(), value.str().c_str(),
                                    list.c_str());
   };
+  // Every value goes into a stage's pipeline text between quotes; MLIR's
+  // pipeline parser matches braces without regard to quotes and has no
+  // escape for a quote, so these characters would end the option early and
+  // splice passes of the caller's choosing into the pipeline.
+  for (auto [option, value] :
+       {std::pair<llvm::StringRef, llvm::StringRef>{"profile", profile},
+        {"strategy", strategy},
+        {"target", target},
+        {"gpu-chip", gpuChip},
+        {"gpu-features", gpuFeatures},
+        {"gpu-format", gpuFormat}})
+    if (llvm::Error err = checkOptionValue(option, value))
+      return err;
   if (llvm::Error err = oneOf("target", target, {"host", "cuda"}))
     return err;
   if (llvm::Error err = oneOf("gpu-format", gpuFormat, {"fatbin", "bin", "isa"}))

@@ -140,8 +140,12 @@ public:
     outcome.run.ranks.clear();
     outcome.run.ranks.resize(1);
     run::RankData &data = outcome.run.ranks[0];
-    run::prepareRank(sig, seed, /*rank=*/0, data,
-                     outcome.run.given ? &(*outcome.run.given)[0] : nullptr);
+    if (!run::prepareRank(sig, seed, /*rank=*/0, data,
+                          outcome.run.given ? &(*outcome.run.given)[0]
+                                            : nullptr)) {
+      error = data.error;
+      return false;
+    }
     std::vector<void *> deviceArgs(sig.args.size(), nullptr);
     auto freeDeviceArgs = [&] {
       for (void *ptr : deviceArgs)

@@ -60,8 +60,11 @@ void processRankMain(overlap_context *ctx, void *user) {
   run::Run &run = *static_cast<run::Run *>(user);
   int rank = overlap_context_rank(ctx);
   run::RankData &data = run.ranks[rank];
-  run::prepareRank(*run.sig, run.seed, rank, data,
-                   run.given ? &(*run.given)[rank] : nullptr);
+  // Without its inputs this rank does not call the entry; execute reports
+  // why (the other processes' collectives time out).
+  if (!run::prepareRank(*run.sig, run.seed, rank, data,
+                        run.given ? &(*run.given)[rank] : nullptr))
+    return;
   std::vector<void *> values = run::entryValues(*run.sig, data, ctx);
   auto start = std::chrono::steady_clock::now();
   run.call(values);
@@ -106,6 +109,10 @@ public:
       overlap_status status =
           overlap_process_launch(size, &options, processRankMain, &outcome.run);
       run::setPoisoning(true);
+      if (!outcome.run.ranks[rank].error.empty()) {
+        error = outcome.run.ranks[rank].error;
+        return false;
+      }
       if (status != OVERLAP_SUCCESS) {
         error = std::string(overlap_status_name(status)) + ": " +
                 overlap_host_launch_error();
@@ -169,7 +176,7 @@ bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
       expected += static_cast<size_t>(spec->numElements()) * spec->elemBytes();
     outcome.outputs.assign(size, {});
     size_t at = 0;
-    for (int r = 0; r < size; at += sizes[r], ++r) {
+    for (int r = 0; r < size && !failed; at += sizes[r], ++r) {
       std::string part(static_cast<const char *>(all) + at, sizes[r]);
       if (part.empty() || part[0] != '1' || part.size() != expected) {
         error = "rank " + std::to_string(r) + ": " +
@@ -187,6 +194,12 @@ bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
         size_t bytes =
             static_cast<size_t>(spec->numElements()) * spec->elemBytes();
         data.copies.emplace_back(bytes);
+        if (!data.copies.back().data) {
+          error = "rank " + std::to_string(r) + ": cannot allocate " +
+                  std::to_string(bytes) + " bytes for " + spec->name;
+          failed = 1;
+          break;
+        }
         if (bytes)
           std::memcpy(data.copies.back().data, part.data() + offset, bytes);
         offset += bytes;

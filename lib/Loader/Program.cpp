@@ -5,16 +5,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Loader/ElfCheck.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/RunSupport.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace overlap;
 
@@ -41,32 +47,180 @@ void overlap::exec::preloadRuntimes() {
   }
 }
 
-/// dlopens `path` and reads its signature and entry point.
+overlap::exec::Library::~Library() {
+  if (handle && sig.target != "cuda")
+    dlclose(handle);
+}
+
+/// "a FIFO", "a directory", ...: what a path that is not a regular file is.
+static std::string fileKind(mode_t mode) {
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+/// Reads the whole of the regular file `path` into `bytes`.
+static bool readProgramFile(const std::string &path, std::string &bytes,
+                            std::string &error) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    error = fileKind(info.st_mode) + ", not a shared library";
+    return false;
+  }
+  // O_NONBLOCK: should the path become a FIFO after the stat, opening it
+  // does not wait for a writer (and fstat below refuses it).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  bool ok = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  if (!ok)
+    error = fileKind(info.st_mode) + ", not a shared library";
+  bytes.clear();
+  if (ok)
+    bytes.reserve(static_cast<size_t>(info.st_size));
+  char chunk[1 << 16];
+  while (ok) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      error = std::strerror(errno);
+      ok = false;
+    }
+    if (n <= 0)
+      break;
+    bytes.append(chunk, static_cast<size_t>(n));
+  }
+  close(fd);
+  return ok;
+}
+
+/// Replaces every `from` in `text` by `to`.
+static std::string replaceAll(std::string text, const std::string &from,
+                              const std::string &to) {
+  for (size_t at = text.find(from); !from.empty() && at != std::string::npos;
+       at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+/// Writes `bytes` to a new private file in `dir` named after `base`, dlopens
+/// it and unlinks it. On failure returns null with the reason in `error`
+/// (dlerror's, with the copy's name replaced by `path`).
+static void *openPrivateCopy(const std::string &dir, const std::string &base,
+                             const std::string &path, const std::string &bytes,
+                             std::string &error) {
+  std::string copy = dir + "/." + base + ".overlap-XXXXXX";
+  int fd = mkstemp(copy.data());
+  if (fd < 0) {
+    error =
+        "cannot make a private copy in " + dir + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  bool written = done == bytes.size() && fchmod(fd, 0500) == 0;
+  if (!written)
+    error =
+        "cannot write a private copy in " + dir + ": " + std::strerror(errno);
+  close(fd);
+  void *handle =
+      written ? dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  if (written && !handle) {
+    const char *why = dlerror();
+    error = replaceAll(why ? why : "dlopen failed", copy, path);
+  }
+  unlink(copy.c_str());
+  return handle;
+}
+
+/// The link map of the object that holds `address`, and its symbol there.
+static bool symbolAt(const void *address, struct link_map *&map,
+                     const ElfW(Sym) * &sym) {
+  Dl_info info;
+  void *extra = nullptr;
+  if (!dladdr1(address, &info, &extra, RTLD_DL_LINKMAP))
+    return false;
+  map = static_cast<struct link_map *>(extra);
+  extra = nullptr;
+  if (!dladdr1(address, &info, &extra, RTLD_DL_SYMENT))
+    return false;
+  sym = static_cast<const ElfW(Sym) *>(extra);
+  return map && sym && info.dli_saddr == address;
+}
+
+/// dlopens a private copy of `path` and reads its signature and entry point.
 bool overlap::exec::loadLibrary(const std::string &path, Library &lib,
                                 std::string &message) {
   lib.path = path;
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) {
-    message = "cannot load " + path + ": " + std::strerror(errno);
+  std::string bytes, why;
+  if (!readProgramFile(path, bytes, why) ||
+      !checkElfImage(reinterpret_cast<const unsigned char *>(bytes.data()),
+                     bytes.size(), why)) {
+    message = "cannot load " + path + ": " + why;
     return false;
   }
-  // A name without a slash would be looked up in the library path.
-  std::string openPath =
-      path.find('/') == std::string::npos ? "./" + path : path;
-  lib.handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const char *tmp = std::getenv("TMPDIR");
+  for (const std::string &where :
+       {dir, std::string(tmp && *tmp ? tmp : "/tmp")}) {
+    std::string whyHere;
+    lib.handle = openPrivateCopy(where, base, path, bytes, whyHere);
+    if (lib.handle)
+      break;
+    if (why.empty())
+      why = whyHere;
+  }
   if (!lib.handle) {
-    message = "cannot load " + path + ": " + dlerror();
+    message = "cannot load " + path + ": " + why;
+    return false;
+  }
+  struct link_map *own = nullptr;
+  if (dlinfo(lib.handle, RTLD_DI_LINKMAP, &own) != 0 || !own) {
+    message = "cannot load " + path + ": dlinfo found no link map";
     return false;
   }
   auto *text =
       static_cast<const char *>(dlsym(lib.handle, run::kSignatureSymbol));
-  if (!text) {
+  struct link_map *map = nullptr;
+  const ElfW(Sym) *sym = nullptr;
+  if (!text || !symbolAt(text, map, sym) || map != own) {
     message = path + " has no " + std::string(run::kSignatureSymbol) +
               ": it was not made by overlap-compile --emit=so, or the "
               "compiler could not describe its entry (see its warning)";
     return false;
   }
-  std::string why;
+  if (sym->st_size == 0 || !std::memchr(text, 0, sym->st_size)) {
+    message = path + ": malformed " + std::string(run::kSignatureSymbol) +
+              ", not a NUL-terminated string of its " +
+              std::to_string(sym->st_size) + " bytes";
+    return false;
+  }
   if (!run::parseSignature(text, lib.sig, why)) {
     message =
         path + ": malformed " + std::string(run::kSignatureSymbol) + ", " + why;
@@ -78,13 +232,37 @@ bool overlap::exec::loadLibrary(const std::string &path, Library &lib,
               ", which its signature names";
     return false;
   }
+  // Called with the signature's arguments, anything but a function of this
+  // library (a data object, a function it imports) would crash the host.
+  if (!symbolAt(lib.entry, map, sym) || map != own) {
+    Dl_info info;
+    std::string from =
+        dladdr(lib.entry, &info) && info.dli_fname
+            ? std::string(" (it resolves to ") + info.dli_fname + ")"
+            : std::string();
+    message = path + ": the symbol " + lib.sig.symbol +
+              " that its signature names is not defined in it" + from;
+    lib.entry = nullptr;
+    return false;
+  }
+  if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC) {
+    message =
+        path + ": the symbol " + lib.sig.symbol +
+        " that its signature names is not a function (ELF symbol "
+        "type " +
+        std::to_string(ELF64_ST_TYPE(sym->st_info)) +
+        (ELF64_ST_TYPE(sym->st_info) == STT_OBJECT ? ", a data object" : "") +
+        ")";
+    lib.entry = nullptr;
+    return false;
+  }
   size_t values = (lib.sig.results.empty() ? 0 : 1) + 1 + lib.sig.args.size();
   if (values > kMaxEntryValues) {
     message = path + ": @" + lib.sig.name + " takes " +
-              std::to_string(lib.sig.args.size()) + " arguments; the loader calls entries of up to " +
+              std::to_string(lib.sig.args.size()) +
+              " arguments; the loader calls entries of up to " +
               std::to_string(kMaxEntryValues - 2);
     return false;
   }
   return true;
 }
-

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <unistd.h>
 
 namespace overlap {
 namespace run {
@@ -50,6 +51,17 @@ int64_t BufferSpec::numElements() const {
   return n;
 }
 
+std::optional<uint64_t> BufferSpec::checkedBytes() const {
+  uint64_t n = elemBytes();
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+      return std::nullopt;
+  // numElements() and the descriptors' strides are int64_t.
+  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return std::nullopt;
+  return n;
+}
+
 /// "2x4": the extents joined by 'x'.
 static std::string joinShape(const std::vector<int64_t> &shape) {
   std::string s;
@@ -61,6 +73,14 @@ static std::string joinShape(const std::vector<int64_t> &shape) {
 std::string BufferSpec::typeString() const {
   std::string dims = joinShape(shape);
   return (dims.empty() ? "" : dims + "x") + elemName(elem);
+}
+
+std::optional<int64_t> GridSpec::checkedSize() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxGridSize)
+      return std::nullopt;
+  return n;
 }
 
 int64_t GridSpec::size() const {
@@ -199,6 +219,9 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
           grid.shape.push_back(value);
         }
       }
+      if (!grid.checkedSize())
+        return fail("grid '" + grid.name + "' has more than " +
+                    std::to_string(kMaxGridSize) + " devices");
       sig.grids.push_back(std::move(grid));
     } else if (key == "arg" || key == "result") {
       BufferSpec spec;
@@ -209,6 +232,11 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
                     "' with a static shape and f32, f16 or bf16, found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);
+      // Caught here, the sizes of a parsed signature are safe to multiply.
+      if (!spec.checkedBytes())
+        return fail(std::string(key) + " " + spec.name + " (" +
+                    spec.typeString() +
+                    ") has more than 2^63 bytes: its size overflows");
       (key == "arg" ? sig.args : sig.results).push_back(std::move(spec));
     } else if (!line.empty()) {
       return fail("unknown item '" + std::string(key) + "'");
@@ -334,8 +362,11 @@ overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
 // Inputs, descriptors and runs
 //===----------------------------------------------------------------------===//
 
-HostBuffer::HostBuffer(size_t bytes)
-    : data(std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64)) {}
+HostBuffer::HostBuffer(size_t bytes) {
+  // Rounded up to whole cache lines plus one, without wrapping around.
+  if (bytes <= std::numeric_limits<size_t>::max() - 128)
+    data = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+}
 
 HostBuffer &HostBuffer::operator=(HostBuffer &&other) {
   std::swap(data, other.data);
@@ -428,13 +459,74 @@ bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
   return true;
 }
 
-void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
+bool checkRunBytes(const Signature &sig, int ranks, std::string &error) {
+  uint64_t budget = 0;
+  std::string source;
+  if (const char *env = std::getenv("OVERLAP_MAX_RUN_BYTES")) {
+    std::string text = env;
+    bool ok = !text.empty() && text.size() <= 19 &&
+              text.find_first_not_of("0123456789") == std::string::npos;
+    if (ok)
+      budget = std::stoull(text);
+    if (!ok || budget == 0) {
+      error = "OVERLAP_MAX_RUN_BYTES='" + text +
+              "': expected a number of bytes > 0";
+      return false;
+    }
+    source = "OVERLAP_MAX_RUN_BYTES";
+  } else {
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || pageSize <= 0 ||
+        __builtin_mul_overflow(static_cast<uint64_t>(pages),
+                               static_cast<uint64_t>(pageSize), &budget))
+      budget = std::numeric_limits<uint64_t>::max();
+    source = "the machine's memory; OVERLAP_MAX_RUN_BYTES sets another";
+  }
+  uint64_t perRank = 0, total = 0;
+  const BufferSpec *largest = nullptr;
+  uint64_t largestBytes = 0;
+  bool overflow = false;
+  for (const std::vector<BufferSpec> *list : {&sig.args, &sig.results}) {
+    for (const BufferSpec &spec : *list) {
+      std::optional<uint64_t> bytes = spec.checkedBytes();
+      overflow |= !bytes ||
+                  __builtin_add_overflow(perRank, bytes.value_or(0), &perRank);
+      if (!largest || bytes.value_or(UINT64_MAX) > largestBytes) {
+        largest = &spec;
+        largestBytes = bytes.value_or(UINT64_MAX);
+      }
+    }
+  }
+  overflow |= __builtin_mul_overflow(
+      perRank, static_cast<uint64_t>(std::max(ranks, 1)), &total);
+  if (!overflow && total <= budget)
+    return true;
+  auto count = [](uint64_t bytes) {
+    return bytes == UINT64_MAX ? std::string("more than 2^64")
+                               : std::to_string(bytes);
+  };
+  error = largest->name + " (" + largest->typeString() + ") needs " +
+          count(largestBytes) + " bytes on each of " + std::to_string(ranks) +
+          " rank" + (ranks == 1 ? "" : "s") + "; the arguments and results " +
+          "of @" + sig.name + " need " + count(overflow ? UINT64_MAX : total) +
+          " bytes of host memory in all, more than the loader's budget of " +
+          std::to_string(budget) + " bytes (" + source + ")";
+  return false;
+}
+
+bool prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
                  const std::vector<const void *> *given) {
   data = RankData();
   for (size_t i = 0; i < sig.args.size(); ++i) {
     const BufferSpec &spec = sig.args[i];
     size_t bytes = spec.numElements() * spec.elemBytes();
     data.args.emplace_back(bytes);
+    if (!data.args.back().data) {
+      data.error = "rank " + std::to_string(rank) + ": cannot allocate " +
+                   std::to_string(bytes) + " bytes for " + spec.name + " (" +
+                   spec.typeString() + ")";
+      return false;
+    }
     if (given)
       std::memcpy(data.args.back().data, (*given)[i], bytes);
     else
@@ -446,6 +538,8 @@ void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
   for (const BufferSpec &spec : sig.results)
     resultWords += descriptorWords(spec.shape.size());
   data.results.assign(resultWords, -1);
+  data.results.resize(resultWords + kResultGuardWords, kResultGuard);
+  return true;
 }
 
 std::vector<void *> entryValues(const Signature &sig, RankData &data,
@@ -470,8 +564,11 @@ static void hostRankMain(overlap_context *ctx, void *user) {
   Run &run = *static_cast<Run *>(user);
   int rank = overlap_context_rank(ctx);
   RankData &data = run.ranks[rank];
-  prepareRank(*run.sig, run.seed, rank, data,
-              run.given ? &(*run.given)[rank] : nullptr);
+  // A rank without its inputs does not call the entry: launchOnHost
+  // reports why (the other ranks' collectives time out).
+  if (!prepareRank(*run.sig, run.seed, rank, data,
+                   run.given ? &(*run.given)[rank] : nullptr))
+    return;
   std::vector<void *> values = entryValues(*run.sig, data, ctx);
   auto start = std::chrono::steady_clock::now();
   run.call(values);
@@ -486,6 +583,11 @@ bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
   overlap_status status =
       overlap_host_launch(ranks, &options, hostRankMain, &run);
   millis = millisSince(start);
+  for (const RankData &data : run.ranks)
+    if (!data.error.empty()) {
+      error = data.error;
+      return false;
+    }
   if (status != OVERLAP_SUCCESS) {
     error = std::string(overlap_status_name(status)) + ": " +
             overlap_host_launch_error();
@@ -494,16 +596,28 @@ bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
   return true;
 }
 
+static bool resultGuardIntact(const Signature &sig, const RankData &data,
+                              std::string &error);
+static bool resultView(const Signature &sig, const RankData &data, size_t index,
+                       OutputView &view, std::string &error);
+
 void freeResults(const Signature &sig, RankData &data,
                  void (*release)(void *)) {
   std::vector<int64_t> freed;
   for (const std::vector<int64_t> &arg : data.argDescriptors)
     freed.push_back(arg[0]);
+  // What a program that does not match its signature left is not freed:
+  // its pointers may be anything.
+  std::string why;
+  if (!resultGuardIntact(sig, data, why))
+    return;
   size_t offset = 0;
-  for (const BufferSpec &spec : sig.results) {
+  for (size_t i = 0; i < sig.results.size(); ++i) {
+    const BufferSpec &spec = sig.results[i];
     int64_t &allocated = data.results[offset];
     offset += descriptorWords(spec.shape.size());
-    if (allocated == 0 || allocated == -1 ||
+    OutputView view;
+    if (!resultView(sig, data, i, view, why) ||
         std::find(freed.begin(), freed.end(), allocated) != freed.end())
       continue;
     freed.push_back(allocated);
@@ -520,8 +634,38 @@ void freeResults(const Signature &sig, Run &run) {
 // Outputs and their comparison
 //===----------------------------------------------------------------------===//
 
+/// Words of the result descriptors `sig` declares.
+static size_t resultWords(const Signature &sig) {
+  size_t words = 0;
+  for (const BufferSpec &spec : sig.results)
+    words += descriptorWords(spec.shape.size());
+  return words;
+}
+
+/// Whether the program left the guard words after the declared result
+/// descriptors alone (and the rank made its storage at all).
+static bool resultGuardIntact(const Signature &sig, const RankData &data,
+                              std::string &error) {
+  size_t declared = resultWords(sig);
+  if (data.results.size() != declared + kResultGuardWords) {
+    error = "the rank did not run the program";
+    return false;
+  }
+  for (size_t i = declared; i < data.results.size(); ++i) {
+    if (data.results[i] == kResultGuard)
+      continue;
+    error = "the program wrote result descriptors past the " +
+            std::to_string(declared) + " words its signature declares (" +
+            std::to_string(sig.results.size()) +
+            " results): the code returns more, or higher-rank, results "
+            "than the signature says";
+    return false;
+  }
+  return true;
+}
+
 /// Reads the descriptor of result `index` from a rank's result storage and
-/// checks it against the signature.
+/// checks it against the signature (outputViews says what is checked).
 static bool resultView(const Signature &sig, const RankData &data, size_t index,
                        OutputView &view, std::string &error) {
   size_t offset = 0;
@@ -530,20 +674,60 @@ static bool resultView(const Signature &sig, const RankData &data, size_t index,
   const BufferSpec &spec = sig.results[index];
   const int64_t *words = data.results.data() + offset;
   size_t rank = spec.shape.size();
-  auto *aligned = reinterpret_cast<const char *>(words[1]);
-  if (!aligned || words[1] == -1) {
-    error = spec.name + ": the program returned no buffer";
+  auto fail = [&](const std::string &why) {
+    error = spec.name + ": " + why;
     return false;
+  };
+  if (words[1] == 0 || words[1] == -1)
+    return fail("the program returned no buffer");
+  if (words[0] == 0 || words[0] == -1)
+    return fail("the returned descriptor has no allocated pointer");
+  for (size_t d = 0; d < rank; ++d)
+    if (words[3 + d] != spec.shape[d])
+      return fail("the returned descriptor has size " +
+                  std::to_string(words[3 + d]) + " in dimension " +
+                  std::to_string(d) + ", expected " +
+                  std::to_string(spec.shape[d]));
+  int64_t elem = static_cast<int64_t>(spec.elemBytes());
+  // The offset in elements of the last element from `aligned`: every
+  // element then lies in [aligned + offset, aligned + last] (strides >= 0).
+  int64_t last = words[2];
+  if (last < 0)
+    return fail("the returned descriptor has offset " + std::to_string(last) +
+                ", expected >= 0");
+  bool empty = spec.numElements() == 0;
+  for (size_t d = 0; d < rank && !empty; ++d) {
+    int64_t stride = words[3 + rank + d], reach;
+    if (stride < 0)
+      return fail("the returned descriptor has stride " +
+                  std::to_string(stride) + " in dimension " +
+                  std::to_string(d) + ", expected >= 0");
+    if (__builtin_mul_overflow(spec.shape[d] - 1, stride, &reach) ||
+        __builtin_add_overflow(last, reach, &last))
+      return fail("the strides of the returned descriptor overflow");
+  }
+  int64_t endByte;
+  uintptr_t endAddress;
+  if (__builtin_mul_overflow(last + 1, elem, &endByte) ||
+      __builtin_add_overflow(static_cast<uintptr_t>(words[1]),
+                             static_cast<uintptr_t>(endByte), &endAddress))
+    return fail("the returned descriptor reaches past the address space");
+  // A result in an argument's buffer (updated in place) must lie in it.
+  for (size_t a = 0; a < sig.args.size() && !empty; ++a) {
+    const std::vector<int64_t> &arg = data.argDescriptors[a];
+    if (words[0] != arg[0])
+      continue;
+    int64_t argBytes = static_cast<int64_t>(sig.args[a].numElements() *
+                                            sig.args[a].elemBytes());
+    int64_t start = words[1] - arg[0], end;
+    if (start < 0 || __builtin_add_overflow(start, endByte, &end) ||
+        end > argBytes)
+      return fail("the returned descriptor reaches outside the buffer of " +
+                  sig.args[a].name + ", which it says it uses");
   }
   view = OutputView();
-  view.base = aligned + words[2] * static_cast<int64_t>(spec.elemBytes());
+  view.base = reinterpret_cast<const char *>(words[1]) + words[2] * elem;
   for (size_t d = 0; d < rank; ++d) {
-    if (words[3 + d] != spec.shape[d]) {
-      error = spec.name + ": the returned descriptor has size " +
-              std::to_string(words[3 + d]) + " in dimension " +
-              std::to_string(d) + ", expected " + std::to_string(spec.shape[d]);
-      return false;
-    }
     view.sizes.push_back(words[3 + d]);
     view.strides.push_back(words[3 + rank + d]);
   }
@@ -566,6 +750,8 @@ static OutputView argumentView(const BufferSpec &spec, const RankData &data,
 bool outputViews(const Signature &sig, const RankData &data,
                  std::vector<OutputView> &views, std::string &error) {
   views.clear();
+  if (!resultGuardIntact(sig, data, error))
+    return false;
   for (size_t i = 0; i < sig.results.size(); ++i) {
     OutputView view;
     if (!resultView(sig, data, i, view, error))
@@ -637,286 +823,12 @@ bool copyViewsToHost(
     }
     size_t bytes = static_cast<size_t>(extent) * specs[i]->elemBytes();
     data.copies.emplace_back(bytes);
-    if (bytes && !copy(data.copies.back().data, view.base, bytes))
+    if (!data.copies.back().data ||
+        (bytes && !copy(data.copies.back().data, view.base, bytes)))
       return false;
     view.base = data.copies.back().data;
   }
   return true;
-}
-
-static float loadElement(Elem elem, const void *base, int64_t index) {
-  switch (elem) {
-  case Elem::F32:
-    return static_cast<const float *>(base)[index];
-  case Elem::F16:
-    return overlap_f16_to_f32(static_cast<const uint16_t *>(base)[index]);
-  case Elem::BF16:
-    return overlap_bf16_to_f32(static_cast<const uint16_t *>(base)[index]);
-  }
-  return 0;
-}
-
-static uint32_t loadBits(Elem elem, const void *base, int64_t index) {
-  if (elem == Elem::F32) {
-    uint32_t bits;
-    std::memcpy(&bits, static_cast<const char *>(base) + 4 * index, 4);
-    return bits;
-  }
-  return static_cast<const uint16_t *>(base)[index];
-}
-
-/// Calls `fn(linear, index)` for every index of `sizes` in row-major order.
-template <typename Fn>
-static void forEachIndex(const std::vector<int64_t> &sizes, Fn fn) {
-  int64_t n = 1;
-  for (int64_t size : sizes)
-    n *= size;
-  size_t dims = sizes.size();
-  std::vector<int64_t> index(dims, 0);
-  for (int64_t linear = 0; linear < n; ++linear) {
-    fn(linear, index);
-    for (size_t d = dims; d-- > 0;) {
-      if (++index[d] < sizes[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
-
-/// The offset in elements of `index` from the view's base.
-static int64_t offsetOf(const OutputView &view,
-                        const std::vector<int64_t> &index) {
-  int64_t offset = 0;
-  for (size_t d = 0; d < index.size(); ++d)
-    offset += index[d] * view.strides[d];
-  return offset;
-}
-
-namespace {
-struct OutputStats {
-  double maxAbs = 0;
-  double maxRel = 0;
-  bool bitIdentical = true;
-  int64_t mismatches = 0;
-  int64_t nans = 0;
-  // First mismatch, for the message.
-  int firstRank = -1;
-  int64_t firstIndex = -1;
-  float firstGot = 0, firstWant = 0;
-};
-} // namespace
-
-/// Compares `got` against `want` element by element (see compareOutputs).
-static void compareOutput(Elem elem, const OutputView &got,
-                          const OutputView &want, int rank,
-                          const Tolerance &tolerance, OutputStats &stats) {
-  forEachIndex(got.sizes, [&](int64_t linear,
-                              const std::vector<int64_t> &index) {
-    int64_t gotOffset = offsetOf(got, index);
-    int64_t wantOffset = offsetOf(want, index);
-    float g = loadElement(elem, got.base, gotOffset);
-    float w = loadElement(elem, want.base, wantOffset);
-    if (loadBits(elem, got.base, gotOffset) !=
-        loadBits(elem, want.base, wantOffset))
-      stats.bitIdentical = false;
-    bool nan = std::isnan(g) || std::isnan(w);
-    double abs = nan ? std::numeric_limits<double>::infinity()
-                     : std::fabs(static_cast<double>(g) - w);
-    double rel = nan        ? std::numeric_limits<double>::infinity()
-                 : w != 0   ? abs / std::fabs(static_cast<double>(w))
-                 : abs == 0 ? 0.0
-                            : std::numeric_limits<double>::infinity();
-    stats.nans += nan;
-    stats.maxAbs = std::max(stats.maxAbs, abs);
-    stats.maxRel = std::max(stats.maxRel, rel);
-    bool ok =
-        !nan && abs <= tolerance.atol +
-                           tolerance.rtol * std::fabs(static_cast<double>(w));
-    if (!ok) {
-      if (stats.mismatches == 0) {
-        stats.firstRank = rank;
-        stats.firstIndex = linear;
-        stats.firstGot = g;
-        stats.firstWant = w;
-      }
-      ++stats.mismatches;
-    }
-  });
-}
-
-static std::string formatIndex(const BufferSpec &spec, int64_t linear) {
-  std::vector<int64_t> index(spec.shape.size());
-  for (size_t d = spec.shape.size(); d-- > 0;) {
-    index[d] = linear % spec.shape[d];
-    linear /= spec.shape[d];
-  }
-  std::string s = "[";
-  for (size_t i = 0; i < index.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(index[i]);
-  return s + "]";
-}
-
-std::string formatDouble(const char *format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
-
-/// "  result0  256x512xf32      " : the name and the type in columns.
-static std::string outputColumns(const BufferSpec &spec) {
-  char buffer[128];
-  std::snprintf(buffer, sizeof buffer, "  %-8s %-16s", spec.name.c_str(),
-                spec.typeString().c_str());
-  return buffer;
-}
-
-bool checkTolerance(const Tolerance &tolerance, std::string &error) {
-  for (auto [flag, value] :
-       {std::pair<const char *, double>{"--rtol", tolerance.rtol},
-        {"--atol", tolerance.atol}}) {
-    if (std::isfinite(value) && value >= 0)
-      continue;
-    error = std::string(flag) + " " + formatDouble("%g", value) +
-            ": a tolerance is a finite number >= 0";
-    return false;
-  }
-  return true;
-}
-
-/// Whether some rank's argument `index` no longer holds the input that
-/// fillArgument made for it from `seed`.
-static bool argumentWritten(const BufferSpec &spec,
-                            const std::vector<std::vector<OutputView>> &views,
-                            size_t output, size_t index, uint64_t seed) {
-  HostBuffer input(spec.numElements() * spec.elemBytes());
-  bool written = false;
-  for (size_t r = 0; r < views.size(); ++r) {
-    fillArgument(spec, input.data, seed, static_cast<int>(r), index);
-    const OutputView &view = views[r][output];
-    forEachIndex(
-        view.sizes, [&](int64_t linear, const std::vector<int64_t> &at) {
-          written |= loadBits(spec.elem, view.base, offsetOf(view, at)) !=
-                     loadBits(spec.elem, input.data, linear);
-        });
-  }
-  return written;
-}
-
-/// Why input-only argument `index` (output `output`) differs between the
-/// two runs: which of them wrote into its buffer.
-static std::string
-inputOnlyNote(const BufferSpec &spec,
-              const std::vector<std::vector<OutputView>> &got,
-              const std::vector<std::vector<OutputView>> &want, size_t output,
-              size_t index, uint64_t seed, std::string_view gotName,
-              std::string_view wantName) {
-  bool gotWrote = argumentWritten(spec, got, output, index, seed);
-  bool wantWrote = argumentWritten(spec, want, output, index, seed);
-  std::string writer(gotWrote ? gotName : wantName);
-  std::string other(gotWrote ? wantName : gotName);
-  std::string who = gotWrote && wantWrote
-                        ? "both runs wrote into its buffer, differently"
-                        : "the " + writer + " run wrote into its buffer, the " +
-                              other + " run did not";
-  return "not a mismatch: " + spec.name +
-         " is a tensor argument, an input only, whose buffer a compiled "
-         "program may reuse (for a result, or an accumulator it updates in "
-         "place); " +
-         who;
-}
-
-Comparison compareOutputs(const Signature &sig,
-                          const std::vector<std::vector<OutputView>> &got,
-                          const std::vector<std::vector<OutputView>> &want,
-                          const Tolerance &tolerance, std::string_view gotName,
-                          std::string_view wantName, uint64_t seed) {
-  Comparison result;
-  std::vector<const BufferSpec *> specs = outputSpecs(sig);
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const BufferSpec &spec = *specs[i];
-    bool inputOnly = i >= sig.results.size() && !spec.inout;
-    OutputStats stats;
-    for (size_t r = 0; r < got.size(); ++r)
-      compareOutput(spec.elem, got[r][i], want[r][i], static_cast<int>(r),
-                    tolerance, stats);
-    bool ok = stats.mismatches == 0;
-    result.text += outputColumns(spec) + " max abs err " +
-                   formatDouble("%-10.3g", stats.maxAbs) + " max rel err " +
-                   formatDouble("%-10.3g", stats.maxRel) +
-                   (stats.bitIdentical ? " bit-identical" : "") + "\n";
-    if (inputOnly && !ok) {
-      result.text += "    " + std::to_string(stats.mismatches) + " element" +
-                     (stats.mismatches == 1 ? "" : "s") +
-                     " differ over all ranks; " +
-                     inputOnlyNote(spec, got, want, i, i - sig.results.size(),
-                                   seed, gotName, wantName) +
-                     "\n";
-      continue;
-    }
-    result.ok &= ok;
-    result.bitIdentical &= stats.bitIdentical;
-    if (ok)
-      continue;
-    result.text += "    " + std::to_string(stats.mismatches) + " element" +
-                   (stats.mismatches == 1 ? "" : "s") +
-                   " differ over all ranks";
-    if (stats.nans)
-      result.text +=
-          " (" + std::to_string(stats.nans) + " NaN: poison or invalid)";
-    result.text +=
-        "; first: rank " + std::to_string(stats.firstRank) + " " +
-        formatIndex(spec, stats.firstIndex) + " " + std::string(gotName) + " " +
-        formatDouble("%.9g", stats.firstGot) + " " + std::string(wantName) +
-        " " + formatDouble("%.9g", stats.firstWant) + "\n";
-  }
-  return result;
-}
-
-std::string verdict(const Comparison &comparison) {
-  return std::string("bit-identical: ") +
-         (comparison.bitIdentical ? "yes" : "no") + "\n" +
-         (comparison.ok ? "OK" : "MISMATCH") + "\n";
-}
-
-std::string checksums(const Signature &sig,
-                      const std::vector<std::vector<OutputView>> &outputs) {
-  std::string text;
-  std::vector<const BufferSpec *> specs = outputSpecs(sig);
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const BufferSpec &spec = *specs[i];
-    double sum = 0;
-    int64_t nans = 0;
-    uint64_t hash = 0xcbf29ce484222325ULL;
-    for (const std::vector<OutputView> &rankOutputs : outputs) {
-      const OutputView &view = rankOutputs[i];
-      forEachIndex(view.sizes, [&](int64_t, const std::vector<int64_t> &index) {
-        int64_t offset = offsetOf(view, index);
-        float value = loadElement(spec.elem, view.base, offset);
-        if (std::isnan(value))
-          ++nans;
-        else
-          sum += value;
-        uint32_t bits = loadBits(spec.elem, view.base, offset);
-        for (size_t b = 0; b < spec.elemBytes(); ++b) {
-          hash ^= (bits >> (8 * b)) & 0xff;
-          hash *= 0x100000001b3ULL;
-        }
-      });
-    }
-    char hashText[32];
-    std::snprintf(hashText, sizeof hashText, "%016" PRIx64, hash);
-    text += outputColumns(spec) + " sum " + formatDouble("%-14.7e", sum) +
-            " nan " + std::to_string(nans) + " fnv1a " + hashText + "\n";
-  }
-  return text;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 } // namespace run

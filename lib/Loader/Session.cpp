@@ -249,6 +249,10 @@ int Session::runRanks() {
   }
   if (!run::checkRanks(sig, ranks, message))
     return error(message);
+  // Before any buffer is made: a shape too big for the host is an error
+  // naming the buffer, not a failed allocation inside a rank.
+  if (!run::checkRunBytes(sig, ranks, message))
+    return error(message);
   if (backend == "cuda" && o.chaos)
     return error("--chaos is a mode of the host backend");
   if (o.inputs && !o.inputsNpz.empty())

@@ -10,15 +10,15 @@
 The fitting and plotting modules need only numpy and matplotlib, not a build.
 """
 
-from .compiler import (Buffer, CompileError, Compiled, RunResult, Signature,
-                       compile, run, signature)
+from .compiler import (Buffer, CompileError, CompileWarning, Compiled,
+                       RunResult, Signature, compile, run, signature)
 from .native import NativeNotFound
 from .planner import (ChainNode, ChainPlan, Plan, PlanError, PlannerNotFound,
                       Task, chain, find_overlap_plan, plan, plan_json)
 
 __version__ = "0.1.0"
 
-__all__ = ["Buffer", "Signature", "signature", "ChainNode", "ChainPlan", "CompileError", "Compiled",
+__all__ = ["Buffer", "Signature", "signature", "ChainNode", "ChainPlan", "CompileError", "CompileWarning", "Compiled",
            "NativeNotFound", "Plan", "PlanError", "PlannerNotFound",
            "RunResult", "Task", "chain", "compile", "find_overlap_plan",
            "plan", "plan_json", "run", "__version__"]

@@ -28,6 +28,7 @@ import ctypes
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from . import native
 
-__all__ = ["Buffer", "CompileError", "Compiled", "RunResult", "Signature",
+__all__ = ["Buffer", "CompileError", "CompileWarning", "Compiled", "RunResult", "Signature",
            "compile", "run", "signature"]
 
 _EMIT = {"mlir": 0, "llvm": 1, "obj": 2, "so": 3}
@@ -61,6 +62,10 @@ class CompileError(RuntimeError):
     diagnostics with their locations."""
 
 
+class CompileWarning(UserWarning):
+    """The compilation succeeded with a warning (Compiled.warnings)."""
+
+
 @dataclass
 class Compiled:
     #: The file written (a shared library for emit="so").
@@ -68,6 +73,10 @@ class Compiled:
     #: One dict per fused op the Planner planned: "op", "location", "summary" and
     #: the metrics "tiles", "strategy", "bound", "predicted_us", "serial_us".
     plans: List[Dict[str, Any]] = field(default_factory=list)
+    #: What the compiler had to say about a compile that succeeded (e.g. no
+    #: signature could be embedded, so ``run`` cannot run the output); each
+    #: is also issued as a ``warnings.warn`` (CompileWarning).
+    warnings: List[str] = field(default_factory=list)
 
     def read_bytes(self) -> bytes:
         with open(self.path, "rb") as f:
@@ -118,9 +127,12 @@ def compile(module: str, *, target: Optional[str] = None,
         if not lib.overlapCompileResultSucceeded(result):
             raise CompileError(lib.overlapCompileResultError(result).text())
         plans = json.loads(lib.overlapCompileResultPlansJSON(result).text())
+        notes = lib.overlapCompileResultWarnings(result).text().splitlines()
     finally:
         lib.overlapCompileResultDestroy(result)
-    return Compiled(path=os.fspath(output), plans=plans)
+    for note in notes:
+        warnings.warn(note, CompileWarning, stacklevel=2)
+    return Compiled(path=os.fspath(output), plans=plans, warnings=notes)
 
 
 def _numpy_dtype(elem: str) -> np.dtype:

@@ -225,6 +225,22 @@ def _tidy(piece: Piece, x_max: float) -> Piece:
     return Piece(piece.start, piece.end, coeffs)
 
 
+def _solve_each(gram, rhs):
+    """gram[s] @ sol[s] = rhs[s] for every s; a singular system (times or
+    sizes so far apart that the normal equations lose their rank, or not
+    finite) gets NaNs, which make its segment infeasible."""
+    try:
+        return np.linalg.solve(gram, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        sol = np.full(rhs.shape, math.nan)
+        for k in range(len(gram)):
+            try:
+                sol[k] = np.linalg.solve(gram[k], rhs[k])
+            except np.linalg.LinAlgError:
+                pass
+        return sol
+
+
 def _segment_fits(x, t, xd, bounds, max_deg, min_extra):
     """Fit every run of sizes [i, j) with every degree, batched per start i.
 
@@ -259,7 +275,7 @@ def _segment_fits(x, t, xd, bounds, max_deg, min_extra):
             a = design * w[s, :, None]
             gram = np.einsum("slp,slq->spq", a, a)
             rhs = np.einsum("slp,sl->sp", a, (ts[None, :] * w[s]))
-            sol = np.linalg.solve(gram, rhs[..., None])[..., 0]
+            sol = _solve_each(gram, rhs)
             # Back to powers of x: u = alpha + beta x.
             beta, alpha = 1.0 / half[s], -mid[s] / half[s]
             c = np.zeros((len(s), 3))
@@ -271,6 +287,8 @@ def _segment_fits(x, t, xd, bounds, max_deg, min_extra):
             rel = (np.maximum(pred, 0.0) - ts[None, :]) * w[s]
             err = np.einsum("sl,sl->s", rel, rel)
             for idx, sj in enumerate(s):
+                if not np.isfinite(err[idx]):
+                    continue  # singular or overflowed: infeasible
                 if d >= 1 and not poly_nondecreasing(c[idx, :d + 1], lo_x,
                                                      hi_x[sj]):
                     continue
@@ -524,6 +542,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (MeasurementError, FitError, FileNotFoundError,
             json.JSONDecodeError) as err:
         print(f"overlap.fit: error: {err}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"overlap.fit: error: {args.base}: JSON nested too deeply",
+              file=sys.stderr)
+        return 1
+    except np.linalg.LinAlgError as err:  # a last resort: _solve_each
+        print(f"overlap.fit: error: the fit failed: {err}", file=sys.stderr)
         return 1
     print(format_report(results))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -139,7 +139,8 @@ def compiler_api() -> ctypes.CDLL:
         lib.overlapCompileResultSucceeded.argtypes = [ctypes.c_void_p]
         lib.overlapCompileResultSucceeded.restype = ctypes.c_bool
         for fn in ("overlapCompileResultError",
-                   "overlapCompileResultPlansJSON"):
+                   "overlapCompileResultPlansJSON",
+                   "overlapCompileResultWarnings"):
             getattr(lib, fn).argtypes = [ctypes.c_void_p]
             getattr(lib, fn).restype = MlirStringRef
         lib.overlapCompileResultDestroy.argtypes = [ctypes.c_void_p]

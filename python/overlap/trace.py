@@ -64,6 +64,10 @@ def load_timeline(path: Union[str, os.PathLike]) -> Timeline:
         raise TraceError(f"{name}: cannot read: {err.strerror}") from None
     except json.JSONDecodeError as err:
         raise TraceError(f"{name}: not JSON: {err}") from None
+    except RecursionError:
+        raise TraceError(f"{name}: JSON nested too deeply") from None
+    except UnicodeDecodeError as err:
+        raise TraceError(f"{name}: not UTF-8 text: {err.reason}") from None
     return timeline_from_json(obj, name)
 
 

@@ -227,3 +227,35 @@ def test_cli_names_the_bad_row(tmp_path):
     assert proc.returncode == 1
     assert f"{csv_path}:3: column 'time_us'" in proc.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("times", [("1e-300", "1e300", "1e-300"),
+                                   ("1e308", "1e308", "1e308")])
+def test_cli_singular_fit_is_a_one_line_error(tmp_path, times):
+    # Times so far apart (or so large) that the normal equations are
+    # singular: numpy's LinAlgError ended the tool in a traceback.
+    csv_path = tmp_path / "singular.csv"
+    csv_path.write_text("kind,m,n,k,time_us\n" + "".join(
+        f"gemm,{m},8192,3072,{t}\n" for m, t in zip((128, 256, 512), times)))
+    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
+                           "-o", str(tmp_path / "p.json")],
+                          capture_output=True, text=True)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+    if proc.returncode == 1:
+        assert proc.stderr.startswith("overlap.fit: error: gemm n=8192")
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_deeply_nested_base_is_a_one_line_error(tmp_path):
+    csv_path = tmp_path / "meas.csv"
+    csv_path.write_text(small_csv())
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
+                           "--base", str(deep), "-o",
+                           str(tmp_path / "p.json")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr == f"overlap.fit: error: {deep}: JSON nested too deeply\n"
+    assert not (tmp_path / "p.json").exists()

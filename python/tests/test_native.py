@@ -226,3 +226,33 @@ def test_compile_moe_to_mlir_calls_all_to_all(compiler_api, moe):
     text = open(out.path).read()
     # Two tiles of dispatch and two of combine: four exchanges.
     assert text.count("llvm.call @overlap_all_to_all(") == 4, text[-2000:]
+
+
+def test_run_loads_a_program_recompiled_to_the_same_path(
+        compiler_api, host_api, mlp, repo_root, tmp_path):
+    # Issue 25: the loader used to dlopen a path once per process and keep
+    # it, so a program recompiled to the same path ran the old code with the
+    # old signature. Now each load maps a private copy of the file.
+    mar = (repo_root / "test" / "Tools" / "overlap-exec" / "Inputs" /
+           "mar.mlir").read_text().replace("@R@", "4")
+    path = tmp_path / "same.so"
+    overlap.compile(mlp, strategy="none", output=path)
+    first = overlap.run(path, ranks=4)
+    assert first.ok, first.report + first.messages
+    assert "@mlp on 4 host ranks" in first.report
+    assert "result0  256x512xf32" in first.report
+    assert overlap.signature(path).entry == "mlp"
+    overlap.compile(mar, strategy="none", output=path)
+    second = overlap.run(path, ranks=4)
+    assert second.ok, second.report + second.messages
+    assert "@mar on 4 host ranks" in second.report
+    assert "result0  512x128xf32" in second.report
+    sig = overlap.signature(path)
+    assert sig.entry == "mar" and len(sig.args) == 3
+    # And back: the first program again, with its first checksums.
+    overlap.compile(mlp, strategy="none", output=path)
+    third = overlap.run(path, ranks=4)
+    assert third.ok and third.report.splitlines()[1:-1] == \
+        first.report.splitlines()[1:-1]
+    # The private copies are unlinked once loaded.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.so"]

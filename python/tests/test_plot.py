@@ -128,3 +128,17 @@ def test_sweep_errors(text, expected):
     with pytest.raises(SweepError) as info:
         parse_sweep(text, "b.csv")
     assert expected in str(info.value)
+
+
+def test_cli_deeply_nested_trace_is_a_one_line_error(tmp_path):
+    # json's RecursionError ended the tool in a traceback.
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    proc = subprocess.run([sys.executable, "-m", "overlap.plot", "timeline",
+                           str(deep), "-o", str(tmp_path / "t.png")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"overlap.plot: error: {deep}: JSON nested too "
+                           "deeply\n")
+    with pytest.raises(TraceError, match="nested too deeply"):
+        load_timeline(deep)

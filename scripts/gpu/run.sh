@@ -66,6 +66,7 @@
 #              copy-engine leg, knob-copy-engine-*.csv); --nccl-cta-cap
 #              on/off on the nccl leg (N ranks with NCCL_NP=N >= 2; on one
 #              GPU only a one-rank smoke test, which cannot tell them apart);
+#              --zero-sm-all-gather on/off likewise, all-gathers only;
 #              the tile GEMMs of reduce-scatter and all-gather batched vs
 #              contiguous (tile-gemm.csv); and --alloc pool vs sync on the
 #              compiled MLP through OVERLAP_CUDA_ALLOC (knob-alloc.csv).
@@ -443,6 +444,27 @@ if want knobs; then
   done
   [ "$np" -gt 1 ] ||
     echo "# --nccl-cta-cap on/off: one GPU here; NCCL_NP=N on N GPUs decides it"
+  # The zero-SM all-gather (NCCL's copy engines, NCCL >= 2.28): only NCCL's
+  # all-gathers see it, so again only the nccl leg over several GPUs can
+  # decide it. The runtime line of each run says whether it fell back.
+  for z in on off; do
+    if [ "$np" -gt 1 ]; then
+      run --optional "knob-zero-sm-all-gather-$z" \
+        env OVERLAP_BOOTSTRAP_KEY="$(key "zsm-$z")" \
+        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype f16 \
+        --tiles 4 --collective all-gather \
+        --shapes "$kshapes" --zero-sm-all-gather "$z" \
+        --csv "$RESULTS/knob-zero-sm-all-gather-$z.csv" \
+        ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+    else
+      # One rank: a smoke test of both settings (and of the fallback).
+      sweep "knob-zero-sm-all-gather-$z-1rank" --leg nccl --dtype f16 \
+        --tiles 4 --collective all-gather --shapes 1024x4096x1024 \
+        --zero-sm-all-gather "$z"
+    fi
+    [ -f "$RESULTS/knob-zero-sm-all-gather-$z.csv" ] &&
+      kfiles+=("$RESULTS/knob-zero-sm-all-gather-$z.csv")
+  done
   # One table of every setting: the first header, then every file's rows.
   [ ${#kfiles[@]} -gt 0 ] &&
     awk '/^#/ { next } /^leg,/ { if (seen++) next } { print }' \

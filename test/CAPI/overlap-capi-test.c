@@ -7,6 +7,7 @@
 |* back as text. test/CAPI/capi.test checks the output.                       *|
 \*===----------------------------------------------------------------------===*/
 
+#include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
 #include "mlir-c/Support.h"
@@ -41,6 +42,16 @@ static void printToFile(MlirStringRef chunk, void *userData) {
 }
 
 /* Counts the occurrences of `needle` in the module's text. */
+/* Diagnostics on stdout, one a line, for FileCheck. */
+static MlirLogicalResult printDiagnostic(MlirDiagnostic diagnostic,
+                                         void *userData) {
+  (void)userData;
+  printf("diagnostic: ");
+  mlirDiagnosticPrint(diagnostic, printToFile, stdout);
+  printf("\n");
+  return mlirLogicalResultSuccess();
+}
+
 static int countInModule(MlirModule module, const char *needle) {
   char *buffer = NULL;
   size_t size = 0;
@@ -111,6 +122,21 @@ int main(int argc, char **argv) {
   printf("overlap-to-llvm: runtime calls %d\n",
          countInModule(module, "llvm.call @overlap_all_reduce"));
   mlirModuleDestroy(module);
+
+  /* Options text that would close the braces and add passes (here one that
+   * empties the module) is refused, naming the option. */
+  module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(source));
+  MlirDiagnosticHandlerID handler =
+      mlirContextAttachDiagnosticHandler(ctx, printDiagnostic, NULL, NULL);
+  MlirLogicalResult spliced = mlirOverlapRunPipeline(
+      module, mlirStringRefCreateFromCString(
+                  "strategy=none}, symbol-privatize, symbol-dce, "
+                  "overlap-to-llvm{target=host"));
+  printf("splice: %s, shard collectives left %d\n",
+         mlirLogicalResultIsSuccess(spliced) ? "succeeded" : "failed",
+         countInModule(module, "shard.all_reduce"));
+  mlirContextDetachDiagnosticHandler(ctx, handler);
+  mlirModuleDestroy(module);
   mlirContextDestroy(ctx);
 
   OverlapCompileOptions options = overlapCompileOptionsDefault();
@@ -126,8 +152,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   MlirStringRef plans = overlapCompileResultPlansJSON(result);
-  printf("compiled: %s\nplans: %.*s\n", argv[2], (int)plans.length,
-         plans.data);
+  MlirStringRef none = overlapCompileResultWarnings(result);
+  printf("compiled: %s\nplans: %.*s\nwarnings: '%.*s'\n", argv[2],
+         (int)plans.length, plans.data, (int)none.length, none.data);
   overlapCompileResultDestroy(result);
 
   options.target = "tpu";
@@ -139,13 +166,43 @@ int main(int argc, char **argv) {
          (int)error.length, error.data);
   overlapCompileResultDestroy(result);
 
+  /* An output that cannot be written is a failed result, not the end of
+   * the process (LLVM's fatal "IO failure on output stream"). */
+  options.target = "host";
+  options.emit = OVERLAP_EMIT_MLIR;
+  result =
+      overlapCompile(mlirStringRefCreateFromCString(source),
+                     mlirStringRefCreateFromCString("/dev/full"), &options);
+  error = overlapCompileResultError(result);
+  printf("full disk: %s: %.*s\n",
+         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
+         (int)error.length, error.data);
+  overlapCompileResultDestroy(result);
+
+  /* A library that overlap-exec cannot run says so in the warnings. */
+  options.emit = OVERLAP_EMIT_OBJECT;
+  result =
+      overlapCompile(mlirStringRefCreateFromCString(
+                         "func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                         "  return %x : tensor<4xf32>\n}\n"
+                         "func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                         "  return %x : tensor<4xf32>\n}\n"),
+                     mlirStringRefCreateFromCString("/dev/null"), &options);
+  MlirStringRef warnings = overlapCompileResultWarnings(result);
+  printf("two entries: %s, warnings: %.*s",
+         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
+         (int)warnings.length, warnings.data);
+  overlapCompileResultDestroy(result);
+
   /* Every accessor is NULL-safe. */
   MlirStringRef nullError = overlapCompileResultError(NULL);
   MlirStringRef nullPlans = overlapCompileResultPlansJSON(NULL);
-  printf("null result: %s, error '%.*s', plans %.*s\n",
+  MlirStringRef nullWarnings = overlapCompileResultWarnings(NULL);
+  printf("null result: %s, error '%.*s', plans %.*s, warnings '%.*s'\n",
          overlapCompileResultSucceeded(NULL) ? "succeeded" : "failed",
          (int)nullError.length, nullError.data ? nullError.data : "",
-         (int)nullPlans.length, nullPlans.data);
+         (int)nullPlans.length, nullPlans.data, (int)nullWarnings.length,
+         nullWarnings.data ? nullWarnings.data : "");
   overlapCompileResultDestroy(NULL);
   free(source);
   return 0;

@@ -48,6 +48,8 @@
 // A wait timeout is a runtime error: the runtime's launch error is printed.
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:2 --chaos 1 --chaos-max-us 200000 --wait-timeout-ms 1 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=TIMEOUT
 // TIMEOUT: overlap-run: error: the overlap run failed: OVERLAP_ERROR_TIMEOUT: overlap_
+// TIMEOUT-SAME: not signalled within 1 ms
+// TIMEOUT-SAME: a slow step (a large host GEMM) reads the same as a rank that never signals: for a large program raise the timeout (--wait-timeout-ms, wait_timeout_ms, OVERLAP_WAIT_TIMEOUT_MS)
 // TIMEOUT: exit 2
 //
 // Timeouts and chaos delays have limits (a timeout of 9.2e12 ms overflowed

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Loader/Compare.h"
 #include "overlap/Loader/ElfImports.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/Session.h"

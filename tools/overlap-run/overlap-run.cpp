@@ -17,6 +17,7 @@
 #include "overlap/Compiler/Driver.h"
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Remarks.h"
+#include "overlap/Loader/Compare.h"
 #include "overlap/Loader/RunSupport.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

@@ -132,11 +132,11 @@ overlap_cuda_options initialized() {
 
 TEST(Knobs, EveryFlagSetsItsField) {
   bool ok = false;
-  Args args =
-      parsed({"--comm-sms", "0", "--comm-priority", "normal", "--flags", "host",
-              "--sync", "event", "--gemm-cache", "off", "--gemm-autotune", "4",
-              "--alloc", "sync", "--nccl-cta-cap", "off"},
-             ok);
+  Args args = parsed({"--comm-sms", "0", "--comm-priority", "normal", "--flags",
+                      "host", "--sync", "event", "--gemm-cache", "off",
+                      "--gemm-autotune", "4", "--alloc", "sync",
+                      "--nccl-cta-cap", "off", "--zero-sm-all-gather", "on"},
+                     ok);
   ASSERT_TRUE(ok) << args.error();
   CudaKnobs k = readCudaKnobs(args);
   EXPECT_TRUE(args.error().empty()) << args.error();
@@ -150,15 +150,16 @@ TEST(Knobs, EveryFlagSetsItsField) {
   EXPECT_EQ(opts.gemm_autotune, 4);
   EXPECT_EQ(opts.stream_ordered_alloc, OVERLAP_CUDA_KNOB_OFF);
   EXPECT_EQ(opts.nccl_cta_cap, OVERLAP_CUDA_KNOB_OFF);
+  EXPECT_EQ(opts.zero_sm_all_gather, OVERLAP_CUDA_KNOB_ON);
   EXPECT_EQ(describeCudaKnobs(k),
             "--comm-sms 0 --comm-priority normal --flags host --sync event "
             "--gemm-cache off --gemm-autotune 4 --alloc sync "
-            "--nccl-cta-cap off");
+            "--nccl-cta-cap off --zero-sm-all-gather on");
 
-  args =
-      parsed({"--comm-priority", "high", "--flags", "device", "--sync", "spin",
-              "--gemm-cache", "on", "--alloc", "pool", "--nccl-cta-cap", "on"},
-             ok);
+  args = parsed({"--comm-priority", "high", "--flags", "device", "--sync",
+                 "spin", "--gemm-cache", "on", "--alloc", "pool",
+                 "--nccl-cta-cap", "on", "--zero-sm-all-gather", "off"},
+                ok);
   k = readCudaKnobs(args);
   opts = initialized();
   applyCudaKnobs(k, std::nullopt, opts);
@@ -168,6 +169,7 @@ TEST(Knobs, EveryFlagSetsItsField) {
   EXPECT_EQ(opts.gemm_cache, OVERLAP_CUDA_KNOB_ON);
   EXPECT_EQ(opts.stream_ordered_alloc, OVERLAP_CUDA_KNOB_ON);
   EXPECT_EQ(opts.nccl_cta_cap, OVERLAP_CUDA_KNOB_ON);
+  EXPECT_EQ(opts.zero_sm_all_gather, OVERLAP_CUDA_KNOB_OFF);
   args = parsed({"--sync", "memop"}, ok);
   EXPECT_EQ(readCudaKnobs(args).sync, OVERLAP_CUDA_SYNC_MEMOP);
 }
@@ -203,7 +205,9 @@ TEST(Knobs, BadValuesNameTheFlagAndWhatItAccepts) {
        {{"--gemm-autotune", "17"}, "--gemm-autotune: expected"},
        {{"--alloc", "async"}, "--alloc: expected pool or sync, got 'async'"},
        {{"--nccl-cta-cap", "yes"},
-        "--nccl-cta-cap: expected on or off, got 'yes'"}};
+        "--nccl-cta-cap: expected on or off, got 'yes'"},
+       {{"--zero-sm-all-gather", "ce"},
+        "--zero-sm-all-gather: expected on or off, got 'ce'"}};
   for (const auto &[words, message] : cases) {
     bool ok = false;
     Args args = parsed(words, ok);

@@ -70,6 +70,36 @@ TEST(ProfileWriter, TheProfileLoads) {
   EXPECT_DOUBLE_EQ(model->gemmUs(256), 10.0);
 }
 
+// A context that ran its all-gathers on the copy engines writes
+// device.zero_sm_all_gather, and the Planner then prices an all-gather
+// without compute contention; other contexts leave the field out.
+TEST(ProfileWriter, ZeroSmAllGather) {
+  CalibrationResult r = sample();
+  auto device = [](const CalibrationResult &result) {
+    auto json = llvm::json::parse(profileJson(result));
+    EXPECT_TRUE(bool(json)) << llvm::toString(json.takeError());
+    return *json->getAsObject()->getObject("device");
+  };
+  EXPECT_FALSE(device(r).get("zero_sm_all_gather"));
+  r.zeroSmAllGather = true;
+  EXPECT_EQ(device(r).getBoolean("zero_sm_all_gather"), std::optional(true));
+  llvm::Error e = checkProfileLoads(r);
+  ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  auto profile = planner::parseProfile(profileJson(r), "test");
+  ASSERT_TRUE(bool(profile)) << llvm::toString(profile.takeError());
+  EXPECT_TRUE(profile->device.zeroSmAllGather);
+  planner::MatmulProblem gather{Collective::AllGather, 256, 8192, 3072,
+                                planner::DType::F16,   8};
+  auto model = planner::CostModel::create(*profile, gather);
+  ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+  EXPECT_DOUBLE_EQ(model->getComputeContention(), 1.0);
+  planner::MatmulProblem reduce{Collective::ReduceScatter, 256, 8192, 3072,
+                                planner::DType::F16,       8};
+  auto other = planner::CostModel::create(*profile, reduce);
+  ASSERT_TRUE(bool(other)) << llvm::toString(other.takeError());
+  EXPECT_DOUBLE_EQ(other->getComputeContention(), 1.1);
+}
+
 // Batched curves carry "batch": G, the Planner reads them back and prices
 // a reduce-scatter tile of 8 ranks with them; a profile that is wrong for
 // another reason fails the check.

@@ -7,8 +7,10 @@
 // CudaKnobs tests run everywhere: how the options resolve (fields, the
 // environment, defaults, errors, callers built against the first, shorter
 // struct), the SM budget (cuBLASLt's SM target and which GEMMs get it,
-// NCCL's CTA limits, splits sharing their parent's resources), the GEMM
-// plan-cache keys and the description line. CudaKnobsDevice tests need a
+// NCCL's CTA limits, splits sharing their parent's resources), the
+// zero-SM all-gather's decisions (the knob, which collectives, the window
+// size, prerequisites, fallback reasons, the split configuration), the
+// GEMM plan-cache keys and the description line. CudaKnobsDevice tests need a
 // GPU and skip without one: GEMMs under each cache/autotune setting against
 // a double reference, stream-ordered memory and stream joins, a failed
 // kernel launch reported by the next synchronize, an SM budget the device
@@ -283,6 +285,111 @@ TEST(CudaKnobs, NcclCtaCapIsAKnob) {
   std::string error;
   resolved(&opts, &error);
   EXPECT_NE(error.find("nccl_cta_cap must be"), std::string::npos) << error;
+}
+
+TEST(CudaKnobs, ZeroSmAllGatherIsAKnob) {
+  // Off by default: never measured.
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  EXPECT_FALSE(resolved(&opts).zeroSmAllGather);
+  opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_ON;
+  EXPECT_TRUE(resolved(&opts).zeroSmAllGather);
+  {
+    // The field wins over the environment.
+    Env env("OVERLAP_ZERO_SM_ALL_GATHER", "on");
+    opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_OFF;
+    EXPECT_FALSE(resolved(&opts).zeroSmAllGather);
+    opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_DEFAULT;
+    EXPECT_TRUE(resolved(&opts).zeroSmAllGather);
+  }
+  {
+    Env env("OVERLAP_ZERO_SM_ALL_GATHER", "off");
+    opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_ON;
+    EXPECT_TRUE(resolved(&opts).zeroSmAllGather);
+  }
+  {
+    Env env("OVERLAP_ZERO_SM_ALL_GATHER", "yes");
+    opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_DEFAULT;
+    std::string error;
+    resolved(&opts, &error);
+    EXPECT_EQ(error, "OVERLAP_ZERO_SM_ALL_GATHER must be on or off, got 'yes'");
+  }
+  opts.zero_sm_all_gather = 3;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("zero_sm_all_gather must be"), std::string::npos)
+      << error;
+  // A caller built before the field existed gets it off, whatever lies
+  // beyond its struct.
+  opts.zero_sm_all_gather = OVERLAP_CUDA_KNOB_ON;
+  opts.struct_size = offsetof(overlap_cuda_options, zero_sm_all_gather);
+  EXPECT_FALSE(resolved(&opts).zeroSmAllGather);
+  // The description says it.
+  Options o;
+  EXPECT_NE(describeOptions(o, 132, 116, 0, 0).find("zero-sm all-gather off"),
+            std::string::npos);
+  o.zeroSmAllGather = true;
+  EXPECT_NE(describeOptions(o, 132, 116, 0, 0).find("zero-sm all-gather on"),
+            std::string::npos);
+}
+
+TEST(CudaKnobs, ZeroSmAllGatherOnlyServesAllGathers) {
+  using overlap::runtime::CollectiveKind;
+  EXPECT_TRUE(zeroSmAppliesTo(CollectiveKind::AllGather));
+  // NCCL's zero-CTA policy runs no reduction; all-to-all is not ours to
+  // move (unmeasured), and a barrier is one word.
+  for (CollectiveKind kind :
+       {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllToAll, CollectiveKind::Barrier})
+    EXPECT_FALSE(zeroSmAppliesTo(kind)) << int(kind);
+}
+
+TEST(CudaKnobs, ZeroSmWindowSize) {
+  // The gathered output, rounded up to NCCL's window alignment (4096).
+  EXPECT_EQ(NCCL_WIN_REQUIRED_ALIGNMENT, 4096);
+  EXPECT_EQ(zeroSmWindowBytes(8, 1024, 2), size_t(16384)); // exact
+  EXPECT_EQ(zeroSmWindowBytes(8, 1000, 2), size_t(16384)); // 16000 up
+  EXPECT_EQ(zeroSmWindowBytes(1, 1, 4), size_t(4096));     // one word
+  EXPECT_EQ(zeroSmWindowBytes(3, 4097, 1), size_t(16384)); // 12291 up
+  EXPECT_EQ(zeroSmWindowBytes(8, 2048 * 1024, 2), size_t(32) << 20);
+  // Every rank computes the same size from the same arguments: the windows
+  // line up. Nothing to register, or a size that overflows: 0.
+  EXPECT_EQ(zeroSmWindowBytes(0, 16, 2), size_t(0));
+  EXPECT_EQ(zeroSmWindowBytes(8, 0, 2), size_t(0));
+  EXPECT_EQ(zeroSmWindowBytes(8, SIZE_MAX / 4, 2), size_t(0));
+  EXPECT_EQ(zeroSmWindowBytes(2, SIZE_MAX / 2, 1), size_t(0));
+}
+
+TEST(CudaKnobs, ZeroSmPrerequisitesAndReasons) {
+  EXPECT_EQ(zeroSmPrerequisiteProblem(22809, 22809, 13000), "");
+  EXPECT_EQ(zeroSmPrerequisiteProblem(22800, 22900, 12050), "");
+  EXPECT_EQ(zeroSmPrerequisiteProblem(22703, 22809, 13000),
+            "built against NCCL 2.27.3, which has no zero-CTA policy (needs "
+            "2.28 or later)");
+  EXPECT_EQ(zeroSmPrerequisiteProblem(2804, 22809, 13000).substr(0, 26),
+            "built against NCCL 2.8.4, ");
+  EXPECT_EQ(zeroSmPrerequisiteProblem(22809, 22605, 13000),
+            "NCCL 2.26.5 is loaded; the zero-CTA policy needs 2.28 or later");
+  EXPECT_EQ(zeroSmPrerequisiteProblem(22809, 22809, 12040),
+            "CUDA driver 12.4; NCCL's copy-engine collectives need 12.5 or "
+            "later");
+  EXPECT_EQ(zeroSmFallbackReason("ncclMemAlloc(16384 bytes)",
+                                 "it failed on another rank"),
+            "ncclMemAlloc(16384 bytes) failed: it failed on another rank; "
+            "plain ncclAllGather");
+}
+
+TEST(CudaKnobs, ZeroSmSplitConfig) {
+  ncclConfig_t c = zeroSmSplitConfig();
+  EXPECT_EQ(c.magic, 0xcafebeefu);
+  EXPECT_EQ(c.size, sizeof(ncclConfig_t));
+  EXPECT_EQ(c.blocking, 1);
+  EXPECT_EQ(c.splitShare, 1);
+  EXPECT_EQ(c.CTAPolicy, NCCL_CTA_POLICY_ZERO);
+  // No CTA limits: a minimum of one CTA would contradict the policy.
+  EXPECT_EQ(c.minCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(c.maxCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(c.cgaClusterSize, NCCL_CONFIG_UNDEF_INT);
 }
 
 overlap::runtime::GemmArgs gemmArgs(void *base) {

@@ -10,7 +10,8 @@
 // liboverlap_runtime_cuda.so. Those in CudaDevice need a GPU and skip
 // (saying why) when cudaGetDeviceCount fails or finds none: GEMMs of every
 // type pair against a double reference, one-rank NCCL collectives and
-// splits (cached ones too), each signal/wait mode with a delayed producer, lost
+// splits (cached ones too), the zero-SM all-gather against the plain one,
+// each signal/wait mode with a delayed producer, lost
 // signals that must end in an error naming the flag (never a hang), pack/unpack
 // against a host reference at every access width, and the mgpu* entry points.
 //
@@ -23,6 +24,7 @@
 #include "gtest/gtest.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string>
@@ -390,6 +392,82 @@ TEST_F(CudaDevice, CachedSplitKeepsOneCommunicator) {
   ASSERT_NE(third, nullptr);
   EXPECT_EQ(overlap_group_size(third), 1);
   overlap_free(ctx, d);
+}
+
+/// zero_sm_all_gather off and on: the same all-gathers (the world and a
+/// split group, f32 and f16, sizes that grow the staging window and one
+/// that fits the grown window) give the same bits, and the source's. Where
+/// this NCCL, driver or topology cannot run the copy-engine path, the knob
+/// falls back, says why in overlap_cuda_describe, and the results still
+/// match: the run never fails because of it.
+TEST_F(CudaDevice, ZeroSmAllGatherMatchesThePlainOne) {
+  struct Case {
+    overlap_dtype dtype;
+    int64_t n;
+  } cases[] = {{OVERLAP_F32, 1000},
+               {OVERLAP_F16, 3001},
+               {OVERLAP_F32, 5000},
+               {OVERLAP_F16, 17}};
+  std::vector<uint32_t> results[2];
+  for (int on = 0; on < 2; ++on) {
+    overlap_cuda_options opts;
+    overlap_cuda_options_init(&opts);
+    opts.wait_timeout_ms = 5000;
+    opts.zero_sm_all_gather = on ? OVERLAP_CUDA_KNOB_ON : OVERLAP_CUDA_KNOB_OFF;
+    ASSERT_EQ(overlap_cuda_context_create_single(0, &opts, &ctx),
+              OVERLAP_SUCCESS)
+        << overlap_cuda_create_error();
+    overlap_group *sub = nullptr;
+    ASSERT_EQ(overlap_group_split(ctx, nullptr, 0, 0, &sub), OVERLAP_SUCCESS)
+        << overlap_last_error(ctx);
+    int tile = 0;
+    for (overlap_group *g : {static_cast<overlap_group *>(nullptr), sub})
+      for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(on ? "on, " : "off, ") +
+                     (g ? "group, " : "world, ") + dtypeName(c.dtype) + " " +
+                     std::to_string(c.n));
+        Buffer src(c.dtype, size_t(c.n)), poison(c.dtype, size_t(c.n));
+        src.randomize(uint64_t(40 + c.n));
+        poison.fill(-7.0f);
+        void *ds = upload(src), *dd = upload(poison);
+        ASSERT_EQ(overlap_all_gather(ctx, 1, tile++, g, c.dtype, ds, dd, c.n),
+                  OVERLAP_SUCCESS)
+            << overlap_last_error(ctx);
+        ASSERT_EQ(overlap_stream_synchronize(ctx, 1), OVERLAP_SUCCESS)
+            << overlap_last_error(ctx);
+        Buffer out(c.dtype, size_t(c.n));
+        download(out, dd);
+        for (size_t i = 0; i < out.size(); ++i) {
+          ASSERT_EQ(out.bits(i), src.bits(i)) << "element " << i;
+          results[on].push_back(out.bits(i));
+        }
+        overlap_free(ctx, ds);
+        overlap_free(ctx, dd);
+      }
+    const std::string settings = overlap_cuda_describe(ctx);
+    const int active = overlap_cuda_zero_sm_all_gather(ctx);
+    EXPECT_NE(
+        settings.find(on ? "zero-sm all-gather on" : "zero-sm all-gather off"),
+        std::string::npos)
+        << settings;
+    if (!on) {
+      EXPECT_EQ(active, 0);
+      EXPECT_EQ(settings.find("fallback"), std::string::npos) << settings;
+    } else {
+      // Either path is correct; which one ran is the GPU run's finding.
+      EXPECT_EQ(active == 0, settings.find("zero-sm all-gather fallback in") !=
+                                 std::string::npos)
+          << settings;
+      std::printf("zero_sm_all_gather: %s\n",
+                  active == 1 ? "copy-engine path" : settings.c_str());
+    }
+    EXPECT_EQ(overlap_group_destroy(ctx, sub), OVERLAP_SUCCESS)
+        << overlap_last_error(ctx);
+    EXPECT_EQ(overlap_cuda_context_destroy(ctx), OVERLAP_SUCCESS);
+    ctx = nullptr;
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(overlap_cuda_zero_sm_all_gather(nullptr), -1);
 }
 
 void sleepMs(void *user) {

@@ -136,7 +136,10 @@ TEST(Signals, MissingSignalTimesOutNamingRankStreamAndFlag) {
   EXPECT_EQ(status, OVERLAP_ERROR_TIMEOUT);
   EXPECT_STREQ(overlap_host_launch_error(),
                "overlap_wait: rank 1, stream comm, flag 3: not signalled "
-               "within 200 ms (epoch 1, flag at 0)");
+               "within 200 ms (epoch 1, flag at 0); a slow step (a large "
+               "host GEMM) reads the same as a rank that never signals: for "
+               "a large program raise the timeout (--wait-timeout-ms, "
+               "wait_timeout_ms, OVERLAP_WAIT_TIMEOUT_MS)");
   EXPECT_EQ(rank0Error.rfind("overlap_all_reduce: rank 0, stream comm, tile "
                              "7: abandoned: rank 1 failed first (overlap_wait",
                              0),
@@ -156,7 +159,10 @@ TEST(Signals, TimeoutComesFromTheEnvironment) {
   EXPECT_EQ(status, OVERLAP_ERROR_TIMEOUT);
   EXPECT_STREQ(overlap_host_launch_error(),
                "overlap_wait: rank 0, stream compute, flag 0: not signalled "
-               "within 120 ms (epoch 1, flag at 0)");
+               "within 120 ms (epoch 1, flag at 0); a slow step (a large "
+               "host GEMM) reads the same as a rank that never signals: for "
+               "a large program raise the timeout (--wait-timeout-ms, "
+               "wait_timeout_ms, OVERLAP_WAIT_TIMEOUT_MS)");
 
   ASSERT_EQ(setenv("OVERLAP_WAIT_TIMEOUT_MS", "soon", 1), 0);
   status = launch(1, &opts, [](overlap_context *) {});

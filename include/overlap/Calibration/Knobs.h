@@ -18,6 +18,7 @@
 //   --gemm-autotune K         time the heuristic's top K algorithms (1-16)
 //   --alloc pool|sync         stream-ordered pool or cudaMalloc/cudaFree
 //   --nccl-cta-cap on|off     NCCL's maxCTAs = comm_sms, or NCCL's choice
+//   --zero-sm-all-gather on|off   all-gathers on NCCL's copy engines
 // Unset flags leave the runtime's default (its environment variables, then
 // its built-in defaults). Pure C++: the options struct has no CUDA types.
 //
@@ -47,6 +48,7 @@ struct CudaKnobs {
   int32_t gemmAutotune = 0;
   int32_t streamOrderedAlloc = OVERLAP_CUDA_KNOB_DEFAULT;
   int32_t ncclCtaCap = OVERLAP_CUDA_KNOB_DEFAULT;
+  int32_t zeroSmAllGather = OVERLAP_CUDA_KNOB_DEFAULT;
 };
 
 /// The knob flags that take a value, for Args::parse.

@@ -55,6 +55,10 @@ struct CalibrationResult {
   /// Written as device.comm_sms when known (the SMs the measuring context
   /// reserved for communication).
   std::optional<int64_t> commSms;
+  /// Written as device.zero_sm_all_gather: true when the measuring context
+  /// ran its all-gathers on the copy engines (the CUDA backend's
+  /// zero_sm_all_gather on, no group fell back); absent otherwise.
+  bool zeroSmAllGather = false;
   std::vector<MeasuredGemm> gemms;
   std::vector<MeasuredComm> comms;
   double computeContention = 1, commContention = 1;

@@ -59,6 +59,19 @@ FailureOr<::overlap::run::Signature> describeEntry(ModuleOp module,
                                                    llvm::StringRef runner,
                                                    std::string &error);
 
+/// The longest entry or grid name a signature carries, and the largest
+/// buffer (16 TiB, beyond any device) of an entry that gets one.
+constexpr size_t kMaxSignatureName = 256;
+constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 44;
+
+/// Fails, saying which symbol or buffer and why, when `sig` cannot be
+/// embedded as it is: an entry or grid name that is empty, longer than
+/// kMaxSignatureName or holds whitespace or a control character (it would
+/// add or break lines of the text, which is parsed by lines and words), or
+/// a buffer whose byte size overflows int64 or exceeds kMaxBufferBytes.
+LogicalResult checkEmbeddable(const ::overlap::run::Signature &sig,
+                              std::string &error);
+
 /// Adds the constant `overlap_entry_signature` (formatSignature's text,
 /// NUL-terminated, exported) to `module`.
 void embedSignature(llvm::Module &module, const ::overlap::run::Signature &sig);

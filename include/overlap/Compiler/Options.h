@@ -44,6 +44,18 @@ struct CompileOptions {
   llvm::Error validate() const;
 };
 
+/// Fails, naming `option`, when `value` holds a quote, a brace or a control
+/// character: values are quoted into the stages' pipeline text, where these
+/// would end the option and splice in other passes.
+llvm::Error checkOptionValue(llvm::StringRef option, llvm::StringRef value);
+
+/// Checks the options text of `overlap-to-llvm{...}` that a caller gives
+/// (mlirOverlapRunPipeline): key=value pairs whose values may be quoted.
+/// Fails, naming the option, on a brace anywhere, on '(', ')' or ','
+/// outside quotes, on a control character or an unclosed quote: what would
+/// end the options early and add passes.
+llvm::Error checkPipelineOptionsText(llvm::StringRef text);
+
 } // namespace compiler
 } // namespace overlap
 } // namespace mlir

@@ -19,13 +19,22 @@
 namespace overlap {
 namespace exec {
 
-/// A loaded program.
+/// A loaded program: a private copy of its file, so that a program
+/// recompiled to the same path is loaded afresh, never the one an earlier
+/// run of this process left loaded. Closed when destroyed (host programs
+/// only: a CUDA program's module destructors need the device context, which
+/// may be gone by then).
 struct Library {
   std::string path;
   void *handle = nullptr;
   run::Signature sig;
   /// Its C interface, `_mlir_ciface_<entry>`.
   void *entry = nullptr;
+
+  Library() = default;
+  Library(const Library &) = delete;
+  Library &operator=(const Library &) = delete;
+  ~Library();
 };
 
 /// The most values a C-interface call takes here: the result pointer, the
@@ -64,8 +73,14 @@ bool isTimedRun(int run, int iterations);
 void preloadRuntimes();
 
 /// dlopens `path` (from `overlap-compile --emit=so`) and reads its embedded
-/// signature and entry point into `lib`. On failure returns false with the
-/// reason in `message`.
+/// signature and entry point into `lib`. Only a regular file is opened (a
+/// FIFO would block, a directory or device is no program); its bytes are
+/// read once, checked (checkElfImage: no segment past the end of a
+/// truncated file) and written to a private copy that dlopen maps, next to
+/// the file (so that its $ORIGIN rpath holds) or else in $TMPDIR, and that
+/// is unlinked at once. The entry must be a function defined in that
+/// library, the signature a NUL-terminated string in it. On failure returns
+/// false with the reason in `message`.
 bool loadLibrary(const std::string &path, Library &lib, std::string &message);
 
 class Executor {

@@ -1,13 +1,14 @@
-//===- RunSupport.h - Run programs and compare their outputs ----*- C++ -*-===//
+//===- RunSupport.h - Run programs and view their outputs -------*- C++ -*-===//
 //
 // What overlap-run (JIT) and overlap-exec (dlopen) share once a program is
 // compiled: the entry signature and its embedded text form, seeded inputs,
-// memref descriptors, the poisoning allocators, a run on host ranks, and
-// the per-element comparison with its report. No MLIR and no LLVM: this
-// links into overlap-exec, which runs where neither is installed. It calls
-// the runtime's C ABI but links no runtime library itself, so that each
-// tool links the one it runs on (liboverlap_runtime.so or
-// liboverlap_runtime_cuda.so, which both export that ABI).
+// memref descriptors, the poisoning allocators, a run on host ranks and
+// the checked views of its outputs (their comparison and report are in
+// Compare.h). No MLIR and no LLVM: this links into overlap-exec, which runs
+// where neither is installed. It calls the runtime's C ABI but links no
+// runtime library itself, so that each tool links the one it runs on
+// (liboverlap_runtime.so or liboverlap_runtime_cuda.so, which both export
+// that ABI).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,10 @@ struct BufferSpec {
 
   int64_t numElements() const;
   size_t elemBytes() const { return elem == Elem::F32 ? 4 : 2; }
+  /// Its size in bytes, or nullopt when that or its element count does not
+  /// fit in int64_t (parseSignature refuses such a buffer, so numElements()
+  /// of a parsed signature does not overflow).
+  std::optional<uint64_t> checkedBytes() const;
   /// "256x512xf32" (a rank-0 buffer: "f32").
   std::string typeString() const;
 };
@@ -63,7 +68,13 @@ struct GridSpec {
   std::string name;
   std::vector<int64_t> shape;
   int64_t size() const;
+  /// size(), or nullopt above kMaxGridSize (or on overflow).
+  std::optional<int64_t> checkedSize() const;
 };
+
+/// The most devices a grid of a signature may have (a rank count is an
+/// int).
+constexpr int64_t kMaxGridSize = 1 << 20;
 
 /// The entry function of a compiled program and what running it needs.
 struct Signature {
@@ -154,7 +165,8 @@ bool poisoning();
 // Inputs, descriptors and runs
 //===----------------------------------------------------------------------===//
 
-/// A buffer of the host, 64-byte aligned like the runtime's.
+/// A buffer of the host, 64-byte aligned like the runtime's. `data` is null
+/// when the allocation failed: check it before use.
 struct HostBuffer {
   void *data = nullptr;
   HostBuffer() = default;
@@ -190,7 +202,23 @@ struct RankData {
   std::vector<HostBuffer> copies;
   /// Wall time of the entry call on this rank, in milliseconds.
   double callMs = 0;
+  /// Why prepareRank failed (then the entry was not called).
+  std::string error;
 };
+
+/// Words of `RankData::results` past the result descriptors the signature
+/// declares, filled with kResultGuard: a program whose code returns more
+/// (or higher-rank) results than its signature says writes there, which
+/// outputViews reports instead of the heap being corrupted.
+constexpr size_t kResultGuardWords = 32;
+constexpr int64_t kResultGuard = 0x4f564c5047554152; // "OVLPGUAR"
+
+/// The bytes the host holds for the arguments and results of a run of
+/// `sig` on `ranks` ranks must stay within a budget: OVERLAP_MAX_RUN_BYTES
+/// when set (a decimal number of bytes), else the machine's physical
+/// memory. On failure returns false naming the largest buffer, what it
+/// needs and the budget in `error`.
+bool checkRunBytes(const Signature &sig, int ranks, std::string &error);
 
 /// The caller's inputs, [rank][argument]: each a contiguous row-major host
 /// buffer of the argument's spec (f16/bf16 as their 16-bit patterns), read
@@ -207,8 +235,9 @@ bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
 /// copied from `given` (the rank's buffers, one per argument) when it is not
 /// null, with descriptors that point at them, and poisons its result
 /// descriptors (all -1: a result the program does not return is caught by
-/// resultView's check).
-void prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
+/// resultView's check). On failure (no memory for an argument) returns false
+/// with the reason in `data.error`.
+bool prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
                  const std::vector<const void *> *given = nullptr);
 
 /// The values of the C-interface call
@@ -255,10 +284,14 @@ struct OutputView {
   std::vector<int64_t> strides;
 };
 
-/// Every output of a rank that finished: the results (their descriptors
-/// checked against the signature), then the arguments (which the program
-/// may update in place). On failure returns false and says which result is
-/// wrong in `error`.
+/// Every output of a rank that finished: the results, then the arguments
+/// (which the program may update in place). Before any output is read, each
+/// result descriptor is checked against the signature: the guard words
+/// after the declared descriptors untouched, non-null pointers, the sizes
+/// of the signature, an offset and strides >= 0 whose last element's
+/// offset does not overflow, and, for a result in an argument's buffer,
+/// every element inside that buffer. On failure returns false and says
+/// which result is wrong in `error`.
 bool outputViews(const Signature &sig, const RankData &data,
                  std::vector<OutputView> &views, std::string &error);
 
@@ -282,55 +315,6 @@ std::vector<const BufferSpec *> outputSpecs(const Signature &sig);
 /// into `out` as a contiguous row-major buffer.
 void copyContiguous(const BufferSpec &spec, const OutputView &view,
                     std::vector<char> &out);
-
-struct Tolerance {
-  double rtol = 0;
-  double atol = 0;
-};
-
-/// Each tolerance must be a finite number >= 0 (a NaN bound would fail
-/// every element, bit-identical ones included; an infinite one would pass
-/// every element but a NaN). On failure returns false with the flag
-/// (--rtol, --atol) and its value in `error`.
-bool checkTolerance(const Tolerance &tolerance, std::string &error);
-
-/// The comparison of two runs of the same signature.
-struct Comparison {
-  /// One line per output (and one more per output that differs).
-  std::string text;
-  bool ok = true;
-  bool bitIdentical = true;
-};
-
-/// Compares every output of every rank of `got` (the program) against
-/// `want` (the reference), both indexed [rank][output] in outputViews'
-/// order: an element matches when |got - want| <= atol + rtol * |want|, and
-/// a NaN never matches. `gotName`/`wantName` name the two in the first
-/// mismatch's line ("overlap"/"reference", "program"/"reference").
-/// Arguments that are not `inout` are inputs only: where they differ, the
-/// text says so and which program wrote into which (against the inputs
-/// both runs were given, made again from `seed`), and the comparison still
-/// holds.
-Comparison compareOutputs(const Signature &sig,
-                          const std::vector<std::vector<OutputView>> &got,
-                          const std::vector<std::vector<OutputView>> &want,
-                          const Tolerance &tolerance, std::string_view gotName,
-                          std::string_view wantName, uint64_t seed);
-
-/// "bit-identical: yes|no" and "OK" or "MISMATCH", one per line.
-std::string verdict(const Comparison &comparison);
-
-/// One line per output with checksums over all ranks (rank order, then
-/// row-major): the sum of the values, the number of NaNs, and the FNV-1a
-/// hash of the bits.
-std::string checksums(const Signature &sig,
-                      const std::vector<std::vector<OutputView>> &outputs);
-
-/// "%.Nf"-style formatting without iostreams.
-std::string formatDouble(const char *format, double value);
-
-/// The median of `values` (0 when empty).
-double median(std::vector<double> values);
 
 } // namespace run
 } // namespace overlap

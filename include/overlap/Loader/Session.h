@@ -11,6 +11,7 @@
 #ifndef OVERLAP_LOADER_SESSION_H
 #define OVERLAP_LOADER_SESSION_H
 
+#include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RunSupport.h"

@@ -51,7 +51,7 @@ enum {
 #define OVERLAP_CUDA_DEFAULT_COMM_SMS 16
 
 /* The on/off knobs of overlap_cuda_options (comm_priority, device_flags,
-   gemm_cache, stream_ordered_alloc, nccl_cta_cap). */
+   gemm_cache, stream_ordered_alloc, nccl_cta_cap, zero_sm_all_gather). */
 enum {
   /* The knob's environment variable, else its default (docs/cuda.md). */
   OVERLAP_CUDA_KNOB_DEFAULT = 0,
@@ -128,6 +128,16 @@ typedef struct overlap_cuda_options {
      may need) while the tile GEMMs keep their SM target. Default:
      $OVERLAP_NCCL_CTA_CAP ("on" or "off"), else ON. */
   int32_t nccl_cta_cap;
+  /* ON: all-gathers run on NCCL's copy engines (no SM): per (group,
+     stream) a communicator split with CTAPolicy = NCCL_CTA_POLICY_ZERO and
+     a staging buffer registered as a symmetric window; the source is
+     copied in, gathered in place, and copied out. Needs NCCL >= 2.28, a
+     driver >= 12.5 and one node; where any of it is missing the group
+     falls back to the plain ncclAllGather and overlap_cuda_describe says
+     why (the run never fails because of it). Other collectives are
+     unaffected. Default: $OVERLAP_ZERO_SM_ALL_GATHER ("on" or "off"),
+     else OFF (unmeasured). docs/cuda.md, "Zero-SM all-gather". */
+  int32_t zero_sm_all_gather;
 } overlap_cuda_options;
 
 /* Fills `opts` with the defaults. */
@@ -227,7 +237,8 @@ overlap_cuda_make_current(overlap_context *ctx);
 
 /* The context's resolved settings, one line: SMs and the GEMM SM target,
    comm_sms, stream priorities, flag memory, sync mode, GEMM cache,
-   autotune, allocation. Valid until the next call on this thread; "" if
+   autotune, allocation, NCCL CTA cap, zero-SM all-gather (and each group
+   whose zero-SM all-gather fell back, with the reason). Valid until the next call on this thread; "" if
    not a CUDA context. */
 OVERLAP_RUNTIME_EXPORT const char *overlap_cuda_describe(overlap_context *ctx);
 
@@ -235,6 +246,14 @@ OVERLAP_RUNTIME_EXPORT const char *overlap_cuda_describe(overlap_context *ctx);
    the option, else $OVERLAP_COMM_SMS, else the default); -1 if not a CUDA
    context. What a profile measured with the context records. */
 OVERLAP_RUNTIME_EXPORT int overlap_cuda_comm_sms(overlap_context *ctx);
+
+/* The zero-SM all-gather of the context: 1 when the knob is on and no
+   group has fallen back so far, 0 when it is off or a group fell back
+   (overlap_cuda_describe says why), -1 if not a CUDA context. What a
+   profile measured with the context records as
+   device.zero_sm_all_gather. */
+OVERLAP_RUNTIME_EXPORT int
+overlap_cuda_zero_sm_all_gather(overlap_context *ctx);
 
 /* One line per GEMM shape the context has planned: the shape, the
    algorithm kept and, when autotuned, each candidate's time. Valid until

@@ -287,6 +287,8 @@ CalibrationResult calibration::calibrate(overlap_context *ctx,
   r.provenance += "; runtime: " + runtimeDescription(ctx);
   r.gemms = cal.gemmCurves(progress);
   r.comms = cal.commCurves(progress);
+  // After the curves: a group that fell back on the way says so here.
+  r.zeroSmAllGather = overlap_cuda_zero_sm_all_gather(ctx) == 1;
   std::tie(r.computeContention, r.commContention) = cal.contention();
   return r;
 }

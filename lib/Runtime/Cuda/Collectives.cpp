@@ -85,6 +85,14 @@ void CudaContext::destroyGroup(overlap_group *group) {
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (groups_[i].get() != group)
       continue;
+    // The zero-SM windows and communicators go first: they were split
+    // from this communicator and deregister over their own. Their streams
+    // must be idle (bounded); a context that failed aborts them.
+    bool idle = status() == OVERLAP_SUCCESS;
+    for (const auto &entry : groups_[i]->zeroSm)
+      idle = idle &&
+             drain({entry.first}, "overlap_group_destroy") == OVERLAP_SUCCESS;
+    zeroSmRelease(*groups_[i], !idle, idle);
     if (groups_[i]->comm)
       check(Site::thread("overlap_group_destroy"), "ncclCommDestroy",
             ncclCommDestroy(groups_[i]->comm));
@@ -141,12 +149,22 @@ overlap_status CudaContext::collective(const Site &site, overlap_group *group,
                  ncclReduceScatter(args.src, args.dst, count,
                                    ncclType(args.dtype), ncclOp(args.op), comm,
                                    s));
-  case CollectiveKind::AllGather:
+  case CollectiveKind::AllGather: {
     if (!count)
+      return OVERLAP_SUCCESS;
+    // The copy-engine path (zero_sm_all_gather); the plain one when it is
+    // off or the group fell back.
+    bool handled = false;
+    if (overlap_status st =
+            zeroSmAllGather(site, *static_cast<CudaGroup *>(group), args,
+                            ncclType(args.dtype), handled))
+      return st;
+    if (handled)
       return OVERLAP_SUCCESS;
     return check(site, "ncclAllGather",
                  ncclAllGather(args.src, args.dst, count, ncclType(args.dtype),
                                comm, s));
+  }
   case CollectiveKind::AllToAll:
     if (!count)
       return OVERLAP_SUCCESS;

@@ -60,6 +60,8 @@ struct Options {
   bool streamOrderedAlloc = true;
   /// NCCL's CTA limits follow commSms (nccl_cta_cap).
   bool ncclCtaCap = true;
+  /// All-gathers on NCCL's copy engines (zero_sm_all_gather).
+  bool zeroSmAllGather = false;
 };
 
 /// Resolves `opts` (may be null) and the environment; on a malformed value
@@ -94,14 +96,58 @@ ncclConfig_t ncclSplitConfigFor(int commSms);
 ncclConfig_t ncclConfigFor(const Options &options);
 ncclConfig_t ncclSplitConfigFor(const Options &options);
 
+//===- Zero-SM all-gather: the decisions that make no CUDA call ----------===//
+
+/// Whether the zero-SM path may serve a collective of `kind`: all-gathers
+/// only (NCCL's zero-CTA policy runs no reduction).
+bool zeroSmAppliesTo(runtime::CollectiveKind kind);
+
+/// Bytes of the staging window of an all-gather of `count` elements of
+/// `elemBytes` over `groupSize` ranks: the gathered output, rounded up to
+/// NCCL_WIN_REQUIRED_ALIGNMENT. 0 when it overflows size_t.
+size_t zeroSmWindowBytes(int groupSize, size_t count, size_t elemBytes);
+
+/// Why the zero-SM path cannot run with NCCL `compiledNccl` (the headers'
+/// NCCL_VERSION_CODE), `loadedNccl` (ncclGetVersion) and CUDA driver
+/// `driverVersion` (cudaDriverGetVersion); "" when nothing rules it out.
+std::string zeroSmPrerequisiteProblem(int compiledNccl, int loadedNccl,
+                                      int driverVersion);
+
+/// The one-line reason a group records when its zero-SM path is disabled:
+/// "<step> failed: <error>; plain ncclAllGather".
+std::string zeroSmFallbackReason(const std::string &step,
+                                 const std::string &error);
+
+/// The configuration of the zero-CTA communicator split from a group's:
+/// blocking, splitShare = 1, CTAPolicy = NCCL_CTA_POLICY_ZERO (NCCL >=
+/// 2.28; before, the plain split configuration), no CTA limits (a policy
+/// of zero CTAs and a minimum of one would contradict each other).
+ncclConfig_t zeroSmSplitConfig();
+
 /// The settings as one line (overlap_cuda_describe).
 std::string describeOptions(const Options &options, int smCount,
                             int gemmSms, int commPriority,
                             int computePriority);
 
+/// What the zero-SM all-gather keeps for one (group, stream)
+/// (ZeroSmAllGather.cpp).
+struct ZeroSmStream {
+  ncclComm_t comm = nullptr; // split with CTAPolicy = NCCL_CTA_POLICY_ZERO
+  void *buffer = nullptr;    // ncclMemAlloc'd staging buffer
+  size_t bytes = 0;          // its size, registered as one symmetric window
+  void *window = nullptr;    // the ncclWindow_t (NCCL >= 2.28)
+  /// A collective setup step failed on some rank: abort the communicator,
+  /// never deregister (the other ranks may not have registered).
+  bool broken = false;
+};
+
 struct CudaGroup : overlap_group {
   ncclComm_t comm = nullptr;
   bool owned = false; // made by a split (or a bootstrap): ours to destroy
+  /// The zero-SM all-gather's resources, by stream index.
+  std::map<int, ZeroSmStream> zeroSm;
+  /// Non-empty: the zero-SM path is disabled in this group, and why.
+  std::string zeroSmFallback;
 };
 
 struct CudaSignals : overlap_signals {
@@ -200,6 +246,16 @@ public:
                       const runtime::GemmArgs &args) override;
   overlap_status collective(const runtime::Site &site, overlap_group *group,
                             const runtime::CollectiveArgs &args) override;
+  /// The zero-SM all-gather (options.zeroSmAllGather): sets `handled` when
+  /// it enqueued the all-gather; otherwise (set-up failed, recorded in the
+  /// group) the caller runs the plain ncclAllGather.
+  overlap_status zeroSmAllGather(const runtime::Site &site, CudaGroup &group,
+                                 const runtime::CollectiveArgs &args,
+                                 ncclDataType_t type, bool &handled);
+  /// Knob on and no group fell back (overlap_cuda_zero_sm_all_gather).
+  bool zeroSmActive() const {
+    return options.zeroSmAllGather && !zeroSmFellBack_;
+  }
   overlap_status pack(const runtime::Site &site,
                       const runtime::PackArgs &args) override;
   overlap_status copy(const runtime::Site &site, void *dst, const void *src,
@@ -276,6 +332,29 @@ private:
   /// Frees the flags and events of a signal set.
   void releaseSignals(CudaSignals &sigs);
   void writeFlag(CudaSignals *sigs, int32_t index, uint32_t value);
+  /// Disables the zero-SM path of `group`, recording `reason` (warned
+  /// once on stderr).
+  void zeroSmDisable(CudaGroup &group, const std::string &reason);
+  /// Whether `ok` holds on every rank of `comm`: a min all-reduce on
+  /// `stream` that the host waits for (bounded). A failed agreement is
+  /// `false` with `why` set; a stuck stream is the context's error.
+  overlap_status zeroSmAgree(ncclComm_t comm, int stream, bool ok, bool &all,
+                             std::string &why);
+  /// Deregisters the windows, destroys (aborts) the zero-CTA
+  /// communicators and frees the buffers (`freeMemory`) of `group`.
+  void zeroSmRelease(CudaGroup &group, bool abort, bool freeMemory);
+  /// "; zero-sm all-gather fallback in world: ..." for each group that
+  /// fell back.
+  std::string zeroSmReport() const;
+  /// "world" or "group #i (N ranks)".
+  std::string groupName(const CudaGroup &group) const;
+  /// The world and every split group.
+  std::vector<CudaGroup *> allGroups() {
+    std::vector<CudaGroup *> all{&world_};
+    for (auto &g : groups_)
+      all.push_back(g.get());
+    return all;
+  }
   /// Every stream in `to` waits for the work enqueued so far on `from`.
   overlap_status order(const std::vector<int> &from, const std::vector<int> &to,
                        const char *call);
@@ -306,6 +385,9 @@ private:
   std::vector<std::vector<PendingWait>> pending_; // per stream
   SpinError *spinHost_ = nullptr, *spinDevice_ = nullptr;
   int *barrierScratch_ = nullptr;
+  int *zeroSmFlag_ = nullptr;     // device int of zeroSmAgree
+  int *zeroSmHostFlag_ = nullptr; // pinned int it is read back into
+  bool zeroSmFellBack_ = false;   // some group disabled the path
   bool ready_ = false; // init completed
   bool shutDown_ = false;
 };
@@ -323,6 +405,24 @@ bool recordLaunchFailure(cudaStream_t stream, const std::string &kernel,
 /// Records `text` as this thread's overlap_cuda_create_error() and returns
 /// `status`: how every creation function fails.
 overlap_status createFailed(overlap_status status, const std::string &text);
+
+/// Finishes a creation: the context over `comm` (destroyed with it when
+/// `ownComm`) and the streams (made when null). CudaContext.cpp.
+overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
+                            cudaStream_t compute, cudaStream_t commStream,
+                            const Options &options, overlap_context **ctx);
+
+/// overlap_cuda_context_create_rank with ncclCommInitRankConfig bounded by
+/// `initTimeoutMs` (0: unbounded): at the timeout OVERLAP_ERROR_TIMEOUT,
+/// saying that a peer failed before joining or never started.
+overlap_status
+createRankContext(const uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES], int ranks,
+                  int rank, int device, const overlap_cuda_options *opts,
+                  int64_t initTimeoutMs, overlap_context **ctx);
+
+/// $OVERLAP_INIT_TIMEOUT_MS (ms, 0: unbounded), else `fallback`.
+/// (InitRank.cpp, with createRankContext.)
+int64_t initTimeoutMs(int64_t fallback);
 
 } // namespace cuda
 } // namespace overlap

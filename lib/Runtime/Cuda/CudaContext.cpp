@@ -14,9 +14,11 @@
 #include "CudaBackend.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -271,6 +273,10 @@ overlap_status CudaContext::shutdown() {
       // The waits were released by onFail; give the streams another
       // timeout, with the communicators we own aborted so that a
       // collective whose peers are gone returns.
+      for (CudaGroup *g : allGroups())
+        for (auto &entry : g->zeroSm)
+          if (entry.second.comm)
+            (void)ncclCommAbort(entry.second.comm), entry.second.comm = nullptr;
       for (auto &group : groups_)
         if (group->comm)
           (void)ncclCommAbort(group->comm), group->comm = nullptr;
@@ -296,6 +302,10 @@ overlap_status CudaContext::shutdown() {
     }
   }
   bool failed = status() != OVERLAP_SUCCESS;
+  // Zero-SM windows before the communicators they were split from; their
+  // memory only if no stream may still touch it.
+  for (CudaGroup *g : allGroups())
+    zeroSmRelease(*g, failed, drained);
   for (auto &group : groups_)
     destroyComm(group->comm, failed);
   groups_.clear();
@@ -340,6 +350,12 @@ overlap_status CudaContext::shutdown() {
   if (barrierScratch_)
     (void)cudaFree(barrierScratch_);
   barrierScratch_ = nullptr;
+  if (zeroSmFlag_)
+    (void)cudaFree(zeroSmFlag_);
+  zeroSmFlag_ = nullptr;
+  if (zeroSmHostFlag_)
+    (void)cudaFreeHost(zeroSmHostFlag_);
+  zeroSmHostFlag_ = nullptr;
   for (size_t i = 0; i < streams_.size(); ++i)
     if (ownedStreams_[i])
       (void)cudaStreamDestroy(streams_[i]);
@@ -411,14 +427,17 @@ overlap_status CudaContext::drain(const std::vector<int> &which,
     }
     if (overlap_status s = checkSpinError())
       return s;
-    std::vector<CudaGroup *> comms{&world_};
-    for (auto &g : groups_)
-      comms.push_back(g.get());
-    for (CudaGroup *g : comms) {
+    std::vector<ncclComm_t> comms;
+    for (CudaGroup *g : allGroups()) {
+      comms.push_back(g->comm);
+      for (const auto &entry : g->zeroSm) // zero-SM all-gathers
+        comms.push_back(entry.second.comm);
+    }
+    for (ncclComm_t comm : comms) {
       ncclResult_t async = ncclSuccess;
-      if (!g->comm)
+      if (!comm)
         continue;
-      ncclResult_t r = ncclCommGetAsyncError(g->comm, &async);
+      ncclResult_t r = ncclCommGetAsyncError(comm, &async);
       if (r != ncclSuccess)
         return failCall(Site::thread(call), "ncclCommGetAsyncError",
                         describe(r));
@@ -592,7 +611,8 @@ void CudaContext::launchFailed(const std::string &kernel,
 
 std::string CudaContext::describeSettings() const {
   return describeOptions(options, smCount_, gemmSms_, commPriority_,
-                         computePriority_);
+                         computePriority_) +
+         zeroSmReport();
 }
 
 overlap_status CudaContext::copy(const Site &site, void *dst, const void *src,
@@ -627,12 +647,11 @@ overlap_status overlap::cuda::createFailed(overlap_status status,
   return status;
 }
 
-/// Finishes a creation: the context over `comm` and the streams.
-static overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
-                                   cudaStream_t compute,
-                                   cudaStream_t commStream,
-                                   const Options &options,
-                                   overlap_context **ctx) {
+overlap_status overlap::cuda::finishCreate(ncclComm_t comm, bool ownComm,
+                                           int device, cudaStream_t compute,
+                                           cudaStream_t commStream,
+                                           const Options &options,
+                                           overlap_context **ctx) {
   int rank = 0, size = 0;
   ncclResult_t r = ncclCommUserRank(comm, &rank);
   if (r == ncclSuccess)
@@ -660,6 +679,7 @@ static overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
   createError.clear();
   return OVERLAP_SUCCESS;
 }
+
 
 extern "C" {
 
@@ -727,35 +747,10 @@ overlap_cuda_unique_id(uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES]) {
 overlap_status overlap_cuda_context_create_rank(
     const uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES], int ranks, int rank,
     int device, const overlap_cuda_options *opts, overlap_context **ctx) {
-  const char *call = "overlap_cuda_context_create_rank: ";
-  if (!ctx)
-    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
-                        std::string(call) + "null result pointer");
-  *ctx = nullptr;
-  if (!id || ranks < 1 || rank < 0 || rank >= ranks || device < 0)
-    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT,
-                        std::string(call) + "bad id, ranks (" +
-                            std::to_string(ranks) + "), rank (" +
-                            std::to_string(rank) + ") or device (" +
-                            std::to_string(device) + ")");
-  Options options;
-  std::string error;
-  if (!resolveOptions(opts, options, error))
-    return createFailed(OVERLAP_ERROR_INVALID_ARGUMENT, call + error);
-  if (cudaError_t e = cudaSetDevice(device))
-    return createFailed(OVERLAP_ERROR_BACKEND,
-                        call + std::string("cudaSetDevice failed: ") +
-                            describe(e));
-  ncclUniqueId uid;
-  std::memcpy(&uid, id, sizeof(uid));
-  ncclComm_t comm = nullptr;
-  ncclConfig_t config = ncclConfigFor(options);
-  if (ncclResult_t r =
-          ncclCommInitRankConfig(&comm, ranks, uid, rank, &config))
-    return createFailed(OVERLAP_ERROR_BACKEND,
-                        call + std::string("ncclCommInitRankConfig failed: ") +
-                            describe(r));
-  return finishCreate(comm, true, device, nullptr, nullptr, options, ctx);
+  // A framework that hands in its own id may know better: unbounded unless
+  // OVERLAP_INIT_TIMEOUT_MS says otherwise.
+  return createRankContext(id, ranks, rank, device, opts, initTimeoutMs(0),
+                           ctx);
 }
 
 overlap_status

@@ -114,8 +114,10 @@ overlap_cuda_context_create_launched(const overlap_cuda_options *opts,
                                    : OVERLAP_ERROR_ABORTED,
                           function + error + " [" + launch.launcher + "]");
   }
-  overlap_status s = overlap_cuda_context_create_rank(
-      id, launch.size, launch.rank, device, opts, ctx);
+  // Bounded, so that when one rank fails before joining, the others fail
+  // too (at the bound, saying so) instead of blocking in NCCL for ever.
+  overlap_status s = createRankContext(id, launch.size, launch.rank, device,
+                                       opts, initTimeoutMs(120000), ctx);
   // ncclCommInitRank has returned on rank 0 only once every rank joined,
   // so every rank has read the id: the file is no longer needed.
   if (launch.rank == 0 && rendezvous)

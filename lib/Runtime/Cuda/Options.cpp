@@ -15,6 +15,7 @@
 #include "CudaBackend.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -162,7 +163,11 @@ bool overlap::cuda::resolveOptions(const overlap_cuda_options *given,
                    "on", "off", true, out.ncclCtaCap, error) ||
       !resolveKnob(opts.stream_ordered_alloc, "stream_ordered_alloc",
                    "OVERLAP_CUDA_ALLOC", "pool", "sync", true,
-                   out.streamOrderedAlloc, error))
+                   out.streamOrderedAlloc, error) ||
+      // Off by default: never measured (docs/cuda.md, "Zero-SM all-gather").
+      !resolveKnob(opts.zero_sm_all_gather, "zero_sm_all_gather",
+                   "OVERLAP_ZERO_SM_ALL_GATHER", "on", "off", false,
+                   out.zeroSmAllGather, error))
     return false;
   int64_t autotune = opts.gemm_autotune;
   if (autotune == 0) {
@@ -224,21 +229,82 @@ std::string overlap::cuda::describeOptions(const Options &o, int smCount,
                                            int gemmSms, int commPriority,
                                            int computePriority) {
   static const char *syncNames[] = {"env", "memop", "spin", "event"};
-  std::string text = "sms " + std::to_string(smCount) + ", comm_sms " +
-                     std::to_string(o.commSms) + ", gemm sm target " +
-                     (gemmSms ? std::to_string(gemmSms) : "unset") +
-                     ", comm priority " +
-                     (o.commPriority ? "high" : "normal") + " (" +
-                     std::to_string(commPriority) + " vs compute " +
-                     std::to_string(computePriority) + "), flags " +
-                     (o.deviceFlags ? "device" : "host") + ", sync " +
-                     syncNames[o.sync] + ", gemm cache " +
-                     (o.gemmCache ? "on" : "off") + ", gemm autotune " +
-                     std::to_string(o.gemmAutotune) + ", alloc " +
-                     (o.streamOrderedAlloc ? "pool" : "sync") +
-                     ", nccl cta cap " + (o.ncclCtaCap ? "on" : "off") +
-                     ", streams " + std::to_string(o.numStreams);
+  std::string text =
+      "sms " + std::to_string(smCount) + ", comm_sms " +
+      std::to_string(o.commSms) + ", gemm sm target " +
+      (gemmSms ? std::to_string(gemmSms) : "unset") + ", comm priority " +
+      (o.commPriority ? "high" : "normal") + " (" +
+      std::to_string(commPriority) + " vs compute " +
+      std::to_string(computePriority) + "), flags " +
+      (o.deviceFlags ? "device" : "host") + ", sync " + syncNames[o.sync] +
+      ", gemm cache " + (o.gemmCache ? "on" : "off") + ", gemm autotune " +
+      std::to_string(o.gemmAutotune) + ", alloc " +
+      (o.streamOrderedAlloc ? "pool" : "sync") + ", nccl cta cap " +
+      (o.ncclCtaCap ? "on" : "off") + ", zero-sm all-gather " +
+      (o.zeroSmAllGather ? "on" : "off") + ", streams " +
+      std::to_string(o.numStreams);
   return text;
+}
+
+bool overlap::cuda::zeroSmAppliesTo(runtime::CollectiveKind kind) {
+  return kind == runtime::CollectiveKind::AllGather;
+}
+
+size_t overlap::cuda::zeroSmWindowBytes(int groupSize, size_t count,
+                                        size_t elemBytes) {
+#ifdef NCCL_WIN_REQUIRED_ALIGNMENT
+  const size_t align = NCCL_WIN_REQUIRED_ALIGNMENT;
+#else
+  const size_t align = 4096;
+#endif
+  if (groupSize <= 0 || !count || !elemBytes)
+    return 0;
+  const size_t limit = SIZE_MAX - (align - 1);
+  if (count > limit / elemBytes || count * elemBytes > limit / groupSize)
+    return 0;
+  const size_t bytes = size_t(groupSize) * count * elemBytes;
+  return (bytes + align - 1) / align * align;
+}
+
+/// "2.28.9" from an NCCL_VERSION_CODE (both encodings: 2.8.4 is 2804,
+/// 2.28.9 is 22809).
+static std::string ncclVersionText(int code) {
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(code % 100);
+}
+
+std::string overlap::cuda::zeroSmPrerequisiteProblem(int compiledNccl,
+                                                     int loadedNccl,
+                                                     int driverVersion) {
+  const int needed = 22800; // NCCL_VERSION(2, 28, 0)
+  if (compiledNccl < needed)
+    return "built against NCCL " + ncclVersionText(compiledNccl) +
+           ", which has no zero-CTA policy (needs 2.28 or later)";
+  if (loadedNccl < needed)
+    return "NCCL " + ncclVersionText(loadedNccl) +
+           " is loaded; the zero-CTA policy needs 2.28 or later";
+  if (driverVersion < 12050)
+    return "CUDA driver " + std::to_string(driverVersion / 1000) + "." +
+           std::to_string(driverVersion % 1000 / 10) +
+           "; NCCL's copy-engine collectives need 12.5 or later";
+  return "";
+}
+
+std::string overlap::cuda::zeroSmFallbackReason(const std::string &step,
+                                                const std::string &error) {
+  return step + " failed: " + error + "; plain ncclAllGather";
+}
+
+ncclConfig_t overlap::cuda::zeroSmSplitConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  config.splitShare = 1;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+#endif
+  return config;
 }
 
 unsigned overlap::cuda::pointerAlignment(const void *p) {

@@ -375,7 +375,10 @@ overlap_status HostContext::wait(const Site &site, overlap_signals *sigs,
       what = "not signalled within " +
              std::to_string(w->options.waitTimeoutMs) + " ms (epoch " +
              std::to_string(epoch) + ", flag at " +
-             std::to_string(set->flags[index].load()) + ")";
+             std::to_string(set->flags[index].load()) +
+             "); a slow step (a large host GEMM) reads the same as a rank "
+             "that never signals: for a large program raise the timeout "
+             "(--wait-timeout-ms, wait_timeout_ms, OVERLAP_WAIT_TIMEOUT_MS)";
     return status;
   });
   return OVERLAP_SUCCESS;

@@ -329,6 +329,17 @@ struct RejectFusedModel
              << "must be decomposed before bufferization, which needs "
                 "static shapes: "
              << dynamic;
+    // The usual reason the tensor stage left it whole: overlap-plan's
+    // remark said so, but remarks are off by default.
+    SymbolTableCollection symbols;
+    if (!op->hasAttr(OverlapDialect::getPlanAttrName()) &&
+        ShapedType::isDynamic(groupSizeOf(op, symbols)))
+      return op->emitOpError()
+             << "must be decomposed before bufferization, but was not "
+                "planned: the group size of "
+             << op->getAttr("grid")
+             << " is not static (a grid with a dynamic shape); pass ranks=N "
+                "(overlap-plan) to plan it anyway";
     return op->emitOpError()
            << "must be decomposed before bufferization: run overlap-plan "
               "and overlap-decompose (strategy=none keeps it as one tile)";

@@ -16,7 +16,20 @@
                         entry writes), so its contents are an output
      -DREPORT_POISON    each call appends "poisoned" or "clean" to the file
                         $FAKE_POISON_LOG: whether the buffer it malloc'd
-                        came filled with all-ones bytes */
+                        came filled with all-ones bytes
+   Signatures that do not match the code (the loader must refuse them):
+     -DHUGE_ARG         arg0 is 1024x1024x1024x1024xf32, 4 TiB
+     -DWRAP_ARG         arg0 has 2^68 elements: the count wraps past 2^64
+     -DDATA_ENTRY       the symbol it names is a data object
+     -DIMPORTED_ENTRY   the symbol it names is malloc, which the library
+                        imports
+     -DRANK1_RESULT     result0 is 32xf32 (rank 1), while the code writes a
+                        rank-2 descriptor: two words past the declared ones
+   Result descriptors the loader must refuse:
+     -DNEG_STRIDE       stride -8 in dimension 0
+     -DHUGE_STRIDE      strides whose last element overflows int64_t
+     -DNULL_ALLOCATED   no allocated pointer (the aligned one is set)
+     -DOUTSIDE_ARG      in place, but offset 32: past the end of arg0 */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +46,33 @@
 #define GRID "2"
 #endif
 
-#ifdef INOUT
+#if defined(HUGE_ARG)
+#define ARG0 "arg arg0 1024x1024x1024x1024xf32\n"
+#elif defined(WRAP_ARG)
+#define ARG0 "arg arg0 4294967296x4294967296x16xf32\n"
+#elif defined(INOUT)
 #define ARG0 "arg arg0 4x8xf32 inout\n"
 #else
 #define ARG0 "arg arg0 4x8xf32\n"
 #endif
+#if defined(DATA_ENTRY)
+#define SYMBOL "overlap_fake_table"
+#elif defined(IMPORTED_ENTRY)
+#define SYMBOL "malloc"
+#else
+#define SYMBOL "_mlir_ciface_add1"
+#endif
+#ifdef RANK1_RESULT
+#define RESULT0 "result result0 32xf32\n"
+#else
+#define RESULT0 "result result0 4x8xf32\n"
+#endif
+#if defined(OUTSIDE_ARG) && !defined(IN_PLACE)
+#define IN_PLACE
+#endif
+
+/* A data object for DATA_ENTRY to name. */
+int64_t overlap_fake_table[64] = {1};
 
 #if defined(BAD_SIGNATURE)
 const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
@@ -48,12 +83,12 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
 #elif !defined(NO_SIGNATURE)
 const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "entry add1\n"
-                                       "symbol _mlir_ciface_add1\n"
+                                       "symbol " SYMBOL "\n"
                                        "target " TARGET "\n"
                                        "strategy hand-written\n"
                                        "grid g " GRID "\n"
                                        ARG0
-                                       "result result0 4x8xf32\n";
+                                       RESULT0;
 #endif
 
 typedef struct {
@@ -102,5 +137,17 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
   result->sizes[1] = 8;
   result->strides[0] = 8;
   result->strides[1] = 1;
+#ifdef NEG_STRIDE
+  result->strides[0] = -8;
+#endif
+#ifdef HUGE_STRIDE
+  result->strides[0] = INT64_MAX / 2;
+#endif
+#ifdef NULL_ALLOCATED
+  result->allocated = NULL;
+#endif
+#ifdef OUTSIDE_ARG
+  result->offset = 32;
+#endif
 #endif
 }

@@ -1,0 +1,83 @@
+"""overlap.compile's failures and warnings (issue 25): an output that
+cannot be written raises CompileError and the interpreter lives; a library
+without a signature says so; option values cannot splice passes into the
+pipeline; names the signature cannot carry are refused."""
+
+import warnings
+
+import pytest
+
+import overlap
+from overlap import native
+
+TWO = """
+func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+"""
+
+ONE = """
+func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def compiler_api():
+    try:
+        return native.compiler_api()
+    except native.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
+@pytest.mark.parametrize("emit", ["mlir", "llvm", "obj", "so"])
+def test_full_disk_is_a_compile_error(compiler_api, emit):
+    # /dev/full fails every write: before, LLVM's fatal "IO failure on
+    # output stream" ended the interpreter.
+    with pytest.raises(overlap.CompileError,
+                       match="/dev/full|No space left on device"):
+        overlap.compile(ONE, emit=emit, output="/dev/full")
+    # Still alive, and the next compile works.
+    assert overlap.compile(ONE, emit="mlir").path
+
+
+def test_warnings_when_no_signature_is_embedded(compiler_api, tmp_path):
+    with pytest.warns(overlap.CompileWarning,
+                      match="no overlap_entry_signature embedded"):
+        prog = overlap.compile(TWO, emit="obj", output=tmp_path / "two.o")
+    assert len(prog.warnings) == 1
+    assert "2 public functions with a body" in prog.warnings[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        one = overlap.compile(TWO, emit="obj", entry="a",
+                              output=tmp_path / "one.o")
+    assert one.warnings == []
+
+
+@pytest.mark.parametrize("option", ["profile", "strategy", "target"])
+def test_option_values_cannot_splice_passes(compiler_api, option, tmp_path):
+    splice = 'x"}, symbol-privatize, symbol-dce, overlap-pipeline{profile="x'
+    with pytest.raises(overlap.CompileError,
+                       match=f"^{option}: the value contains '" + r'\\"' +
+                       "', which would change the structure"):
+        overlap.compile(ONE, emit="mlir", output=tmp_path / "m.mlir",
+                        **{option: splice})
+    with pytest.raises(overlap.CompileError,
+                       match=f"^{option}: the value contains '" + r"\\n'"):
+        overlap.compile(ONE, emit="mlir", output=tmp_path / "m.mlir",
+                        **{option: "none\nx"})
+
+
+def test_unrepresentable_names_are_refused(compiler_api, tmp_path):
+    grid = ('shard.grid @"tp\\0Aarg arg9 4xf32"(shape = 2)\n' + ONE)
+    with pytest.raises(overlap.CompileError,
+                       match=r"stage 'signature': grid @\"tp\\0Aarg arg9"):
+        overlap.compile(grid, output=tmp_path / "g.so")
+    space = ONE.replace("@a", '@"has space"')
+    with pytest.raises(overlap.CompileError,
+                       match=r'function @"has space": the name holds a space'):
+        overlap.compile(space, output=tmp_path / "s.so")

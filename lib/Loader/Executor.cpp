@@ -59,6 +59,15 @@ bool isTimedRun(int run, int iterations) {
 // Host executor
 //===----------------------------------------------------------------------===//
 
+void bindProgram(const Library &lib, uint64_t seed, Outcome &outcome) {
+  outcome.run.sig = &lib.sig;
+  outcome.run.seed = seed;
+  void *entry = lib.entry;
+  outcome.run.call = [entry](std::vector<void *> &values) {
+    callCInterface(entry, values);
+  };
+}
+
 std::vector<ImportRedirect> hostPoisonedImports() {
   return {
       {"malloc", reinterpret_cast<void *>(&run::poisonedMalloc)},
@@ -83,12 +92,7 @@ public:
 
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
-    outcome.run.sig = &lib.sig;
-    outcome.run.seed = seed;
-    void *entry = lib.entry;
-    outcome.run.call = [entry](std::vector<void *> &values) {
-      callCInterface(entry, values);
-    };
+    bindProgram(lib, seed, outcome);
     const int runs = checkedRuns(iterations);
     for (int i = 0; i < runs; ++i) {
       if (i > 0)

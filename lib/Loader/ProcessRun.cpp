@@ -90,12 +90,7 @@ public:
 
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
-    outcome.run.sig = &lib.sig;
-    outcome.run.seed = seed;
-    void *entry = lib.entry;
-    outcome.run.call = [entry](std::vector<void *> &values) {
-      callCInterface(entry, values);
-    };
+    bindProgram(lib, seed, outcome);
     // As the host executor: timed runs unpoisoned, then one poisoned run
     // whose outputs are compared (checkedRuns).
     const int runs = checkedRuns(iterations);

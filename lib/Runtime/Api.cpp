@@ -174,11 +174,10 @@ overlap_status overlap_streams_join(overlap_context *ctx) {
 // Groups
 //===----------------------------------------------------------------------===//
 
-overlap_status overlap_group_split(overlap_context *ctx, overlap_group *parent,
-                                   int color, int key, overlap_group **group) {
-  if (!ctx)
-    return OVERLAP_ERROR_INVALID_ARGUMENT;
-  Call call{ctx, Site::thread("overlap_group_split")};
+/// What both splits check before splitting: the context is usable, the
+/// result pointer is there (cleared), the color is >= 0 or undefined.
+static overlap_status beginSplit(Call &call, int color,
+                                 overlap_group **group) {
   if (overlap_status s = call.begin())
     return s;
   if (!group)
@@ -187,6 +186,16 @@ overlap_status overlap_group_split(overlap_context *ctx, overlap_group *parent,
   if (color < 0 && color != OVERLAP_UNDEFINED_COLOR)
     return call.bad("color " + str(color) +
                     " is negative but not OVERLAP_UNDEFINED_COLOR");
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_group_split(overlap_context *ctx, overlap_group *parent,
+                                   int color, int key, overlap_group **group) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::thread("overlap_group_split")};
+  if (overlap_status s = beginSplit(call, color, group))
+    return s;
   return ctx->split(parent ? parent : ctx->worldGroup(), color, key, group);
 }
 
@@ -197,14 +206,8 @@ overlap_status overlap_group_split_cached(overlap_context *ctx,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::thread("overlap_group_split_cached")};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = beginSplit(call, color, group))
     return s;
-  if (!group)
-    return call.bad("null result pointer");
-  *group = nullptr;
-  if (color < 0 && color != OVERLAP_UNDEFINED_COLOR)
-    return call.bad("color " + str(color) +
-                    " is negative but not OVERLAP_UNDEFINED_COLOR");
   if (!parent)
     parent = ctx->worldGroup();
   const overlap_context::SplitKey cacheKey{parent, tag, color, key};

@@ -6,7 +6,7 @@
 #   BUILD_DIR (default build-cuda) comes from scripts/gpu/prepare.sh (run
 #   where MLIR is): lib/liboverlap_runtime_cuda.so, unittests/, bin/ and
 #   gpu-programs/; carry it to the machine. A GPU session is three calls of
-#   under 10 minutes each (docs/cuda.md, "On a GPU machine"), one mode each:
+#   under 10 minutes each (docs/gpu.md, "On a GPU machine"), one mode each:
 #     bringup  preflight, tests, programs, memcheck
 #     sweep    preflight, calibrate, bench
 #     knobs    preflight, knobs, pack, nccl
@@ -104,7 +104,7 @@
 #   LAUNCHER="mpirun -np $NCCL_NP"  how those ranks are started (e.g.
 #       "mpirun --allow-run-as-root -np 8", "srun -K -n 8 --gpus-per-task 1",
 #       "torchrun --nproc-per-node 8 --no-python"). The tools need no MPI
-#       library (docs/cuda.md, "Several ranks"); each run gets its own
+#       library (docs/gpu.md, "Several ranks"); each run gets its own
 #       OVERLAP_BOOTSTRAP_KEY.
 #
 # STATUS: written without a GPU and NEVER RUN YET. Nothing it would produce

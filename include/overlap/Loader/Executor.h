@@ -66,6 +66,10 @@ int checkedRuns(int iterations);
 /// Whether run `run` (0-based, of checkedRuns(iterations)) is timed.
 bool isTimedRun(int run, int iterations);
 
+/// Points `outcome`'s run at `lib`'s signature and entry, with `seed` (what
+/// every executor does before its runs).
+void bindProgram(const Library &lib, uint64_t seed, Outcome &outcome);
+
 /// A program names liboverlap_runtime.so or liboverlap_runtime_cuda.so;
 /// loading the runtimes that sit next to the one this process links (with
 /// RTLD_GLOBAL, before any program) makes every program use those, wherever

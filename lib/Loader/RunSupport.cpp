@@ -52,14 +52,25 @@ int64_t BufferSpec::numElements() const {
 }
 
 std::optional<uint64_t> BufferSpec::checkedBytes() const {
+  // The strides of a descriptor are products of the extents after a dim, a
+  // zero extent included (0x4294967296x4294967296 has no element but a
+  // stride of 2^64): the product of the non-zero extents must fit too.
   uint64_t n = elemBytes();
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0)
       return std::nullopt;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+      return std::nullopt;
+  }
   // numElements() and the descriptors' strides are int64_t.
   if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return std::nullopt;
-  return n;
+  return empty ? 0 : n;
 }
 
 /// "2x4": the extents joined by 'x'.

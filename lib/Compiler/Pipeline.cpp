@@ -25,6 +25,14 @@ static bool isControl(char c) {
   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
 }
 
+/// The character of `text` at `at`, escaped for a message ("\\n", "{").
+static std::string escapedChar(llvm::StringRef text, size_t at) {
+  std::string shown;
+  llvm::raw_string_ostream os(shown);
+  os.write_escaped(text.substr(at, 1));
+  return shown;
+}
+
 llvm::Error mlir::overlap::compiler::checkOptionValue(llvm::StringRef option,
                                                       llvm::StringRef value) {
   size_t bad = llvm::find_if(value,
@@ -35,9 +43,7 @@ llvm::Error mlir::overlap::compiler::checkOptionValue(llvm::StringRef option,
                value.begin();
   if (bad == value.size())
     return llvm::Error::success();
-  std::string shown;
-  llvm::raw_string_ostream os(shown);
-  os.write_escaped(value.substr(bad, 1));
+  std::string shown = escapedChar(value, bad);
   return llvm::createStringError(
       "%s: the value contains '%s', which would change the structure of the "
       "pass pipeline it goes into (quotes, braces and control characters are "
@@ -66,9 +72,7 @@ mlir::overlap::compiler::checkPipelineOptionsText(llvm::StringRef text) {
         quoted ? (c == '{' || c == '}') : llvm::StringRef("{}(),").contains(c);
     if (!structural && !isControl(c))
       continue;
-    std::string shown;
-    llvm::raw_string_ostream os(shown);
-    os.write_escaped(text.substr(i, 1));
+    std::string shown = escapedChar(text, i);
     return llvm::createStringError(
         "option '%s': '%s' would change the structure of the pipeline "
         "(options are key=value pairs separated by spaces; a value may not "

@@ -56,15 +56,6 @@ static void forEachIndex(const std::vector<int64_t> &sizes, Fn fn) {
   }
 }
 
-/// The offset in elements of `index` from the view's base.
-static int64_t offsetOf(const OutputView &view,
-                        const std::vector<int64_t> &index) {
-  int64_t offset = 0;
-  for (size_t d = 0; d < index.size(); ++d)
-    offset += index[d] * view.strides[d];
-  return offset;
-}
-
 namespace {
 struct OutputStats {
   double maxAbs = 0;
@@ -85,8 +76,8 @@ static void compareOutput(Elem elem, const OutputView &got,
                           const Tolerance &tolerance, OutputStats &stats) {
   forEachIndex(got.sizes, [&](int64_t linear,
                               const std::vector<int64_t> &index) {
-    int64_t gotOffset = offsetOf(got, index);
-    int64_t wantOffset = offsetOf(want, index);
+    int64_t gotOffset = got.offsetOf(index);
+    int64_t wantOffset = want.offsetOf(index);
     float g = loadElement(elem, got.base, gotOffset);
     float w = loadElement(elem, want.base, wantOffset);
     if (loadBits(elem, got.base, gotOffset) !=
@@ -172,7 +163,7 @@ static bool argumentWritten(const BufferSpec &spec,
     const OutputView &view = views[r][output];
     forEachIndex(
         view.sizes, [&](int64_t linear, const std::vector<int64_t> &at) {
-          written |= loadBits(spec.elem, view.base, offsetOf(view, at)) !=
+          written |= loadBits(spec.elem, view.base, view.offsetOf(at)) !=
                      loadBits(spec.elem, input.data, linear);
         });
   }
@@ -275,7 +266,7 @@ std::string checksums(const Signature &sig,
     for (const std::vector<OutputView> &rankOutputs : outputs) {
       const OutputView &view = rankOutputs[i];
       forEachIndex(view.sizes, [&](int64_t, const std::vector<int64_t> &index) {
-        int64_t offset = offsetOf(view, index);
+        int64_t offset = view.offsetOf(index);
         float value = loadElement(spec.elem, view.base, offset);
         if (std::isnan(value))
           ++nans;

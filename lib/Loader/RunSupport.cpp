@@ -806,10 +806,8 @@ void copyContiguous(const BufferSpec &spec, const OutputView &view,
   std::vector<int64_t> index(rank, 0);
   const char *base = static_cast<const char *>(view.base);
   for (int64_t n = 0; n < count; ++n) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < rank; ++d)
-      offset += index[d] * view.strides[d];
-    std::memcpy(out.data() + n * elem, base + offset * elem, elem);
+    std::memcpy(out.data() + n * elem, base + view.offsetOf(index) * elem,
+                elem);
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < view.sizes[d])
         break;

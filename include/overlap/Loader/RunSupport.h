@@ -282,6 +282,14 @@ struct OutputView {
   const void *base = nullptr;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+
+  /// The element offset of `index` (one entry per dim) from `base`.
+  int64_t offsetOf(const std::vector<int64_t> &index) const {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * strides[d];
+    return offset;
+  }
 };
 
 /// Every output of a rank that finished: the results, then the arguments

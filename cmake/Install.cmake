@@ -1,7 +1,8 @@
 # cmake --install <build> --prefix P: headers, libraries, tools, the
 # mlir-opt plugin, profiles (P/share/overlap/profiles) and the CMake package
 # (P/lib/cmake/overlap/OverlapConfig.cmake) with the imported targets
-# Overlap::Compiler, CAPI, HostCAPI, Planner, Loader, Runtime [, RuntimeCuda].
+# Overlap::Compiler, Runner, CAPI, HostCAPI, Planner, Artifact, Loader,
+# Runtime [, RuntimeCuda].
 # Nothing installed names the source or the build tree: binaries find the
 # runtime and the profiles relative to themselves ($ORIGIN/../lib,
 # <binary dir>/../share/overlap/profiles) and LLVM in its installation.
@@ -10,8 +11,9 @@ include(CMakePackageConfigHelpers)
 set(OVERLAP_INSTALL_PROFILESDIR ${CMAKE_INSTALL_DATADIR}/overlap/profiles)
 set(OVERLAP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/overlap)
 
-set(overlap_exported OverlapPlanner OverlapLoader overlap_runtime
-  OverlapHostCAPI)
+set(overlap_exported OverlapPlanner OverlapArtifact OverlapLoader
+  overlap_runtime OverlapHostCAPI)
+set_target_properties(OverlapArtifact PROPERTIES EXPORT_NAME Artifact)
 set_target_properties(OverlapHostCAPI PROPERTIES EXPORT_NAME HostCAPI)
 set_target_properties(OverlapPlanner PROPERTIES EXPORT_NAME Planner)
 set_target_properties(OverlapLoader PROPERTIES EXPORT_NAME Loader)
@@ -24,7 +26,8 @@ set(OVERLAP_WITH_MLIR ON)
 if(OVERLAP_WITHOUT_MLIR)
   set(OVERLAP_WITH_MLIR OFF)
 else()
-  list(APPEND overlap_exported OverlapCompiler OverlapCAPI)
+  list(APPEND overlap_exported OverlapCompiler OverlapCAPI OverlapRunner)
+  set_target_properties(OverlapRunner PROPERTIES EXPORT_NAME Runner)
   set_target_properties(OverlapCompiler PROPERTIES EXPORT_NAME Compiler)
   set_target_properties(OverlapCAPI PROPERTIES EXPORT_NAME CAPI)
 endif()

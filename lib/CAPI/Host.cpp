@@ -9,6 +9,7 @@
 #include "overlap-c/Planner.h"
 
 #include "overlap/Loader/Executor.h"
+#include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/Session.h"
 #include "overlap/Planner/Json.h"
 
@@ -151,7 +152,10 @@ static bool loadSignature(const char *program, overlap::run::Signature &sig,
     message = "overlap: error: no program library given\n";
     return false;
   }
-  overlap::exec::preloadRuntimes();
+  // The runtime the program will bind to (a program's DT_NEEDED finds the
+  // copy already loaded); a program may still load without it.
+  std::string noRuntime;
+  (void)overlap::exec::loadRuntime(noRuntime);
   overlap::exec::Library lib;
   if (!overlap::exec::loadLibrary(program, lib, message)) {
     message = "overlap: error: " + message + "\n";

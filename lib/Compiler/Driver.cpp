@@ -33,7 +33,6 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
-#include "overlap/Runtime/overlap_runtime.h"
 
 #include <dlfcn.h>
 #include <mutex>
@@ -184,8 +183,9 @@ static std::string directoryOf(const void *symbol) {
 }
 
 std::string runtimeLibraryDir() {
-  // The runtime this library links, wherever it was installed or built.
-  return directoryOf(reinterpret_cast<const void *>(&overlap_host_launch));
+  // The runtimes sit beside libOverlapCompiler.so, in the build tree's lib/
+  // and in an installation's alike; the compiler links none of them.
+  return directoryOf(reinterpret_cast<const void *>(&runtimeLibraryDir));
 }
 
 std::string mlirRunnerUtilsDir() { return OVERLAP_MLIR_LIB_DIR; }

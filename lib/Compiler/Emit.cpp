@@ -2,7 +2,7 @@
 //
 // The driver's way out: the link of a shared library against the runtime,
 // compileToFiles (text in, a file out, in one call: what the C API and the
-// Python package use), the check of --mcpu, and the JIT.
+// Python package use) and the check of --mcpu. (The JIT is lib/Runner's.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,11 +10,7 @@
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Remarks.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
-#include "overlap/Runtime/overlap_runtime.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -36,7 +32,7 @@
 
 using namespace mlir;
 using namespace mlir::overlap::compiler;
-namespace run = ::overlap::run;
+namespace artifact = ::overlap::artifact;
 
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -146,97 +142,6 @@ llvm::Error mlir::overlap::compiler::checkHostCPU(llvm::StringRef cpu) {
                "'generic' and 'native' also work)");
 }
 
-/// The runtime's C ABI (and, for runs that check them, the poisoning
-/// allocators of RunSupport.h: every allocation starts as all-ones bytes, a
-/// NaN in f32, f16 and bf16), by name, for the JIT. Registered explicitly
-/// (rather than found among the process's symbols) so that resolution does
-/// not depend on how the host program was linked.
-static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle,
-                                           bool poisonAllocations) {
-  llvm::orc::SymbolMap map;
-  auto add = [&](llvm::StringRef name, auto *fn) {
-    map[mangle(name)] = {
-        llvm::orc::ExecutorAddr::fromPtr(reinterpret_cast<void *>(fn)),
-        llvm::JITSymbolFlags::Exported};
-  };
-#define OVERLAP_SYMBOL(fn) add(#fn, &fn)
-  OVERLAP_SYMBOL(overlap_status_name);
-  OVERLAP_SYMBOL(overlap_last_error);
-  OVERLAP_SYMBOL(overlap_context_status);
-  OVERLAP_SYMBOL(overlap_host_options_init);
-  OVERLAP_SYMBOL(overlap_host_launch);
-  OVERLAP_SYMBOL(overlap_host_launch_error);
-  OVERLAP_SYMBOL(overlap_context_rank);
-  OVERLAP_SYMBOL(overlap_context_size);
-  OVERLAP_SYMBOL(overlap_context_num_streams);
-  OVERLAP_SYMBOL(overlap_context_world);
-  OVERLAP_SYMBOL(overlap_stream_synchronize);
-  OVERLAP_SYMBOL(overlap_context_synchronize);
-  OVERLAP_SYMBOL(overlap_group_split);
-  OVERLAP_SYMBOL(overlap_group_split_cached);
-  OVERLAP_SYMBOL(overlap_group_rank);
-  OVERLAP_SYMBOL(overlap_group_size);
-  OVERLAP_SYMBOL(overlap_group_destroy);
-  OVERLAP_SYMBOL(overlap_free);
-  OVERLAP_SYMBOL(overlap_memcpy);
-  OVERLAP_SYMBOL(overlap_launch_host_func);
-  OVERLAP_SYMBOL(overlap_gemm);
-  OVERLAP_SYMBOL(overlap_all_reduce);
-  OVERLAP_SYMBOL(overlap_reduce_scatter);
-  OVERLAP_SYMBOL(overlap_all_gather);
-  OVERLAP_SYMBOL(overlap_all_to_all);
-  OVERLAP_SYMBOL(overlap_barrier);
-  OVERLAP_SYMBOL(overlap_signals_create);
-  OVERLAP_SYMBOL(overlap_signals_acquire);
-  OVERLAP_SYMBOL(overlap_signals_next_epoch);
-  OVERLAP_SYMBOL(overlap_signals_destroy);
-  OVERLAP_SYMBOL(overlap_signal);
-  OVERLAP_SYMBOL(overlap_wait);
-  OVERLAP_SYMBOL(overlap_pack);
-  OVERLAP_SYMBOL(overlap_unpack);
-  OVERLAP_SYMBOL(overlap_f32_to_f16);
-  OVERLAP_SYMBOL(overlap_f16_to_f32);
-  OVERLAP_SYMBOL(overlap_f32_to_bf16);
-  OVERLAP_SYMBOL(overlap_bf16_to_f32);
-  OVERLAP_SYMBOL(overlap_dtype_size);
-  if (poisonAllocations) {
-    add("overlap_alloc", &run::poisonedOverlapAlloc);
-    add("malloc", &run::poisonedMalloc);
-    add("aligned_alloc", &run::poisonedAlignedAlloc);
-  } else {
-    OVERLAP_SYMBOL(overlap_alloc);
-  }
-#undef OVERLAP_SYMBOL
-  return map;
-}
-
-
-void mlir::overlap::compiler::registerRuntimeSymbols(ExecutionEngine &engine,
-                                                     bool poisonAllocations) {
-  engine.registerSymbols([&](llvm::orc::MangleAndInterner mangle) {
-    return runtimeSymbols(mangle, poisonAllocations);
-  });
-}
-
-llvm::Expected<std::unique_ptr<ExecutionEngine>>
-mlir::overlap::compiler::createJit(ModuleOp module, unsigned optLevel) {
-  initializeNativeTarget();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
-  engineOptions.transformer = transformer;
-  engineOptions.jitCodeGenOptLevel = optLevel == 0
-                                         ? llvm::CodeGenOptLevel::None
-                                         : llvm::CodeGenOptLevel::Default;
-  // memrefCopy, which finalize-memref-to-llvm calls for copies between
-  // non-contiguous memrefs.
-  std::string runnerUtils = mlirRunnerUtilsDir() + "/libmlir_c_runner_utils.so";
-  SmallVector<llvm::StringRef> libs;
-  if (llvm::sys::fs::exists(runnerUtils))
-    libs.push_back(runnerUtils);
-  engineOptions.sharedLibPaths = libs;
-  return ExecutionEngine::create(module, engineOptions);
-}
-
 llvm::Expected<Artifact>
 mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
                                         llvm::StringRef output,
@@ -296,12 +201,12 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
   // Objects and libraries carry their entry's signature, so that
   // overlap-exec runs them without MLIR. A module it cannot describe still
   // compiles (a C program may call it), with a warning.
-  std::optional<run::Signature> signature;
+  std::optional<artifact::Signature> signature;
   if (options.emit == Emit::Object || options.emit == Emit::SharedLibrary) {
     FailureOr<std::string> entryName =
         options.entry.empty() ? soleEntry(module, why)
                               : FailureOr<std::string>(options.entry);
-    FailureOr<run::Signature> sig = failure();
+    FailureOr<artifact::Signature> sig = failure();
     if (succeeded(entryName))
       sig = describeEntry(module, *entryName, "overlap-exec", why);
     // A signature that describes the entry but cannot be written as one
@@ -316,7 +221,7 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
       signature = std::move(*sig);
     } else {
       artifact.warnings.push_back(
-          "no " + std::string(run::kSignatureSymbol) +
+          "no " + std::string(artifact::kSignatureSymbol) +
           " embedded (overlap-exec cannot run the output): " + why);
     }
   }

@@ -16,13 +16,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-namespace run = ::overlap::run;
+namespace artifact = ::overlap::artifact;
 
 namespace mlir {
 namespace overlap {
 namespace compiler {
 
-FailureOr<run::BufferSpec> specFor(Type type, std::string name,
+FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
                                    llvm::StringRef runner, std::string &error) {
   llvm::raw_string_ostream os(error);
   auto shaped = dyn_cast<ShapedType>(type);
@@ -34,15 +34,15 @@ FailureOr<run::BufferSpec> specFor(Type type, std::string name,
        << " handles statically shaped tensors and identity-layout memrefs";
     return failure();
   }
-  run::BufferSpec spec;
+  artifact::BufferSpec spec;
   spec.name = std::move(name);
   Type elem = shaped.getElementType();
   if (elem.isF32())
-    spec.elem = run::Elem::F32;
+    spec.elem = artifact::Elem::F32;
   else if (elem.isF16())
-    spec.elem = run::Elem::F16;
+    spec.elem = artifact::Elem::F16;
   else if (elem.isBF16())
-    spec.elem = run::Elem::BF16;
+    spec.elem = artifact::Elem::BF16;
   else {
     os << spec.name << " has element type " << elem << "; " << runner
        << " handles f32, f16 and bf16";
@@ -52,11 +52,11 @@ FailureOr<run::BufferSpec> specFor(Type type, std::string name,
   return spec;
 }
 
-FailureOr<run::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
+FailureOr<artifact::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
                                       std::string &error) {
-  run::Signature sig;
+  artifact::Signature sig;
   sig.name = func.getSymName().str();
-  sig.symbol = run::cInterfaceSymbol(sig.name);
+  sig.symbol = artifact::cInterfaceSymbol(sig.name);
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto spec = specFor(type, "arg" + std::to_string(i), runner, error);
     if (failed(spec))
@@ -75,11 +75,11 @@ FailureOr<run::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
   return sig;
 }
 
-FailureOr<std::vector<run::GridSpec>>
+FailureOr<std::vector<artifact::GridSpec>>
 gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error) {
-  std::vector<run::GridSpec> grids;
+  std::vector<artifact::GridSpec> grids;
   for (auto grid : module.getOps<shard::GridOp>()) {
-    run::GridSpec spec;
+    artifact::GridSpec spec;
     spec.name = grid.getSymName().str();
     for (int64_t extent : grid.getShape()) {
       if (ShapedType::isDynamic(extent)) {
@@ -106,7 +106,7 @@ FailureOr<std::string> soleEntry(ModuleOp module, std::string &error) {
   return failure();
 }
 
-FailureOr<run::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
+FailureOr<artifact::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
                                         llvm::StringRef runner,
                                         std::string &error) {
   auto func = module.lookupSymbol<func::FuncOp>(entry);
@@ -114,10 +114,10 @@ FailureOr<run::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
     error = "no public function @" + entry.str() + " with a body";
     return failure();
   }
-  FailureOr<std::vector<run::GridSpec>> grids = gridsOf(module, runner, error);
+  FailureOr<std::vector<artifact::GridSpec>> grids = gridsOf(module, runner, error);
   if (failed(grids))
     return failure();
-  FailureOr<run::Signature> sig = signatureOf(func, runner, error);
+  FailureOr<artifact::Signature> sig = signatureOf(func, runner, error);
   if (failed(sig))
     return failure();
   sig->grids = std::move(*grids);
@@ -151,7 +151,7 @@ static std::string shown(llvm::StringRef name) {
   return text;
 }
 
-LogicalResult checkEmbeddable(const run::Signature &sig, std::string &error) {
+LogicalResult checkEmbeddable(const artifact::Signature &sig, std::string &error) {
   auto name = [&](llvm::StringRef what, llvm::StringRef symbol) {
     std::string why = unrepresentable(symbol);
     if (!why.empty())
@@ -164,11 +164,11 @@ LogicalResult checkEmbeddable(const run::Signature &sig, std::string &error) {
   };
   if (!name("function", sig.name))
     return failure();
-  for (const run::GridSpec &grid : sig.grids)
+  for (const artifact::GridSpec &grid : sig.grids)
     if (!name("grid", grid.name))
       return failure();
   for (const auto *buffers : {&sig.args, &sig.results})
-    for (const run::BufferSpec &spec : *buffers) {
+    for (const artifact::BufferSpec &spec : *buffers) {
       std::optional<uint64_t> bytes = spec.checkedBytes();
       if (!bytes) {
         error = spec.name + " (" + spec.typeString() +
@@ -186,14 +186,14 @@ LogicalResult checkEmbeddable(const run::Signature &sig, std::string &error) {
   return success();
 }
 
-void embedSignature(llvm::Module &module, const run::Signature &sig) {
-  if (llvm::GlobalVariable *old = module.getNamedGlobal(run::kSignatureSymbol))
+void embedSignature(llvm::Module &module, const artifact::Signature &sig) {
+  if (llvm::GlobalVariable *old = module.getNamedGlobal(artifact::kSignatureSymbol))
     old->eraseFromParent();
   llvm::Constant *text = llvm::ConstantDataArray::getString(
-      module.getContext(), run::formatSignature(sig), /*AddNull=*/true);
+      module.getContext(), artifact::formatSignature(sig), /*AddNull=*/true);
   auto *global = new llvm::GlobalVariable(
       module, text->getType(), /*isConstant=*/true,
-      llvm::GlobalValue::ExternalLinkage, text, run::kSignatureSymbol);
+      llvm::GlobalValue::ExternalLinkage, text, artifact::kSignatureSymbol);
   global->setAlignment(llvm::Align(1));
 }
 

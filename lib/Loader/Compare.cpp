@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Compare.h"
+#include "overlap/Loader/RuntimeApi.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -17,14 +18,16 @@
 namespace overlap {
 namespace run {
 
+using exec::rt;
+
 static float loadElement(Elem elem, const void *base, int64_t index) {
   switch (elem) {
   case Elem::F32:
     return static_cast<const float *>(base)[index];
   case Elem::F16:
-    return overlap_f16_to_f32(static_cast<const uint16_t *>(base)[index]);
+    return rt().overlap_f16_to_f32(static_cast<const uint16_t *>(base)[index]);
   case Elem::BF16:
-    return overlap_bf16_to_f32(static_cast<const uint16_t *>(base)[index]);
+    return rt().overlap_bf16_to_f32(static_cast<const uint16_t *>(base)[index]);
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Executor.h"
+#include "overlap/Loader/RuntimeApi.h"
 
 #ifdef OVERLAP_HAVE_CUDA
 
@@ -20,15 +21,63 @@
 
 #include <chrono>
 #include <cstdlib>
-
-// MgpuWrappers.cpp in liboverlap_runtime_cuda.so.
-extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
-                              bool isHostShared);
+#include <dlfcn.h>
 
 namespace overlap {
 namespace exec {
 
 namespace {
+// The CUDA runtime's functions this executor calls, found through the
+// handle of liboverlap_runtime_cuda.so (which links libcudart): the loader
+// links no CUDA library (only its headers are used here).
+#define OVERLAP_CUDART_FUNCTIONS(X)                                            \
+  X(cudaMemsetAsync)                                                           \
+  X(cudaStreamSynchronize)                                                     \
+  X(cudaGetLastError)                                                          \
+  X(cudaPointerGetAttributes)                                                  \
+  X(cudaFree)                                                                  \
+  X(cudaFreeHost)                                                              \
+  X(cudaGetErrorName)                                                          \
+  X(cudaGetErrorString)                                                        \
+  X(cudaStreamDestroy)                                                         \
+  X(cudaGetDeviceProperties)                                                   \
+  X(cudaMemcpy)                                                                \
+  X(cudaDeviceSynchronize)                                                     \
+  X(cudaStreamCreateWithFlags)
+
+struct CudaRt {
+#define OVERLAP_CUDART_MEMBER(NAME) decltype(&::NAME) NAME = nullptr;
+  OVERLAP_CUDART_FUNCTIONS(OVERLAP_CUDART_MEMBER)
+#undef OVERLAP_CUDART_MEMBER
+  /// MgpuWrappers.cpp in liboverlap_runtime_cuda.so.
+  void *(*mgpuMemAlloc)(uint64_t, void *, bool) = nullptr;
+};
+
+#define OVERLAP_STRINGIFY(x) #x
+/// Binds `table` from the runtime's handle; on failure names the missing
+/// function in `error`.
+bool bindCudaRt(CudaRt &table, std::string &error) {
+  void *handle = rt().handle;
+  // A macro name (cudaGetDeviceProperties is cudaGetDeviceProperties_v2)
+  // is expanded before it is turned into the symbol's name.
+#define OVERLAP_CUDART_BIND(NAME)                                              \
+  table.NAME = reinterpret_cast<decltype(table.NAME)>(                         \
+      dlsym(handle, OVERLAP_STRINGIFY(NAME)));                                 \
+  if (!table.NAME) {                                                           \
+    error = std::string("the runtime ") + rt().path + " has no " +             \
+            OVERLAP_STRINGIFY(NAME) + " (libcudart)";                          \
+    return false;                                                              \
+  }
+  OVERLAP_CUDART_FUNCTIONS(OVERLAP_CUDART_BIND)
+  OVERLAP_CUDART_BIND(mgpuMemAlloc)
+#undef OVERLAP_CUDART_BIND
+  return true;
+}
+
+CudaRt cudaRt;
+/// The bound table (createCudaExecutor binds it before any use).
+const CudaRt &cu() { return cudaRt; }
+
 /// A non-blocking stream of our own for the poison: it neither waits for
 /// nor delays the program's streams, so filling a new buffer cannot
 /// deadlock with a stream that waits for work the program has yet to
@@ -40,14 +89,14 @@ cudaStream_t poisonStream = nullptr;
 void poisonDevice(void *ptr, size_t bytes) {
   if (!ptr || !bytes || !run::poisoning())
     return;
-  if (cudaMemsetAsync(ptr, 0xff, bytes, poisonStream) != cudaSuccess ||
-      cudaStreamSynchronize(poisonStream) != cudaSuccess)
-    (void)cudaGetLastError();
+  if (cu().cudaMemsetAsync(ptr, 0xff, bytes, poisonStream) != cudaSuccess ||
+      cu().cudaStreamSynchronize(poisonStream) != cudaSuccess)
+    (void)cu().cudaGetLastError();
 }
 
 overlap_status cudaPoisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
                                         void **ptr) {
-  overlap_status status = overlap_alloc(ctx, bytes, ptr);
+  overlap_status status = rt().overlap_alloc(ctx, bytes, ptr);
   if (status == OVERLAP_SUCCESS)
     poisonDevice(*ptr, bytes);
   return status;
@@ -58,16 +107,16 @@ overlap_status cudaPoisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
 overlap_status cudaPoisonedOverlapAllocAsync(overlap_context *ctx,
                                              int32_t stream, size_t bytes,
                                              void **ptr) {
-  overlap_status status = overlap_alloc_async(ctx, stream, bytes, ptr);
+  overlap_status status = rt().overlap_alloc_async(ctx, stream, bytes, ptr);
   if (status == OVERLAP_SUCCESS && *ptr && run::poisoning()) {
-    status = overlap_context_synchronize(ctx);
+    status = rt().overlap_context_synchronize(ctx);
     poisonDevice(*ptr, bytes);
   }
   return status;
 }
 
 void *poisonedMgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
-  void *ptr = mgpuMemAlloc(bytes, stream, isHostShared);
+  void *ptr = cu().mgpuMemAlloc(bytes, stream, isHostShared);
   poisonDevice(ptr, bytes);
   return ptr;
 }
@@ -75,18 +124,18 @@ void *poisonedMgpuMemAlloc(uint64_t bytes, void *stream, bool isHostShared) {
 /// Frees a result buffer of the program by the kind of its memory.
 void releaseResult(void *ptr) {
   cudaPointerAttributes attributes;
-  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (cu().cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    (void)cu().cudaGetLastError();
     std::free(ptr);
     return;
   }
   switch (attributes.type) {
   case cudaMemoryTypeDevice:
   case cudaMemoryTypeManaged:
-    (void)cudaFree(ptr);
+    (void)cu().cudaFree(ptr);
     break;
   case cudaMemoryTypeHost:
-    (void)cudaFreeHost(ptr);
+    (void)cu().cudaFreeHost(ptr);
     break;
   default:
     std::free(ptr);
@@ -95,24 +144,26 @@ void releaseResult(void *ptr) {
 }
 
 std::string cudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+  return std::string(cu().cudaGetErrorName(e)) + " (" +
+         cu().cudaGetErrorString(e) + ")";
 }
 
 class CudaExecutor : public Executor {
 public:
   CudaExecutor(overlap_context *ctx, int device) : ctx(ctx), device(device) {}
   ~CudaExecutor() override {
-    overlap_cuda_context_destroy(ctx);
+    rt().overlap_cuda_context_destroy(ctx);
     if (poisonStream)
-      (void)cudaStreamDestroy(poisonStream);
+      (void)cu().cudaStreamDestroy(poisonStream);
     poisonStream = nullptr;
   }
 
   std::string where() const override {
     cudaDeviceProp props;
-    std::string name = cudaGetDeviceProperties(&props, device) == cudaSuccess
-                           ? std::string(" (") + props.name + ")"
-                           : "";
+    std::string name =
+        cu().cudaGetDeviceProperties(&props, device) == cudaSuccess
+            ? std::string(" (") + props.name + ")"
+            : "";
     return "1 rank on CUDA device " + std::to_string(device) + name;
   }
   const char *backend() const override { return "cuda"; }
@@ -125,8 +176,9 @@ public:
       if (std::string(redirect.name) == "overlap_alloc")
         redirect.replacement =
             reinterpret_cast<void *>(&cudaPoisonedOverlapAlloc);
-    redirects.push_back({"overlap_alloc_async",
-                         reinterpret_cast<void *>(&cudaPoisonedOverlapAllocAsync)});
+    redirects.push_back(
+        {"overlap_alloc_async",
+         reinterpret_cast<void *>(&cudaPoisonedOverlapAllocAsync)});
     redirects.push_back(
         {"mgpuMemAlloc", reinterpret_cast<void *>(&poisonedMgpuMemAlloc)});
     return redirects;
@@ -149,7 +201,7 @@ public:
     std::vector<void *> deviceArgs(sig.args.size(), nullptr);
     auto freeDeviceArgs = [&] {
       for (void *ptr : deviceArgs)
-        overlap_free(ctx, ptr);
+        rt().overlap_free(ctx, ptr);
     };
     auto fail = [&](const std::string &why) {
       freeDeviceArgs();
@@ -158,9 +210,9 @@ public:
     };
     for (size_t i = 0; i < sig.args.size(); ++i) {
       size_t bytes = sig.args[i].numElements() * sig.args[i].elemBytes();
-      if (overlap_alloc(ctx, bytes, &deviceArgs[i]) != OVERLAP_SUCCESS)
+      if (rt().overlap_alloc(ctx, bytes, &deviceArgs[i]) != OVERLAP_SUCCESS)
         return fail(std::string("allocating ") + sig.args[i].name + ": " +
-                    overlap_last_error(ctx));
+                    rt().overlap_last_error(ctx));
     }
     const int runs = checkedRuns(iterations);
     for (int it = 0; it < runs; ++it) {
@@ -169,9 +221,9 @@ public:
       // Fresh inputs each time: arguments may be updated in place.
       for (size_t i = 0; i < sig.args.size(); ++i) {
         const run::BufferSpec &spec = sig.args[i];
-        cudaError_t e = cudaMemcpy(deviceArgs[i], data.args[i].data,
-                                   spec.numElements() * spec.elemBytes(),
-                                   cudaMemcpyHostToDevice);
+        cudaError_t e = cu().cudaMemcpy(deviceArgs[i], data.args[i].data,
+                                        spec.numElements() * spec.elemBytes(),
+                                        cudaMemcpyHostToDevice);
         if (e != cudaSuccess)
           return fail("copying " + spec.name +
                       " to the device: " + cudaText(e));
@@ -181,7 +233,7 @@ public:
       std::vector<void *> values = run::entryValues(sig, data, ctx);
       // Nothing of the inputs' copies or the last run's frees is left for
       // the clock.
-      cudaError_t ready = cudaDeviceSynchronize();
+      cudaError_t ready = cu().cudaDeviceSynchronize();
       if (ready != cudaSuccess)
         return fail("cudaDeviceSynchronize before the entry: " +
                     cudaText(ready));
@@ -190,11 +242,11 @@ public:
       run::setPoisoning(it + 1 == runs);
       auto start = std::chrono::steady_clock::now();
       callCInterface(lib.entry, values);
-      overlap_status status = overlap_context_synchronize(ctx);
+      overlap_status status = rt().overlap_context_synchronize(ctx);
       // Kernels on streams the program made itself (mgpuStreamCreate) are
       // not the context's; a failed context may have streams still stuck.
-      cudaError_t e =
-          status == OVERLAP_SUCCESS ? cudaDeviceSynchronize() : cudaSuccess;
+      cudaError_t e = status == OVERLAP_SUCCESS ? cu().cudaDeviceSynchronize()
+                                                : cudaSuccess;
       const double ms = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - start)
                             .count();
@@ -202,8 +254,8 @@ public:
       if (isTimedRun(it, iterations))
         outcome.iterationMs.push_back(ms);
       if (status != OVERLAP_SUCCESS)
-        return fail(std::string(overlap_status_name(status)) + ": " +
-                    overlap_last_error(ctx));
+        return fail(std::string(rt().overlap_status_name(status)) + ": " +
+                    rt().overlap_last_error(ctx));
       if (e != cudaSuccess)
         return fail("cudaDeviceSynchronize after the entry: " + cudaText(e));
     }
@@ -213,8 +265,8 @@ public:
     cudaError_t copyError = cudaSuccess;
     if (!run::copyViewsToHost(sig, outcome.outputs[0], data,
                               [&](void *dst, const void *src, size_t bytes) {
-                                copyError = cudaMemcpy(dst, src, bytes,
-                                                       cudaMemcpyDefault);
+                                copyError = cu().cudaMemcpy(dst, src, bytes,
+                                                            cudaMemcpyDefault);
                                 return copyError == cudaSuccess;
                               }))
       return fail("copying the outputs to the host: " + cudaText(copyError));
@@ -239,8 +291,17 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
                                              bool &noDevice,
                                              std::string &error) {
   noDevice = false;
+  if (!rt().hasCuda()) {
+    noDevice = true;
+    error = "the runtime " + rt().path +
+            " has no CUDA backend (liboverlap_runtime_cuda.so is built only "
+            "where CMake finds CUDA, NCCL and cuBLASLt)";
+    return nullptr;
+  }
+  if (!bindCudaRt(cudaRt, error))
+    return nullptr;
   const char *why = nullptr;
-  int count = overlap_cuda_device_count(&why);
+  int count = rt().overlap_cuda_device_count(&why);
   if (count == 0) {
     noDevice = true;
     error = std::string("no CUDA device (") +
@@ -253,19 +314,19 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
     return nullptr;
   }
   overlap_cuda_options options;
-  overlap_cuda_options_init(&options);
+  rt().overlap_cuda_options_init(&options);
   options.wait_timeout_ms = waitTimeoutMs;
   overlap_context *ctx = nullptr;
-  if (overlap_cuda_context_create_single(device, &options, &ctx) !=
+  if (rt().overlap_cuda_context_create_single(device, &options, &ctx) !=
       OVERLAP_SUCCESS) {
     error = std::string("cannot create a CUDA context: ") +
-            overlap_cuda_create_error();
+            rt().overlap_cuda_create_error();
     return nullptr;
   }
   cudaError_t e =
-      cudaStreamCreateWithFlags(&poisonStream, cudaStreamNonBlocking);
+      cu().cudaStreamCreateWithFlags(&poisonStream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
-    overlap_cuda_context_destroy(ctx);
+    rt().overlap_cuda_context_destroy(ctx);
     error = "cudaStreamCreateWithFlags: " + cudaText(e);
     return nullptr;
   }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/ProcessRun.h"
+#include "overlap/Loader/RuntimeApi.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
 
@@ -38,7 +39,7 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher) {
   if (mode != RanksAs::Auto)
     return mode == RanksAs::Processes;
   const char *name = nullptr;
-  if (!overlap_process_launched(nullptr, nullptr, &name))
+  if (!rt().overlap_process_launched(nullptr, nullptr, &name))
     return false;
   launcher = name;
   return true;
@@ -46,8 +47,8 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher) {
 
 int overlap::exec::agreeOnStatus(int status, std::string &error) {
   int64_t value = status;
-  if (overlap_process_max(&value) != OVERLAP_SUCCESS) {
-    error = overlap_host_launch_error();
+  if (rt().overlap_process_max(&value) != OVERLAP_SUCCESS) {
+    error = rt().overlap_host_launch_error();
     return 2;
   }
   return static_cast<int>(value);
@@ -58,7 +59,7 @@ namespace {
 /// This process's rank: what hostRankMain does for each thread.
 void processRankMain(overlap_context *ctx, void *user) {
   run::Run &run = *static_cast<run::Run *>(user);
-  int rank = overlap_context_rank(ctx);
+  int rank = rt().overlap_context_rank(ctx);
   run::RankData &data = run.ranks[rank];
   // Without its inputs this rank does not call the entry; execute reports
   // why (the other processes' collectives time out).
@@ -102,20 +103,20 @@ public:
       run::setPoisoning(i + 1 == runs);
       // Every process gets the same status and text (the runtime agrees).
       overlap_status status =
-          overlap_process_launch(size, &options, processRankMain, &outcome.run);
+          rt().overlap_process_launch(size, &options, processRankMain, &outcome.run);
       run::setPoisoning(true);
       if (!outcome.run.ranks[rank].error.empty()) {
         error = outcome.run.ranks[rank].error;
         return false;
       }
       if (status != OVERLAP_SUCCESS) {
-        error = std::string(overlap_status_name(status)) + ": " +
-                overlap_host_launch_error();
+        error = std::string(rt().overlap_status_name(status)) + ": " +
+                rt().overlap_host_launch_error();
         return false;
       }
       int64_t nanos = std::llround(outcome.run.ranks[rank].callMs * 1e6);
-      if (overlap_process_max(&nanos) != OVERLAP_SUCCESS) {
-        error = overlap_host_launch_error();
+      if (rt().overlap_process_max(&nanos) != OVERLAP_SUCCESS) {
+        error = rt().overlap_host_launch_error();
         return false;
       }
       if (isTimedRun(i, iterations))
@@ -159,9 +160,9 @@ bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
 
   void *all = nullptr;
   std::vector<size_t> sizes(size);
-  if (overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
+  if (rt().overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
       OVERLAP_SUCCESS) {
-    error = overlap_host_launch_error();
+    error = rt().overlap_host_launch_error();
     return false;
   }
   int64_t failed = 0;
@@ -212,8 +213,8 @@ bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
     failed = blob[0] != '1';
   }
   // Rank 0 says why; the others fail with it, silently.
-  if (overlap_process_max(&failed) != OVERLAP_SUCCESS) {
-    error = overlap_host_launch_error();
+  if (rt().overlap_process_max(&failed) != OVERLAP_SUCCESS) {
+    error = rt().overlap_host_launch_error();
     return false;
   }
   if (failed && rank != 0)
@@ -238,12 +239,12 @@ int overlap::exec::finishProcesses(
     blob += text + '\0';
   void *all = nullptr;
   std::vector<size_t> sizes(size);
-  if (overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
+  if (rt().overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
       OVERLAP_SUCCESS) {
     // No one else can say this process's errors.
     for (const std::string &text : errors)
       report(text);
-    report(overlap_host_launch_error());
+    report(rt().overlap_host_launch_error());
     return 2;
   }
   std::string why;

@@ -30,23 +30,6 @@ using namespace overlap;
 /// runtimes that sit next to the one this tool links (first, so that their
 /// symbols come after its own in the global scope) lets programs run from a
 /// build directory carried to another machine.
-void overlap::exec::preloadRuntimes() {
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void *>(&overlap_host_launch), &info) ||
-      !info.dli_fname)
-    return;
-  std::string dir = info.dli_fname;
-  size_t slash = dir.rfind('/');
-  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-  for (const char *name :
-       {"liboverlap_runtime.so", "liboverlap_runtime_cuda.so"}) {
-    std::string path = dir + "/" + name;
-    struct stat file;
-    if (stat(path.c_str(), &file) == 0)
-      (void)dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  }
-}
-
 overlap::exec::Library::~Library() {
   if (handle && sig.target != "cuda")
     dlclose(handle);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/RuntimeApi.h"
 
 #include <algorithm>
 #include <atomic>
@@ -21,300 +22,7 @@
 namespace overlap {
 namespace run {
 
-//===----------------------------------------------------------------------===//
-// Signature
-//===----------------------------------------------------------------------===//
-
-const char *elemName(Elem elem) {
-  switch (elem) {
-  case Elem::F32:
-    return "f32";
-  case Elem::F16:
-    return "f16";
-  case Elem::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
-static std::optional<Elem> parseElem(std::string_view name) {
-  for (Elem elem : {Elem::F32, Elem::F16, Elem::BF16})
-    if (name == elemName(elem))
-      return elem;
-  return std::nullopt;
-}
-
-int64_t BufferSpec::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-std::optional<uint64_t> BufferSpec::checkedBytes() const {
-  // The strides of a descriptor are products of the extents after a dim, a
-  // zero extent included (0x4294967296x4294967296 has no element but a
-  // stride of 2^64): the product of the non-zero extents must fit too.
-  uint64_t n = elemBytes();
-  bool empty = false;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return std::nullopt;
-    if (d == 0) {
-      empty = true;
-      continue;
-    }
-    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
-      return std::nullopt;
-  }
-  // numElements() and the descriptors' strides are int64_t.
-  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    return std::nullopt;
-  return empty ? 0 : n;
-}
-
-/// "2x4": the extents joined by 'x'.
-static std::string joinShape(const std::vector<int64_t> &shape) {
-  std::string s;
-  for (size_t d = 0; d < shape.size(); ++d)
-    s += (d ? "x" : "") + std::to_string(shape[d]);
-  return s;
-}
-
-std::string BufferSpec::typeString() const {
-  std::string dims = joinShape(shape);
-  return (dims.empty() ? "" : dims + "x") + elemName(elem);
-}
-
-std::optional<int64_t> GridSpec::checkedSize() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxGridSize)
-      return std::nullopt;
-  return n;
-}
-
-int64_t GridSpec::size() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-std::string cInterfaceSymbol(std::string_view name) {
-  return "_mlir_ciface_" + std::string(name);
-}
-
-static constexpr const char *kSignatureHeader = "overlap-entry-signature 1";
-
-std::string formatSignature(const Signature &sig) {
-  std::string text = std::string(kSignatureHeader) + "\n";
-  text += "entry " + sig.name + "\n";
-  text += "symbol " + sig.symbol + "\n";
-  text += "target " + sig.target + "\n";
-  if (!sig.strategy.empty())
-    text += "strategy " + sig.strategy + "\n";
-  if (!sig.profile.empty())
-    text += "profile " + sig.profile + "\n";
-  for (const GridSpec &grid : sig.grids) {
-    std::string dims = joinShape(grid.shape);
-    text += "grid " + grid.name + (dims.empty() ? "" : " " + dims) + "\n";
-  }
-  for (const BufferSpec &spec : sig.args)
-    text += "arg " + spec.name + " " + spec.typeString() +
-            (spec.inout ? " inout" : "") + "\n";
-  for (const BufferSpec &spec : sig.results)
-    text += "result " + spec.name + " " + spec.typeString() + "\n";
-  return text;
-}
-
-/// Splits `text` at each `sep`.
-static std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t end = text.find(sep, start);
-    if (end == std::string_view::npos) {
-      out.push_back(text.substr(start));
-      return out;
-    }
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-}
-
-/// An extent in decimal: positive for a grid, >= 0 for a buffer.
-static bool parseExtent(std::string_view text, int64_t &value,
-                        bool allowZero = false) {
-  if (text.empty() || text.size() > 18)
-    return false;
-  value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9')
-      return false;
-    value = value * 10 + (c - '0');
-  }
-  return value > 0 || allowZero;
-}
-
-/// "256x512xf32" or "f32".
-static bool parseType(std::string_view text, BufferSpec &spec) {
-  std::vector<std::string_view> parts = split(text, 'x');
-  spec.shape.clear();
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    int64_t extent;
-    if (!parseExtent(parts[i], extent, /*allowZero=*/true))
-      return false;
-    spec.shape.push_back(extent);
-  }
-  std::optional<Elem> elem = parseElem(parts.back());
-  if (!elem)
-    return false;
-  spec.elem = *elem;
-  return true;
-}
-
-bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
-  sig = Signature();
-  sig.target.clear();
-  size_t lineNo = 0;
-  auto fail = [&](const std::string &why) {
-    error = "line " + std::to_string(lineNo) + ": " + why;
-    return false;
-  };
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++lineNo;
-    if (lineNo == 1) {
-      if (line != kSignatureHeader)
-        return fail("expected '" + std::string(kSignatureHeader) +
-                    "', found '" + std::string(line) + "'");
-      continue;
-    }
-    std::vector<std::string_view> item = split(line, ' ');
-    std::string_view key = item[0];
-    std::string rest(line.substr(std::min(line.size(), key.size() + 1)));
-    auto one = [&](std::string &field) {
-      if (item.size() < 2 || rest.empty())
-        return fail("'" + std::string(key) + "' needs a value");
-      if (!field.empty())
-        return fail("'" + std::string(key) + "' appears twice");
-      field = rest;
-      return true;
-    };
-    if (key == "entry" || key == "symbol" || key == "target") {
-      if (item.size() != 2)
-        return fail("'" + std::string(key) + "' takes one word");
-      if (!one(key == "entry"    ? sig.name
-               : key == "symbol" ? sig.symbol
-                                 : sig.target))
-        return false;
-    } else if (key == "strategy" || key == "profile") {
-      if (!one(key == "strategy" ? sig.strategy : sig.profile))
-        return false;
-    } else if (key == "grid") {
-      if (item.size() != 2 && item.size() != 3)
-        return fail("expected 'grid NAME SHAPE'");
-      GridSpec grid;
-      grid.name = std::string(item[1]);
-      if (item.size() == 3) {
-        for (std::string_view extent : split(item[2], 'x')) {
-          int64_t value;
-          if (!parseExtent(extent, value))
-            return fail("bad grid shape '" + std::string(item[2]) + "'");
-          grid.shape.push_back(value);
-        }
-      }
-      if (!grid.checkedSize())
-        return fail("grid '" + grid.name + "' has more than " +
-                    std::to_string(kMaxGridSize) + " devices");
-      sig.grids.push_back(std::move(grid));
-    } else if (key == "arg" || key == "result") {
-      BufferSpec spec;
-      spec.inout = key == "arg" && item.size() == 4 && item[3] == "inout";
-      if (item.size() != 3 + spec.inout || !parseType(item[2], spec))
-        return fail("expected '" + std::string(key) + " NAME TYPE" +
-                    (key == "arg" ? " [inout]" : "") +
-                    "' with a static shape and f32, f16 or bf16, found '" +
-                    std::string(line) + "'");
-      spec.name = std::string(item[1]);
-      // Caught here, the sizes of a parsed signature are safe to multiply.
-      if (!spec.checkedBytes())
-        return fail(std::string(key) + " " + spec.name + " (" +
-                    spec.typeString() +
-                    ") has more than 2^63 bytes: its size overflows");
-      (key == "arg" ? sig.args : sig.results).push_back(std::move(spec));
-    } else if (!line.empty()) {
-      return fail("unknown item '" + std::string(key) + "'");
-    }
-  }
-  if (lineNo == 0)
-    return fail("empty signature");
-  if (sig.name.empty() || sig.symbol.empty() || sig.target.empty())
-    return fail("'entry', 'symbol' and 'target' are required");
-  if (sig.target != "host" && sig.target != "cuda")
-    return fail("target '" + sig.target + "' is not host or cuda");
-  return true;
-}
-
-std::string signatureDifference(const Signature &program,
-                                const Signature &reference,
-                                bool compareTargets) {
-  std::string diff;
-  auto add = [&](const std::string &what, const std::string &inProgram,
-                 const std::string &inReference) {
-    diff += (diff.empty() ? "" : "; ") + what + " " + inProgram +
-            " in the program, " + inReference + " in the reference";
-  };
-  if (compareTargets && program.target != reference.target)
-    add("target", program.target, reference.target);
-  auto sizes = [](const Signature &sig) {
-    std::vector<int64_t> out;
-    for (const GridSpec &grid : sig.grids)
-      out.push_back(grid.size());
-    std::sort(out.begin(), out.end());
-    std::string s;
-    for (int64_t size : out)
-      s += (s.empty() ? "" : ", ") + std::to_string(size);
-    return s.empty() ? std::string("none") : s;
-  };
-  if (sizes(program) != sizes(reference))
-    add("grid sizes", sizes(program), sizes(reference));
-  auto buffers = [&](const char *what, const std::vector<BufferSpec> &got,
-                     const std::vector<BufferSpec> &want) {
-    if (got.size() != want.size()) {
-      add(std::string(what) + ":", std::to_string(got.size()),
-          std::to_string(want.size()));
-      return;
-    }
-    auto text = [](const BufferSpec &spec) {
-      return spec.typeString() + (spec.inout ? " inout" : "");
-    };
-    for (size_t i = 0; i < got.size(); ++i)
-      if (text(got[i]) != text(want[i]))
-        add(got[i].name + ":", text(got[i]), text(want[i]));
-  };
-  buffers("arguments", program.args, reference.args);
-  buffers("results", program.results, reference.results);
-  return diff;
-}
-
-bool checkRanks(const Signature &sig, int ranks, std::string &error) {
-  for (const GridSpec &grid : sig.grids) {
-    if (grid.size() != ranks) {
-      error = "--ranks " + std::to_string(ranks) + " but grid @" + grid.name +
-              " has " + std::to_string(grid.size()) +
-              " devices; the number of ranks must equal the grid's size";
-      return false;
-    }
-  }
-  return true;
-}
+using exec::rt;
 
 bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
                     std::string &error) {
@@ -331,10 +39,6 @@ bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
                "milliseconds") &&
          check("--chaos-max-us", chaosMaxUs, OVERLAP_MAX_CHAOS_DELAY_US,
                "microseconds");
-}
-
-int defaultRanks(const Signature &sig) {
-  return sig.grids.empty() ? 1 : static_cast<int>(sig.grids.front().size());
 }
 
 //===----------------------------------------------------------------------===//
@@ -363,7 +67,7 @@ void *poisonedAlignedAlloc(size_t alignment, size_t bytes) {
 
 overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
                                     void **ptr) {
-  overlap_status status = overlap_alloc(ctx, bytes, ptr);
+  overlap_status status = rt().overlap_alloc(ctx, bytes, ptr);
   if (status == OVERLAP_SUCCESS && *ptr && poisoning())
     std::memset(*ptr, 0xff, bytes);
   return status;
@@ -436,10 +140,10 @@ void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
       static_cast<float *>(data)[i] = value;
       break;
     case Elem::F16:
-      static_cast<uint16_t *>(data)[i] = overlap_f32_to_f16(value);
+      static_cast<uint16_t *>(data)[i] = rt().overlap_f32_to_f16(value);
       break;
     case Elem::BF16:
-      static_cast<uint16_t *>(data)[i] = overlap_f32_to_bf16(value);
+      static_cast<uint16_t *>(data)[i] = rt().overlap_f32_to_bf16(value);
       break;
     }
   }
@@ -573,7 +277,7 @@ static double millisSince(std::chrono::steady_clock::time_point start) {
 /// The rank thread's body: make this rank's inputs, then call the entry.
 static void hostRankMain(overlap_context *ctx, void *user) {
   Run &run = *static_cast<Run *>(user);
-  int rank = overlap_context_rank(ctx);
+  int rank = rt().overlap_context_rank(ctx);
   RankData &data = run.ranks[rank];
   // A rank without its inputs does not call the entry: launchOnHost
   // reports why (the other ranks' collectives time out).
@@ -592,7 +296,7 @@ bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
   run.ranks.resize(ranks);
   auto start = std::chrono::steady_clock::now();
   overlap_status status =
-      overlap_host_launch(ranks, &options, hostRankMain, &run);
+      rt().overlap_host_launch(ranks, &options, hostRankMain, &run);
   millis = millisSince(start);
   for (const RankData &data : run.ranks)
     if (!data.error.empty()) {
@@ -600,8 +304,8 @@ bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
       return false;
     }
   if (status != OVERLAP_SUCCESS) {
-    error = std::string(overlap_status_name(status)) + ": " +
-            overlap_host_launch_error();
+    error = std::string(rt().overlap_status_name(status)) + ": " +
+            rt().overlap_host_launch_error();
     return false;
   }
   return true;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Session.h"
+#include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/Npz.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
@@ -155,7 +156,7 @@ int Session::createExecutor(const std::string &backend, const char *option,
     return 3;
   }
   overlap_host_options options;
-  overlap_host_options_init(&options);
+  rt().overlap_host_options_init(&options);
   options.wait_timeout_ms = o.waitTimeoutMs;
   options.chaos_max_delay_us = o.chaosMaxUs;
   if (o.chaos) {
@@ -168,14 +169,17 @@ int Session::createExecutor(const std::string &backend, const char *option,
 }
 
 int Session::run() {
+  std::string why;
+  if (!loadRuntime(why))
+    return error(why);
   std::string launcher;
   processes_ = ranksAsProcesses(o.ranksAs, launcher);
   if (!processes_)
     return runRanks();
-  if (overlap_process_init(&rank_, &size_) != OVERLAP_SUCCESS) {
+  if (rt().overlap_process_init(&rank_, &size_) != OVERLAP_SUCCESS) {
     // No job to agree with: every process says why.
     if (output.err)
-      output.err(tool() + ": error: " + overlap_host_launch_error() +
+      output.err(tool() + ": error: " + rt().overlap_host_launch_error() +
                  (launcher.empty()
                       ? std::string()
                       : " (" + launcher +
@@ -198,7 +202,6 @@ int Session::run() {
 
 int Session::runRanks() {
   std::string message;
-  preloadRuntimes();
   Library program, reference;
   bool haveReference = !o.reference.empty();
   if (!loadLibrary(o.program, program, message) ||

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Driver.h"
+#include "overlap/Runner/Jit.h"
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Remarks.h"
 #include "overlap/Loader/Compare.h"
@@ -50,6 +51,7 @@ using namespace mlir;
 namespace cl = llvm::cl;
 namespace run = ::overlap::run;
 namespace compiler = mlir::overlap::compiler;
+namespace runner = mlir::overlap::runner;
 
 namespace {
 cl::OptionCategory category("overlap-run options");
@@ -137,7 +139,7 @@ static LogicalResult compileAndJit(Program &program,
                  << " program (strategy " << opts.strategy << ") failed\n";
     return failure();
   }
-  auto engine = compiler::createJit(*program.module, optLevel);
+  auto engine = runner::createJit(*program.module, optLevel);
   if (!engine) {
     llvm::errs() << kTool << ": error: JIT compilation of the " << what
                  << " program failed: " << llvm::toString(engine.takeError())
@@ -146,7 +148,7 @@ static LogicalResult compileAndJit(Program &program,
   }
   program.engine = std::move(*engine);
   // Every allocation of the program starts poisoned (RunSupport.h).
-  compiler::registerRuntimeSymbols(*program.engine,
+  runner::registerRuntimeSymbols(*program.engine,
                                    /*poisonAllocations=*/true);
   auto fn = program.engine->lookupPacked("_mlir_ciface_" + entryName);
   if (!fn) {

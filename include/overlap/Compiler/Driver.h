@@ -36,7 +36,6 @@ class raw_pwrite_stream;
 
 namespace mlir {
 class PassManager;
-class ExecutionEngine;
 
 namespace overlap {
 namespace compiler {
@@ -83,23 +82,14 @@ mlir::LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
                                llvm::raw_pwrite_stream &os,
                                llvm::raw_ostream &errs);
 
-/// The directory that holds liboverlap_runtime.so (the one this process
-/// loaded), for linking shared libraries against it.
+/// The directory that holds liboverlap_runtime.so (and, where built,
+/// liboverlap_runtime_cuda.so): the one that holds libOverlapCompiler.so,
+/// for linking shared libraries against them.
 std::string runtimeLibraryDir();
 
 /// The directory of MLIR's runner-utility libraries
 /// (libmlir_c_runner_utils.so: memrefCopy for non-contiguous copies).
 std::string mlirRunnerUtilsDir();
-
-/// A JIT of `module` (LLVM dialect) at `optLevel`, with MLIR's C runner
-/// utilities loaded when they are installed.
-llvm::Expected<std::unique_ptr<ExecutionEngine>> createJit(ModuleOp module,
-                                                           unsigned optLevel);
-
-/// Makes the runtime's C ABI known to `engine` by name; with
-/// `poisonAllocations`, overlap_alloc, malloc and aligned_alloc are the
-/// loader's poisoning versions (RunSupport.h), as overlap-run uses them.
-void registerRuntimeSymbols(ExecutionEngine &engine, bool poisonAllocations);
 
 /// Links `object` into the shared library `output` with the C compiler
 /// `cc` (a name on PATH or a path): the runtime of `target`

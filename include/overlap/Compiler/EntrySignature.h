@@ -1,6 +1,6 @@
 //===- EntrySignature.h - Entry signatures from the IR ----------*- C++ -*-===//
 //
-// The MLIR side of overlap::run::Signature (RunSupport.h): the signature of
+// The MLIR side of overlap::artifact::Signature (overlap/Artifact/Signature.h): the signature of
 // an entry function and the grids of its module, read from the input IR
 // before compilation, and the constant overlap-compile embeds in objects and
 // shared libraries so that overlap-exec can run them without MLIR.
@@ -10,7 +10,7 @@
 #ifndef OVERLAP_COMPILER_ENTRYSIGNATURE_H
 #define OVERLAP_COMPILER_ENTRYSIGNATURE_H
 
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Artifact/Signature.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -35,16 +35,16 @@ namespace compiler {
 /// tensor or identity-layout memref of f32, f16 or bf16. Otherwise fails
 /// with a message that says what `runner` (the tool that would run it)
 /// handles.
-FailureOr<::overlap::run::BufferSpec> specFor(Type type, std::string name,
+FailureOr<::overlap::artifact::BufferSpec> specFor(Type type, std::string name,
                                               llvm::StringRef runner,
                                               std::string &error);
 
 /// The name, C-interface symbol, arguments and results of `func`.
-FailureOr<::overlap::run::Signature>
+FailureOr<::overlap::artifact::Signature>
 signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
 
 /// The module's `shard.grid`s; a grid with a dynamic extent is an error.
-FailureOr<std::vector<::overlap::run::GridSpec>>
+FailureOr<std::vector<::overlap::artifact::GridSpec>>
 gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error);
 
 /// The name of the only public function with a body (the entry when none is
@@ -54,7 +54,7 @@ FailureOr<std::string> soleEntry(ModuleOp module, std::string &error);
 
 /// signatureOf the public function `entry` of `module`, with the module's
 /// grids.
-FailureOr<::overlap::run::Signature> describeEntry(ModuleOp module,
+FailureOr<::overlap::artifact::Signature> describeEntry(ModuleOp module,
                                                    llvm::StringRef entry,
                                                    llvm::StringRef runner,
                                                    std::string &error);
@@ -69,12 +69,12 @@ constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 44;
 /// kMaxSignatureName or holds whitespace or a control character (it would
 /// add or break lines of the text, which is parsed by lines and words), or
 /// a buffer whose byte size overflows int64 or exceeds kMaxBufferBytes.
-LogicalResult checkEmbeddable(const ::overlap::run::Signature &sig,
+LogicalResult checkEmbeddable(const ::overlap::artifact::Signature &sig,
                               std::string &error);
 
 /// Adds the constant `overlap_entry_signature` (formatSignature's text,
 /// NUL-terminated, exported) to `module`.
-void embedSignature(llvm::Module &module, const ::overlap::run::Signature &sig);
+void embedSignature(llvm::Module &module, const ::overlap::artifact::Signature &sig);
 
 } // namespace compiler
 } // namespace overlap

@@ -70,12 +70,6 @@ bool isTimedRun(int run, int iterations);
 /// every executor does before its runs).
 void bindProgram(const Library &lib, uint64_t seed, Outcome &outcome);
 
-/// A program names liboverlap_runtime.so or liboverlap_runtime_cuda.so;
-/// loading the runtimes that sit next to the one this process links (with
-/// RTLD_GLOBAL, before any program) makes every program use those, wherever
-/// it was compiled.
-void preloadRuntimes();
-
 /// dlopens `path` (from `overlap-compile --emit=so`) and reads its embedded
 /// signature and entry point into `lib`. Only a regular file is opened (a
 /// FIFO would block, a directory or device is no program); its bytes are

@@ -111,18 +111,18 @@ public:
                   bm.getOutputs()[0], /*batched=*/true);
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return collective(
-          op, stream, "overlap_all_reduce", ar.getInput(), ar.getInput(),
-          ar.getReduction(),
+          op, stream, RuntimeFn::overlap_all_reduce, ar.getInput(),
+          ar.getInput(), ar.getReduction(),
           cast<MemRefType>(ar.getInput().getType()).getNumElements());
     if (auto rs = dyn_cast<ReduceScatterOp>(op))
       return collective(
-          op, stream, "overlap_reduce_scatter", rs.getInput(), rs.getInit(),
-          rs.getReduction(),
+          op, stream, RuntimeFn::overlap_reduce_scatter, rs.getInput(),
+          rs.getInit(), rs.getReduction(),
           cast<MemRefType>(rs.getInit().getType()).getNumElements());
     if (auto ag = dyn_cast<AllGatherOp>(op))
       return collective(
-          op, stream, "overlap_all_gather", ag.getInput(), ag.getInit(),
-          std::nullopt,
+          op, stream, RuntimeFn::overlap_all_gather, ag.getInput(),
+          ag.getInit(), std::nullopt,
           cast<MemRefType>(ag.getInput().getType()).getNumElements());
     if (auto a2a = dyn_cast<AllToAllOp>(op)) {
       // The runtime's count is per peer: one of the G blocks.
@@ -134,18 +134,18 @@ public:
                << "cannot be lowered to overlap_all_to_all: it needs a static "
                   "group size that divides the static input into equal "
                   "blocks";
-      return collective(op, stream, "overlap_all_to_all", a2a.getInput(),
-                        a2a.getInit(), std::nullopt,
+      return collective(op, stream, RuntimeFn::overlap_all_to_all,
+                        a2a.getInput(), a2a.getInit(), std::nullopt,
                         type.getNumElements() / group);
     }
     if (auto sig = dyn_cast<SignalOp>(op)) {
-      rt.status(loc, "overlap_signal",
+      rt.status(loc, RuntimeFn::overlap_signal,
                 {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
                  rt.i32(loc, sig.getIndex())});
       return true;
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
-      rt.status(loc, "overlap_wait",
+      rt.status(loc, RuntimeFn::overlap_wait,
                 {rt.ctx, rt.i32(loc, stream), signals.lookup(wait.getSignals()),
                  rt.i32(loc, wait.getIndex())});
       return true;
@@ -178,10 +178,9 @@ public:
     });
     OpBuilder::InsertionGuard guard(rt.builder());
     for (Operation *op : nested) {
-      int32_t s = stream ? *stream
-                  : isTileCollective(op)
-                      ? kCommStream
-                      : kComputeStream;
+      int32_t s = stream                 ? *stream
+                  : isTileCollective(op) ? kCommStream
+                                         : kComputeStream;
       rt.builder().setInsertionPoint(op);
       FailureOr<bool> lowered = lower(op, s);
       if (failed(lowered))
@@ -202,7 +201,7 @@ public:
     Location loc = op.getLoc();
     Value one = rt.i64(loc, 1);
     Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
-    rt.status(loc, "overlap_signals_acquire",
+    rt.status(loc, RuntimeFn::overlap_signals_acquire,
               {rt.ctx, rt.i64(loc, key),
                rt.i32(loc, op.getSignals().getType().getCount()), slot});
     signals[op.getSignals()] = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
@@ -210,10 +209,10 @@ public:
 
   void synchronize(Location loc, std::optional<int32_t> stream) {
     if (stream)
-      rt.status(loc, "overlap_stream_synchronize",
+      rt.status(loc, RuntimeFn::overlap_stream_synchronize,
                 {rt.ctx, rt.i32(loc, *stream)});
     else
-      rt.status(loc, "overlap_context_synchronize", {rt.ctx});
+      rt.status(loc, RuntimeFn::overlap_context_synchronize, {rt.ctx});
   }
 
   /// Keeps the program sequential after work enqueued on `stream` (none:
@@ -222,7 +221,7 @@ public:
   /// host goes on enqueueing (overlap_streams_join).
   void sequence(Location loc, std::optional<int32_t> stream) {
     if (cuda)
-      rt.status(loc, "overlap_streams_join", {rt.ctx});
+      rt.status(loc, RuntimeFn::overlap_streams_join, {rt.ctx});
     else
       synchronize(loc, stream);
   }
@@ -239,8 +238,7 @@ public:
   /// target=cuda: kernels and allocations go to the context's device, not
   /// to whichever device is current on the calling thread.
   void makeDeviceCurrent(Location loc) {
-    Value status = rt.call(loc, "overlap_cuda_make_current",
-                           rt.builder().getI32Type(), {rt.ctx});
+    Value status = rt.call(loc, RuntimeFn::overlap_cuda_make_current, {rt.ctx});
     assertSuccess(loc, status,
                   "overlap_cuda_make_current: cannot make the context's "
                   "device current");
@@ -352,7 +350,7 @@ public:
   /// (its kernels would otherwise go to the legacy default stream).
   void checkCudaContext(Location loc) {
     OpBuilder &b = rt.builder();
-    Value stream = rt.call(loc, "overlap_cuda_stream", rt.ptr(),
+    Value stream = rt.call(loc, RuntimeFn::overlap_cuda_stream,
                            {rt.ctx, rt.i32(loc, kComputeStream)});
     Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
     Value ok =
@@ -379,15 +377,15 @@ private:
     int64_t bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
     Value slot =
         LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
-    Value status = rt.call(loc, "overlap_alloc_async", b.getI32Type(),
-                           {rt.ctx, rt.i32(loc, stream ? *stream : -1),
-                            rt.i64(loc, bytes), slot});
+    Value status = rt.call(
+        loc, RuntimeFn::overlap_alloc_async,
+        {rt.ctx, rt.i32(loc, stream ? *stream : -1), rt.i64(loc, bytes), slot});
     // A failed allocation must not reach a kernel (a fault there poisons
     // the CUDA context): stop here, naming the size.
-    assertSuccess(
-        loc, status,
-        "overlap_alloc_async: cannot allocate " + std::to_string(bytes) +
-            " bytes of device memory for " + llvm::formatv("{0}", type).str());
+    assertSuccess(loc, status,
+                  "overlap_alloc_async: cannot allocate " +
+                      std::to_string(bytes) + " bytes of device memory for " +
+                      llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     return memrefFromPointer(loc, ptr, type);
   }
@@ -399,7 +397,7 @@ private:
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     Value ptr =
         LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
-    rt.status(loc, "overlap_free_async",
+    rt.status(loc, RuntimeFn::overlap_free_async,
               {rt.ctx, rt.i32(loc, stream ? *stream : -1), ptr});
   }
 
@@ -450,7 +448,7 @@ private:
                 "launches kernels on the streams it schedules";
     OpBuilder &b = rt.builder();
     Location loc = launch.getLoc();
-    Value cudaStream = rt.call(loc, "overlap_cuda_stream", rt.ptr(),
+    Value cudaStream = rt.call(loc, RuntimeFn::overlap_cuda_stream,
                                {rt.ctx, rt.i32(loc, stream)});
     auto tokenType = gpu::AsyncTokenType::get(b.getContext());
     Value token = UnrealizedConversionCastOp::create(
@@ -513,7 +511,7 @@ private:
     // then leaves the communication's SMs free), one outside gets -1 and
     // every SM.
     int64_t tile = op->getParentOfType<ConcurrentOp>() ? rt.nextTile() : -1;
-    rt.status(loc, "overlap_gemm",
+    rt.status(loc, RuntimeFn::overlap_gemm,
               {rt.ctx, rt.i32(loc, stream), rt.i64(loc, tile),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
                rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
@@ -521,7 +519,7 @@ private:
     return true;
   }
 
-  FailureOr<bool> collective(Operation *op, int32_t stream, StringRef name,
+  FailureOr<bool> collective(Operation *op, int32_t stream, RuntimeFn fn,
                              Value src, Value dst,
                              std::optional<ReductionKind> reduction,
                              int64_t count) {
@@ -536,7 +534,8 @@ private:
       if (dense == Layout::AtRunTime)
         rt.assertLayout(
             loc, v, /*innerOnly=*/false,
-            (name + ": a buffer is not contiguous at run time").str());
+            (runtimeFnName(fn) + ": a buffer is not contiguous at run time")
+                .str());
     }
     auto type = cast<MemRefType>(src.getType());
     std::optional<int32_t> dtype = runtimeDType(type.getElementType());
@@ -555,7 +554,7 @@ private:
     args.push_back(rt.buffer(loc, src).ptr);
     args.push_back(rt.buffer(loc, dst).ptr);
     args.push_back(rt.i64(loc, count));
-    rt.status(loc, name, args);
+    rt.status(loc, fn, args);
     return true;
   }
 
@@ -568,7 +567,7 @@ private:
     if (kind == CopyKind::None)
       return false;
     if (kind == CopyKind::Memcpy) {
-      rt.status(loc, "overlap_memcpy",
+      rt.status(loc, RuntimeFn::overlap_memcpy,
                 {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
                  rt.buffer(loc, dst).ptr, rt.buffer(loc, src).ptr,
                  rt.i64(loc, srcType.getNumElements() * eltBytes)});
@@ -595,7 +594,8 @@ private:
     args.push_back(strides[0]);
     args.push_back(strides[1]);
     args.push_back(pack ? packedPtr : sb.ptr);
-    rt.status(loc, pack ? "overlap_pack" : "overlap_unpack", args);
+    rt.status(loc, pack ? RuntimeFn::overlap_pack : RuntimeFn::overlap_unpack,
+              args);
     return true;
   }
 
@@ -754,7 +754,7 @@ struct ConvertOverlapToRuntimePass
       Location loc = op->getLoc();
       Value rank = arith::IndexCastOp::create(
           b, loc, b.getIndexType(),
-          rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx));
+          rt.call(loc, RuntimeFn::overlap_context_rank, rt.ctx));
       if (isa<shard::ProcessLinearIndexOp>(op)) {
         op->getResult(0).replaceAllUsesWith(rank);
         op->erase();

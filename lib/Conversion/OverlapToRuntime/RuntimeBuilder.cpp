@@ -7,34 +7,82 @@
 
 #include "RuntimeBuilder.h"
 
+#include <type_traits>
+
 using namespace mlir;
+
+namespace {
+/// The MLIR type of a C type of the runtime's ABI.
+template <typename T> Type abiType(MLIRContext *ctx) {
+  if constexpr (std::is_pointer_v<T>) {
+    return LLVM::LLVMPointerType::get(ctx);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return Float32Type::get(ctx);
+  } else {
+    static_assert(std::is_integral_v<T> || std::is_enum_v<T>,
+                  "RuntimeABI.def: a C type the lowering cannot pass");
+    return IntegerType::get(ctx, 8 * sizeof(T));
+  }
+}
+
+template <typename Fn> struct AbiFunction;
+template <typename R, typename... A> struct AbiFunction<R(A...)> {
+  static FunctionType get(MLIRContext *ctx) {
+    SmallVector<Type> inputs = {abiType<A>(ctx)...};
+    SmallVector<Type> results;
+    if constexpr (!std::is_void_v<R>)
+      results.push_back(abiType<R>(ctx));
+    return FunctionType::get(ctx, inputs, results);
+  }
+};
+} // namespace
 
 namespace mlir {
 namespace overlap {
 namespace runtime_lowering {
 
+StringRef runtimeFnName(RuntimeFn fn) {
+  switch (fn) {
+#define OVERLAP_RUNTIME_FUNCTION(GROUP, NAME, RESULT, ...)                     \
+  case RuntimeFn::NAME:                                                        \
+    return #NAME;
+#include "overlap/Runtime/RuntimeABI.def"
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
+FunctionType runtimeFnType(RuntimeFn fn, MLIRContext *ctx) {
+  switch (fn) {
+#define OVERLAP_RUNTIME_FUNCTION(GROUP, NAME, RESULT, ...)                     \
+  case RuntimeFn::NAME:                                                        \
+    return AbiFunction<RESULT(__VA_ARGS__)>::get(ctx);
+#include "overlap/Runtime/RuntimeABI.def"
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
 std::optional<int32_t> runtimeDType(Type type) {
   if (type.isF32())
-    return RtF32;
+    return OVERLAP_F32;
   if (type.isF16())
-    return RtF16;
+    return OVERLAP_F16;
   if (type.isBF16())
-    return RtBF16;
+    return OVERLAP_BF16;
   return std::nullopt;
 }
 
 int32_t runtimeReduce(ReductionKind kind) {
   switch (kind) {
   case ReductionKind::Sum:
-    return RtSum;
+    return OVERLAP_SUM;
   case ReductionKind::Max:
-    return RtMax;
+    return OVERLAP_MAX;
   case ReductionKind::Min:
-    return RtMin;
+    return OVERLAP_MIN;
   case ReductionKind::Prod:
-    return RtProd;
+    return OVERLAP_PROD;
   case ReductionKind::Avg:
-    return RtAvg;
+    return OVERLAP_AVG;
   }
   llvm_unreachable("unknown reduction");
 }

@@ -10,6 +10,9 @@
 #define OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H
 
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
+#include "overlap/Runtime/overlap_runtime.h"
+#include "overlap/Runtime/overlap_runtime_cuda.h"
+#include "overlap/Runtime/overlap_runtime_process.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -28,17 +31,22 @@ namespace mlir {
 namespace overlap {
 namespace runtime_lowering {
 
-// Values of the C enums in overlap_runtime.h.
-enum RuntimeDType : int32_t { RtF32 = 0, RtF16 = 1, RtBF16 = 2 };
-enum RuntimeReduce : int32_t {
-  RtSum = 0,
-  RtProd = 1,
-  RtMax = 2,
-  RtMin = 3,
-  RtAvg = 4
+// The C enums of overlap_runtime.h, by their own names.
+constexpr int32_t kComputeStream = OVERLAP_STREAM_COMPUTE;
+constexpr int32_t kCommStream = OVERLAP_STREAM_COMM;
+
+/// A function of the runtime's C ABI: a row of RuntimeABI.def.
+enum class RuntimeFn {
+#define OVERLAP_RUNTIME_FUNCTION(GROUP, NAME, RESULT, ...) NAME,
+#include "overlap/Runtime/RuntimeABI.def"
 };
-constexpr int32_t kComputeStream = 0;
-constexpr int32_t kCommStream = 1;
+
+/// The C name of `fn`.
+StringRef runtimeFnName(RuntimeFn fn);
+/// The MLIR type of `fn` as the lowering calls it: pointers are !llvm.ptr,
+/// enums and integers the integers of their width, float f32; from the
+/// row's C types.
+FunctionType runtimeFnType(RuntimeFn fn, MLIRContext *ctx);
 
 /// The runtime's dtype of an element type (f32, f16, bf16), if any.
 std::optional<int32_t> runtimeDType(Type type);
@@ -69,16 +77,18 @@ public:
     return arith::IndexCastOp::create(b, loc, i64Ty, v);
   }
 
-  /// Declares `name` (once) and calls it; returns the first result.
-  Value call(Location loc, StringRef name, Type result, ValueRange args) {
+  /// Declares `fn` (once, with its type from RuntimeABI.def) and calls it
+  /// with `args`, which must have the row's types; returns the result.
+  Value call(Location loc, RuntimeFn fn, ValueRange args) {
+    StringRef name = runtimeFnName(fn);
+    FunctionType type = runtimeFnType(fn, b.getContext());
+    assert(TypeRange(args) == type.getInputs() &&
+           "runtime call: operands differ from RuntimeABI.def's row");
     func::FuncOp decl = module.lookupSymbol<func::FuncOp>(name);
     if (!decl) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
-      decl = func::FuncOp::create(
-          b, module.getLoc(), name,
-          b.getFunctionType(TypeRange(args),
-                            result ? TypeRange{result} : TypeRange{}));
+      decl = func::FuncOp::create(b, module.getLoc(), name, type);
       decl.setPrivate();
     }
     auto op = func::CallOp::create(b, loc, decl, args);
@@ -88,8 +98,8 @@ public:
   /// A call that returns overlap_status. Errors are sticky per rank in the
   /// runtime and every later call fails, so the launcher reports the first
   /// one (call, rank, stream, tile); the status itself is not branched on.
-  void status(Location loc, StringRef name, ValueRange args) {
-    call(loc, name, i32Ty, args);
+  void status(Location loc, RuntimeFn fn, ValueRange args) {
+    call(loc, fn, args);
   }
 
   /// Address of element 0 of a memref and its strides (in elements).
@@ -198,12 +208,12 @@ public:
       b.setInsertionPointToStart(&rt.func.getBody().front());
     Location loc = op->getLoc();
     if (isWorldInOrder(shape, axes.asArrayRef())) {
-      Value world = rt.call(loc, "overlap_context_world", rt.ptr(), rt.ctx);
+      Value world = rt.call(loc, RuntimeFn::overlap_context_world, rt.ctx);
       lastEntryOp = world.getDefiningOp();
       cache[key] = world;
       return world;
     }
-    Value rank = rt.call(loc, "overlap_context_rank", b.getI32Type(), rt.ctx);
+    Value rank = rt.call(loc, RuntimeFn::overlap_context_rank, rt.ctx);
     SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
     llvm::SmallDenseSet<int64_t> inGroup;
     for (int16_t a : axes.asArrayRef())
@@ -228,7 +238,7 @@ public:
     Value null = LLVM::ZeroOp::create(b, loc, rt.ptr());
     Value tag =
         rt.i64(loc, static_cast<int64_t>(groupTag(shape, axes.asArrayRef())));
-    rt.status(loc, "overlap_group_split_cached",
+    rt.status(loc, RuntimeFn::overlap_group_split_cached,
               {rt.ctx, null, tag, color, keyV, slot});
     auto group = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     lastEntryOp = group;

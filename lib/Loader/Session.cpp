@@ -62,7 +62,7 @@ private:
   /// As processes: the first point every process reaches before anything
   /// collective; nonzero when any process failed before it.
   int agreeBeforeRunning(int status);
-  void poison(Library &lib, const Executor &executor);
+  void poison(const Library &lib, const Executor &executor);
   int createExecutor(const std::string &backend, const char *option,
                      const run::Signature &sig, int ranks,
                      std::unique_ptr<Executor> &executor);
@@ -86,7 +86,11 @@ int Session::agreeBeforeRunning(int status) {
 }
 
 /// Points the program's allocator imports at the poisoning versions.
-void Session::poison(Library &lib, const Executor &executor) {
+void Session::poison(const Library &lib, const Executor &executor) {
+  // A program without a handle is the caller's (a JIT's), which registered
+  // the poisoning allocators itself.
+  if (!lib.handle)
+    return;
   std::vector<ImportRedirect> redirects = executor.poisonedImports();
   std::string why;
   if (!redirectImports(lib.handle, redirects, why)) {
@@ -202,11 +206,18 @@ int Session::run() {
 
 int Session::runRanks() {
   std::string message;
-  Library program, reference;
-  bool haveReference = !o.reference.empty();
-  if (!loadLibrary(o.program, program, message) ||
-      (haveReference && !loadLibrary(o.reference, reference, message)))
+  // The caller's programs (a JIT's), or the libraries at the paths.
+  Library loadedProgram, loadedReference;
+  bool haveReference = o.referenceLibrary || !o.reference.empty();
+  if (!o.programLibrary && !loadLibrary(o.program, loadedProgram, message))
     return error(message);
+  if (haveReference && !o.referenceLibrary &&
+      !loadLibrary(o.reference, loadedReference, message))
+    return error(message);
+  const Library &program =
+      o.programLibrary ? *o.programLibrary : loadedProgram;
+  const Library &reference =
+      o.referenceLibrary ? *o.referenceLibrary : loadedReference;
   const run::Signature &sig = program.sig;
   std::string backend = o.backend.empty() ? sig.target : o.backend;
   std::string refBackend = o.refBackend.empty() ? backend : o.refBackend;
@@ -219,17 +230,17 @@ int Session::runRanks() {
       if (o.refBackend.empty() && reference.sig.target != refBackend)
         diff += " (--ref-backend " + reference.sig.target +
                 " runs the reference on the backend it was compiled for)";
-      return error(o.program + " and " + o.reference +
+      return error(program.path + " and " + reference.path +
                    " have different signatures: " + diff);
     }
   }
 
   if (backend != sig.target)
-    return error(o.program + " was compiled for --target=" + sig.target +
+    return error(program.path + " was compiled for --target=" + sig.target +
                  "; --backend " + backend +
                  " runs programs compiled with --target=" + backend);
   if (haveReference && refBackend != reference.sig.target)
-    return error(o.reference + " was compiled for --target=" +
+    return error(reference.path + " was compiled for --target=" +
                  reference.sig.target + "; --ref-backend " + refBackend +
                  " runs references compiled with --target=" + refBackend);
   int ranks = o.ranks ? o.ranks : run::defaultRanks(sig);
@@ -289,8 +300,10 @@ int Session::runRanks() {
     if (int status = agreeBeforeRunning(0))
       return status;
 
+  const std::string &label = o.programLabel;
   std::string header = tool() + ": @" + sig.name + " on " +
-                       executor->where() + ", program " + describe(program);
+                       executor->where() + ", " + label + " " +
+                       describe(program);
   if (haveReference)
     header += " vs reference " + describe(reference);
   if (ownRefExecutor)
@@ -309,7 +322,7 @@ int Session::runRanks() {
   referenceOutcome.run.given = given;
   if (!executor->execute(program, o.seed, o.iterations, programOutcome,
                          message))
-    return runFailed("the program run failed: ", message);
+    return runFailed(("the " + label + " run failed: ").c_str(), message);
   if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
                                             referenceOutcome, message))
     return runFailed("the reference run failed: ", message);
@@ -321,7 +334,7 @@ int Session::runRanks() {
     return 0;
   }
 
-  std::string programRuns = "program " + millis(programOutcome);
+  std::string programRuns = label + " " + millis(programOutcome);
   std::string timing;
   if (!haveReference)
     timing = timingLine(*executor, programRuns, o.iterations, processes_);
@@ -347,7 +360,7 @@ int Session::runRanks() {
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(
         sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance,
-        "program", "reference", o.seed);
+        label.c_str(), "reference", o.seed);
     out(comparison.text + timing + run::verdict(comparison));
     status = comparison.ok ? 0 : 1;
   } else {

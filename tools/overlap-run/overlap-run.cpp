@@ -5,7 +5,10 @@
 // collective) -- JITs both, runs each on the runtime's host backend with R
 // ranks as threads and the same seeded random inputs per rank, and compares
 // every rank's outputs (results, and memref arguments, which the entry
-// writes) between the two. A tensor argument is an input only: where the
+// writes) between the two: the JIT'd programs go through the loader's one
+// Session (overlap/Loader/Session.h), as overlap-exec's libraries do, so
+// inputs, poison, comparison, report and exit status are the same code.
+// A tensor argument is an input only: where the
 // two leave it differently (one reused its buffer), the report says which
 // program wrote into it, and that is not a mismatch.
 //
@@ -20,6 +23,7 @@
 #include "overlap/Compiler/Remarks.h"
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Session.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -50,6 +54,7 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace run = ::overlap::run;
+namespace exec = ::overlap::exec;
 namespace compiler = mlir::overlap::compiler;
 namespace runner = mlir::overlap::runner;
 
@@ -120,11 +125,11 @@ static int usageOrCompileError(const llvm::Twine &message) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// One compiled and JIT'd program.
+/// One compiled and JIT'd program, and the Session's view of it.
 struct Program {
   OwningOpRef<ModuleOp> module;
   std::unique_ptr<ExecutionEngine> engine;
-  void (*entry)(void **) = nullptr;
+  exec::Library library;
 };
 } // namespace
 
@@ -150,26 +155,15 @@ static LogicalResult compileAndJit(Program &program,
   // Every allocation of the program starts poisoned (RunSupport.h).
   runner::registerRuntimeSymbols(*program.engine,
                                    /*poisonAllocations=*/true);
-  auto fn = program.engine->lookupPacked("_mlir_ciface_" + entryName);
+  auto fn = program.engine->lookup("_mlir_ciface_" + entryName);
   if (!fn) {
     llvm::errs() << kTool << ": error: the " << what
                  << " program has no C interface _mlir_ciface_" << entryName
                  << ": " << llvm::toString(fn.takeError()) << "\n";
     return failure();
   }
-  program.entry = *fn;
-  return success();
-}
-
-static LogicalResult launch(run::Run &program,
-                            const overlap_host_options &options,
-                            llvm::StringRef what, double &millis) {
-  std::string error;
-  if (!run::launchOnHost(program, ranks, options, millis, error)) {
-    llvm::errs() << kTool << ": error: the " << what << " run failed: " << error
-                 << "\n";
-    return failure();
-  }
+  program.library.entry = *fn;
+  program.library.path = inputFile + " (JIT)";
   return success();
 }
 
@@ -200,17 +194,13 @@ int main(int argc, char **argv) {
   std::string flagError;
   if (!run::checkTimeFlags(waitTimeoutMs, chaosMaxUs, flagError))
     return usageOrCompileError(flagError);
-  overlap_host_options hostOptions;
-  overlap_host_options_init(&hostOptions);
-  hostOptions.wait_timeout_ms = waitTimeoutMs;
-  hostOptions.chaos_max_delay_us = chaosMaxUs;
+  std::optional<uint64_t> chaosSeed;
   if (!chaos.empty()) {
-    unsigned long long chaosSeed;
-    if (llvm::getAsUnsignedInteger(chaos, 10, chaosSeed))
+    unsigned long long value;
+    if (llvm::getAsUnsignedInteger(chaos, 10, value))
       return usageOrCompileError("--chaos '" + chaos +
                                  "': expected an unsigned seed");
-    hostOptions.chaos = OVERLAP_CHAOS_ON;
-    hostOptions.chaos_seed = chaosSeed;
+    chaosSeed = value;
   }
 
   // The overlap program is compiled in a context whose remarks the flags
@@ -268,49 +258,34 @@ int main(int argc, char **argv) {
                            *entryName)))
     return 2;
 
-  llvm::outs() << kTool << ": @" << *entryName << " on " << ranks
-               << " host rank" << (ranks == 1 ? "" : "s") << ", strategy "
-               << strategy << (testingDropWaits ? " (waits dropped)" : "")
-               << " vs reference none, profile " << profile << ", seed "
-               << seed;
-  if (!chaos.empty())
-    llvm::outs() << ", chaos " << chaos;
-  llvm::outs() << "\n";
-  llvm::outs().flush();
-
-  run::Run overlapRun, referenceRun;
-  overlapRun.sig = referenceRun.sig = &*sig;
-  overlapRun.seed = referenceRun.seed = seed;
-  auto packedCall = [](void (*entry)(void **)) {
-    return [entry](std::vector<void *> &values) {
-      std::vector<void *> packed;
-      for (void *&value : values)
-        packed.push_back(&value);
-      entry(packed.data());
-    };
+  // Both programs run as overlap-exec runs libraries: one Session
+  // (inputs, poison, ranks, comparison, report and exit status).
+  overlapProgram.library.sig = *sig;
+  overlapProgram.library.sig.strategy =
+      strategy + (testingDropWaits ? " (waits dropped)" : "");
+  overlapProgram.library.sig.profile = profile;
+  referenceProgram.library.sig = *sig;
+  referenceProgram.library.sig.strategy = "none";
+  exec::SessionOptions session;
+  session.tool = kTool;
+  session.programLibrary = &overlapProgram.library;
+  session.referenceLibrary = &referenceProgram.library;
+  session.programLabel = "overlap";
+  session.ranks = ranks;
+  session.ranksAs = exec::RanksAs::Threads;
+  session.seed = seed;
+  session.tolerance = tolerance;
+  session.waitTimeoutMs = waitTimeoutMs;
+  session.chaos = chaosSeed;
+  session.chaosMaxUs = chaosMaxUs;
+  exec::SessionOutput output;
+  output.out = [](const std::string &text) {
+    llvm::outs() << text;
+    llvm::outs().flush();
   };
-  overlapRun.call = packedCall(overlapProgram.entry);
-  referenceRun.call = packedCall(referenceProgram.entry);
-  double overlapMs = 0, referenceMs = 0;
-  if (failed(launch(overlapRun, hostOptions, "overlap", overlapMs)) ||
-      failed(launch(referenceRun, hostOptions, "reference", referenceMs)))
-    return 2;
-
-  // Every output of every rank: results first, then the arguments.
-  std::vector<std::vector<run::OutputView>> got, want;
-  if (!run::collectOutputs(overlapRun, got, error))
-    return usageOrCompileError("overlap run, " + error);
-  if (!run::collectOutputs(referenceRun, want, error))
-    return usageOrCompileError("reference run, " + error);
-  run::Comparison comparison = run::compareOutputs(
-      *sig, got, want, tolerance, "overlap", "reference", seed);
-  run::freeResults(*sig, overlapRun);
-  run::freeResults(*sig, referenceRun);
-
-  llvm::outs() << comparison.text;
-  llvm::outs() << "host run: overlap " << llvm::format("%.1f", overlapMs)
-               << " ms, reference " << llvm::format("%.1f", referenceMs)
-               << " ms (threads on this CPU; not a performance measure)\n";
-  llvm::outs() << run::verdict(comparison);
-  return comparison.ok ? 0 : 1;
+  output.err = [](const std::string &text) {
+    llvm::outs().flush();
+    llvm::errs() << text;
+  };
+  return exec::runSession(session, output);
 }

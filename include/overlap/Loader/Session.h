@@ -31,6 +31,15 @@ struct SessionOptions {
   std::string program;
   /// Empty: no reference, a checksum per output.
   std::string reference;
+  /// Not null: a program the caller has already loaded (overlap-run's JIT:
+  /// `path` names it in messages, `handle` is null and `entry` is the C
+  /// interface), run instead of the library at `program`; the same for
+  /// the reference. A program without a handle is not poisoned here: its
+  /// loader registers the poisoning allocators itself.
+  const Library *programLibrary = nullptr;
+  const Library *referenceLibrary = nullptr;
+  /// What the report calls the program ("program"; overlap-run: "overlap").
+  std::string programLabel = "program";
   /// 0: the size of the program's grid.
   int ranks = 0;
   /// Host ranks as threads of this process, or one per process of the MPI

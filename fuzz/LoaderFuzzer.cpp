@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/ElfCheck.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -24,7 +24,7 @@
 #include "MlirFuzz.h"
 
 #include "overlap/Compiler/Options.h"
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

@@ -17,7 +17,7 @@
 #include "MlirFuzz.h"
 
 #include "overlap/Compiler/Options.h"
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"

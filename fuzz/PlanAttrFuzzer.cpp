@@ -17,7 +17,7 @@
 #include "MlirFuzz.h"
 
 #include "overlap/Compiler/Options.h"
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 #include "overlap/Dialect/Overlap/IR/OverlapDialect.h"
 
 #include "llvm/Support/FormatVariadic.h"

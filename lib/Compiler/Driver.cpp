@@ -1,18 +1,24 @@
 //===- Driver.cpp - The Overlap compiler driver, in process -----*- C++ -*-===//
 //
-// Context, input, entry selection, and the way out of MLIR (LLVM IR,
-// optimization, object code, shared libraries).
+// The driver: context, input, entry selection, and compileModule /
+// compileToFiles, which run the stages and write what was asked for
+// through Emit.cpp's way out of MLIR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Driver.h"
+#include "overlap/Compiler/EntrySignature.h"
+#include "overlap/Compiler/Remarks.h"
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -20,24 +26,32 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
-
 #include <dlfcn.h>
 #include <mutex>
+#include <optional>
 
 using namespace mlir;
+using namespace mlir::overlap::compiler;
+namespace artifact = ::overlap::artifact;
 
 namespace mlir {
 namespace overlap {
@@ -94,102 +108,6 @@ FailureOr<std::string> selectEntry(ModuleOp module, llvm::StringRef entry,
   return chosen.getSymName().str();
 }
 
-void initializeNativeTarget() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
-
-static llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
-  switch (optLevel) {
-  case 0:
-    return llvm::CodeGenOptLevel::None;
-  case 1:
-    return llvm::CodeGenOptLevel::Less;
-  case 2:
-    return llvm::CodeGenOptLevel::Default;
-  default:
-    return llvm::CodeGenOptLevel::Aggressive;
-  }
-}
-
-std::unique_ptr<llvm::TargetMachine>
-createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
-                        llvm::raw_ostream &errs) {
-  initializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) {
-    errs << "no LLVM target for " << triple.str() << ": " << error << "\n";
-    return nullptr;
-  }
-  llvm::TargetOptions targetOptions;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu.empty() ? llvm::StringRef("generic") : cpu, "", targetOptions,
-      llvm::Reloc::PIC_, std::nullopt, codeGenLevel(optLevel)));
-  if (!tm)
-    errs << "cannot create a target machine for " << triple.str() << "\n";
-  return tm;
-}
-
-std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
-                                                llvm::LLVMContext &context,
-                                                llvm::TargetMachine &tm,
-                                                unsigned optLevel,
-                                                llvm::raw_ostream &errs) {
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, context);
-  if (!llvmModule) {
-    errs << "the translation of the LLVM dialect to LLVM IR failed\n";
-    return nullptr;
-  }
-  ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
-  auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &tm);
-  if (llvm::Error err = optimize(llvmModule.get())) {
-    errs << "LLVM optimization failed: " << llvm::toString(std::move(err))
-         << "\n";
-    return nullptr;
-  }
-  return llvmModule;
-}
-
-LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
-                         llvm::raw_pwrite_stream &os, llvm::raw_ostream &errs) {
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr,
-                             llvm::CodeGenFileType::ObjectFile)) {
-    errs << "the target machine cannot emit object files\n";
-    return failure();
-  }
-  pm.run(module);
-  return success();
-}
-
-/// The directory of the shared object (or executable) that holds `symbol`,
-/// with links resolved; empty when unknown.
-static std::string directoryOf(const void *symbol) {
-  Dl_info info;
-  if (!dladdr(symbol, &info) || !info.dli_fname)
-    return "";
-  llvm::SmallString<256> real;
-  if (llvm::sys::fs::real_path(info.dli_fname, real))
-    return "";
-  return llvm::sys::path::parent_path(real).str();
-}
-
-std::string runtimeLibraryDir() {
-  // The runtimes sit beside libOverlapCompiler.so, in the build tree's lib/
-  // and in an installation's alike; the compiler links none of them.
-  return directoryOf(reinterpret_cast<const void *>(&runtimeLibraryDir));
-}
-
-std::string mlirRunnerUtilsDir() { return OVERLAP_MLIR_LIB_DIR; }
-
 } // namespace compiler
 } // namespace overlap
 } // namespace mlir
@@ -214,4 +132,192 @@ mlir::overlap::compiler::loadSource(StringRef path, std::string &error) {
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   return sourceMgr;
+}
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Flushes and closes `os` and turns a write error (a full disk, /dev/full)
+/// into an llvm::Error: raw_fd_ostream's destructor would otherwise end the
+/// process with LLVM's fatal "IO failure on output stream".
+static llvm::Error closeOutput(llvm::raw_fd_ostream &os, llvm::StringRef path) {
+  os.flush();
+  // "-" is stdout, which the stream does not own.
+  if (!os.has_error() && path != "-")
+    os.close();
+  if (std::error_code ec = os.error()) {
+    os.clear_error();
+    return error("cannot write " +
+                 (path == "-" ? llvm::Twine("to stdout") : "'" + path + "'") +
+                 ": " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
+/// closeOutput, then the file is kept.
+static llvm::Error keepOutput(llvm::ToolOutputFile &file) {
+  if (llvm::Error err = closeOutput(file.os(), file.outputFilename()))
+    return err;
+  file.keep();
+  return llvm::Error::success();
+}
+
+llvm::Expected<Artifact>
+mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
+                                        llvm::StringRef output,
+                                        const DriverOptions &options) {
+  std::unique_ptr<MLIRContext> context = createContext();
+  // Diagnostics (with their locations in "input") go into the message.
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  sourceMgr->AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, "input"), llvm::SMLoc());
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticsOs(diagnostics);
+  SourceMgrDiagnosticHandler collect(*sourceMgr, context.get(), diagnosticsOs);
+  PlanCollector *plans = collectPlans(*context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, context.get());
+  llvm::Expected<Artifact> artifact =
+      module ? compileModule(*module, output, options)
+             : llvm::Expected<Artifact>(error("stage 'parse': the input does "
+                                              "not parse"));
+  if (!artifact)
+    return error(llvm::toString(artifact.takeError()) +
+                 (diagnostics.empty() ? "" : "\n" + diagnostics));
+  if (plans)
+    artifact->plans = plans->take();
+  return artifact;
+}
+
+llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
+    ModuleOp module, llvm::StringRef output, const DriverOptions &options,
+    llvm::StringRef stopAfter,
+    llvm::function_ref<LogicalResult(PassManager &)> configure) {
+  if (llvm::Error err = options.compile.validate())
+    return std::move(err);
+  if (options.optLevel > 3)
+    return error("-O" + llvm::Twine(options.optLevel) +
+                 ": the level is 0 to 3");
+  if (llvm::Error err = checkHostCPU(options.cpu))
+    return std::move(err);
+  if (!stopAfter.empty() && options.emit != Emit::MLIR)
+    return error("--stop-after-stage needs --emit=mlir");
+  if (!stopAfter.empty() &&
+      llvm::none_of(buildStages(options.compile),
+                    [&](const Stage &s) { return s.name == stopAfter; }))
+    return error("--stop-after-stage: unknown stage '" + stopAfter +
+                 "' for --target=" + options.compile.target + " (" +
+                 stageNames(options.compile) + ")");
+
+  Artifact artifact;
+  artifact.path = output.str();
+  std::string why;
+  llvm::raw_string_ostream whyOs(why);
+  if (!options.entry.empty() &&
+      failed(selectEntry(module, options.entry, "", whyOs)))
+    return error(llvm::StringRef(why).rtrim());
+
+  // Objects and libraries carry their entry's signature, so that
+  // overlap-exec runs them without MLIR. A module it cannot describe still
+  // compiles (a C program may call it), with a warning.
+  std::optional<artifact::Signature> signature;
+  if (options.emit == Emit::Object || options.emit == Emit::SharedLibrary) {
+    FailureOr<std::string> entryName =
+        options.entry.empty() ? soleEntry(module, why)
+                              : FailureOr<std::string>(options.entry);
+    FailureOr<artifact::Signature> sig = failure();
+    if (succeeded(entryName))
+      sig = describeEntry(module, *entryName, "overlap-exec", why);
+    // A signature that describes the entry but cannot be written as one
+    // (a name that would add a line to the text, a buffer no machine
+    // holds) is an error: the library would be refused by every loader.
+    if (succeeded(sig) && failed(checkEmbeddable(*sig, why)))
+      return error("stage 'signature': " + why);
+    if (succeeded(sig)) {
+      sig->target = options.compile.target;
+      sig->strategy = options.compile.strategy;
+      sig->profile = options.compile.profile;
+      signature = std::move(*sig);
+    } else {
+      artifact.warnings.push_back(
+          "no " + std::string(artifact::kSignatureSymbol) +
+          " embedded (overlap-exec cannot run the output): " + why);
+    }
+  }
+
+  std::string stageErrors;
+  llvm::raw_string_ostream stageOs(stageErrors);
+  if (failed(runStages(module, options.compile, stopAfter, "", stageOs,
+                       configure)))
+    return error(llvm::StringRef(stageErrors).rtrim());
+
+  std::string fileError;
+  if (options.emit == Emit::MLIR) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    module.print(file->os());
+    file->os() << "\n";
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
+    return artifact;
+  }
+  std::string tmError;
+  llvm::raw_string_ostream tmOs(tmError);
+  std::string cpu =
+      options.cpu == "native" ? llvm::sys::getHostCPUName().str() : options.cpu;
+  std::unique_ptr<llvm::TargetMachine> tm =
+      createHostTargetMachine(cpu, options.optLevel, tmOs);
+  if (!tm)
+    return error("stage 'codegen': " + tmError);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateToLLVMIR(module, llvmContext, *tm, options.optLevel, tmOs);
+  if (!llvmModule)
+    return error("stage 'translate': " + tmError);
+  if (options.emit == Emit::LLVM) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    llvmModule->print(file->os(), nullptr);
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
+    return artifact;
+  }
+  if (signature)
+    embedSignature(*llvmModule, *signature);
+  if (options.emit == Emit::Object) {
+    auto file = openOutputFile(output, &fileError);
+    if (!file)
+      return error(fileError);
+    if (failed(emitObject(*llvmModule, *tm, file->os(), tmOs))) {
+      file->os().clear_error();
+      return error("stage 'codegen': " + tmError);
+    }
+    if (llvm::Error err = keepOutput(*file))
+      return std::move(err);
+    return artifact;
+  }
+  llvm::SmallString<128> objectPath;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "overlap-compile", "o", fd, objectPath))
+    return error("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    if (failed(emitObject(*llvmModule, *tm, os, tmOs))) {
+      os.clear_error();
+      return error("stage 'codegen': " + tmError);
+    }
+    if (llvm::Error err = closeOutput(os, objectPath))
+      return std::move(err);
+  }
+  bool needsRunnerUtils = llvmModule->getFunction("memrefCopy") != nullptr;
+  if (llvm::Error err =
+          linkSharedLibrary(objectPath, output, options.compile.target,
+                            needsRunnerUtils, options.cc))
+    return std::move(err);
+  return artifact;
 }

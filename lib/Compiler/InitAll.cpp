@@ -9,7 +9,7 @@
 
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 
 #include "overlap/Conversion/Passes.h"
 

@@ -1,7 +1,7 @@
 //===- Executor.cpp - C-interface calls and the host executor ---*- C++ -*-===//
 //
 // Calling an entry whose arity is known only at run time, and running it on
-// ranks of the runtime's host backend with RunSupport.
+// ranks of the runtime's host backend with Run.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,7 +7,7 @@
 
 #include "overlap/Loader/ElfCheck.h"
 #include "overlap/Loader/Executor.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 

@@ -9,7 +9,7 @@
 
 #include "overlap/Runner/Jit.h"
 #include "overlap/Compiler/Driver.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 #include "overlap/Runtime/overlap_runtime.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
 
@@ -25,7 +25,7 @@ using namespace mlir;
 namespace run = ::overlap::run;
 
 /// The runtime's C ABI (and, for runs that check them, the poisoning
-/// allocators of RunSupport.h: every allocation starts as all-ones bytes, a
+/// allocators of Run.h: every allocation starts as all-ones bytes, a
 /// NaN in f32, f16 and bf16), by name, for the JIT. Registered explicitly
 /// (rather than found among the process's symbols) so that resolution does
 /// not depend on how the host program was linked.

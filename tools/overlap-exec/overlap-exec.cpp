@@ -27,7 +27,7 @@
 #include "overlap/Loader/ElfImports.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/Session.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 

@@ -22,7 +22,7 @@
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Remarks.h"
 #include "overlap/Loader/Compare.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 #include "overlap/Loader/Session.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -152,7 +152,7 @@ static LogicalResult compileAndJit(Program &program,
     return failure();
   }
   program.engine = std::move(*engine);
-  // Every allocation of the program starts poisoned (RunSupport.h).
+  // Every allocation of the program starts poisoned (Run.h).
   runner::registerRuntimeSymbols(*program.engine,
                                    /*poisonAllocations=*/true);
   auto fn = program.engine->lookup("_mlir_ciface_" + entryName);

@@ -13,7 +13,7 @@
 #define OVERLAP_COMPILER_DRIVER_H
 
 #include "overlap/Compiler/Options.h"
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 #include "overlap/Compiler/Remarks.h"
 
 #include "mlir/IR/BuiltinOps.h"

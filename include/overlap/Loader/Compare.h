@@ -3,14 +3,14 @@
 // What overlap-run and overlap-exec print once the outputs of a run are in
 // host memory: the per-element comparison of a program against a
 // reference, its verdict, checksums of one run, timing helpers. No MLIR and
-// no LLVM, like RunSupport.h.
+// no LLVM, like Run.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef OVERLAP_LOADER_COMPARE_H
 #define OVERLAP_LOADER_COMPARE_H
 
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include <string>
 #include <string_view>

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_TOOLS_OVERLAP_EXEC_ELFIMPORTS_H
-#define OVERLAP_TOOLS_OVERLAP_EXEC_ELFIMPORTS_H
+#ifndef OVERLAP_LOADER_ELFIMPORTS_H
+#define OVERLAP_LOADER_ELFIMPORTS_H
 
 #include <string>
 #include <vector>
@@ -36,4 +36,4 @@ bool redirectImports(void *handle, std::vector<ImportRedirect> &redirects,
 } // namespace exec
 } // namespace overlap
 
-#endif // OVERLAP_TOOLS_OVERLAP_EXEC_ELFIMPORTS_H
+#endif // OVERLAP_LOADER_ELFIMPORTS_H

@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
-#define OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
+#ifndef OVERLAP_LOADER_EXECUTOR_H
+#define OVERLAP_LOADER_EXECUTOR_H
 
 #include "overlap/Loader/ElfImports.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include <memory>
 #include <string>
@@ -101,7 +101,7 @@ public:
   virtual void release(const Library &lib, Outcome &outcome) = 0;
 };
 
-/// malloc, aligned_alloc and overlap_alloc to RunSupport's poisoning
+/// malloc, aligned_alloc and overlap_alloc to Run's poisoning
 /// versions (host memory).
 std::vector<ImportRedirect> hostPoisonedImports();
 
@@ -123,4 +123,4 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
 } // namespace exec
 } // namespace overlap
 
-#endif // OVERLAP_TOOLS_OVERLAP_EXEC_EXECUTOR_H
+#endif // OVERLAP_LOADER_EXECUTOR_H

@@ -12,7 +12,7 @@
 #ifndef OVERLAP_LOADER_NPZ_H
 #define OVERLAP_LOADER_NPZ_H
 
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -14,7 +14,7 @@
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/ProcessRun.h"
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 
 #include <cstdint>
 #include <functional>

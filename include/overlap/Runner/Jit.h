@@ -28,7 +28,7 @@ llvm::Expected<std::unique_ptr<ExecutionEngine>> createJit(ModuleOp module,
 /// Makes the runtime's C ABI (every CORE and PROCESS row of RuntimeABI.def,
 /// from the host runtime this library links) known to `engine` by name;
 /// with `poisonAllocations`, overlap_alloc, malloc and aligned_alloc are
-/// the loader's poisoning versions (RunSupport.h).
+/// the loader's poisoning versions (Run.h).
 void registerRuntimeSymbols(ExecutionEngine &engine, bool poisonAllocations);
 
 } // namespace runner

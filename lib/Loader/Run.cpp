@@ -1,4 +1,4 @@
-//===- RunSupport.cpp - Run programs and compare their outputs --*- C++ -*-===//
+//===- Run.cpp - Run programs and compare their outputs ---------*- C++ -*-===//
 //
 // The MLIR-free half of overlap-run, shared with overlap-exec: signatures
 // and their text form, inputs, descriptors, poison, host runs, comparison
@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Loader/RunSupport.h"
+#include "overlap/Loader/Run.h"
 #include "overlap/Loader/RuntimeApi.h"
 
 #include <algorithm>

@@ -1,11 +1,11 @@
-//===- Pipeline.cpp - The Overlap compile pipeline --------------*- C++ -*-===//
+//===- Stages.cpp - The Overlap compile stages ------------------*- C++ -*-===//
 //
 // The stages and their textual pipelines, the registered pipeline
 // `overlap-to-llvm`, and CompileOptions' checks.
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Compiler/Pipeline.h"
+#include "overlap/Compiler/Stages.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"

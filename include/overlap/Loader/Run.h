@@ -1,4 +1,4 @@
-//===- RunSupport.h - Run programs and view their outputs -------*- C++ -*-===//
+//===- Run.h - Run programs and view their outputs --------------*- C++ -*-===//
 //
 // What overlap-run (JIT) and overlap-exec (dlopen) share once a program is
 // compiled: the entry signature and its embedded text form, seeded inputs,
@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_TOOLS_COMMON_RUNSUPPORT_H
-#define OVERLAP_TOOLS_COMMON_RUNSUPPORT_H
+#ifndef OVERLAP_LOADER_RUN_H
+#define OVERLAP_LOADER_RUN_H
 
 #include "overlap/Artifact/Signature.h"
 #include "overlap/Runtime/overlap_runtime.h"
@@ -229,4 +229,4 @@ void copyContiguous(const BufferSpec &spec, const OutputView &view,
 } // namespace run
 } // namespace overlap
 
-#endif // OVERLAP_TOOLS_COMMON_RUNSUPPORT_H
+#endif // OVERLAP_LOADER_RUN_H

@@ -1,4 +1,4 @@
-//===- Pipeline.h - The Overlap compile pipeline ----------------*- C++ -*-===//
+//===- Stages.h - The Overlap compile stages --------------------*- C++ -*-===//
 //
 // From tensor IR (linalg + shard, or overlap fused ops) to the LLVM dialect,
 // in stages: tensor, bufferize, schedule, [kernels: target=cuda], runtime,
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_COMPILER_PIPELINE_H
-#define OVERLAP_COMPILER_PIPELINE_H
+#ifndef OVERLAP_COMPILER_STAGES_H
+#define OVERLAP_COMPILER_STAGES_H
 
 #include "overlap/Compiler/Options.h"
 
@@ -111,4 +111,4 @@ void registerCompilerPipelines();
 } // namespace overlap
 } // namespace mlir
 
-#endif // OVERLAP_COMPILER_PIPELINE_H
+#endif // OVERLAP_COMPILER_STAGES_H

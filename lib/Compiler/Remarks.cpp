@@ -8,8 +8,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Remark/RemarkStreamer.h"
 #include "llvm/Remarks/RemarkFormat.h"
+#include "llvm/Remarks/RemarkSerializer.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::overlap::compiler;
@@ -20,7 +25,9 @@ struct RemarkCL {
       : filter("remarks-filter",
                llvm::cl::desc("Report the remarks whose category matches "
                               "this regex ('overlap': the passes' plans and "
-                              "decisions); off by default"),
+                              "decisions; 'overlap-plan' or "
+                              "'overlap:overlap-plan': one pass's); off by "
+                              "default"),
                llvm::cl::init(""), llvm::cl::cat(category)),
         format("remark-format",
                llvm::cl::desc("emit (printed as remarks), yaml or "
@@ -33,6 +40,82 @@ struct RemarkCL {
   llvm::cl::opt<std::string> filter, format, outputFile;
 };
 RemarkCL *remarkCL = nullptr;
+
+/// YAML or bitstream remarks to a file, as upstream's LLVMRemarkStreamer
+/// writes them, except that a failed write is kept (and the stream's error
+/// cleared) instead of ending the process when the stream is destroyed.
+class RemarkFileStreamer final : public remark::detail::MLIRRemarkStreamerBase {
+public:
+  RemarkFileStreamer(std::string path, std::unique_ptr<llvm::raw_fd_ostream> os,
+                     std::unique_ptr<llvm::remarks::RemarkSerializer> serializer)
+      : path(std::move(path)), os(std::move(os)),
+        serializer(std::move(serializer)) {}
+  ~RemarkFileStreamer() override {
+    finish();
+    unregister(this);
+  }
+
+  void streamOptimizationRemark(const remark::detail::Remark &remark) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!serializer || failed())
+      return;
+    serializer->emit(remark.generateRemark());
+    check();
+  }
+  void finalize() override { finish(); }
+
+  /// Finalizes the file once; the write error, if any, as a message.
+  std::string finish() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (serializer) {
+      if (!failed())
+        serializer->finalize();
+      serializer.reset();
+      os->flush();
+      check();
+    }
+    return why;
+  }
+
+  static void add(MLIRContext *context, RemarkFileStreamer *streamer) {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry()[context] = streamer;
+  }
+  static RemarkFileStreamer *find(MLIRContext *context) {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    auto it = registry().find(context);
+    return it == registry().end() ? nullptr : it->second;
+  }
+
+private:
+  static std::map<MLIRContext *, RemarkFileStreamer *> &registry() {
+    static std::map<MLIRContext *, RemarkFileStreamer *> map;
+    return map;
+  }
+  static void unregister(RemarkFileStreamer *streamer) {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    for (auto it = registry().begin(); it != registry().end(); ++it)
+      if (it->second == streamer) {
+        registry().erase(it);
+        return;
+      }
+  }
+  bool failed() const { return !why.empty(); }
+  void check() {
+    if (!os->has_error())
+      return;
+    why = "--remarks-output-file: cannot write '" + path +
+          "': " + os->error().message();
+    os->clear_error();
+  }
+
+  static inline std::mutex registryMutex;
+  std::mutex mutex;
+  std::string path;
+  std::unique_ptr<llvm::raw_fd_ostream> os;
+  std::unique_ptr<llvm::remarks::RemarkSerializer> serializer;
+  std::string why;
+};
 } // namespace
 
 void mlir::overlap::compiler::registerRemarkCLOptions(
@@ -84,17 +167,58 @@ llvm::Error mlir::overlap::compiler::enableRemarks(MLIRContext &context,
     return llvm::createStringError("--remark-format=%s: needs "
                                    "--remarks-output-file",
                                    options.format.c_str());
-  if (failed(remark::enableOptimizationRemarksWithLLVMStreamer(
-          context, options.outputFile, format, std::move(policy), categories)))
+  std::error_code ec;
+  auto os = std::make_unique<llvm::raw_fd_ostream>(
+      options.outputFile, ec,
+      format == llvm::remarks::Format::YAML ? llvm::sys::fs::OF_Text
+                                            : llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError("--remarks-output-file: cannot write '%s': %s",
+                                   options.outputFile.c_str(),
+                                   ec.message().c_str());
+  llvm::Expected<std::unique_ptr<llvm::remarks::RemarkSerializer>> serializer =
+      llvm::remarks::createRemarkSerializer(format, *os);
+  if (!serializer)
+    return llvm::createStringError(
+        "--remarks-output-file: %s",
+        llvm::toString(serializer.takeError()).c_str());
+  auto streamer = std::make_unique<RemarkFileStreamer>(
+      options.outputFile, std::move(os), std::move(*serializer));
+  RemarkFileStreamer *file = streamer.get();
+  if (failed(remark::enableOptimizationRemarks(context, std::move(streamer),
+                                               std::move(policy), categories)))
     return llvm::createStringError("--remarks-output-file: cannot write '%s'",
                                    options.outputFile.c_str());
+  RemarkFileStreamer::add(&context, file);
   return llvm::Error::success();
+}
+
+llvm::Error mlir::overlap::compiler::finishRemarks(MLIRContext &context) {
+  RemarkFileStreamer *file = RemarkFileStreamer::find(&context);
+  if (!file)
+    return llvm::Error::success();
+  std::string why = file->finish();
+  if (why.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+llvm::json::Value mlir::overlap::compiler::toJSON(const PlanRecord &record) {
+  llvm::json::Object object = llvm::json::Object(record.plan);
+  object["location"] = record.location;
+  object["op"] = record.op;
+  object["summary"] = record.summary;
+  return std::move(object);
 }
 
 void PlanCollector::streamOptimizationRemark(
     const remark::detail::Remark &remark) {
-  if (remark.getCategoryName() != mlir::overlap::kRemarkCategory ||
-      remark.getRemarkName() != mlir::overlap::kPlanRemarkName)
+  // The plan remark under any of the names it is emitted with
+  // (Transforms/Remarks.h); collectPlans asks for category "overlap".
+  llvm::StringRef category = remark.getCombinedCategoryName();
+  if (remark.getRemarkName() != mlir::overlap::kPlanRemarkName ||
+      (category != mlir::overlap::qualifiedRemarkCategory("overlap-plan") &&
+       category != "overlap-plan"))
     return;
   PlanRecord record;
   llvm::raw_string_ostream loc(record.location);
@@ -104,10 +228,24 @@ void PlanCollector::streamOptimizationRemark(
   else
     loc << remark.getLocation();
   for (const remark::detail::Remark::Arg &arg : remark.getArgs()) {
-    if (arg.key == "Remark")
+    if (arg.key == "op") {
+      record.op = arg.val;
+    } else if (arg.key == "Remark") {
       record.summary += arg.val;
-    else
-      record.metrics[arg.key] = arg.val;
+      // The Planner's document rides on the text (OverlapPlanPass): the
+      // plan as the Planner wrote it, not its metrics read back.
+      auto document = llvm::dyn_cast_if_present<StringAttr>(arg.getAttribute());
+      if (!document)
+        continue;
+      llvm::Expected<llvm::json::Value> plan =
+          llvm::json::parse(document.getValue());
+      if (!plan) {
+        llvm::consumeError(plan.takeError());
+        continue;
+      }
+      if (llvm::json::Object *object = plan->getAsObject())
+        record.plan = std::move(*object);
+    }
   }
   std::lock_guard<std::mutex> lock(mutex);
   plans.push_back(std::move(record));

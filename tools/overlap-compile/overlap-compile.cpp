@@ -197,5 +197,7 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(artifact.takeError()));
   for (const std::string &warning : artifact->warnings)
     llvm::errs() << kTool << ": warning: " << warning << "\n";
+  if (llvm::Error err = compiler::finishRemarks(*context))
+    return fail(llvm::toString(std::move(err)));
   return 0;
 }

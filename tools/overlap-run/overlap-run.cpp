@@ -257,6 +257,8 @@ int main(int argc, char **argv) {
   if (failed(compileAndJit(referenceProgram, referenceOptions, "reference",
                            *entryName)))
     return 2;
+  if (llvm::Error err = compiler::finishRemarks(*context))
+    return usageOrCompileError(llvm::toString(std::move(err)));
 
   // Both programs run as overlap-exec runs libraries: one Session
   // (inputs, poison, ranks, comparison, report and exit status).

@@ -14,8 +14,8 @@
 #include "mlir/IR/Remarks.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,8 +28,9 @@ namespace compiler {
 
 /// How a tool reports remarks.
 struct RemarkOptions {
-  /// A regex over remark categories ("overlap" selects Overlap's); empty:
-  /// remarks are off.
+  /// A regex over remark categories ("overlap" selects Overlap's, a pass
+  /// name such as "overlap-plan", or "overlap:overlap-plan" as remarks show
+  /// it, that pass's); empty: remarks are off.
   std::string filter;
   /// "emit": printed as diagnostics (remark: ...); "yaml" or "bitstream":
   /// serialized to `outputFile`.
@@ -45,17 +46,34 @@ void registerRemarkCLOptions(llvm::cl::OptionCategory &category);
 RemarkOptions remarkOptionsFromCL();
 
 /// Enables the remark engine of `context` as `options` says; nothing when
-/// the filter is empty. Fails with a message naming the flag.
+/// the filter is empty. Fails with a message naming the flag. Serialized
+/// remarks go to the file through a streamer of ours, which never ends the
+/// process on a write error (LLVM's ends it with "IO failure on output
+/// stream"): finishRemarks reports it.
 llvm::Error enableRemarks(MLIRContext &context, const RemarkOptions &options);
 
-/// What the Planner decided for one fused op (an "overlap" "plan" remark):
-/// its location, the remark's text and its metrics (tiles, strategy, bound,
-/// predicted_us, serial_us).
+/// Flushes the remark file `context` writes to (--remarks-output-file), if
+/// any, and fails naming the file and the reason when a write to it failed
+/// (a full disk, /dev/full). The tools call it once their passes have run.
+llvm::Error finishRemarks(MLIRContext &context);
+
+/// What the Planner decided for one fused op (an "overlap" "plan" remark).
 struct PlanRecord {
+  /// Where the op is (file:line:col).
   std::string location;
+  /// The fused op's name (overlap.matmul_all_reduce, ...).
+  std::string op;
+  /// The remark's text.
   std::string summary;
-  std::map<std::string, std::string> metrics;
+  /// The Planner's document of the plan, as `overlap-plan --json` prints it
+  /// and `overlapPlanJSON` returns it (planner::planToJSON): "tiles" a list
+  /// of integers, times in µs as numbers, "problem", "tasks", ...
+  llvm::json::Object plan;
 };
+
+/// `record.plan` with "location", "op" and "summary" added: one element of
+/// `overlapCompileResultPlansJSON` (and of Python's Compiled.plans).
+llvm::json::Value toJSON(const PlanRecord &record);
 
 /// A remark streamer that keeps the plan remarks.
 class PlanCollector final : public remark::detail::MLIRRemarkStreamerBase {

@@ -55,6 +55,7 @@ def ConvertOverlapToRuntime : Pass<"convert-overlap-to-runtime", "ModuleOp"> {
            "Runtime backend the program is for: host or cuda">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",

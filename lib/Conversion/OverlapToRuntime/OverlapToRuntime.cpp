@@ -17,7 +17,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -735,46 +737,87 @@ struct ConvertOverlapToRuntimePass
   }
 
   /// shard.process_multi_index / process_linear_index (what shard-partition
-  /// uses to tell ranks apart) from the runtime's rank.
+  /// uses to tell ranks apart): upstream's patterns turn a multi-index into
+  /// an affine.delinearize_index of the linear index (lower-affine lowers it
+  /// later), and the linear index, the rank in the grid's row-major order,
+  /// is the runtime's rank.
   LogicalResult lowerProcessIndices(func::FuncOp func, RuntimeBuilder &rt,
                                     SymbolTableCollection &symbols) {
-    SmallVector<Operation *> ops;
+    bool any = false;
     func.walk([&](Operation *op) {
       if (isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
-        ops.push_back(op);
+        any = true;
     });
-    for (Operation *op : ops) {
+    if (!any)
+      return success();
+    // Static grids only: the runtime's world is the grid's devices.
+    WalkResult checked = func.walk([&](Operation *op) {
+      if (!isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
+        return WalkResult::advance();
       auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
       auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
+      if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic)) {
+        op->emitOpError() << "cannot be lowered: grid " << gridSym
+                          << " is missing or has a dynamic shape";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (checked.wasInterrupted())
+      return failure();
+    // Only these ops and what the patterns make of them are rewritten (and
+    // folded: grid_shape of a static grid is constants).
+    SmallVector<Operation *> multi;
+    func.walk([&](shard::ProcessMultiIndexOp op) { multi.push_back(op); });
+    RewritePatternSet patterns(func.getContext());
+    shard::populateProcessMultiIndexOpLoweringPatterns(patterns, symbols);
+    (void)applyOpPatternsGreedily(
+        multi, std::move(patterns),
+        GreedyRewriteConfig().setStrictness(
+            GreedyRewriteStrictness::ExistingAndNewOps));
+    // What the patterns replaced (and left without uses), and the grid's
+    // extents (static) as constants.
+    func.walk([&](shard::ProcessMultiIndexOp op) {
+      if (op->use_empty())
+        op->erase();
+    });
+    SmallVector<shard::GridShapeOp> shapes;
+    func.walk([&](shard::GridShapeOp op) { shapes.push_back(op); });
+    for (shard::GridShapeOp op : shapes) {
+      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
+          op, op.getGridAttr());
       if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
-        return op->emitOpError() << "cannot be lowered: grid " << gridSym
-                                 << " is missing or has a dynamic shape";
+        continue;
+      OpBuilder &b = rt.builder();
+      b.setInsertionPoint(op);
+      ArrayRef<shard::GridAxis> axes = op.getAxes();
+      SmallVector<Value> extents;
+      for (size_t i = 0; i < op->getNumResults(); ++i) {
+        int64_t axis = axes.empty() ? int64_t(i) : int64_t(axes[i]);
+        extents.push_back(arith::ConstantIndexOp::create(
+            b, op.getLoc(), grid.getShape()[axis]));
+      }
+      op->replaceAllUsesWith(extents);
+      op->erase();
+    }
+    SmallVector<shard::ProcessLinearIndexOp> linear;
+    func.walk([&](shard::ProcessLinearIndexOp op) { linear.push_back(op); });
+    for (shard::ProcessLinearIndexOp op : linear) {
       OpBuilder &b = rt.builder();
       b.setInsertionPoint(op);
       Location loc = op->getLoc();
       Value rank = arith::IndexCastOp::create(
           b, loc, b.getIndexType(),
           rt.call(loc, RuntimeFn::overlap_context_rank, rt.ctx));
-      if (isa<shard::ProcessLinearIndexOp>(op)) {
-        op->getResult(0).replaceAllUsesWith(rank);
-        op->erase();
-        continue;
-      }
-      SmallVector<Value> coords = gridCoords(b, loc, rank, grid.getShape());
-      auto axes = op->getAttrOfType<DenseI16ArrayAttr>("axes");
-      SmallVector<Value> results;
-      if (!axes || axes.empty())
-        results = coords;
-      else
-        for (int16_t a : axes.asArrayRef())
-          results.push_back(coords[a]);
-      if (results.size() != op->getNumResults())
-        return op->emitOpError() << "cannot be lowered: expected "
-                                 << results.size() << " results";
-      op->replaceAllUsesWith(results);
+      op->getResult(0).replaceAllUsesWith(rank);
       op->erase();
     }
-    return success();
+    WalkResult left = func.walk([&](shard::ProcessMultiIndexOp op) {
+      op->emitOpError() << "cannot be lowered: upstream's process-index "
+                           "lowering left it";
+      return WalkResult::interrupt();
+    });
+    return failure(left.wasInterrupted());
   }
 
   /// Emits the streams interleaved per tile, then joins them. A stream is

@@ -117,12 +117,15 @@ func.func @sequential(%c: memref<128x64xf32>) {
 shard.grid @tp(shape = 2x2)
 
 // A dynamic layout (a buffer an scf.if chose) is checked at run time, and
-// the rank's grid coordinates come from the runtime's rank.
+// the rank's grid coordinates come from the runtime's rank (upstream's
+// process-index lowering: the delinearized linear index).
 // CHECK-LABEL: func.func @dynamic_layout
 // CHECK: call @overlap_group_split_cached
 // CHECK: %[[R:.*]] = call @overlap_context_rank
 // CHECK-NEXT: %[[RI:.*]] = arith.index_cast %[[R]] : i32 to index
-// CHECK: arith.divui %[[RI]]
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[C2B:.*]] = arith.constant 2 : index
+// CHECK: affine.delinearize_index %[[RI]] into (%[[C2]], %[[C2B]]) : index, index
 // CHECK: cf.assert %{{.*}}, "overlap_all_reduce: a buffer is not contiguous at run time"
 // CHECK: call @overlap_all_reduce
 func.func @dynamic_layout(%c: memref<128x64xf32, strided<[?, ?], offset: ?>>) -> index {

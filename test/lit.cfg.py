@@ -13,6 +13,11 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.overlap_obj_root, "test")
+# scripts/test-sanitizers.sh runs the loader's hostile-input tests with the
+# ASan+UBSan build's tools (lit's own --param overlap-exec=PATH) and keeps
+# their temporaries apart from this build's: --param overlap_exec_root=DIR.
+if lit_config.params.get("overlap_exec_root"):
+    config.test_exec_root = lit_config.params["overlap_exec_root"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
                    "Inputs", "downstream"]
 

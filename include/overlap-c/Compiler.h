@@ -54,9 +54,12 @@ overlapCompileResultSucceeded(const OverlapCompileResult *result);
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultError(const OverlapCompileResult *result);
 
-/** On success: the plans chosen, a JSON array of objects with "location",
- *  "summary" and the remark's metrics (tiles, strategy, bound,
- *  predicted_us, serial_us, op). */
+/** On success: the plans chosen, in the order of the ops, a JSON array with
+ *  one object per fused op: the Planner's document of its plan, as
+ *  overlapPlanJSON returns it ("strategy", "tiles" an array of integers,
+ *  "bound", "predicted_us", "serial_us" and the other times as numbers,
+ *  "problem", "profile", "tasks", ...), plus "location" (file:line:col),
+ *  "op" (the fused op's name) and "summary" (the plan remark's text). */
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result);
 

@@ -59,20 +59,8 @@ struct OverlapCompileResult {
 
 static std::string plansToJSON(const std::vector<compiler::PlanRecord> &plans) {
   llvm::json::Array array;
-  for (const compiler::PlanRecord &plan : plans) {
-    llvm::json::Object object{{"location", plan.location},
-                              {"summary", plan.summary}};
-    // Times are numbers; the other metrics stay text.
-    for (const auto &[key, value] : plan.metrics) {
-      double number;
-      if (llvm::StringRef(key).ends_with("_us") &&
-          !llvm::StringRef(value).getAsDouble(number))
-        object[key] = number;
-      else
-        object[key] = value;
-    }
-    array.push_back(std::move(object));
-  }
+  for (const compiler::PlanRecord &plan : plans)
+    array.push_back(compiler::toJSON(plan));
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(array));

@@ -72,7 +72,8 @@ std::vector<ImportRedirect> hostPoisonedImports() {
   return {
       {"malloc", reinterpret_cast<void *>(&run::poisonedMalloc)},
       {"aligned_alloc", reinterpret_cast<void *>(&run::poisonedAlignedAlloc)},
-      {"overlap_alloc", reinterpret_cast<void *>(&run::poisonedOverlapAlloc)}};
+      {"overlap_alloc", reinterpret_cast<void *>(&run::poisonedOverlapAlloc)},
+      {"free", reinterpret_cast<void *>(&run::trackedFree)}};
 }
 
 namespace {

@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <unordered_set>
 #include <unistd.h>
 
 namespace overlap {
@@ -51,18 +53,50 @@ void setPoisoning(bool on) { poisonOn.store(on, std::memory_order_relaxed); }
 
 bool poisoning() { return poisonOn.load(std::memory_order_relaxed); }
 
+// The blocks that the program's malloc and aligned_alloc handed out and its
+// free did not take back. The pointers of a result descriptor that does not
+// match the signature may be anything, so freeResults frees only pointers
+// found here: without it, every such run left its results behind, a leak
+// in a long-lived host (found by the ASan run of the loader's tests).
+static std::mutex programBlocksMutex;
+static std::unordered_set<void *> &programBlocks() {
+  static auto *blocks = new std::unordered_set<void *>();
+  return *blocks;
+}
+
+static void *trackBlock(void *ptr) {
+  if (ptr) {
+    std::lock_guard<std::mutex> lock(programBlocksMutex);
+    programBlocks().insert(ptr);
+  }
+  return ptr;
+}
+
+/// Whether `ptr` is a block of the program's that it has not freed; it is
+/// no longer tracked afterwards (the caller frees it).
+static bool untrackBlock(void *ptr) {
+  std::lock_guard<std::mutex> lock(programBlocksMutex);
+  return programBlocks().erase(ptr) > 0;
+}
+
 void *poisonedMalloc(size_t bytes) {
   void *ptr = std::malloc(bytes);
   if (ptr && poisoning())
     std::memset(ptr, 0xff, bytes);
-  return ptr;
+  return trackBlock(ptr);
 }
 
 void *poisonedAlignedAlloc(size_t alignment, size_t bytes) {
   void *ptr = std::aligned_alloc(alignment, bytes);
   if (ptr && poisoning())
     std::memset(ptr, 0xff, bytes);
-  return ptr;
+  return trackBlock(ptr);
+}
+
+void trackedFree(void *ptr) {
+  if (ptr)
+    untrackBlock(ptr);
+  std::free(ptr);
 }
 
 overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
@@ -321,21 +355,39 @@ void freeResults(const Signature &sig, RankData &data,
   std::vector<int64_t> freed;
   for (const std::vector<int64_t> &arg : data.argDescriptors)
     freed.push_back(arg[0]);
-  // What a program that does not match its signature left is not freed:
-  // its pointers may be anything.
+  // What a program that does not match its signature left may be anything:
+  // of its words, only blocks its own malloc returned are freed.
+  auto releaseProgramBlocks = [&](size_t from, size_t to) {
+    for (size_t w = from; w < to && w < data.results.size(); ++w) {
+      int64_t word = data.results[w];
+      if (std::find(freed.begin(), freed.end(), word) != freed.end() ||
+          !untrackBlock(reinterpret_cast<void *>(word)))
+        continue;
+      freed.push_back(word);
+      release(reinterpret_cast<void *>(word));
+    }
+  };
   std::string why;
-  if (!resultGuardIntact(sig, data, why))
+  if (!resultGuardIntact(sig, data, why)) {
+    releaseProgramBlocks(0, data.results.size());
     return;
+  }
   size_t offset = 0;
   for (size_t i = 0; i < sig.results.size(); ++i) {
     const BufferSpec &spec = sig.results[i];
+    size_t words = descriptorWords(spec.shape.size());
     int64_t &allocated = data.results[offset];
-    offset += descriptorWords(spec.shape.size());
     OutputView view;
-    if (!resultView(sig, data, i, view, why) ||
-        std::find(freed.begin(), freed.end(), allocated) != freed.end())
+    if (!resultView(sig, data, i, view, why)) {
+      releaseProgramBlocks(offset, offset + words);
+      offset += words;
+      continue;
+    }
+    offset += words;
+    if (std::find(freed.begin(), freed.end(), allocated) != freed.end())
       continue;
     freed.push_back(allocated);
+    untrackBlock(reinterpret_cast<void *>(allocated));
     release(reinterpret_cast<void *>(allocated));
   }
 }

@@ -1,14 +1,15 @@
 //===- Json.cpp - Plans as JSON documents -----------------------*- C++ -*-===//
 
 #include "overlap/Planner/Json.h"
-#include "overlap/Planner/UserJson.h"
 
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/UserJson.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cmath>
 #include <system_error>
 
@@ -18,10 +19,11 @@ using namespace overlap::planner;
 /// Rounded for output: µs to the nanosecond.
 static double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
-void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
-                          const Profile &profile, const CostModel &model,
-                          raw_ostream &os) {
-  json::OStream j(os, 2);
+/// The plan document into `j`, in the order a reader expects (strategy and
+/// tiles first, details last).
+static void writePlan(json::OStream &j, const Plan &plan,
+                      const MatmulProblem &pb, const Profile &profile,
+                      const CostModel &model) {
   j.object([&] {
     j.attribute("strategy", plan.strategy);
     if (!plan.selectedBy.empty())
@@ -128,7 +130,29 @@ void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
       });
     }
   });
+}
+
+void overlap::planner::writePlanJSON(const Plan &plan, const MatmulProblem &pb,
+                                     const Profile &profile,
+                                     const CostModel &model, raw_ostream &os) {
+  json::OStream j(os, 2);
+  writePlan(j, plan, pb, profile, model);
   os << "\n";
+}
+
+json::Object overlap::planner::planToJSON(const Plan &plan,
+                                          const MatmulProblem &pb,
+                                          const Profile &profile,
+                                          const CostModel &model) {
+  // Written by the one writer and read back, rather than built a second
+  // time: a json::Object forgets the document's field order, which the
+  // printed document keeps. The text is ours, so it parses.
+  std::string text;
+  raw_string_ostream os(text);
+  json::OStream j(os);
+  writePlan(j, plan, pb, profile, model);
+  json::Value value = cantFail(json::parse(text));
+  return std::move(*value.getAsObject());
 }
 
 void overlap::planner::writeChainPlanJSON(const ChainPlan &chain,
@@ -172,6 +196,65 @@ static Error requestError(const Twine &message) {
                            "request: " + message);
 }
 
+/// The fields of each kind of request.
+static constexpr StringLiteral kMatmulFields[] = {
+    "kind", "collective", "side",  "experts", "m",       "n",
+    "k",    "ranks",      "dtype", "profile", "strategy"};
+static constexpr StringLiteral kChainFields[] = {"kind", "dims", "fast_memory"};
+
+/// The field of `known` closest to the unknown `field`, or empty when none
+/// is close enough to be a misspelling of it (at most half of its
+/// characters edited: "dtpye" is "dtype", "x" is no "k").
+static StringRef closestField(StringRef field, ArrayRef<StringLiteral> known) {
+  if (field.size() > 64) // no misspelling of a short name
+    return {};
+  StringRef best;
+  unsigned bestDistance = ~0u;
+  for (StringRef candidate : known) {
+    unsigned d = field.edit_distance(candidate, /*AllowReplacements=*/true);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return 2 * bestDistance <= field.size() ? best : StringRef();
+}
+
+/// `value` as an error message shows it: its JSON, cut short.
+static std::string shown(const json::Value &value) {
+  std::string text = formatv("{0}", value).str();
+  return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+}
+
+/// A request names only fields of its kind: a misspelt field would
+/// otherwise be ignored and its default planned ("dtpye": "f32" plans f16).
+static Error checkFields(const json::Object &object, StringRef kind,
+                         ArrayRef<StringLiteral> known) {
+  std::vector<StringRef> unknown;
+  for (const auto &field : object)
+    if (!is_contained(known, StringRef(field.first)))
+      unknown.push_back(field.first);
+  if (unknown.empty())
+    return Error::success();
+  llvm::sort(unknown); // the object's order is its hash table's
+  // A user's text: a few fields, each quoted and cut short.
+  constexpr size_t kNamed = 5;
+  std::string message;
+  raw_string_ostream os(message);
+  for (StringRef field : ArrayRef(unknown).take_front(kNamed)) {
+    os << (message.empty() ? "" : "; ") << shown(json::Value(field))
+       << ": no such field";
+    if (StringRef near = closestField(field, known); !near.empty())
+      os << " (did you mean \"" << near << "\"?)";
+  }
+  if (unknown.size() > kNamed)
+    os << "; and " << unknown.size() - kNamed << " more";
+  os << "; a " << kind << " request has ";
+  interleave(
+      known, os, [&](StringRef k) { os << "\"" << k << "\""; }, ", ");
+  return requestError(message);
+}
+
 Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
   // A request is JSON from a user: its nesting is bounded before it is
   // parsed (UserJson.h).
@@ -181,14 +264,26 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
   const json::Object *object = parsed->getAsObject();
   if (!object)
     return requestError("expected an object");
-  auto string = [&](StringRef key, StringRef fallback) -> std::string {
-    std::optional<StringRef> v = object->getString(key);
-    return (v ? *v : fallback).str();
+  // A string field: `fallback` when it is absent, an error when it is not
+  // a string (a null or a number is no way to ask for the default).
+  auto string = [&](StringRef key,
+                    StringRef fallback) -> Expected<std::string> {
+    const json::Value *v = object->get(key);
+    if (!v)
+      return fallback.str();
+    if (std::optional<StringRef> s = v->getAsString())
+      return s->str();
+    return requestError(
+        formatv("\"{0}\": expected a string, got {1}", key, shown(*v)));
   };
   std::string text;
   raw_string_ostream os(text);
-  std::string kind = string("kind", "matmul");
-  if (kind == "chain") {
+  Expected<std::string> kind = string("kind", "matmul");
+  if (!kind)
+    return kind.takeError();
+  if (*kind == "chain") {
+    if (Error err = checkFields(*object, "chain", kChainFields))
+      return std::move(err);
     const json::Array *dimsArray = object->getArray("dims");
     if (!dimsArray)
       return requestError("\"dims\": expected an array of positive "
@@ -209,23 +304,29 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
     writeChainPlanJSON(*plan, os);
     return text;
   }
-  if (kind != "matmul")
-    return requestError("\"kind\": '" + kind + "' is not matmul or chain");
+  if (*kind != "matmul")
+    return requestError("\"kind\": '" + *kind + "' is not matmul or chain");
+  if (Error err = checkFields(*object, "matmul", kMatmulFields))
+    return std::move(err);
   MatmulProblem problem;
-  std::string collective = string("collective", "");
-  std::optional<Collective> c = parseCollective(collective);
+  Expected<std::string> collective = string("collective", "");
+  if (!collective)
+    return collective.takeError();
+  std::optional<Collective> c = parseCollective(*collective);
   if (!c)
     return requestError("\"collective\": expected all-reduce, "
                         "reduce-scatter, all-gather or all-to-all, got '" +
-                        collective + "'");
+                        *collective + "'");
   problem.collective = *c;
   if (object->get("side")) {
-    std::string side = string("side", "");
-    std::optional<AllToAllSide> s = parseAllToAllSide(side);
+    Expected<std::string> side = string("side", "");
+    if (!side)
+      return side.takeError();
+    std::optional<AllToAllSide> s = parseAllToAllSide(*side);
     if (*c != Collective::AllToAll || !s)
       return requestError("\"side\": expected dispatch or combine with "
                           "\"collective\": \"all-to-all\", got '" +
-                          side + "'");
+                          *side + "'");
     problem.side = *s;
   }
   if (object->get("experts")) {
@@ -241,22 +342,31 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
                             {"ranks", &problem.ranks}}) {
     std::optional<int64_t> v = object->getInteger(key);
     if (!v || *v < 1)
-      return requestError(formatv("\"{0}\": expected a positive integer",
-                                  key));
+      return requestError(
+          formatv("\"{0}\": expected a positive integer{1}", key,
+                  object->get(key) ? ", got " + shown(*object->get(key))
+                                   : std::string()));
     *field = *v;
   }
-  std::string dtype = string("dtype", "f16");
-  std::optional<DType> d = parseDType(dtype);
+  Expected<std::string> dtype = string("dtype", "f16");
+  if (!dtype)
+    return dtype.takeError();
+  std::optional<DType> d = parseDType(*dtype);
   if (!d)
-    return requestError("\"dtype\": expected f16, bf16 or f32, got '" +
-                        dtype + "'");
+    return requestError("\"dtype\": expected f16, bf16 or f32, got '" + *dtype +
+                        "'");
   problem.dtype = *d;
-  std::string profileArg = string("profile", kDefaultProfile);
-  std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
+  Expected<std::string> profileArg = string("profile", kDefaultProfile);
+  if (!profileArg)
+    return profileArg.takeError();
+  std::string path = resolveProfilePath(*profileArg, shippedProfilesDir());
   if (path.empty())
     return requestError(formatv("\"profile\": no file '{0}' and no profile "
                                 "of that name in {1}",
-                                profileArg, shippedProfilesDir()));
+                                *profileArg, shippedProfilesDir()));
+  Expected<std::string> strategy = string("strategy", kDefaultStrategy);
+  if (!strategy)
+    return strategy.takeError();
   // A malformed profile is a planning failure (status 1), as in
   // overlap-plan, not a bad request.
   Expected<Profile> profile = loadProfile(path);
@@ -266,8 +376,7 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
   Expected<CostModel> model = CostModel::create(*profile, problem);
   if (!model)
     return model.takeError();
-  Expected<Plan> plan =
-      planTiles(*profile, problem, string("strategy", kDefaultStrategy));
+  Expected<Plan> plan = planTiles(*profile, problem, *strategy);
   if (!plan)
     return plan.takeError();
   writePlanJSON(*plan, problem, *profile, *model, os);

@@ -55,6 +55,7 @@ static llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle,
     add("overlap_alloc", &run::poisonedOverlapAlloc);
     add("malloc", &run::poisonedMalloc);
     add("aligned_alloc", &run::poisonedAlignedAlloc);
+    add("free", &run::trackedFree);
   }
   return map;
 }

@@ -4,7 +4,7 @@
     >>> prog = overlap.compile(open("examples/mlp.mlir").read(),
     ...                        strategy="uniform:4", output="mlp.so")
     >>> [p["tiles"] for p in prog.plans]
-    ['[256, 256, 256, 256]', '[256, 256, 256, 256]']
+    [[256, 256, 256, 256], [256, 256, 256, 256]]
     >>> ref = overlap.compile(open("examples/mlp.mlir").read(),
     ...                       strategy="none", output="ref.so")
     >>> overlap.run(prog.path, reference=ref.path).ok
@@ -70,8 +70,12 @@ class CompileWarning(UserWarning):
 class Compiled:
     #: The file written (a shared library for emit="so").
     path: str
-    #: One dict per fused op the Planner planned: "op", "location", "summary" and
-    #: the metrics "tiles", "strategy", "bound", "predicted_us", "serial_us".
+    #: One dict per fused op the Planner planned, in the order of the ops:
+    #: the Planner's document of its plan, as ``overlap.plan_json`` returns
+    #: it ("tiles" a list of ints, "strategy", "bound", "predicted_us" and
+    #: the other times as numbers, "problem", "tasks", ...; so
+    #: ``overlap.Plan.from_json`` reads it), plus "location", "op" and
+    #: "summary" (the plan remark's text).
     plans: List[Dict[str, Any]] = field(default_factory=list)
     #: What the compiler had to say about a compile that succeeded (e.g. no
     #: signature could be embedded, so ``run`` cannot run the output); each

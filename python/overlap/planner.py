@@ -34,17 +34,25 @@ class PlannerNotFound(FileNotFoundError):
 
 
 class PlanError(RuntimeError):
-    """overlap-plan failed; ``stderr`` holds its message, ``returncode``
-    its exit status (2: a bad flag or value; 1: the profile is malformed or
-    cannot price the problem)."""
+    """Planning failed. ``stderr`` holds the Planner's message (naming the
+    field or flag), ``returncode`` the status (2: a bad request, flag or
+    value; 1: the profile cannot price the problem), ``cmd`` the
+    overlap-plan command, or ``["overlapPlanJSON", request]`` in process.
+    The message is the Planner's; only a CLI run adds its exit status."""
 
-    def __init__(self, cmd: Sequence[str], returncode: int, stderr: str):
+    def __init__(self, cmd: Sequence[str], returncode: int, stderr: str,
+                 *, in_process: bool = False):
         self.cmd = list(cmd)
         self.returncode = returncode
         self.stderr = stderr.strip()
-        super().__init__(f"overlap-plan exited with {returncode}: "
-                         f"{self.stderr or '(no message)'}\n"
-                         f"  command: {' '.join(self.cmd)}")
+        self.in_process = in_process
+        message = self.stderr or "(no message)"
+        if in_process:
+            super().__init__(f"{message}\n  request: "
+                             f"{' '.join(self.cmd[1:])}")
+        else:
+            super().__init__(f"overlap-plan exited with {returncode}: "
+                             f"{message}\n  command: {' '.join(self.cmd)}")
 
 
 def find_overlap_plan() -> str:
@@ -178,8 +186,10 @@ def run_json(args: Sequence[str], binary: Optional[str] = None,
 def plan_json(request: Dict[str, Any]) -> Dict[str, Any]:
     """Plans ``request`` in process (``overlapPlanJSON``): {"kind":
     "matmul", "collective", "m", "n", "k", "ranks", "dtype", "profile",
-    "strategy"} or {"kind": "chain", "dims", "fast_memory"}. Raises
-    PlanError (returncode 2: a bad request; 1: planning failed)."""
+    "strategy", and for "all-to-all" "side" and "experts"} or {"kind":
+    "chain", "dims", "fast_memory"}. A field the request kind does not
+    have (a misspelt "dtpye") is an error naming it. Raises PlanError
+    (returncode 2: a bad request; 1: planning failed)."""
     try:
         lib = native.host_api()
     except native.NativeNotFound as err:
@@ -190,31 +200,49 @@ def plan_json(request: Dict[str, Any]) -> Dict[str, Any]:
                                  ctypes.byref(error))
     document, message = native.take_strings(lib, result, error)
     if status != 0:
-        raise PlanError(["overlapPlanJSON", text], status, message or "")
+        raise PlanError(["overlapPlanJSON", text], status, message or "",
+                        in_process=True)
     return json.loads(document)
 
 
 def plan(m: int, n: int, k: int, *, ranks: int,
-         profile: Union[str, os.PathLike],
+         profile: Optional[Union[str, os.PathLike]] = None,
          collective: str = "all-reduce", dtype: str = "f16",
-         strategy: str = "auto",
+         strategy: str = "auto", side: Optional[str] = None,
+         experts: Optional[int] = None,
          trace: Optional[Union[str, os.PathLike]] = None,
          binary: Optional[str] = None) -> Plan:
     """``overlap-plan matmul ... --json``: split a fused matmul + collective.
 
-    ``profile`` is a shipped name (``"mc2-example"``) or a path;
-    ``trace`` also writes the Chrome trace there (through the CLI). Raises
-    PlanError with the Planner's message on failure, PlannerNotFound
-    without a Planner.
+    ``profile`` is a shipped name (``"mc2-example"``) or a path; None plans
+    with the default profile (``h100-nvlink-datasheet``), as every entry
+    point does. ``side`` ("dispatch" or "combine") and ``experts`` (per
+    rank) are for ``collective="all-to-all"`` (docs/expert-parallelism.md);
+    None keeps the Planner's defaults (dispatch, one expert). ``trace``
+    also writes the Chrome trace there (through the CLI). Raises PlanError
+    with the Planner's message on failure, PlannerNotFound without a
+    Planner.
     """
     if binary is None and trace is None:
-        return Plan.from_json(plan_json(
-            {"kind": "matmul", "collective": collective, "m": int(m),
-             "n": int(n), "k": int(k), "ranks": int(ranks), "dtype": dtype,
-             "profile": os.fspath(profile), "strategy": strategy}))
+        request = {"kind": "matmul", "collective": collective, "m": int(m),
+                   "n": int(n), "k": int(k), "ranks": int(ranks),
+                   "dtype": dtype, "strategy": strategy}
+        if profile is not None:
+            request["profile"] = os.fspath(profile)
+        if side is not None:
+            request["side"] = side
+        if experts is not None:
+            request["experts"] = int(experts)
+        return Plan.from_json(plan_json(request))
     args = ["matmul", "--collective", collective, "--m", m, "--n", n,
             "--k", k, "--dtype", dtype, "--ranks", ranks,
-            "--profile", os.fspath(profile), "--strategy", strategy, "--json"]
+            "--strategy", strategy, "--json"]
+    if profile is not None:
+        args += ["--profile", os.fspath(profile)]
+    if side is not None:
+        args += ["--side", side]
+    if experts is not None:
+        args += ["--experts", int(experts)]
     if trace is not None:
         args += ["--trace", os.fspath(trace)]
     return Plan.from_json(run_json(args, binary))

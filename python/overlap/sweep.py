@@ -3,6 +3,8 @@ that ``python -m overlap.plot sweep`` draws (columns in docs/python.md).
 
     python -m overlap.sweep --profile h100-nvlink-datasheet --ranks 8 \\
         --m 4096 --n 8192 --k 256,1024,4096,16384 --strategy auto -o bench.csv
+    python -m overlap.sweep --collective all-to-all --side combine \\
+        --experts 2 --ranks 8 --m 8192 --n 4096 --k 4096 -o moe.csv
 
 GEMM(M) and collective(M) come from the plan itself: ideal_us is the larger,
 serial_us − ideal_us the smaller, and ``bound`` says which is which.
@@ -24,14 +26,18 @@ FIELDS = ["shape", "leg", "compute_us", "comm_us", "serial_us", "ideal_us",
 
 
 def predict_sweep(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int], *,
-                  ranks: int, profile: str, collective: str = "all-reduce",
-                  dtype: str = "f16", strategies: Sequence[str] = ("auto",),
+                  ranks: int, profile: Optional[str] = None,
+                  collective: str = "all-reduce", dtype: str = "f16",
+                  strategies: Sequence[str] = ("auto",),
+                  side: Optional[str] = None, experts: Optional[int] = None,
                   binary: Optional[str] = None) -> List[Dict[str, object]]:
+    """One row per strategy and shape, planned by ``overlap.plan`` (profile
+    None: the default profile; side and experts for all-to-all)."""
     rows = []
     for strategy, m, n, k in itertools.product(strategies, ms, ns, ks):
         p = plan(m, n, k, ranks=ranks, profile=profile,
                  collective=collective, dtype=dtype, strategy=strategy,
-                 binary=binary)
+                 side=side, experts=experts, binary=binary)
         hidden = p.serial_us - p.ideal_us
         compute, comm = ((hidden, p.ideal_us) if p.bound == "comm"
                          else (p.ideal_us, hidden))
@@ -58,8 +64,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m overlap.sweep",
                                  description="Predicted sweep CSV from "
                                  "overlap-plan (docs/python.md).")
-    ap.add_argument("--profile", required=True)
+    ap.add_argument("--profile", default=None,
+                    help="a shipped profile's name or a path (default: "
+                    "the Planner's, h100-nvlink-datasheet)")
     ap.add_argument("--collective", default="all-reduce")
+    ap.add_argument("--side", choices=("dispatch", "combine"), default=None,
+                    help="all-to-all: exchange the tokens before the "
+                    "experts' GEMMs (dispatch, the default) or their "
+                    "output after (combine)")
+    ap.add_argument("--experts", type=int, default=None,
+                    help="all-to-all: experts per rank (default 1)")
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--dtype", default="f16")
     ap.add_argument("--m", type=_ints, required=True, help="M values, a,b,c")
@@ -73,7 +87,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rows = predict_sweep(args.m, args.n, args.k, ranks=args.ranks,
                              profile=args.profile, collective=args.collective,
                              dtype=args.dtype,
-                             strategies=args.strategy.split(","))
+                             strategies=args.strategy.split(","),
+                             side=args.side, experts=args.experts)
     except (PlanError, PlannerNotFound) as err:
         print(f"overlap.sweep: error: {err}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ import pytest
 
 import overlap
 from overlap import native
+from overlap.plot import read_sweep
 
 MC2 = dict(m=4096, n=8192, k=3072, ranks=8, collective="all-reduce")
 
@@ -56,6 +57,88 @@ def test_plan_in_process_errors_name_the_field(host_api):
         overlap.plan_json({"kind": "matmul", "collective": "all-to-some"})
 
 
+def test_in_process_plan_error_says_what_failed(host_api):
+    # Issue 24: an in-process failure used to read "overlap-plan exited
+    # with 2", the exit status of a tool that never ran.
+    with pytest.raises(overlap.PlanError) as info:
+        overlap.plan(**MC2, profile="mc2-example", strategy="bogus")
+    message = str(info.value)
+    assert "exited" not in message and "overlap-plan" not in message
+    assert message.startswith(info.value.stderr), message
+    assert "strategy" in info.value.stderr and "bogus" in info.value.stderr
+    assert info.value.returncode == 2 and info.value.in_process
+
+
+@pytest.mark.parametrize("misspelt,meant,value", [
+    ("dtpye", "dtype", "f32"), ("stratgy", "strategy", "none"),
+    ("profle", "profile", "mc2-example"), ("expert", "experts", 2)])
+def test_plan_request_misspelt_field_is_named(host_api, misspelt, meant,
+                                              value):
+    # Each used to be ignored: f16, auto and the default profile planned.
+    request = dict(kind="matmul", **MC2, profile="mc2-example")
+    request.pop(meant, None)
+    request[misspelt] = value
+    with pytest.raises(overlap.PlanError) as info:
+        overlap.plan_json(request)
+    assert info.value.returncode == 2
+    assert f'"{misspelt}": no such field (did you mean "{meant}"?)' in \
+        info.value.stderr
+    with pytest.raises(overlap.PlanError,
+                       match='"fast_mem": no such field .*"fast_memory"'):
+        overlap.plan_json({"kind": "chain", "dims": [10, 30, 5],
+                           "fast_mem": 1024})
+    with pytest.raises(overlap.PlanError,
+                       match='"dtype": expected a string, got null'):
+        overlap.plan_json(dict(kind="matmul", **MC2, dtype=None))
+
+
+def test_plan_defaults_to_the_shared_profile(host_api):
+    # As overlap-compile, the passes and overlap-plan: h100-nvlink-datasheet.
+    p = overlap.plan(**MC2)
+    assert p.profile == "h100-nvlink-datasheet"
+    assert p.problem["dtype"] == "f16"
+    assert p.raw == overlap.plan(**MC2, profile="h100-nvlink-datasheet").raw
+
+
+def test_plan_all_to_all_side_and_experts(host_api):
+    # docs/expert-parallelism.md: overlap.plan takes side and experts.
+    shape = dict(m=3072, n=4096, k=4096, ranks=4, collective="all-to-all",
+                 strategy="uniform:3")
+    for side in ("dispatch", "combine"):
+        p = overlap.plan(**shape, side=side, experts=3)
+        assert (p.problem["side"], p.problem["experts"]) == (side, 3)
+        assert all(t % 12 == 0 for t in p.tiles[:-1]), p.tiles
+        assert p.raw == overlap.plan_json(dict(
+            kind="matmul", side=side, experts=3, **shape))
+    # Left out: dispatch and one expert, the Planner's defaults.
+    p = overlap.plan(**shape)
+    assert (p.problem["side"], p.problem["experts"]) == ("dispatch", 1)
+    with pytest.raises(overlap.PlanError, match='"side"'):
+        overlap.plan(**MC2, side="combine")
+
+
+def test_sweep_all_to_all_side_and_experts(host_api, tmp_path):
+    from overlap import sweep
+    out = tmp_path / "moe.csv"
+    args = ["--collective", "all-to-all", "--ranks", "4", "--m", "3072",
+            "--n", "4096", "--k", "4096", "--strategy", "none", "-o"]
+    assert sweep.main(args + [str(out), "--side", "combine",
+                              "--experts", "3"]) == 0
+    rows = read_sweep(out)
+    p = overlap.plan(3072, 4096, 4096, ranks=4, collective="all-to-all",
+                     side="combine", experts=3, strategy="none")
+    assert [r.serial_us for r in rows] == [pytest.approx(p.serial_us)]
+    # The fields reach the Planner: one expert's GEMM is not three's.
+    one = overlap.plan(3072, 4096, 4096, ranks=4, collective="all-to-all",
+                       side="combine", strategy="none")
+    assert one.serial_us != pytest.approx(p.serial_us)
+    # Experts of an all-reduce: the Planner's error, status 1.
+    assert sweep.main(["--ranks", "4", "--m", "3072", "--n", "4096", "--k",
+                       "4096", "--experts", "3", "-o",
+                       str(tmp_path / "bad.csv")]) == 1
+    assert not (tmp_path / "bad.csv").exists()
+
+
 def test_chain_in_process(host_api):
     c = overlap.chain([936, 1008, 552, 368, 1016, 616, 544], 65536)
     assert c.order == "((A1 (A2 A3)) ((A4 A5) A6))"
@@ -65,9 +148,9 @@ def test_compile_run_against_reference(compiler_api, host_api, mlp, tmp_path):
     prog = overlap.compile(mlp, strategy="uniform:4",
                            output=tmp_path / "mlp.so")
     assert prog.path.endswith("mlp.so") and prog.read_bytes()[:4] == b"\x7fELF"
-    assert [p["tiles"] for p in prog.plans] == ["[256, 256, 256, 256]"] * 2
+    assert [p["tiles"] for p in prog.plans] == [[256, 256, 256, 256]] * 2
     assert all(p["strategy"] == "uniform:4" for p in prog.plans)
-    assert all(float(p["predicted_us"]) > 0 for p in prog.plans)
+    assert all(p["predicted_us"] > 0 for p in prog.plans)
     ref = overlap.compile(mlp, strategy="none", output=tmp_path / "ref.so")
     result = overlap.run(prog.path, reference=ref.path, ranks=4, seed=3)
     assert result.ok, result.report + result.messages
@@ -75,6 +158,30 @@ def test_compile_run_against_reference(compiler_api, host_api, mlp, tmp_path):
     # Without a reference: checksums and the timing line.
     alone = overlap.run(prog.path)
     assert alone.ok and "fnv1a" in alone.report
+
+
+def test_compile_plans_are_the_planners_documents(compiler_api, host_api,
+                                                  mlp):
+    # Issue 24: one plan, one shape. compile used to give the remark's
+    # metrics as text ("tiles": "[256, 256]"); now each plan is the document
+    # overlap.plan_json returns for the same problem, plus where it is.
+    prog = overlap.compile(mlp, strategy="uniform:2", emit="mlir")
+    assert len(prog.plans) == 2
+    for p in prog.plans:
+        assert p["tiles"] == [512, 512]  # M = 1024 rows
+        assert all(isinstance(t, int) for t in p["tiles"])
+        assert isinstance(p["predicted_us"], float)
+        assert p["location"].startswith("input:")
+        assert p["op"] in ("overlap.matmul_all_reduce",
+                           "overlap.matmul_reduce_scatter",
+                           "overlap.all_gather_matmul")
+        assert p["summary"].startswith("tiles [512, 512] (uniform:2, ")
+        planned = overlap.plan_json(dict(kind="matmul", **p["problem"],
+                                         strategy="uniform:2"))
+        assert {k: v for k, v in p.items()
+                if k not in ("location", "op", "summary")} == planned
+        # So the Planner's reader reads it.
+        assert overlap.Plan.from_json(p).tiles == [512, 512]
 
 
 def test_run_errors_say_why(compiler_api, host_api, mlp, tmp_path):
@@ -205,10 +312,12 @@ def test_compile_run_moe_against_unsplit(compiler_api, host_api, moe,
                            output=tmp_path / "moe.so")
     assert prog.read_bytes()[:4] == b"\x7fELF"
     # Dispatch and combine: M = 2 experts x 4 ranks x 64 tokens.
-    assert [p["tiles"] for p in prog.plans] == ["[256, 256]"] * 2
+    assert [p["tiles"] for p in prog.plans] == [[256, 256]] * 2
     assert all(p["strategy"] == "uniform:2" for p in prog.plans)
+    assert [(p["problem"]["side"], p["problem"]["experts"])
+            for p in prog.plans] == [("dispatch", 2), ("combine", 2)]
     ref = overlap.compile(moe, strategy="none", output=tmp_path / "ref.so")
-    assert [p["tiles"] for p in ref.plans] == ["[512]"] * 2
+    assert [p["tiles"] for p in ref.plans] == [[512]] * 2
     result = overlap.run(prog.path, reference=ref.path, ranks=4, seed=5)
     assert result.ok, result.report + result.messages
     assert "bit-identical: yes" in result.report

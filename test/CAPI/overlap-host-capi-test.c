@@ -4,7 +4,8 @@
 |* output accessors with NULL and out-of-range arguments, overlapRunInputs    *|
 |* with the wrong number of inputs, and a run of argv[1] (examples/mlp.mlir   *|
 |* compiled) on inputs whose result is exact. host-capi.test checks the       *|
-|* output.                                                                    *|
+|* output. With --run, overlapRun on many programs in one process: the        *|
+|* hostile ones of issue 25 (host-capi-hostile.test).                         *|
 \*===----------------------------------------------------------------------===*/
 
 #include "overlap-c/Loader.h"
@@ -41,9 +42,78 @@ static void checkAccessors(const OverlapOutputs *o, int ranks, int count) {
   EXPECT(overlapOutputsData(o, ranks, 0) == NULL);
 }
 
+/* Writes the bytes of `from` over `to` in place (same inode, as a compiler
+   or cp rewrites its output), so that a loader that kept `to` mapped, or
+   kept the handle of its first dlopen, would see the change. */
+static int copyOver(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb");
+  FILE *out = in ? fopen(to, "wb") : NULL;
+  char buffer[1 << 16];
+  size_t n;
+  int ok = in && out;
+  while (ok && (n = fread(buffer, 1, sizeof(buffer), in)) > 0)
+    ok = fwrite(buffer, 1, n, out) == n;
+  if (in)
+    fclose(in);
+  if (out && fclose(out) != 0)
+    ok = 0;
+  if (!ok)
+    fprintf(stderr, "cannot copy %s to %s\n", from, to);
+  return ok;
+}
+
+static void printFirstLine(const char *prefix, const char *text) {
+  size_t n = text ? strcspn(text, "\n") : 0;
+  printf("%s%.*s\n", prefix, (int)n, text ? text : "");
+}
+
+/* --run [--as PATH] PROGRAM...: overlapRun (the defaults of overlap-exec)
+   on each program in turn in this one process, each first copied over PATH
+   when --as is given (a program rebuilt at the same path while the process
+   lives). Prints the status, the report but its timing line, and the first
+   line of the messages. Exit status 0 unless a copy failed: what each run
+   gave is for FileCheck. */
+static int runEach(int argc, char **argv) {
+  const char *as = NULL;
+  int i = 0;
+  if (i + 1 < argc && strcmp(argv[i], "--as") == 0) {
+    as = argv[i + 1];
+    i += 2;
+  }
+  for (; i < argc; ++i) {
+    const char *program = argv[i];
+    if (as) {
+      if (!copyOver(argv[i], as))
+        return 2;
+      program = as;
+    }
+    const char *name = strrchr(argv[i], '/');
+    OverlapRunOptions options = overlapRunOptionsDefault();
+    options.program = program;
+    char *report = NULL, *messages = NULL;
+    int status = overlapRun(&options, &report, &messages);
+    printf("%s: status %d\n", name ? name + 1 : argv[i], status);
+    for (const char *line = report; line && *line;) {
+      size_t n = strcspn(line, "\n");
+      if (strncmp(line, "host run:", 9) != 0)
+        printf("  report: %.*s\n", (int)n, line);
+      line += n + (line[n] == '\n');
+    }
+    printFirstLine("  messages: ", messages);
+    overlapFree(report);
+    overlapFree(messages);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--run") == 0)
+    return runEach(argc - 2, argv + 2);
   if (argc != 2) {
-    fprintf(stderr, "usage: overlap-host-capi-test MLP.so\n");
+    fprintf(stderr, "usage: overlap-host-capi-test MLP.so\n"
+                    "       overlap-host-capi-test --run [--as PATH] "
+                    "PROGRAM...\n");
     return 2;
   }
   checkAccessors(NULL, 0, 0);

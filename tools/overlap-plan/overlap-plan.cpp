@@ -7,8 +7,8 @@
 // Command-line front end of the Planner, for researchers and scripts:
 //
 //   overlap-plan matmul --collective all-reduce --m 4096 --n 8192 --k 3072
-//       --dtype f16 --ranks 8 --profile mc2-example --strategy mc2 [--json]
-//       [--trace out.json]
+//       --ranks 8 [--dtype f16] [--profile mc2-example] [--strategy mc2]
+//       [--json] [--trace out.json]
 //   overlap-plan chain --dims 10,30,5,60 --fast-memory 65536 [--json]
 //
 // Exit status: 0 on success, 2 for a bad flag or value (one line naming the
@@ -40,13 +40,14 @@ static const char *const kUsage = R"(usage:
                                    all-to-all [--side dispatch|combine]
                                               [--experts E]
                       --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
-                      --profile FILE|NAME
+                      [--profile FILE|NAME]
                       [--strategy none|uniform:n|mc2|optimal|waves|ficco|auto]
                       [--json] [--trace FILE]
   overlap-plan chain --dims P0,P1,...,Pn --fast-memory Mf [--json]
 
-matmul plans the M-tiling of C = A.B fused with a collective (defaults:
---dtype f16, --strategy auto). An all-to-all dispatches the tokens A before
+matmul plans the M-tiling of C = A.B fused with a collective (defaults, as
+for every entry point: --dtype f16, --profile {0},
+--strategy auto). An all-to-all dispatches the tokens A before
 the experts' GEMM (--side dispatch, the default) or combines its output C
 (--side combine); M is then the rows all of a rank's --experts E (default 1)
 compute. NAME is looked up as <NAME>.json in the
@@ -227,7 +228,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
     return usageError(e->message);
 
   for (StringRef req :
-       {"--collective", "--m", "--n", "--k", "--ranks", "--profile"})
+       {"--collective", "--m", "--n", "--k", "--ranks"})
     if (!args.has(req))
       return usageError(formatv("{0}: required for 'matmul'", req));
 
@@ -277,7 +278,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
         formatv("--dtype: expected f16, bf16 or f32, got '{0}'", dt));
   pb.dtype = *dtype;
 
-  std::string profileArg = *args.get("--profile");
+  std::string profileArg = args.get("--profile").value_or(kDefaultProfile);
   std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
   if (path.empty())
     return usageError(formatv("--profile: no file '{0}' and no profile of "
@@ -387,12 +388,12 @@ int main(int argc, char **argv) {
                       "overlap-plan --help)");
   StringRef cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    outs() << kUsage;
+    outs() << formatv(kUsage, kDefaultProfile);
     return 0;
   }
   for (StringRef a : args.drop_front(2)) {
     if (a == "--help" || a == "-h") {
-      outs() << kUsage;
+      outs() << formatv(kUsage, kDefaultProfile);
       return 0;
     }
   }

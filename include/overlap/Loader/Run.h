@@ -52,6 +52,9 @@ bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
 // overlap-exec redirects the loaded program's imports to them.
 void *poisonedMalloc(size_t bytes);
 void *poisonedAlignedAlloc(size_t alignment, size_t bytes);
+/// The program's free: the block is no longer one of the program's (see
+/// freeResults).
+void trackedFree(void *ptr);
 /// Host backend only (CUDA memory is not addressable from the host).
 overlap_status poisonedOverlapAlloc(overlap_context *ctx, size_t bytes,
                                     void **ptr);
@@ -169,7 +172,9 @@ bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
                   double &millis, std::string &error);
 
 /// Frees, with `release`, the result buffers the program allocated (those
-/// that are not one of the arguments) and marks them freed.
+/// that are not one of the arguments) and marks them freed. Of descriptors
+/// that do not match the signature only the words that are blocks of the
+/// program's malloc or aligned_alloc (not yet freed) are freed.
 void freeResults(const Signature &sig, RankData &data,
                  void (*release)(void *) = std::free);
 void freeResults(const Signature &sig, Run &run);

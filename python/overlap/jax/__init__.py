@@ -241,26 +241,13 @@ def assemble(low: Lowered, out: int, blocks: Sequence[np.ndarray]
 
 # -- run ---------------------------------------------------------------------
 
-def _plan_dict(p: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict(p)
-    tiles = p.get("tiles")
-    if isinstance(tiles, str):
-        out["tiles"] = [int(t) for t in re.findall(r"\d+", tiles)]
-    for key in ("predicted_us", "serial_us"):
-        if isinstance(p.get(key), str):
-            try:
-                out[key] = float(p[key])
-            except ValueError:
-                pass
-    return out
-
-
 @dataclass
 class JaxRun:
     #: f's global outputs as numpy arrays, as jax.jit(f)(*args) returns them.
     outputs: List[np.ndarray]
-    #: One dict per fused op the Planner planned: "tiles" (ints),
-    #: "strategy", "predicted_us", "serial_us", "location", ...
+    #: One dict per fused op the Planner planned, as ``overlap.compile``
+    #: gives them: "tiles" (ints), "strategy", "predicted_us",
+    #: "serial_us", "location", ... (``overlap.Compiled.plans``).
     plans: List[Dict[str, Any]] = field(default_factory=list)
     #: The text that was compiled.
     mlir: str = ""
@@ -300,5 +287,5 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     per_rank = [row[:n] for row in res.outputs]
     outputs = [assemble(low, i, [row[i] for row in per_rank])
                for i in range(n)]
-    return JaxRun(outputs=outputs, plans=[_plan_dict(p) for p in prog.plans],
+    return JaxRun(outputs=outputs, plans=prog.plans,
                   mlir=low.mlir, rank_outputs=per_rank)

@@ -57,6 +57,6 @@ int main(int argc, char **argv) {
                << artifact->plans.size() << " plan(s)\n";
   for (const auto &plan : artifact->plans)
     llvm::outs() << "plan at " << plan.location << ": "
-                 << plan.metrics.at("tiles") << "\n";
+                 << *plan.plan.get("tiles") << "\n";
   return 0;
 }

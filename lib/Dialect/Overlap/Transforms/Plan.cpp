@@ -9,11 +9,13 @@
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 #include "PlannerBridge.h"
+#include "overlap/Planner/Json.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
-
+#include "llvm/Support/JSON.h"
 
 namespace mlir {
 namespace overlap {
@@ -145,23 +147,48 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                 PlanAttr::get(op->getContext(), plan->tiles, plan->strategy,
                               bound, plan->predictedUs, plan->serialUs));
 
+    if (remark::detail::InFlightRemark r =
+            remarkAnalysis(op, kPlanRemarkName, "overlap-plan"))
+      if (failed(describePlan(op, prof, problem, *plan, oneKernelUs, r)))
+        return failure();
+    return success();
+  }
+
+  /// The plan remark: its text for people, its metrics (tiles, strategy,
+  /// bound, predicted_us, serial_us, op) written as the Planner's JSON
+  /// document writes them, and that document itself (planner::planToJSON)
+  /// as the attribute of the remark's text, for the compiler's plan
+  /// collection (compiler::PlanCollector) to hand on as it is.
+  LogicalResult describePlan(Operation *op, const planner::Profile &prof,
+                             const planner::MatmulProblem &problem,
+                             const planner::Plan &plan,
+                             std::optional<double> oneKernelUs,
+                             remark::detail::InFlightRemark &remark) {
+    llvm::Expected<planner::CostModel> model =
+        planner::CostModel::create(prof, problem);
+    if (!model)
+      return op->emitOpError()
+             << "overlap-plan failed: " << llvm::toString(model.takeError());
+    llvm::json::Value document =
+        planner::planToJSON(plan, problem, prof, *model);
+
     std::string why =
-        llvm::formatv("tiles {0} ({1}, {2}-bound): ", formatTiles(plan->tiles),
-                      plan->strategy, bound == Bound::Comm ? "comm" : "compute")
+        llvm::formatv("tiles {0} ({1}, {2}-bound): ", formatTiles(plan.tiles),
+                      plan.strategy, planner::toString(plan.bound))
             .str();
-    if (plan->tiles.size() == 1) {
+    if (plan.tiles.size() == 1) {
       why += llvm::formatv("one tile, no overlap wins; predicted {0:F1} us "
                            "(serial {1:F1} us)",
-                           plan->predictedUs, plan->serialUs)
+                           plan.predictedUs, plan.serialUs)
                  .str();
     } else {
-      double gain = plan->serialUs > 0
-                        ? 100.0 * (plan->serialUs - plan->predictedUs) /
-                              plan->serialUs
-                        : 0.0;
+      double gain =
+          plan.serialUs > 0
+              ? 100.0 * (plan.serialUs - plan.predictedUs) / plan.serialUs
+              : 0.0;
       why += llvm::formatv("predicted {0:F1} us vs serial {1:F1} us, {2:F1}% "
                            "{3}",
-                           plan->predictedUs, plan->serialUs, std::abs(gain),
+                           plan.predictedUs, plan.serialUs, std::abs(gain),
                            gain >= 0 ? "faster" : "slower")
                  .str();
     }
@@ -170,14 +197,30 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                            "emits; waves' one-kernel model predicts {0:F1} us)",
                            *oneKernelUs)
                  .str();
-    remark::analysis(op->getLoc(),
-                     remarkOpts(kPlanRemarkName, "overlap-plan", op))
-        << why << remark::metric("tiles", formatTiles(plan->tiles))
-        << remark::metric("strategy", plan->strategy)
-        << remark::metric("bound", bound == Bound::Comm ? "comm" : "compute")
-        << remark::metric("predicted_us", plan->predictedUs)
-        << remark::metric("serial_us", plan->serialUs)
-        << remark::metric("op", op->getName().getStringRef());
+    remark::detail::Remark::Arg text(why);
+    text.attr =
+        StringAttr::get(op->getContext(), llvm::formatv("{0}", document).str());
+    remark << text;
+    for (llvm::StringRef key :
+         {"tiles", "strategy", "bound", "predicted_us", "serial_us"}) {
+      const llvm::json::Value *value = document.getAsObject()->get(key);
+      if (!value)
+        continue;
+      // Text as it is, fractions to the digits they have (the document's
+      // times are rounded to the nanosecond), the rest as JSON.
+      std::string shown;
+      if (std::optional<llvm::StringRef> string = value->getAsString())
+        shown = string->str();
+      else if (value->kind() == llvm::json::Value::Number &&
+               !value->getAsInteger())
+        shown =
+            llvm::formatv("{0}", llvm::format("%.15g", *value->getAsNumber()))
+                .str();
+      else
+        shown = llvm::formatv("{0}", *value).str();
+      remark << remark::detail::Remark::Arg(key, shown);
+    }
+    remark << remark::detail::Remark::Arg("op", op->getName().getStringRef());
     return success();
   }
 };

@@ -247,11 +247,10 @@ struct OverlapReorderChainsPass
     if (plan->scalarMults < chain.mults)
       remarkPassed(product.getDefiningOp(), "chain-reordered",
                    "overlap-reorder-chains", what);
-    else
-      remark::analysis(product.getDefiningOp()->getLoc(),
-                       remarkOpts("chain-kept", "overlap-reorder-chains",
-                                  product.getDefiningOp()))
-          << what;
+    else if (remark::detail::InFlightRemark r =
+                 remarkAnalysis(product.getDefiningOp(), "chain-kept",
+                                "overlap-reorder-chains"))
+      r << what;
     return success();
   }
 

@@ -14,13 +14,24 @@
 // RUN: not overlap-compile %s --remarks-filter=overlap --remark-format=xml 2>&1 | FileCheck %s --check-prefix=BADFORMAT
 // RUN: not overlap-compile %s --remarks-filter=overlap --remark-format=yaml 2>&1 | FileCheck %s --check-prefix=NOFILE
 // RUN: not overlap-compile %s --remarks-filter="(" 2>&1 | FileCheck %s --check-prefix=BADREGEX
+//
+// A remark is also selected by the names it shows: the pass
+// (--remarks-filter=overlap-plan, then shown as Category:overlap-plan) or
+// the category as printed (overlap:overlap-plan), with every tool's flags.
+// (Spelt overlap-(plan) here: lit would replace the bare word with the
+// overlap-plan tool's path.)
+// RUN: overlap-opt %s --overlap-raise --overlap-plan="strategy=uniform:2" --remarks-filter="overlap-(plan)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASS
+// RUN: overlap-opt %s --overlap-raise --overlap-plan="strategy=uniform:2" --remarks-filter="overlap:overlap-(plan)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHOWN
+// RUN: overlap-opt %s --overlap-raise --overlap-plan="strategy=uniform:2" --remarks-filter-missed=overlap-raise -o /dev/null 2>&1 | FileCheck %s --check-prefix=RAISE
+// RUN: overlap-compile %s --entry=mlp --strategy=uniform:2 --emit=mlir --stop-after-stage=tensor -o /dev/null --remarks-filter="overlap-(plan)" 2>&1 | FileCheck %s --check-prefix=PASS
+// RUN: overlap-compile %s --entry=mlp --strategy=uniform:2 --emit=mlir --stop-after-stage=tensor -o /dev/null --remarks-filter='overlap:overlap-(plan|raise)' 2>&1 | FileCheck %s --check-prefix=SHOWN2
 
 // DEFAULT-NOT: remark
 
 // ALL: remark: [Passed] raised | Category:overlap:overlap-raise | Function=mlp | Remark="raised to overlap.matmul_all_reduce"
 // ALL: remark: [Missed] not-raised | Category:overlap:overlap-raise | Function=max | Reason="not raised to a fused overlap op: the reduction is 'max'
 // ALL: remark: [Analysis] plan | Category:overlap:overlap-plan | Function=mlp | Remark="tiles [256, 256] (uniform:2, comm-bound)
-// ALL-SAME: predicted_us={{[0-9.e+]+}}, serial_us={{[0-9.e+]+}}, strategy=uniform:2, tiles="[256, 256]"
+// ALL-SAME: bound=comm, op=overlap.matmul_all_reduce, predicted_us={{[0-9]+\.[0-9]+}}, serial_us={{[0-9]+\.[0-9]+}}, strategy=uniform:2, tiles="[256,256]"
 
 // MISSED-NOT: [Passed]
 // MISSED-NOT: [Analysis]
@@ -35,8 +46,21 @@
 // YAML: --- !Analysis
 // YAML: Pass: {{ *}}'overlap:overlap-plan'
 // YAML: Name: {{ *}}plan
-// YAML: - tiles: {{ *}}'[256, 256]'
+// YAML: - tiles: {{ *}}'[256,256]'
 // YAML: - predicted_us:
+
+// PASS-NOT: overlap-raise
+// PASS: remark: [Analysis] plan | Category:overlap-plan | Function=mlp | Remark="tiles [256, 256] (uniform:2, comm-bound)
+// PASS-NOT: overlap-raise
+// SHOWN-NOT: overlap-raise
+// SHOWN: remark: [Analysis] plan | Category:overlap:overlap-plan | Function=mlp | Remark="tiles [256, 256]
+// SHOWN-NOT: overlap-raise
+// RAISE-NOT: [Passed]
+// RAISE-NOT: plan
+// RAISE: remark: [Missed] not-raised | Category:overlap-raise | Function=max
+// RAISE-NOT: plan
+// SHOWN2: remark: [Passed] raised | Category:overlap:overlap-raise | Function=mlp
+// SHOWN2: remark: [Analysis] plan | Category:overlap:overlap-plan | Function=mlp
 
 // BADFORMAT: overlap-compile: error: --remark-format: 'xml' is not one of emit, yaml, bitstream
 // NOFILE: overlap-compile: error: --remark-format=yaml: needs --remarks-output-file

@@ -1,12 +1,23 @@
 //===- Stages.cpp - The Overlap compile stages ------------------*- C++ -*-===//
 //
-// The stages and their textual pipelines, the registered pipeline
-// `overlap-to-llvm`, and CompileOptions' checks.
+// The stages, built in code from CompileOptions (as upstream's
+// GPUToNVVMPipeline.cpp builds its pipeline), the registered pipeline
+// `overlap-to-llvm` over the same builders, and CompileOptions' checks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Stages.h"
+#include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -100,10 +111,11 @@ llvm::Error CompileOptions::validate() const {
                                    option.str().c_str(), value.str().c_str(),
                                    list.c_str());
   };
-  // Every value goes into a stage's pipeline text between quotes; MLIR's
-  // pipeline parser matches braces without regard to quotes and has no
-  // escape for a quote, so these characters would end the option early and
-  // splice passes of the caller's choosing into the pipeline.
+  // The stages take the values as they are (built in code), but the same
+  // options travel as text in `overlap-to-llvm{...}` and in what
+  // --print-pipeline prints; MLIR's pipeline parser matches braces without
+  // regard to quotes and has no escape for a quote, so these characters
+  // would end the option early there and splice in passes.
   for (auto [option, value] :
        {std::pair<llvm::StringRef, llvm::StringRef>{"profile", profile},
         {"strategy", strategy},
@@ -130,12 +142,6 @@ namespace mlir {
 namespace overlap {
 namespace compiler {
 
-/// Pass option values are quoted so that a profile path with spaces or
-/// pipeline punctuation survives parsing.
-static std::string quote(llvm::StringRef value) {
-  return ("\"" + value + "\"").str();
-}
-
 /// CUDA's libdevice (the __nv_* math functions that convert-gpu-to-nvvm
 /// calls for math.exp and friends): linked into the kernels so that ptxas
 /// finds them. The toolkit is the one whose ptxas compiles the kernels:
@@ -152,9 +158,22 @@ static std::string findLibdevice() {
   return llvm::sys::fs::exists(path) ? path : std::string();
 }
 
-/// The nvvm-attach-target option that links `libdevice`, if there is one.
-static std::string linkLibdevice(const std::string &libdevice) {
-  return libdevice.empty() ? std::string() : " l=" + quote(libdevice);
+/// The upstream passes that lower what is left on the host to LLVM.
+/// arith-expand{include-bf16}: f32 <-> bf16 conversions become integer
+/// arithmetic, so that no program imports the compiler-rt builtins
+/// (__truncsfbf2) that Debian 12's libgcc lacks: an --emit=so program
+/// would not load.
+static void addHostToLLVM(OpPassManager &pm) {
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
 }
 
 std::vector<Stage> buildStages(const CompileOptions &options) {
@@ -164,9 +183,14 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   // streams, so calls are inlined first.
   stages.push_back({"tensor",
                     "raise, reorder chains, plan and decompose on tensors",
-                    std::string(cuda ? "inline, " : "") +
-                        "overlap-pipeline{profile=" + quote(options.profile) +
-                        " strategy=" + quote(options.strategy) + "}"});
+                    [options, cuda](OpPassManager &pm) {
+                      if (cuda)
+                        pm.addPass(createInlinerPass());
+                      OverlapPipelineOptions tensor;
+                      tensor.profile = options.profile;
+                      tensor.strategy = options.strategy;
+                      buildOverlapPipeline(pm, tensor);
+                    }});
   // Ownership-based deallocation runs before stream scheduling so that its
   // deallocations (after the last use of each buffer) are not tile work:
   // they end a concurrent region, whose end synchronizes the streams, so no
@@ -175,18 +199,28 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   // the simplification crashes in BufferOriginAnalysis (MLIR 22) on a
   // single-tile all-gather. overlap-lower-deallocations lowers what is left
   // with no host bookkeeping buffers (target=cuda has none to give).
-  stages.push_back({"bufferize",
-                    "one-shot bufferization and buffer deallocation",
-                    "one-shot-bufferize{bufferize-function-boundaries "
-                    "function-boundary-type-conversion=identity-layout-map}, "
-                    "ownership-based-buffer-deallocation, canonicalize, "
-                    "buffer-deallocation-simplification, "
-                    "overlap-lower-deallocations, "
-                    "bufferization-lower-deallocations, cse, canonicalize"});
   stages.push_back(
-      {"schedule", "compute and comm streams with signal/wait",
-       std::string("overlap-schedule-streams{testing-drop-waits=") +
-           (options.testingDropWaits ? "true" : "false") + "}"});
+      {"bufferize", "one-shot bufferization and buffer deallocation",
+       [](OpPassManager &pm) {
+         bufferization::OneShotBufferizePassOptions bufferize;
+         bufferize.bufferizeFunctionBoundaries = true;
+         bufferize.functionBoundaryTypeConversion =
+             bufferization::LayoutMapOption::IdentityLayoutMap;
+         pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+         pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+         pm.addPass(createCanonicalizerPass());
+         pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+         pm.addPass(createOverlapLowerDeallocations());
+         pm.addPass(bufferization::createLowerDeallocationsPass());
+         pm.addPass(createCSEPass());
+         pm.addPass(createCanonicalizerPass());
+       }});
+  stages.push_back({"schedule", "compute and comm streams with signal/wait",
+                    [options](OpPassManager &pm) {
+                      OverlapScheduleStreamsOptions schedule;
+                      schedule.testingDropWaits = options.testingDropWaits;
+                      pm.addPass(createOverlapScheduleStreams(schedule));
+                    }});
   // With target=cuda the buffers are device memory: the linalg ops the
   // runtime has no call for become kernels, in place (so on their stream),
   // before the runtime lowering launches them. Clones (of a returned
@@ -195,54 +229,73 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   if (cuda)
     stages.push_back(
         {"kernels", "GPU kernels for the linalg ops without a runtime call",
-         "convert-bufferization-to-memref, "
-         "func.func(overlap-linalg-to-gpu), "
-         "func.func(gpu-launch-sink-index-computations), gpu-kernel-outlining, "
-         "nvvm-attach-target{chip=" +
-             quote(options.gpuChip) + " features=" +
-             quote(options.gpuFeatures) + " O=3" +
-             linkLibdevice(findLibdevice()) + "}"});
-  stages.push_back(
-      {"runtime", "lowering to calls of the Overlap runtime",
-       "convert-overlap-to-runtime{target=" + quote(options.target) + "}"});
-  // arith-expand{include-bf16}: f32 <-> bf16 conversions become integer
-  // arithmetic, so that no program imports the compiler-rt builtins
-  // (__truncsfbf2) that Debian 12's libgcc lacks: an --emit=so program
-  // would not load.
-  std::string host =
-      "arith-expand{include-bf16=true}, expand-strided-metadata, "
-      "lower-affine, "
-      "convert-scf-to-cf, finalize-memref-to-llvm, convert-math-to-llvm, "
-      "convert-arith-to-llvm, convert-index-to-llvm, ";
+         [options](OpPassManager &pm) {
+           pm.addPass(createConvertBufferizationToMemRefPass());
+           pm.addNestedPass<func::FuncOp>(createOverlapLinalgToGPU());
+           pm.addNestedPass<func::FuncOp>(
+               createGpuLaunchSinkIndexComputationsPass());
+           pm.addPass(createGpuKernelOutliningPass());
+           GpuNVVMAttachTargetOptions target;
+           target.chip = options.gpuChip;
+           target.features = options.gpuFeatures;
+           target.optLevel = 3;
+           if (std::string libdevice = findLibdevice(); !libdevice.empty())
+             target.linkLibs.push_back(libdevice);
+           pm.addPass(createGpuNVVMAttachTarget(target));
+         }});
+  stages.push_back({"runtime", "lowering to calls of the Overlap runtime",
+                    [options](OpPassManager &pm) {
+                      ConvertOverlapToRuntimeOptions runtime;
+                      runtime.target = options.target;
+                      pm.addPass(createConvertOverlapToRuntime(runtime));
+                    }});
   if (!cuda)
     stages.push_back(
         {"llvm", "lowering of the remaining upstream dialects to LLVM",
-         "convert-bufferization-to-memref, convert-linalg-to-loops, " + host +
-             "convert-func-to-llvm, convert-cf-to-llvm, "
-             "reconcile-unrealized-casts"});
+         [](OpPassManager &pm) {
+           pm.addPass(createConvertBufferizationToMemRefPass());
+           pm.addPass(createConvertLinalgToLoopsPass());
+           addHostToLLVM(pm);
+           pm.addPass(createConvertFuncToLLVMPass());
+           pm.addPass(createConvertControlFlowToLLVMPass());
+           pm.addPass(createReconcileUnrealizedCastsPass());
+         }});
   else
     // The kernels first (NVVM, then a binary for the chip), then the host
     // code; gpu-to-llvm turns the launches into mgpu* calls on the streams
     // convert-overlap-to-runtime gave them.
     stages.push_back(
         {"llvm", "kernels to NVVM and a GPU binary, host code to LLVM",
-         "convert-bufferization-to-memref, "
-         "gpu.module(expand-strided-metadata, lower-affine, "
-         "convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize, cse, "
-         "reconcile-unrealized-casts), "
-         "gpu-module-to-binary{format=" +
-             quote(options.gpuFormat) + "}, " + host +
-             "gpu-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, "
-             "reconcile-unrealized-casts"});
+         [options](OpPassManager &pm) {
+           pm.addPass(createConvertBufferizationToMemRefPass());
+           OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+           kernels.addPass(memref::createExpandStridedMetadataPass());
+           kernels.addPass(createLowerAffinePass());
+           kernels.addPass(createSCFToControlFlowPass());
+           kernels.addPass(createConvertGpuOpsToNVVMOps());
+           kernels.addPass(createCanonicalizerPass());
+           kernels.addPass(createCSEPass());
+           kernels.addPass(createReconcileUnrealizedCastsPass());
+           GpuModuleToBinaryPassOptions binary;
+           binary.compilationTarget = options.gpuFormat;
+           pm.addPass(createGpuModuleToBinaryPass(binary));
+           addHostToLLVM(pm);
+           pm.addPass(createGpuToLLVMConversionPass());
+           pm.addPass(createConvertFuncToLLVMPass());
+           pm.addPass(createConvertControlFlowToLLVMPass());
+           pm.addPass(createReconcileUnrealizedCastsPass());
+         }});
   return stages;
 }
 
 std::string describePipeline(const CompileOptions &options) {
-  std::string text = "builtin.module(";
-  llvm::ListSeparator sep(", ");
+  OpPassManager pm(ModuleOp::getOperationName());
   for (const Stage &stage : buildStages(options))
-    text += llvm::StringRef(sep).str() + stage.pipeline;
-  return text + ")";
+    stage.populate(pm);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
 }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options,
@@ -252,14 +305,7 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options,
   std::string prefix = tool.empty() ? "" : (tool + ": error: ").str();
   for (const Stage &stage : buildStages(options)) {
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    std::string parseErrors;
-    llvm::raw_string_ostream parseOs(parseErrors);
-    if (failed(parsePassPipeline(stage.pipeline, pm, parseOs))) {
-      errs << prefix << "stage '" << stage.name
-           << "': cannot build the pipeline '" << stage.pipeline
-           << "': " << parseErrors << "\n";
-      return failure();
-    }
+    stage.populate(pm);
     if (configure && failed(configure(pm)))
       return failure();
     if (failed(pm.run(module))) {
@@ -298,13 +344,7 @@ LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
     return failure();
   }
   for (const Stage &stage : stages) {
-    std::string parseErrors;
-    llvm::raw_string_ostream parseOs(parseErrors);
-    if (failed(parsePassPipeline(stage.pipeline, pm, parseOs))) {
-      error = "stage '" + stage.name + "': cannot build the pipeline '" +
-              stage.pipeline + "': " + parseErrors;
-      return failure();
-    }
+    stage.populate(pm);
     if (stage.name == stopAfter)
       break;
   }

@@ -14,6 +14,12 @@
 // RUN: %t.driver %t.so | FileCheck %s --check-prefix=DRIVER
 // RUN: overlap-compile --remarks-filter=overlap %s --strategy uniform:2 --emit=llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: overlap-compile --remarks-filter=overlap --print-pipeline --profile p.json --strategy mc2 | FileCheck %s --check-prefix=PIPELINE
+// The stages are built in code; what --print-pipeline prints of them is a
+// pipeline of registered passes that gives the same module.
+// RUN: overlap-compile --print-pipeline --strategy uniform:2 > %t.pipeline
+// RUN: bash -c 'overlap-opt %s --pass-pipeline="$(cat %t.pipeline)" -o %t.printed.mlir'
+// RUN: overlap-compile %s --strategy uniform:2 --emit=mlir -o %t.built.mlir
+// RUN: diff %t.printed.mlir %t.built.mlir
 
 // MLIR: llvm.func @mar(%arg0: !llvm.ptr
 // MLIR: llvm.call @overlap_gemm
@@ -38,7 +44,7 @@
 
 // REMARK: Remark="tiles [128, 128] (uniform:2,
 
-// PIPELINE: builtin.module(overlap-pipeline{profile="p.json" strategy="mc2"}, one-shot-bufferize{{.*}}, overlap-schedule-streams{testing-drop-waits=false}, convert-overlap-to-runtime{target="host"}, convert-bufferization-to-memref, {{.*}}, reconcile-unrealized-casts)
+// PIPELINE: builtin.module(overlap-raise,overlap-reorder-chains{{.*}}profile=p.json},overlap-plan{profile=p.json ranks=0 strategy=mc2},overlap-decompose,{{.*}},one-shot-bufferize{{.*}},overlap-schedule-streams{testing-drop-waits=false},convert-overlap-to-runtime{target=host},convert-bufferization-to-memref,{{.*}},reconcile-unrealized-casts)
 
 shard.grid @tp(shape = 2)
 

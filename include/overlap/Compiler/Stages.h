@@ -19,6 +19,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,12 +30,14 @@ class PassManager;
 namespace overlap {
 namespace compiler {
 
-/// One stage of the pipeline: a name for messages and --stop-after-stage, and
-/// the textual pipeline it runs (anchored on builtin.module).
+/// One stage of the pipeline: a name for messages and --stop-after-stage,
+/// and what adds its passes to a pass manager anchored on builtin.module
+/// (built in code: no pass is looked up by name, so compiling needs no
+/// pass registered).
 struct Stage {
   std::string name;
   std::string description;
-  std::string pipeline;
+  std::function<void(OpPassManager &)> populate;
 };
 
 /// The stages, in order: tensor, bufferize, schedule, [kernels: target=cuda
@@ -44,13 +47,13 @@ std::vector<Stage> buildStages(const CompileOptions &options);
 /// The names of the stages for `options`, comma separated (for messages).
 std::string stageNames(const CompileOptions &options);
 
-/// The whole pipeline as one `builtin.module(...)` string (for --help, docs
-/// and --print-pipeline).
+/// The whole pipeline as one `builtin.module(...)` string, every pass with
+/// its options (for --print-pipeline; mlir-opt --pass-pipeline runs it).
 std::string describePipeline(const CompileOptions &options);
 
 /// Adds the stages up to and including `stopAfter` (all when empty) to
 /// `pm`, which must be anchored on builtin.module. Fails (with the reason in
-/// `error`) when a stage does not parse or `stopAfter` names no stage.
+/// `error`) when the options are invalid or `stopAfter` names no stage.
 LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
                             llvm::StringRef stopAfter, std::string &error);
 

@@ -49,7 +49,8 @@ endif()
 # Headers: the sources' and the generated TableGen ones.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.td" PATTERN "CMakeLists.txt" EXCLUDE)
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.td" PATTERN "*.def"
+  PATTERN "CMakeLists.txt" EXCLUDE)
 if(NOT OVERLAP_WITHOUT_MLIR)
   install(DIRECTORY ${PROJECT_BINARY_DIR}/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}

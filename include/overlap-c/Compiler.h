@@ -12,6 +12,9 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,18 +27,43 @@ typedef enum {
 } OverlapEmit;
 
 /** The compile options; overlapCompileOptionsDefault() gives the defaults
- *  (the same as overlap-compile's). A null string keeps the default. */
+ *  (the same as overlap-compile's). A null string keeps the default. The
+ *  pipeline's options are the rows of overlap/Compiler/CompileOptions.def,
+ *  the one declaration that overlap-compile's flags, the pipeline
+ *  overlap-to-llvm and Python share. */
+#define OVERLAP_COMPILE_OPTION_C_STRING const char *
+#define OVERLAP_COMPILE_OPTION_C_BOOL bool
 typedef struct {
-  const char *profile;  /* a JSON path or a shipped profile's name */
-  const char *strategy; /* none, uniform:N, mc2, optimal, waves, ficco, auto */
-  const char *target;   /* host or cuda */
-  const char *entry;    /* "": the only public function with a body */
-  const char *cpu;      /* "": generic; "native" */
+  /* sizeof(OverlapCompileOptions), as overlapCompileOptionsDefault() sets
+   * it: options laid out by another version of this header are refused
+   * (overlapCompile fails saying so), never misread. */
+  size_t size;
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  OVERLAP_COMPILE_OPTION_C_##KIND FIELD;
+#include "overlap/Compiler/CompileOptions.def"
+  const char *entry; /* "": the only public function with a body */
+  const char *cpu;   /* "": generic; "native" */
   OverlapEmit emit;
   unsigned optLevel; /* 0 to 3 */
 } OverlapCompileOptions;
 
 MLIR_CAPI_EXPORTED OverlapCompileOptions overlapCompileOptionsDefault(void);
+
+/** The layout of OverlapCompileOptions as this library was built with it, a
+ *  JSON array of {"field", "flag", "kind" (size, string, bool, emit,
+ *  unsigned), "offset"} in field order, and its "size": what a binding that
+ *  mirrors the struct (Python's ctypes) builds its mirror from. Static
+ *  storage; never null. */
+MLIR_CAPI_EXPORTED const char *overlapCompileOptionsLayout(void);
+
+/** Sets the pipeline option named `flag` (as overlap-compile spells it:
+ *  "strategy", "gpu-chip", "testing-drop-waits") from its text; the string
+ *  is copied into storage that lives as long as the process. Returns NULL,
+ *  or a message naming the option (with the closest name when there is no
+ *  such option), which the caller frees with free(). */
+MLIR_CAPI_EXPORTED char *overlapCompileOptionsSet(OverlapCompileOptions *o,
+                                                  const char *flag,
+                                                  const char *value);
 
 typedef struct OverlapCompileResult OverlapCompileResult;
 

@@ -22,6 +22,13 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <type_traits>
+
 using namespace mlir;
 namespace compiler = mlir::overlap::compiler;
 
@@ -34,19 +41,79 @@ void mlirOverlapRegisterAllDialects(MlirDialectRegistry registry) {
 
 void mlirRegisterOverlapPasses(void) { mlir::overlap::registerAllPasses(); }
 
+/// A C field's value: strings interned for the life of the process.
+static const char *cValue(const std::string &text) {
+  static std::mutex mutex;
+  static std::set<std::string> *interned = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return interned->insert(text).first->c_str();
+}
+static bool cValue(bool value) { return value; }
+
 OverlapCompileOptions overlapCompileOptionsDefault(void) {
   // The strings of a default-constructed DriverOptions, which live as long
   // as the process.
   static const compiler::DriverOptions defaults;
   OverlapCompileOptions options;
-  options.profile = defaults.compile.profile.c_str();
-  options.strategy = defaults.compile.strategy.c_str();
-  options.target = defaults.compile.target.c_str();
+  options.size = sizeof(OverlapCompileOptions);
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  options.FIELD = cValue(defaults.compile.FIELD);
+#include "overlap/Compiler/CompileOptions.def"
   options.entry = defaults.entry.c_str();
   options.cpu = defaults.cpu.c_str();
   options.emit = OVERLAP_EMIT_SHARED_LIBRARY;
   options.optLevel = defaults.optLevel;
   return options;
+}
+
+const char *overlapCompileOptionsLayout(void) {
+  static const std::string layout = [] {
+    llvm::json::Array fields;
+    auto field = [&](const char *name, const char *flag, const char *kind,
+                     size_t offset) {
+      fields.push_back(llvm::json::Object{{"field", name},
+                                          {"flag", flag},
+                                          {"kind", kind},
+                                          {"offset", int64_t(offset)}});
+    };
+    field("size", "", "size", offsetof(OverlapCompileOptions, size));
+#define OVERLAP_COMPILE_OPTION_KIND_STRING "string"
+#define OVERLAP_COMPILE_OPTION_KIND_BOOL "bool"
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  field(#FIELD, FLAG, OVERLAP_COMPILE_OPTION_KIND_##KIND,                      \
+        offsetof(OverlapCompileOptions, FIELD));
+#include "overlap/Compiler/CompileOptions.def"
+    field("entry", "entry", "string", offsetof(OverlapCompileOptions, entry));
+    field("cpu", "mcpu", "string", offsetof(OverlapCompileOptions, cpu));
+    field("emit", "emit", "emit", offsetof(OverlapCompileOptions, emit));
+    field("optLevel", "O", "unsigned",
+          offsetof(OverlapCompileOptions, optLevel));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(llvm::json::Object{
+        {"size", int64_t(sizeof(OverlapCompileOptions))},
+        {"fields", std::move(fields)}});
+    return text;
+  }();
+  return layout.c_str();
+}
+
+char *overlapCompileOptionsSet(OverlapCompileOptions *options, const char *flag,
+                               const char *value) {
+  auto failWith = [](const std::string &message) {
+    return strdup(message.c_str());
+  };
+  if (!options || !flag || !value)
+    return failWith("overlapCompileOptionsSet: null options, flag or value");
+  compiler::CompileOptions parsed;
+  if (llvm::Error err = compiler::setCompileOption(parsed, flag, value))
+    return failWith(llvm::toString(std::move(err)));
+  llvm::StringRef name(flag);
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  if (name == FLAG)                                                            \
+    options->FIELD = cValue(parsed.FIELD);
+#include "overlap/Compiler/CompileOptions.def"
+  return nullptr;
 }
 
 struct OverlapCompileResult {
@@ -73,13 +140,25 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
   auto *result = new OverlapCompileResult;
   compiler::DriverOptions driver;
   if (options) {
-    auto set = [](std::string &field, const char *value) {
-      if (value)
+    if (options->size != sizeof(OverlapCompileOptions)) {
+      result->error = "OverlapCompileOptions: size " +
+                      std::to_string(options->size) + ", but this library's "
+                      "is " + std::to_string(sizeof(OverlapCompileOptions)) +
+                      " (start from overlapCompileOptionsDefault(), built "
+                      "with this library's overlap-c/Compiler.h)";
+      return result;
+    }
+    auto set = [](auto &field, auto value) {
+      if constexpr (std::is_pointer_v<decltype(value)>) {
+        if (value)
+          field = value;
+      } else {
         field = value;
+      }
     };
-    set(driver.compile.profile, options->profile);
-    set(driver.compile.strategy, options->strategy);
-    set(driver.compile.target, options->target);
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  set(driver.compile.FIELD, options->FIELD);
+#include "overlap/Compiler/CompileOptions.def"
     set(driver.entry, options->entry);
     set(driver.cpu, options->cpu);
     if (options->emit < OVERLAP_EMIT_MLIR ||

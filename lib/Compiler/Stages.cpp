@@ -353,13 +353,9 @@ LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
 
 CompileOptions CompilePipelineOptions::toCompileOptions() const {
   CompileOptions options;
-  options.profile = profile;
-  options.strategy = strategy;
-  options.target = target;
-  options.testingDropWaits = testingDropWaits;
-  options.gpuChip = gpuChip;
-  options.gpuFeatures = gpuFeatures;
-  options.gpuFormat = gpuFormat;
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  options.FIELD = FIELD;
+#include "overlap/Compiler/CompileOptions.def"
   return options;
 }
 

@@ -92,11 +92,15 @@ def compile(module: str, *, target: Optional[str] = None,
             profile: Optional[Union[str, os.PathLike]] = None,
             emit: str = "so", entry: Optional[str] = None,
             opt_level: Optional[int] = None,
-            output: Optional[Union[str, os.PathLike]] = None) -> Compiled:
+            output: Optional[Union[str, os.PathLike]] = None,
+            **pipeline_options: Any) -> Compiled:
     """Compiles the MLIR text ``module`` (linalg + shard, or overlap ops) to
     ``emit`` ("so", "obj", "llvm" or "mlir") for ``target`` ("host" or
     "cuda"). Options left as None take the compiler's defaults. Without
-    ``output`` the result goes to a new temporary file."""
+    ``output`` the result goes to a new temporary file. Every other option
+    of the pipeline is a keyword named as overlap-compile's flag with "_"
+    for "-" (``gpu_chip="sm_80"``, ``testing_drop_waits=True``): the library
+    reports them (CompileOptions.def), so none is declared here."""
     if emit not in _EMIT:
         raise ValueError(f"emit={emit!r}: expected one of {', '.join(_EMIT)}")
     lib = native.compiler_api()
@@ -118,6 +122,21 @@ def compile(module: str, *, target: Optional[str] = None,
         options.entry = text(entry)
     if opt_level is not None:
         options.optLevel = _checked_int("opt_level", opt_level, 0, 3)
+    flags = type(options).flags
+    for key, value in pipeline_options.items():
+        field = flags.get(key.replace("_", "-"))
+        if field is None or key in ("entry", "emit", "O", "mcpu"):
+            known = sorted(f.replace("-", "_") for f, (_, kind) in
+                           flags.items() if kind in ("string", "bool"))
+            raise TypeError(f"compile() got an unexpected option {key!r} "
+                            f"(pipeline options: {', '.join(known)})")
+        name, kind = field
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise TypeError(f"{key}={value!r}: expected True or False")
+            setattr(options, name, value)
+        else:
+            setattr(options, name, text(value))
     options.emit = _EMIT[emit]
     if output is None:
         fd, output = tempfile.mkstemp(prefix="overlap-", suffix=_SUFFIX[emit])

@@ -17,6 +17,7 @@ P``), then ``$OVERLAP_BUILD_DIR/lib``, then ``<repo>/build/lib``, then the
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 from pathlib import Path
@@ -76,11 +77,37 @@ class MlirStringRef(ctypes.Structure):
         return ctypes.string_at(self.data, self.length).decode()
 
 
-class CompileOptions(ctypes.Structure):
-    _fields_ = [("profile", ctypes.c_char_p), ("strategy", ctypes.c_char_p),
-                ("target", ctypes.c_char_p), ("entry", ctypes.c_char_p),
-                ("cpu", ctypes.c_char_p), ("emit", ctypes.c_int),
-                ("optLevel", ctypes.c_uint)]
+# The ctypes type of each kind of field overlapCompileOptionsLayout names.
+_OPTION_KINDS = {"size": ctypes.c_size_t, "string": ctypes.c_char_p,
+                 "bool": ctypes.c_bool, "emit": ctypes.c_int,
+                 "unsigned": ctypes.c_uint}
+
+
+def _compile_options_type(lib: ctypes.CDLL) -> type:
+    """The ctypes mirror of OverlapCompileOptions, built from the layout the
+    library reports (overlapCompileOptionsLayout), not declared here: a field
+    added in C (a row of CompileOptions.def) cannot shift it silently. Its
+    ``flags`` map overlap-compile's flag names to fields."""
+    lib.overlapCompileOptionsLayout.argtypes = []
+    lib.overlapCompileOptionsLayout.restype = ctypes.c_char_p
+    layout = json.loads(lib.overlapCompileOptionsLayout().decode())
+    fields = layout["fields"]
+    cls = type("CompileOptions", (ctypes.Structure,), {
+        "_fields_": [(f["field"], _OPTION_KINDS[f["kind"]]) for f in fields],
+        "flags": {f["flag"]: (f["field"], f["kind"]) for f in fields
+                  if f["flag"]},
+    })
+    for f in fields:
+        if getattr(cls, f["field"]).offset != f["offset"]:
+            raise RuntimeError(
+                f"OverlapCompileOptions.{f['field']}: ctypes puts it at "
+                f"{getattr(cls, f['field']).offset}, the library at "
+                f"{f['offset']}")
+    if ctypes.sizeof(cls) != layout["size"]:
+        raise RuntimeError(f"OverlapCompileOptions: ctypes size "
+                           f"{ctypes.sizeof(cls)}, the library's "
+                           f"{layout['size']}")
+    return cls
 
 
 class RunOptions(ctypes.Structure):
@@ -131,10 +158,12 @@ def compiler_api() -> ctypes.CDLL:
     """libOverlapCAPI.so with its prototypes."""
     lib = _load("libOverlapCAPI.so")
     if not hasattr(lib, "_overlap_ready"):
+        options_type = _compile_options_type(lib)
+        lib.CompileOptions = options_type
         lib.overlapCompileOptionsDefault.argtypes = []
-        lib.overlapCompileOptionsDefault.restype = CompileOptions
+        lib.overlapCompileOptionsDefault.restype = options_type
         lib.overlapCompile.argtypes = [MlirStringRef, MlirStringRef,
-                                       ctypes.POINTER(CompileOptions)]
+                                       ctypes.POINTER(options_type)]
         lib.overlapCompile.restype = ctypes.c_void_p
         lib.overlapCompileResultSucceeded.argtypes = [ctypes.c_void_p]
         lib.overlapCompileResultSucceeded.restype = ctypes.c_bool

@@ -166,6 +166,33 @@ int main(int argc, char **argv) {
          (int)error.length, error.data);
   overlapCompileResultDestroy(result);
 
+  /* Options laid out by another header are refused, not misread. */
+  OverlapCompileOptions other = overlapCompileOptionsDefault();
+  other.size = 8;
+  result = overlapCompile(mlirStringRefCreateFromCString(source),
+                          mlirStringRefCreateFromCString(argv[2]), &other);
+  error = overlapCompileResultError(result);
+  printf("other layout: %s: %.*s\n",
+         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
+         (int)error.length, error.data);
+  overlapCompileResultDestroy(result);
+  /* Options by their flag names, the one declaration's. */
+  OverlapCompileOptions named = overlapCompileOptionsDefault();
+  char *why = overlapCompileOptionsSet(&named, "gpu-chip", "sm_80");
+  printf("set gpu-chip: %s -> %s\n", why ? why : "ok", named.gpuChip);
+  free(why);
+  why = overlapCompileOptionsSet(&named, "testing-drop-waits", "true");
+  printf("set testing-drop-waits: %s -> %d\n", why ? why : "ok",
+         (int)named.testingDropWaits);
+  free(why);
+  why = overlapCompileOptionsSet(&named, "stratgy", "mc2");
+  printf("set stratgy: %s\n", why ? why : "ok");
+  free(why);
+  why = overlapCompileOptionsSet(&named, "testing-drop-waits", "maybe");
+  printf("set testing-drop-waits maybe: %s\n", why ? why : "ok");
+  free(why);
+  printf("layout: %s\n", overlapCompileOptionsLayout());
+
   /* An output that cannot be written is a failed result, not the end of
    * the process (LLVM's fatal "IO failure on output stream"). */
   options.target = "host";

@@ -42,7 +42,6 @@ namespace compiler = mlir::overlap::compiler;
 
 namespace {
 using compiler::Emit;
-enum class Target { Host, Cuda };
 
 cl::OptionCategory category("overlap-compile options");
 
@@ -63,39 +62,6 @@ cl::opt<Emit>
                     clEnumValN(Emit::SharedLibrary, "so",
                                "shared library linked against the runtime")),
          cl::cat(category));
-cl::opt<Target>
-    target("target", cl::desc("Runtime backend"), cl::init(Target::Host),
-           cl::values(clEnumValN(Target::Host, "host",
-                                 "host backend (ranks are threads)"),
-                      clEnumValN(Target::Cuda, "cuda",
-                                 "CUDA backend (cuBLASLt, NCCL)")),
-           cl::cat(category));
-cl::opt<std::string> gpuChip("gpu-chip",
-                             cl::desc("--target=cuda: GPU the kernels are "
-                                      "compiled for (default sm_90a)"),
-                             cl::init(compiler::CompileOptions().gpuChip), cl::cat(category));
-cl::opt<std::string>
-    gpuFeatures("gpu-features",
-                cl::desc("--target=cuda: PTX features (default +ptx80, "
-                         "which CUDA 13's ptxas needs for sm_90a)"),
-                cl::init(compiler::CompileOptions().gpuFeatures),
-                cl::cat(category));
-cl::opt<std::string>
-    gpuFormat("gpu-format",
-              cl::desc("--target=cuda: kernels embedded as fatbin (SASS + "
-                       "PTX, needs ptxas), bin (cubin), or isa (PTX, "
-                       "compiled by the driver at load)"),
-              cl::init(compiler::CompileOptions().gpuFormat), cl::cat(category));
-cl::opt<std::string> profile("profile",
-                             cl::desc("Hardware profile: a JSON path or a "
-                                      "shipped name (share/overlap/profiles)"),
-                             cl::init(compiler::CompileOptions().profile),
-                             cl::cat(category));
-cl::opt<std::string> strategy("strategy",
-                              cl::desc("Tiling strategy: none, uniform:N, "
-                                       "mc2, optimal, waves, ficco, auto"),
-                              cl::init(compiler::CompileOptions().strategy),
-                              cl::cat(category));
 cl::opt<std::string>
     entry("entry",
           cl::desc("Keep only this public function (others become private "
@@ -106,11 +72,6 @@ cl::opt<std::string> stopAfter(
     cl::desc("With --emit=mlir: stop after this stage (tensor, bufferize, "
              "schedule, kernels [cuda], runtime, llvm)"),
     cl::init(""), cl::cat(category));
-cl::opt<bool> testingDropWaits(
-    "testing-drop-waits",
-    cl::desc("Testing only: schedule streams without waits (wrong programs "
-             "for chaos tests)"),
-    cl::init(false), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 cl::opt<std::string> mcpu("mcpu",
@@ -150,6 +111,8 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   compiler::registerRemarkCLOptions(category);
+  // --profile, --strategy, --target, ...: CompileOptions.def's rows.
+  compiler::registerCompileCLOptions(category);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -157,13 +120,7 @@ int main(int argc, char **argv) {
       "file or a shared library that calls the Overlap runtime\n");
 
   compiler::DriverOptions options;
-  options.compile.profile = profile;
-  options.compile.strategy = strategy;
-  options.compile.target = target == Target::Host ? "host" : "cuda";
-  options.compile.testingDropWaits = testingDropWaits;
-  options.compile.gpuChip = gpuChip;
-  options.compile.gpuFeatures = gpuFeatures;
-  options.compile.gpuFormat = gpuFormat;
+  options.compile = compiler::compileOptionsFromCL();
   options.emit = emit;
   options.entry = entry;
   options.optLevel = optLevel;

@@ -73,17 +73,6 @@ cl::opt<std::string> entry("entry",
                            cl::init(""), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1), cl::cat(category));
-cl::opt<std::string> profile("profile",
-                             cl::desc("Hardware profile: a JSON path or a "
-                                      "shipped name (share/overlap/profiles)"),
-                             cl::init(compiler::CompileOptions().profile),
-                             cl::cat(category));
-cl::opt<std::string> strategy("strategy",
-                              cl::desc("Tiling strategy of the overlap "
-                                       "compilation (the reference uses "
-                                       "none)"),
-                              cl::init(compiler::CompileOptions().strategy),
-                              cl::cat(category));
 cl::opt<std::string>
     chaos("chaos",
           cl::desc("Host chaos mode with this seed (random delays before "
@@ -98,11 +87,6 @@ cl::opt<int64_t> waitTimeoutMs("wait-timeout-ms",
                                cl::desc("Timeout of waits and collectives "
                                         "(0: the runtime's default)"),
                                cl::init(0), cl::cat(category));
-cl::opt<bool> testingDropWaits(
-    "testing-drop-waits",
-    cl::desc("Testing only: compile the overlap program without waits "
-             "(the reference keeps them); with --chaos it must mismatch"),
-    cl::init(false), cl::cat(category));
 cl::opt<double> relTolerance("rtol",
                              cl::desc("Relative tolerance (default 0: exact)"),
                              cl::init(0.0), cl::cat(category));
@@ -173,6 +157,10 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   compiler::registerRemarkCLOptions(category);
+  // --profile, --strategy, --testing-drop-waits, ...: CompileOptions.def's
+  // rows, as overlap-compile takes them (the reference keeps the profile and
+  // is compiled with strategy none and its waits).
+  compiler::registerCompileCLOptions(category);
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
@@ -235,13 +223,20 @@ int main(int argc, char **argv) {
   if (!run::checkRanks(*sig, ranks, error))
     return usageOrCompileError(error);
 
-  compiler::CompileOptions overlapOptions;
-  overlapOptions.profile = profile;
-  overlapOptions.strategy = strategy;
-  overlapOptions.testingDropWaits = testingDropWaits;
-  compiler::CompileOptions referenceOptions;
-  referenceOptions.profile = profile;
+  compiler::CompileOptions overlapOptions = compiler::compileOptionsFromCL();
+  if (overlapOptions.target != "host")
+    return usageOrCompileError("--target " + overlapOptions.target +
+                               ": overlap-run runs on host ranks (compile "
+                               "for cuda with overlap-compile and run it "
+                               "with overlap-exec)");
+  if (llvm::Error err = overlapOptions.validate())
+    return usageOrCompileError(llvm::toString(std::move(err)));
+  compiler::CompileOptions referenceOptions = overlapOptions;
   referenceOptions.strategy = "none";
+  referenceOptions.testingDropWaits = false;
+  const std::string &strategy = overlapOptions.strategy;
+  const std::string &profile = overlapOptions.profile;
+  bool testingDropWaits = overlapOptions.testingDropWaits;
 
   Program overlapProgram, referenceProgram;
   referenceProgram.module =

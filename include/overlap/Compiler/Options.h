@@ -13,6 +13,7 @@
 
 #include "overlap/Planner/Defaults.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -21,23 +22,15 @@ namespace mlir {
 namespace overlap {
 namespace compiler {
 
+/// What the whole pipeline is asked to do: one field per row of
+/// CompileOptions.def, its DEFAULT the member initializer.
 struct CompileOptions {
-  /// Hardware profile for the Planner: a JSON path or the name of a shipped
-  /// profile (planner::shippedProfilesDir).
-  std::string profile = ::overlap::planner::kDefaultProfile;
-  /// Tiling strategy: none, uniform:N, mc2, optimal, waves, ficco, auto.
-  std::string strategy = ::overlap::planner::kDefaultStrategy;
-  /// Runtime backend: host or cuda.
-  std::string target = "host";
-  /// overlap-schedule-streams{testing-drop-waits}: no waits (chaos tests).
-  bool testingDropWaits = false;
-  /// target=cuda: the GPU the kernels are compiled for, the PTX features
-  /// (CUDA 13's ptxas needs +ptx80 or newer for sm_90a) and the form
-  /// gpu-module-to-binary embeds (fatbin: SASS for the chip plus PTX; bin:
-  /// cubin; isa: PTX only, compiled by the driver when the program loads).
-  std::string gpuChip = "sm_90a";
-  std::string gpuFeatures = "+ptx80";
-  std::string gpuFormat = "fatbin";
+// The C++ type of a KIND of CompileOptions.def (Stages.h uses them too).
+#define OVERLAP_COMPILE_OPTION_TYPE_STRING std::string
+#define OVERLAP_COMPILE_OPTION_TYPE_BOOL bool
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  OVERLAP_COMPILE_OPTION_TYPE_##KIND FIELD = DEFAULT;
+#include "overlap/Compiler/CompileOptions.def"
 
   /// Checks the values that have a fixed set (target, gpu-format); the
   /// message names the option and the accepted values.
@@ -55,6 +48,19 @@ llvm::Error checkOptionValue(llvm::StringRef option, llvm::StringRef value);
 /// outside quotes, on a control character or an unclosed quote: what would
 /// end the options early and add passes.
 llvm::Error checkPipelineOptionsText(llvm::StringRef text);
+
+/// Registers one flag per row of CompileOptions.def (--profile, --strategy,
+/// --target, ...) in `category`: what overlap-compile and overlap-run take.
+void registerCompileCLOptions(llvm::cl::OptionCategory &category);
+
+/// The values of those flags (the defaults when they were not registered).
+CompileOptions compileOptionsFromCL();
+
+/// Sets the option whose FLAG is `name` from its text form (a bool: true,
+/// false, 1, 0); fails naming the option when there is none of that name
+/// (with the closest one) or the value does not parse.
+llvm::Error setCompileOption(CompileOptions &options, llvm::StringRef name,
+                             llvm::StringRef value);
 
 } // namespace compiler
 } // namespace overlap

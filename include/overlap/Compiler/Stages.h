@@ -68,41 +68,20 @@ LogicalResult runStages(
     llvm::StringRef tool, llvm::raw_ostream &errs,
     llvm::function_ref<LogicalResult(PassManager &)> configure = nullptr);
 
-/// The options of the registered pipeline `overlap-to-llvm`: CompileOptions'
-/// fields, with CompileOptions' defaults.
+/// The options of the registered pipeline `overlap-to-llvm`: the rows of
+/// CompileOptions.def, with CompileOptions' defaults, and stop-after-stage.
 struct CompilePipelineOptions
     : public PassPipelineOptions<CompilePipelineOptions> {
-  PassOptions::Option<std::string> profile{
-      *this, "profile",
-      llvm::cl::desc("Hardware profile: a JSON path or a shipped name"),
-      llvm::cl::init(CompileOptions().profile)};
-  PassOptions::Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Tiling strategy: none, uniform:N, mc2, optimal, waves, "
-                     "ficco, auto"),
-      llvm::cl::init(CompileOptions().strategy)};
-  PassOptions::Option<std::string> target{
-      *this, "target", llvm::cl::desc("Runtime backend: host or cuda"),
-      llvm::cl::init(CompileOptions().target)};
+  // OVERLAP_COMPILE_OPTION_TYPE_<KIND>: Options.h.
+#define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
+  PassOptions::Option<OVERLAP_COMPILE_OPTION_TYPE_##KIND> FIELD{               \
+      *this, FLAG, llvm::cl::desc(HELP), llvm::cl::init(CompileOptions().FIELD)};
+#include "overlap/Compiler/CompileOptions.def"
   PassOptions::Option<std::string> stopAfter{
       *this, "stop-after-stage",
       llvm::cl::desc("Stop after this stage (tensor, bufferize, schedule, "
                      "kernels, runtime, llvm)"),
       llvm::cl::init("")};
-  PassOptions::Option<bool> testingDropWaits{
-      *this, "testing-drop-waits",
-      llvm::cl::desc("Testing only: no waits between the streams"),
-      llvm::cl::init(CompileOptions().testingDropWaits)};
-  PassOptions::Option<std::string> gpuChip{
-      *this, "gpu-chip", llvm::cl::desc("target=cuda: the GPU (sm_90a)"),
-      llvm::cl::init(CompileOptions().gpuChip)};
-  PassOptions::Option<std::string> gpuFeatures{
-      *this, "gpu-features", llvm::cl::desc("target=cuda: PTX features"),
-      llvm::cl::init(CompileOptions().gpuFeatures)};
-  PassOptions::Option<std::string> gpuFormat{
-      *this, "gpu-format",
-      llvm::cl::desc("target=cuda: fatbin, bin or isa"),
-      llvm::cl::init(CompileOptions().gpuFormat)};
 
   CompileOptions toCompileOptions() const;
 };

@@ -18,6 +18,10 @@ extern "C" {
 #endif
 
 typedef struct {
+  /* sizeof(OverlapRunOptions), as overlapRunOptionsDefault() sets it:
+   * options laid out by another version of this header are refused (status
+   * 2, saying so), never misread. */
+  size_t size;
   const char *program;   /* the library to run */
   const char *reference; /* NULL or "": no reference (checksums) */
   const char *backend;   /* NULL: the program's target; "host" or "cuda" */

@@ -61,6 +61,7 @@ void overlapFree(void *pointer) { std::free(pointer); }
 OverlapRunOptions overlapRunOptionsDefault(void) {
   overlap::exec::SessionOptions defaults;
   OverlapRunOptions options;
+  options.size = sizeof(OverlapRunOptions);
   options.program = nullptr;
   options.reference = nullptr;
   options.backend = nullptr;
@@ -86,7 +87,13 @@ static int runWith(const OverlapRunOptions *options,
                    OverlapOutputs *outputs, char **report, char **messages) {
   std::string out, err;
   int status = 2;
-  if (!options || !options->program) {
+  if (options && options->size != sizeof(OverlapRunOptions)) {
+    err = "overlap: error: OverlapRunOptions: size " +
+          std::to_string(options->size) + ", but this library's is " +
+          std::to_string(sizeof(OverlapRunOptions)) +
+          " (start from overlapRunOptionsDefault(), built with this "
+          "library's overlap-c/Loader.h)\n";
+  } else if (!options || !options->program) {
     err = "overlap: error: no program library given\n";
   } else if (options->iterations < 1 || options->ranks < 0 ||
              !(options->rtol >= 0) || !(options->atol >= 0) ||

@@ -111,7 +111,9 @@ def _compile_options_type(lib: ctypes.CDLL) -> type:
 
 
 class RunOptions(ctypes.Structure):
-    _fields_ = [("program", ctypes.c_char_p), ("reference", ctypes.c_char_p),
+    # Sized: a mirror that no longer matches overlap-c/Loader.h is refused
+    # by the library (its size differs), not misread.
+    _fields_ = [("size", ctypes.c_size_t), ("program", ctypes.c_char_p), ("reference", ctypes.c_char_p),
                 ("backend", ctypes.c_char_p), ("ranks", ctypes.c_int),
                 ("seed", ctypes.c_uint64), ("iterations", ctypes.c_int),
                 ("rtol", ctypes.c_double), ("atol", ctypes.c_double),

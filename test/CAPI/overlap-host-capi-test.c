@@ -158,6 +158,16 @@ int main(int argc, char **argv) {
   printf("11 inputs: status %d: %s", status, messages ? messages : "(null)\n");
   overlapFree(report);
   overlapFree(messages);
+
+  /* Options of another header's layout are refused, not misread. */
+  OverlapRunOptions other = options;
+  other.size = 4;
+  report = messages = NULL;
+  status = overlapRun(&other, &report, &messages);
+  printf("other layout: status %d: %s", status,
+         messages ? messages : "(null)\n");
+  overlapFree(report);
+  overlapFree(messages);
   /* Inputs counted but not given. */
   status = overlapRunInputs(&options, NULL, Ranks * Args, NULL, NULL, NULL);
   printf("null inputs: status %d\n", status);

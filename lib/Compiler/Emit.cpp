@@ -9,7 +9,7 @@
 
 #include "overlap/Compiler/Driver.h"
 #include "overlap/Compiler/EntrySignature.h"
-#include "overlap/Compiler/Remarks.h"
+#include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
 

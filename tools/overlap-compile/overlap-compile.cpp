@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Driver.h"
-#include "overlap/Compiler/Remarks.h"
+#include "overlap/Compiler/RemarkSetup.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"

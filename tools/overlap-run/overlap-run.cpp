@@ -20,7 +20,7 @@
 #include "overlap/Compiler/Driver.h"
 #include "overlap/Runner/Jit.h"
 #include "overlap/Compiler/EntrySignature.h"
-#include "overlap/Compiler/Remarks.h"
+#include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Run.h"
 #include "overlap/Loader/Session.h"

@@ -14,7 +14,7 @@
 
 #include "overlap/Compiler/Options.h"
 #include "overlap/Compiler/Stages.h"
-#include "overlap/Compiler/Remarks.h"
+#include "overlap/Compiler/RemarkSetup.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"

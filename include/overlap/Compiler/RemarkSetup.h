@@ -1,4 +1,4 @@
-//===- Remarks.h - Turning Overlap's remarks on -----------------*- C++ -*-===//
+//===- RemarkSetup.h - Turning Overlap's remarks on -------------*- C++ -*-===//
 //
 // Overlap's passes emit their decisions through MLIR's remark framework
 // (overlap/Dialect/Overlap/Transforms/Remarks.h); nothing is printed unless
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_COMPILER_REMARKS_H
-#define OVERLAP_COMPILER_REMARKS_H
+#ifndef OVERLAP_COMPILER_REMARKSETUP_H
+#define OVERLAP_COMPILER_REMARKSETUP_H
 
 #include "mlir/IR/Remarks.h"
 #include "llvm/Support/CommandLine.h"
@@ -95,4 +95,4 @@ PlanCollector *collectPlans(MLIRContext &context);
 } // namespace overlap
 } // namespace mlir
 
-#endif // OVERLAP_COMPILER_REMARKS_H
+#endif // OVERLAP_COMPILER_REMARKSETUP_H

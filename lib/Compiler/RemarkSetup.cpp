@@ -1,6 +1,6 @@
-//===- Remarks.cpp - Turning Overlap's remarks on ---------------*- C++ -*-===//
+//===- RemarkSetup.cpp - Turning Overlap's remarks on -----------*- C++ -*-===//
 
-#include "overlap/Compiler/Remarks.h"
+#include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

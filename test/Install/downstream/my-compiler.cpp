@@ -4,12 +4,15 @@
 #include "overlap/Compiler/Driver.h"
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -44,6 +47,33 @@ int main(int argc, char **argv) {
       ++tiles;
   });
   llvm::outs() << "tile collectives after overlap-pipeline: " << tiles << "\n";
+
+  // The same rules as patterns in our own rewrites: raise, plan (the pass),
+  // decompose.
+  auto again =
+      mlir::parseSourceString<mlir::ModuleOp>((*file)->getBuffer(), &context);
+  if (!again)
+    return 1;
+  mlir::RewritePatternSet raise(&context);
+  mlir::overlap::populateOverlapRaisePatterns(raise);
+  if (mlir::failed(mlir::applyPatternsGreedily(*again, std::move(raise))))
+    return 1;
+  mlir::PassManager plan(&context, mlir::ModuleOp::getOperationName());
+  mlir::overlap::OverlapPlanOptions planOptions;
+  planOptions.strategy = "uniform:2";
+  plan.addPass(mlir::overlap::createOverlapPlan(planOptions));
+  if (mlir::failed(plan.run(*again)))
+    return 1;
+  mlir::RewritePatternSet decompose(&context);
+  mlir::overlap::populateOverlapDecomposePatterns(decompose);
+  if (mlir::failed(mlir::applyPatternsGreedily(*again, std::move(decompose))))
+    return 1;
+  int patternTiles = 0;
+  again->walk([&](mlir::Operation *op) {
+    if (op->getName().getStringRef() == "overlap.tiles")
+      ++patternTiles;
+  });
+  llvm::outs() << "tiled ops with the patterns: " << patternTiles << "\n";
 
   mlir::overlap::compiler::DriverOptions options;
   options.compile.strategy = "uniform:2";

@@ -8,6 +8,7 @@
 
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 
 #include "PlannerBridge.h"
 #include "TensorBuilders.h"
@@ -457,6 +458,68 @@ void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
   eraseDeadFill(rewriter, c);
 }
 
+enum class Decomposed { Yes, Skipped, Failed };
+
+/// Decomposes the fused op `op` along its plan (a '#overlap.plan' and
+/// static shapes and group size needed): Yes; Skipped (with `remark`, a
+/// remark says why) when it has no plan or a dynamic shape or group;
+/// Failed (with an error) when the plan does not fit it.
+Decomposed decomposeFusedOp(RewriterBase &rewriter, Operation *op,
+                            SymbolTableCollection &symbols, bool remark) {
+  auto skipped = [&](const std::string &why) {
+    if (remark)
+      remarkMissed(op, "not-decomposed", "overlap-decompose",
+                   "not decomposed: " + why);
+    return Decomposed::Skipped;
+  };
+  auto plan = op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
+  if (!plan)
+    return skipped("no '" + OverlapDialect::getPlanAttrName().str() +
+                   "' attribute (run overlap-plan first)");
+  if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty())
+    return skipped(dynamic + "; tiles need static shapes");
+  // Reduce-scatter and all-gather address every rank's block of rows; the
+  // all-reduce layout does not depend on the group.
+  int64_t group = 1;
+  if (!isa<MatmulAllReduceOp>(op)) {
+    group = groupSizeOf(op, symbols);
+    if (ShapedType::isDynamic(group))
+      return skipped("the group size of " + remarkText(op->getAttr("grid")) +
+                     " is not static");
+  }
+  // All-to-all tiles take a share of every (rank, expert) block; the
+  // layout's slots are those blocks.
+  FailureOr<planner::TileLayout> layout = tileLayoutOf(op, plan, group);
+  if (failed(layout))
+    return Decomposed::Failed;
+  rewriter.setInsertionPoint(op);
+  if (auto ar = dyn_cast<MatmulAllReduceOp>(op))
+    decomposeAllReduce(rewriter, ar, *layout);
+  else if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
+    decomposeReduceScatter(rewriter, rs, *layout);
+  else if (auto ag = dyn_cast<AllGatherMatmulOp>(op))
+    decomposeAllGather(rewriter, ag, *layout);
+  else if (auto dispatch = dyn_cast<AllToAllMatmulOp>(op))
+    decomposeDispatch(rewriter, dispatch, *layout, group);
+  else
+    decomposeCombine(rewriter, cast<MatmulAllToAllOp>(op), *layout, group);
+  return Decomposed::Yes;
+}
+
+/// A fused op with a plan becomes its tiles (Transforms.h).
+struct DecomposeFused : RewritePattern {
+  explicit DecomposeFused(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isFusedMatmul(op))
+      return failure();
+    SymbolTableCollection symbols;
+    return success(decomposeFusedOp(rewriter, op, symbols,
+                                    /*remark=*/false) == Decomposed::Yes);
+  }
+};
+
 struct OverlapDecomposePass
     : public mlir::overlap::impl::OverlapDecomposeBase<OverlapDecomposePass> {
   void runOnOperation() override {
@@ -467,55 +530,16 @@ struct OverlapDecomposePass
     });
     IRRewriter rewriter(&getContext());
     SymbolTableCollection symbols;
-    for (Operation *op : fused) {
-      auto plan =
-          op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
-      if (!plan) {
-        remarkMissed(op, "not-decomposed", "overlap-decompose",
-                     "not decomposed: no '" +
-                         OverlapDialect::getPlanAttrName() +
-                         "' attribute (run overlap-plan first)");
-        continue;
-      }
-      if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
-        remarkMissed(op, "not-decomposed", "overlap-decompose",
-                     "not decomposed: " + dynamic +
-                         "; tiles need static shapes");
-        continue;
-      }
-      // Reduce-scatter and all-gather address every rank's block of rows;
-      // the all-reduce layout does not depend on the group.
-      int64_t group = 1;
-      if (!isa<MatmulAllReduceOp>(op)) {
-        group = groupSizeOf(op, symbols);
-        if (ShapedType::isDynamic(group)) {
-          remarkMissed(op, "not-decomposed", "overlap-decompose",
-                       "not decomposed: the group size of " +
-                           remarkText(op->getAttr("grid")) + " is not static");
-          continue;
-        }
-      }
-      // All-to-all tiles take a share of every (rank, expert) block; the
-      // layout's slots are those blocks.
-      FailureOr<planner::TileLayout> layout = tileLayoutOf(op, plan, group);
-      if (failed(layout)) {
+    for (Operation *op : fused)
+      if (decomposeFusedOp(rewriter, op, symbols, /*remark=*/true) ==
+          Decomposed::Failed)
         signalPassFailure();
-        continue;
-      }
-      rewriter.setInsertionPoint(op);
-      if (auto ar = dyn_cast<MatmulAllReduceOp>(op))
-        decomposeAllReduce(rewriter, ar, *layout);
-      else if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
-        decomposeReduceScatter(rewriter, rs, *layout);
-      else if (auto ag = dyn_cast<AllGatherMatmulOp>(op))
-        decomposeAllGather(rewriter, ag, *layout);
-      else if (auto dispatch = dyn_cast<AllToAllMatmulOp>(op))
-        decomposeDispatch(rewriter, dispatch, *layout, group);
-      else
-        decomposeCombine(rewriter, cast<MatmulAllToAllOp>(op), *layout,
-                         group);
-    }
   }
 };
 
 } // namespace
+
+void mlir::overlap::populateOverlapDecomposePatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<DecomposeFused>(patterns.getContext());
+}

@@ -12,6 +12,7 @@
 
 #include "PlannerBridge.h"
 #include "Raise.h"
+#include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 #include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -218,14 +219,16 @@ shard::AllGatherOp gatheredLhs(linalg::MatmulOp matmul, bool &singleUse,
 /// matmul -> shard.all_reduce / shard.reduce_scatter. Returns true when it
 /// rewrote.
 template <typename CollectiveOp>
-bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
+bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op,
+                               bool remark = true) {
   bool singleUse = true;
   SmallVector<Operation *> casts;
   linalg::MatmulOp matmul = producerMatmul(op, singleUse, casts);
   if (!matmul)
     return false;
   if (std::string why = whyNotFused(op, matmul, singleUse); !why.empty()) {
-    remarkNotRaised(op, why);
+    if (remark)
+      remarkNotRaised(op, why);
     return false;
   }
 
@@ -259,14 +262,16 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op) {
 }
 
 /// shard.all_gather (rows) -> lhs of linalg.matmul.
-bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul) {
+bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul,
+                              bool remark = true) {
   bool singleUse = true;
   SmallVector<Operation *> casts;
   shard::AllGatherOp gather = gatheredLhs(matmul, singleUse, casts);
   if (!gather)
     return false;
   if (std::string why = whyNotFused(gather, matmul, singleUse); !why.empty()) {
-    remarkNotRaised(matmul, why);
+    if (remark)
+      remarkNotRaised(matmul, why);
     return false;
   }
 
@@ -388,3 +393,45 @@ struct OverlapRaisePass
 };
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The raise rules as patterns (Transforms.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// matmul -> all-reduce / reduce-scatter, rooted at the collective.
+template <typename CollectiveOp>
+struct RaiseMatmulThenCollective : OpRewritePattern<CollectiveOp> {
+  using OpRewritePattern<CollectiveOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(CollectiveOp op,
+                                PatternRewriter &rewriter) const override {
+    return success(raiseMatmulThenCollective(rewriter, op, /*remark=*/false));
+  }
+};
+
+/// all-gather -> matmul, rooted at the matmul.
+struct RaiseAllGatherThenMatmul : OpRewritePattern<linalg::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    return success(raiseAllGatherThenMatmul(rewriter, op, /*remark=*/false));
+  }
+};
+
+/// The expert-parallel forms, rooted at the all-to-all.
+struct RaiseAllToAll : OpRewritePattern<shard::AllToAllOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(shard::AllToAllOp op,
+                                PatternRewriter &rewriter) const override {
+    return success(raiseAllToAllOp(rewriter, op, /*remark=*/false));
+  }
+};
+} // namespace
+
+void mlir::overlap::populateOverlapRaisePatterns(RewritePatternSet &patterns) {
+  populateNormalizeContractionPatterns(patterns);
+  patterns.add<RaiseMatmulThenCollective<shard::AllReduceOp>,
+               RaiseMatmulThenCollective<shard::ReduceScatterOp>,
+               RaiseAllGatherThenMatmul, RaiseAllToAll>(
+      patterns.getContext());
+}

@@ -10,6 +10,7 @@
 #define OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_RAISE_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
@@ -39,6 +40,11 @@ void remarkNotRaised(Operation *op, StringRef why);
 /// the mirror form (combine) under `root` become the fused all-to-all ops;
 /// each all-to-all left alone gets a remark (RaiseAllToAll.cpp).
 void raiseAllToAll(RewriterBase &rewriter, Operation *root);
+
+/// One all-to-all of raiseAllToAll: true when it became a fused op; else
+/// nothing changed (and, with `remark`, a remark says why).
+bool raiseAllToAllOp(RewriterBase &rewriter, shard::AllToAllOp a2a,
+                     bool remark = true);
 
 /// The first step of overlap-raise (NormalizeContractions.cpp): a
 /// contraction next to a shard collective (transposed [n, k] weights,

@@ -171,35 +171,41 @@ std::string mlir::overlap::whyAllToAllNotRaised(Operation *op) {
          "tokens to one (dispatch)";
 }
 
+bool mlir::overlap::raiseAllToAllOp(RewriterBase &rewriter,
+                                    shard::AllToAllOp a2a, bool remark) {
+  ExpertMatmul matmul;
+  // The combine form first: an all-to-all between two expert matmuls takes
+  // the one that produced its operand, as the other collectives do.
+  if (whyNotCombine(a2a, matmul).empty()) {
+    rewriter.setInsertionPoint(a2a);
+    auto fused = MatmulAllToAllOp::create(
+        rewriter, a2a.getLoc(), a2a.getResult().getType(), matmul.a, matmul.b,
+        matmul.c, a2a.getGridAttr(), a2a.getGridAxesAttr());
+    raised(fused);
+    rewriter.replaceOp(a2a, fused.getResult());
+    rewriter.eraseOp(matmul.op);
+    return true;
+  }
+  ExpertMatmul consumer;
+  if (whyNotDispatch(a2a, consumer).empty() && consumer) {
+    rewriter.setInsertionPoint(consumer.op);
+    auto fused = AllToAllMatmulOp::create(
+        rewriter, consumer.op->getLoc(), consumer.result.getType(),
+        a2a.getInput(), consumer.b, consumer.c, a2a.getGridAttr(),
+        a2a.getGridAxesAttr());
+    raised(fused);
+    rewriter.replaceOp(consumer.op, fused.getResult());
+    rewriter.eraseOp(a2a);
+    return true;
+  }
+  if (remark)
+    remarkNotRaised(a2a, whyAllToAllNotRaised(a2a));
+  return false;
+}
+
 void mlir::overlap::raiseAllToAll(RewriterBase &rewriter, Operation *root) {
   SmallVector<shard::AllToAllOp> candidates;
   root->walk([&](shard::AllToAllOp op) { candidates.push_back(op); });
-  for (shard::AllToAllOp a2a : candidates) {
-    ExpertMatmul matmul;
-    // The combine form first: an all-to-all between two expert matmuls
-    // takes the one that produced its operand, as the other collectives do.
-    if (whyNotCombine(a2a, matmul).empty()) {
-      rewriter.setInsertionPoint(a2a);
-      auto fused = MatmulAllToAllOp::create(
-          rewriter, a2a.getLoc(), a2a.getResult().getType(), matmul.a,
-          matmul.b, matmul.c, a2a.getGridAttr(), a2a.getGridAxesAttr());
-      raised(fused);
-      rewriter.replaceOp(a2a, fused.getResult());
-      rewriter.eraseOp(matmul.op);
-      continue;
-    }
-    ExpertMatmul consumer;
-    if (whyNotDispatch(a2a, consumer).empty() && consumer) {
-      rewriter.setInsertionPoint(consumer.op);
-      auto fused = AllToAllMatmulOp::create(
-          rewriter, consumer.op->getLoc(), consumer.result.getType(),
-          a2a.getInput(), consumer.b, consumer.c, a2a.getGridAttr(),
-          a2a.getGridAxesAttr());
-      raised(fused);
-      rewriter.replaceOp(consumer.op, fused.getResult());
-      rewriter.eraseOp(a2a);
-      continue;
-    }
-    remarkNotRaised(a2a, whyAllToAllNotRaised(a2a));
-  }
+  for (shard::AllToAllOp a2a : candidates)
+    (void)raiseAllToAllOp(rewriter, a2a);
 }

@@ -35,6 +35,26 @@ def repo_root():
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def compiler_api():
+    """libOverlapCAPI.so (skipped, saying why, when it is not built)."""
+    from overlap import native
+    try:
+        return native.compiler_api()
+    except native.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="session")
+def host_api():
+    """libOverlapHostCAPI.so (skipped, saying why, when it is not built)."""
+    from overlap import native
+    try:
+        return native.host_api()
+    except native.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
 def png_size(path):
     """(width, height) from the PNG header; fails if it is not a PNG."""
     data = Path(path).read_bytes()[:24]

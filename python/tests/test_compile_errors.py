@@ -26,12 +26,6 @@ func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-@pytest.fixture(scope="module")
-def compiler_api():
-    try:
-        return native.compiler_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
 
 
 @pytest.mark.parametrize("emit", ["mlir", "llvm", "obj", "so"])

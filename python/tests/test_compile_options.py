@@ -15,12 +15,6 @@ MAR = open(__file__.replace("tests/test_compile_options.py",
                             "../examples/mlp.mlir")).read()
 
 
-@pytest.fixture(scope="module")
-def compiler_api():
-    try:
-        return native.compiler_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
 
 
 def test_mirror_is_the_library_layout(compiler_api):

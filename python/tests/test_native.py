@@ -14,20 +14,8 @@ from overlap.plot import read_sweep
 MC2 = dict(m=4096, n=8192, k=3072, ranks=8, collective="all-reduce")
 
 
-@pytest.fixture(scope="module")
-def host_api():
-    try:
-        return native.host_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
 
 
-@pytest.fixture(scope="module")
-def compiler_api():
-    try:
-        return native.compiler_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
 
 
 @pytest.fixture(scope="module")

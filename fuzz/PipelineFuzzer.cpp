@@ -454,7 +454,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<mlir::overlap::compiler::Stage> stages =
       mlir::overlap::compiler::buildStages({});
   for (unsigned i = 1; i <= lastStage && i < stages.size(); ++i)
-    pipeline += ", " + stages[i].pipeline;
+    pipeline += ", " + stages[i].text();
   pipeline += ")";
   (void)fc.run(*module, pipeline);
   return 0;

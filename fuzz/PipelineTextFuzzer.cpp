@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::ListSeparator sep(", ");
     for (const mlir::overlap::compiler::Stage &stage :
          mlir::overlap::compiler::buildStages({}))
-      p += (llvm::Twine(sep) + stage.pipeline).str();
+      p += (llvm::Twine(sep) + stage.text()).str();
     return p + ")";
   }();
   FuzzContext fc;

@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<mlir::overlap::compiler::Stage> stages =
       mlir::overlap::compiler::buildStages({});
   for (size_t i = 1; i < stages.size(); ++i)
-    lowering += ", " + stages[i].pipeline;
+    lowering += ", " + stages[i].text();
   lowering += ")";
 
   for (const Host &host : hosts) {

@@ -288,6 +288,18 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   return stages;
 }
 
+std::string Stage::text() const {
+  OpPassManager pm(ModuleOp::getOperationName());
+  populate(pm);
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  pm.printAsTextualPipeline(os);
+  llvm::StringRef body(printed);
+  body.consume_front("builtin.module(");
+  body.consume_back(")");
+  return body.str();
+}
+
 std::string describePipeline(const CompileOptions &options) {
   OpPassManager pm(ModuleOp::getOperationName());
   for (const Stage &stage : buildStages(options))

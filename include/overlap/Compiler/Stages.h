@@ -38,6 +38,10 @@ struct Stage {
   std::string name;
   std::string description;
   std::function<void(OpPassManager &)> populate;
+  /// Its passes as a textual pipeline on builtin.module without the anchor
+  /// ("overlap-raise,...,overlap-check-collectives"): what mlir-opt's
+  /// --pass-pipeline takes inside builtin.module(...).
+  std::string text() const;
 };
 
 /// The stages, in order: tensor, bufferize, schedule, [kernels: target=cuda

@@ -79,7 +79,7 @@ llvm::Error mlir::overlap::compiler::linkSharedLibrary(llvm::StringRef object,
                         "CUDA, NCCL and cuBLASLt)"
                       : ""));
   // $ORIGIN first: a program shipped next to a runtime uses that one; else
-  // the runtime this compiler links (an installation's lib/).
+  // the runtime beside this compiler library (an installation's lib/).
   std::vector<std::string> args = {*program,
                                    "-shared",
                                    "-o",

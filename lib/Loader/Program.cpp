@@ -1,7 +1,7 @@
 //===- Program.cpp - Load programs from overlap-compile --------*- C++ -*-===//
 //
 // dlopen of a shared library from `overlap-compile --emit=so`, its embedded
-// signature and entry point, and the runtimes it links.
+// signature and entry point.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +24,6 @@
 
 using namespace overlap;
 
-/// A program names liboverlap_runtime.so or liboverlap_runtime_cuda.so with
-/// an absolute rpath into the build that compiled it. The dynamic loader
-/// reuses a library already loaded under the same name, so loading both
-/// runtimes that sit next to the one this tool links (first, so that their
-/// symbols come after its own in the global scope) lets programs run from a
-/// build directory carried to another machine.
 overlap::exec::Library::~Library() {
   if (handle && sig.target != "cuda")
     dlclose(handle);

@@ -1,9 +1,10 @@
 //===- Driver.h - The Overlap compiler driver, in process -------*- C++ -*-===//
 //
-// What a compiler built on Overlap does around the pipeline (Pipeline.h):
-// a context with everything registered, the input, the entry, the way out
+// What a compiler built on Overlap does around the stages (Stages.h): a
+// context with everything registered, the input, the entry, and the way out
 // of MLIR (LLVM IR, optimization, an object file, a shared library linked
-// against the runtime) and the JIT. overlap-compile and overlap-run are flag
+// against the runtime beside this library); the JIT is lib/Runner's
+// (overlap/Runner/Jit.h). overlap-compile and overlap-run are flag
 // parsing over these functions; the C API (overlap-c/Compiler.h) and the
 // Python package call compileToFiles.
 //

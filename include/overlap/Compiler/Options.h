@@ -1,10 +1,10 @@
 //===- Options.h - What the Overlap compiler is asked to do -----*- C++ -*-===//
 //
-// One typed options struct for the whole compile pipeline. Its member
-// initializers are the defaults, spelled once: the registered pipeline
-// `overlap-to-llvm{...}` (Pipeline.h), the driver (Driver.h), the tools, the
-// C API and the Python package all start from a default-constructed
-// CompileOptions.
+// One typed options struct for the whole compile pipeline, one field per
+// row of CompileOptions.def (whose DEFAULTs are the member initializers):
+// the registered pipeline `overlap-to-llvm{...}` (Stages.h), the driver
+// (Driver.h), the tools' flags, the C API and the Python package all start
+// from it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,10 +2,11 @@
 //
 // From tensor IR (linalg + shard, or overlap fused ops) to the LLVM dialect,
 // in stages: tensor, bufferize, schedule, [kernels: target=cuda], runtime,
-// llvm. Each stage is a textual pipeline of registered passes; the whole is
-// registered as the pass pipeline `overlap-to-llvm{...}`, whose options are
-// CompileOptions' fields, so `mlir-opt --pass-pipeline=...` (overlap-opt, or
-// a stock mlir-opt with the plugin) runs exactly what the driver runs.
+// llvm. Each stage adds its passes in code (Stage::populate, from
+// CompileOptions); the whole is registered as the pass pipeline
+// `overlap-to-llvm{...}` over the same builders, whose options are
+// CompileOptions.def's rows, so `mlir-opt --pass-pipeline=...` (overlap-opt,
+// or a stock mlir-opt with the plugin) runs exactly what the driver runs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -5,10 +5,9 @@
 // memref descriptors, the poisoning allocators, a run on host ranks and
 // the checked views of its outputs (their comparison and report are in
 // Compare.h). No MLIR and no LLVM: this links into overlap-exec, which runs
-// where neither is installed. It calls the runtime's C ABI but links no
-// runtime library itself, so that each tool links the one it runs on
-// (liboverlap_runtime.so or liboverlap_runtime_cuda.so, which both export
-// that ABI).
+// where neither is installed. It calls the runtime's C ABI through the
+// table of the runtime the loader found and loaded (RuntimeApi.h), and
+// links no runtime library.
 //
 //===----------------------------------------------------------------------===//
 

@@ -55,7 +55,8 @@ struct OverlapPipelineOptions
       llvm::cl::init(false)};
 };
 
-/// raise -> reorder-chains -> plan -> decompose -> check-collectives.
+/// raise -> reorder-chains -> plan -> decompose -> lower-collectives ->
+/// check-collectives.
 void buildOverlapPipeline(OpPassManager &pm,
                           const OverlapPipelineOptions &options);
 

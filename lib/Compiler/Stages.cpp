@@ -158,12 +158,15 @@ static std::string findLibdevice() {
   return llvm::sys::fs::exists(path) ? path : std::string();
 }
 
-/// The upstream passes that lower what is left on the host to LLVM.
+/// The upstream passes that lower what is left on the host to LLVM, the
+/// functions and control flow last.
 /// arith-expand{include-bf16}: f32 <-> bf16 conversions become integer
 /// arithmetic, so that no program imports the compiler-rt builtins
 /// (__truncsfbf2) that Debian 12's libgcc lacks: an --emit=so program
-/// would not load.
-static void addHostToLLVM(OpPassManager &pm) {
+/// would not load. `beforeFuncs` adds what must run before the functions
+/// and control flow become LLVM (gpu-to-llvm with target=cuda).
+static void addHostToLLVM(OpPassManager &pm,
+                          llvm::function_ref<void()> beforeFuncs = nullptr) {
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
@@ -174,6 +177,11 @@ static void addHostToLLVM(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  if (beforeFuncs)
+    beforeFuncs();
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 std::vector<Stage> buildStages(const CompileOptions &options) {
@@ -256,9 +264,6 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
            pm.addPass(createConvertBufferizationToMemRefPass());
            pm.addPass(createConvertLinalgToLoopsPass());
            addHostToLLVM(pm);
-           pm.addPass(createConvertFuncToLLVMPass());
-           pm.addPass(createConvertControlFlowToLLVMPass());
-           pm.addPass(createReconcileUnrealizedCastsPass());
          }});
   else
     // The kernels first (NVVM, then a binary for the chip), then the host
@@ -279,11 +284,8 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
            GpuModuleToBinaryPassOptions binary;
            binary.compilationTarget = options.gpuFormat;
            pm.addPass(createGpuModuleToBinaryPass(binary));
-           addHostToLLVM(pm);
-           pm.addPass(createGpuToLLVMConversionPass());
-           pm.addPass(createConvertFuncToLLVMPass());
-           pm.addPass(createConvertControlFlowToLLVMPass());
-           pm.addPass(createReconcileUnrealizedCastsPass());
+           addHostToLLVM(
+               pm, [&] { pm.addPass(createGpuToLLVMConversionPass()); });
          }});
   return stages;
 }

@@ -743,17 +743,14 @@ struct ConvertOverlapToRuntimePass
   /// is the runtime's rank.
   LogicalResult lowerProcessIndices(func::FuncOp func, RuntimeBuilder &rt,
                                     SymbolTableCollection &symbols) {
+    // One walk: the multi-indices to rewrite, and every index op's grid,
+    // which must be static (the runtime's world is the grid's devices).
     bool any = false;
-    func.walk([&](Operation *op) {
-      if (isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
-        any = true;
-    });
-    if (!any)
-      return success();
-    // Static grids only: the runtime's world is the grid's devices.
+    SmallVector<Operation *> multi;
     WalkResult checked = func.walk([&](Operation *op) {
       if (!isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
         return WalkResult::advance();
+      any = true;
       auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
       auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
       if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic)) {
@@ -761,26 +758,36 @@ struct ConvertOverlapToRuntimePass
                           << " is missing or has a dynamic shape";
         return WalkResult::interrupt();
       }
+      if (isa<shard::ProcessMultiIndexOp>(op))
+        multi.push_back(op);
       return WalkResult::advance();
     });
     if (checked.wasInterrupted())
       return failure();
+    if (!any)
+      return success();
     // Only these ops and what the patterns make of them are rewritten (and
     // folded: grid_shape of a static grid is constants).
-    SmallVector<Operation *> multi;
-    func.walk([&](shard::ProcessMultiIndexOp op) { multi.push_back(op); });
     RewritePatternSet patterns(func.getContext());
     shard::populateProcessMultiIndexOpLoweringPatterns(patterns, symbols);
     (void)applyOpPatternsGreedily(
         multi, std::move(patterns),
         GreedyRewriteConfig().setStrictness(
             GreedyRewriteStrictness::ExistingAndNewOps));
-    // What the patterns replaced (and left without uses), and the grid's
-    // extents (static) as constants.
-    func.walk([&](shard::ProcessMultiIndexOp op) {
-      if (op->use_empty())
+    // What the patterns replaced is left without uses; one still used was
+    // not lowered.
+    WalkResult left = func.walk([&](shard::ProcessMultiIndexOp op) {
+      if (op->use_empty()) {
         op->erase();
+        return WalkResult::advance();
+      }
+      op->emitOpError() << "cannot be lowered: upstream's process-index "
+                           "lowering left it";
+      return WalkResult::interrupt();
     });
+    if (left.wasInterrupted())
+      return failure();
+    // The grid's extents (static) as constants.
     SmallVector<shard::GridShapeOp> shapes;
     func.walk([&](shard::GridShapeOp op) { shapes.push_back(op); });
     for (shard::GridShapeOp op : shapes) {
@@ -812,12 +819,7 @@ struct ConvertOverlapToRuntimePass
       op->getResult(0).replaceAllUsesWith(rank);
       op->erase();
     }
-    WalkResult left = func.walk([&](shard::ProcessMultiIndexOp op) {
-      op->emitOpError() << "cannot be lowered: upstream's process-index "
-                           "lowering left it";
-      return WalkResult::interrupt();
-    });
-    return failure(left.wasInterrupted());
+    return success();
   }
 
   /// Emits the streams interleaved per tile, then joins them. A stream is

@@ -173,6 +173,8 @@ preflight() {
     local version
     version=$(preflight_nccl_version "$nccl")
     if [ -n "$version" ]; then
+      # For run.sh's steps that need a newer NCCL (several ranks on one GPU).
+      export PREFLIGHT_NCCL_VERSION=$version
       echo "preflight: NCCL $version ($nccl)"
     else
       echo "preflight: NCCL of unknown version ($(readlink -f "$nccl"))"

@@ -2,15 +2,19 @@
 # Runs the CUDA checks and measurements on a GPU machine, from build outputs
 # made elsewhere (the GPU machine builds nothing).
 #
-# Usage: scripts/gpu/run.sh [bringup|sweep|knobs|all] [BUILD_DIR]
+# Usage: scripts/gpu/run.sh [session|bringup|sweep|knobs|all] [BUILD_DIR]
 #   BUILD_DIR (default build-cuda) comes from scripts/gpu/prepare.sh (run
 #   where MLIR is): lib/liboverlap_runtime_cuda.so, unittests/, bin/ and
-#   gpu-programs/; carry it to the machine. A GPU session is three calls of
-#   under 10 minutes each (docs/gpu.md, "On a GPU machine"), one mode each:
+#   gpu-programs/; carry it to the machine. Modes (docs/gpu.md, "On a GPU
+#   machine"):
+#     session  one call for a session with 15 minutes of device time: every
+#              step below, most important first, each bounded, the whole
+#              run ending by DEADLINE (default 450 s), bf16, the issue's
+#              22 shapes (SESSION_SHAPES below), a short calibration;
 #     bringup  preflight, tests, programs, memcheck
 #     sweep    preflight, calibrate, bench
 #     knobs    preflight, knobs, pack, nccl
-#     all      every step (the default; longer than one 10-minute call)
+#     all      every step (longer than one 10-minute call; the default)
 #
 # Every mode starts with the preflight (scripts/gpu/preflight.sh): it finds
 # libcudart.so.13, libcublasLt.so.13 and libnccl.so.2 (CUDA's directories
@@ -46,11 +50,13 @@
 #              (dispatch, combine): planned with the profile, then with 4
 #              uniform tiles;
 #   nccl       overlap-bench, nccl leg on one rank (a smoke test), the
-#              collectives on two shapes; with NCCL_NP=N (N >= 2 GPUs on
-#              this machine) also N ranks, one process per GPU, started by
-#              $LAUNCHER: overlap-calibrate --leg nccl (profile-nccl-N.json),
-#              then the 24-shape sweep planned with it and with 4 uniform
-#              tiles;
+#              collectives on two shapes; with NCCL 2.30 or newer also
+#              $SHARED_NP ranks on this one GPU (scripts/gpu/spawn.sh,
+#              NCCL_MULTI_RANK_GPU_ENABLE=1), checked, not timed; with
+#              NCCL_NP=N (N >= 2 GPUs on this machine) also N ranks, one
+#              process per GPU, started by $LAUNCHER: overlap-calibrate
+#              --leg nccl (profile-nccl-N.json), then the 24-shape sweep
+#              planned with it and with 4 uniform tiles;
 #   pack       overlap-bench --pack: the pack kernel's bandwidth against
 #              cudaMemcpy2DAsync and a contiguous device-to-device copy;
 #   knobs      each CUDA backend option on and off, to decide which
@@ -87,25 +93,45 @@
 # Environment:
 #   STEPS="..."   the steps to run instead of the mode's;
 #   STEP_TIMEOUT=S  stop any step after S seconds (timeout(1); 0: never);
-#       MEMCHECK_TIMEOUT (default 240) bounds each memcheck run;
+#       TIMEOUT_<step>=S (TIMEOUT_tests, TIMEOUT_bench, ...) bounds each
+#       command of that step instead; MEMCHECK_TIMEOUT (default 240) bounds
+#       each memcheck run;
+#   DEADLINE=S    the whole run ends within S seconds: each command gets at
+#       most the time left (less 15 s to pack the results), and one that
+#       would get under 10 s is skipped ("skipped: DEADLINE"; a skipped
+#       required step ends the run). Every command's exit status, duration
+#       and bound go to $RESULTS/steps.csv, to plan the next session;
+#   DTYPE=f16|bf16  the element type of calibrate, bench and knobs (f16;
+#       session: bf16);
+#   CALIBRATE_FLAGS="--step 256 --warmup 3 --iters 10"  added to calibrate
+#       (session's default; --nk always lists SWEEP_SHAPES' (N, K) pairs
+#       when SWEEP_SHAPES is set);
+#   A2A_SHAPES=MxNxK,...  the all-to-all sweeps' shapes (default
+#       SWEEP_SHAPES; session: four of them);
 #   LEG=copy-engine|sm-copy  the leg of calibrate and bench;
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
 #       calibrate step writes, $RESULTS/profile-$LEG.json);
 #   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
 #       sweep (not to --pack);
 #   SWEEP_SHAPES=MxNxK,...  the shapes of the bench step and of the knobs
-#       step's tile-GEMM sweep (default: the 24 of overlap-bench's sweep);
+#       step's tile-GEMM sweep (default: the 24 of overlap-bench's sweep;
+#       session: SESSION_SHAPES); TILE_GEMM_SHAPES the latter's instead
+#       (session: KNOB_SHAPES);
 #   KNOB_LEG=sm-copy, KNOB_SHAPES=4096x8192x3072,1024x4096x1024,8192x8192x1024
 #       (compute-bound, small, comm-bound), KNOB_COMM_SMS="8 32" (more
 #       budgets to try), KNOB_CONTRAST=0;
-#   NCCL_NP=8  the nccl and knobs steps also run 8 ranks (needs 8 GPUs: a
-#       machine with one GPU can only run one-rank smoke tests; two
-#       processes on one GPU are refused by NCCL);
-#   LAUNCHER="mpirun -np $NCCL_NP"  how those ranks are started (e.g.
-#       "mpirun --allow-run-as-root -np 8", "srun -K -n 8 --gpus-per-task 1",
-#       "torchrun --nproc-per-node 8 --no-python"). The tools need no MPI
-#       library (docs/gpu.md, "Several ranks"); each run gets its own
-#       OVERLAP_BOOTSTRAP_KEY.
+#   NCCL_NP=8  the nccl and knobs steps also run 8 ranks (needs 8 GPUs:
+#       NCCL refuses two ranks on one GPU before 2.30, see SHARED_NP);
+#   LAUNCHER="scripts/gpu/spawn.sh $NCCL_NP"  how those ranks are started
+#       (the default needs no MPI; or e.g. "mpirun --allow-run-as-root -np
+#       8", "srun -K -n 8 --gpus-per-task 1", "torchrun --nproc-per-node 8
+#       --no-python"). The tools need no MPI library (docs/gpu.md, "Several
+#       ranks"); each run gets its own OVERLAP_BOOTSTRAP_KEY;
+#   SHARED_NP="2 4"  the nccl step's correctness runs of N ranks on ONE GPU
+#       (scripts/gpu/spawn.sh, NCCL_MULTI_RANK_GPU_ENABLE=1): only when the
+#       preflight found NCCL 2.30 or newer (older NCCL refuses it); the
+#       three collectives and all-to-all on two shapes, checked, not timed
+#       (the ranks share one GPU's SMs and memory). "" skips them.
 #
 # STATUS: written without a GPU and NEVER RUN YET. Nothing it would produce
 # has been measured; check its first run's logs before trusting the tables.
@@ -114,7 +140,7 @@ set -u -o pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODE=all
 case ${1:-} in
-bringup | sweep | knobs | all)
+session | bringup | sweep | knobs | all)
   MODE=$1
   shift
   ;;
@@ -122,7 +148,32 @@ esac
 BUILD=${1:-build-cuda}
 OUT=${OUT:-$PWD/gpu-out}
 RESULTS=${RESULTS:-$OUT}
+# The issue's shapes (MxNxK): M from 128 to 8192 on GPT-class (8192, 3072),
+# Llama-class (8192, 3584) and (28672, 1024) and compute-bound (4096,
+# 16384) layers, and M 1024 on two of them.
+SESSION_SHAPES=128x8192x3072,512x8192x3072,2048x8192x3072,4096x8192x3072,8192x8192x3072
+SESSION_SHAPES+=,128x8192x3584,512x8192x3584,2048x8192x3584,4096x8192x3584,8192x8192x3584
+SESSION_SHAPES+=,128x28672x1024,512x28672x1024,2048x28672x1024,4096x28672x1024,8192x28672x1024
+SESSION_SHAPES+=,128x4096x16384,512x4096x16384,2048x4096x16384,4096x4096x16384,8192x4096x16384
+SESSION_SHAPES+=,1024x8192x3072,1024x28672x1024
 case $MODE in
+session)
+  # One call of a 15-minute session (docs/gpu.md): what decides whether the
+  # rest can be trusted first, the knobs (which one GPU decides least) last.
+  mode_steps="tests programs calibrate bench pack nccl memcheck knobs"
+  DEADLINE=${DEADLINE:-450}
+  DTYPE=${DTYPE:-bf16}
+  SWEEP_SHAPES=${SWEEP_SHAPES-$SESSION_SHAPES}
+  A2A_SHAPES=${A2A_SHAPES-512x8192x3072,4096x8192x3072,2048x28672x1024,8192x4096x16384}
+  BENCH_FLAGS=${BENCH_FLAGS-"--warmup 3 --iters 10 --input-sets 1"}
+  CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --warmup 3 --iters 10"}
+  MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
+  KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
+  TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}
+  : "${TIMEOUT_tests:=100}" "${TIMEOUT_programs:=120}" "${TIMEOUT_calibrate:=90}"
+  : "${TIMEOUT_bench:=45}" "${TIMEOUT_pack:=30}" "${TIMEOUT_nccl:=45}"
+  : "${MEMCHECK_TIMEOUT:=60}" "${TIMEOUT_knobs:=30}"
+  ;;
 bringup) mode_steps="tests programs memcheck" ;;
 sweep) mode_steps="calibrate bench" ;;
 knobs) mode_steps="knobs pack nccl" ;;
@@ -132,12 +183,33 @@ STEPS=${STEPS:-$mode_steps}
 LEG=${LEG:-copy-engine}
 PROFILE=${PROFILE:-$RESULTS/profile-$LEG.json}
 STEP_TIMEOUT=${STEP_TIMEOUT:-0}
+DEADLINE=${DEADLINE:-0}
+DTYPE=${DTYPE:-f16}
 read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
+read -r -a CALIBRATE_FLAGS <<<"${CALIBRATE_FLAGS:-}"
+for v in STEP_TIMEOUT DEADLINE; do
+  [[ "${!v}" =~ ^[0-9]+$ ]] || {
+    echo "$v must be a number of seconds, got '${!v}'"
+    exit 2
+  }
+done
+case $DTYPE in f16 | bf16) ;; *)
+  echo "DTYPE must be f16 or bf16, got '$DTYPE'"
+  exit 2
+  ;;
+esac
+# The bound of each command of a step: TIMEOUT_<step>, else STEP_TIMEOUT.
+limit_of() {
+  local v="TIMEOUT_$1"
+  echo "${!v:-$STEP_TIMEOUT}"
+}
 mkdir -p "$OUT" "$RESULTS"
+echo "command,exit,seconds,bound" >"$RESULTS/steps.csv"
 status=0
 
 step() { echo; echo "=== $*"; }
-want() { [[ " $STEPS " == *" $1 "* ]]; }
+# The step running (step_<name> below), whose bounds apply (limit_of).
+current=preflight
 # Packs $RESULTS into $OUT when they differ (the device tool returns few
 # files).
 bundle() {
@@ -150,8 +222,11 @@ finish() { # exit status
   exit "$1"
 }
 # run [--optional] [--timeout S] NAME COMMAND...: logs to $RESULTS/NAME.txt.
+# The bound is S (default: the current step's, limit_of), at most what
+# DEADLINE leaves.
 run() {
-  local optional=0 limit=$STEP_TIMEOUT
+  local optional=0 limit
+  limit=$(limit_of "$current")
   while [ $# -gt 0 ]; do
     case $1 in
     --optional) optional=1 ;;
@@ -165,6 +240,17 @@ run() {
   done
   local name=$1
   shift
+  if [ "$DEADLINE" -gt 0 ]; then
+    local left=$((DEADLINE - SECONDS - 15))
+    if [ "$left" -lt 10 ]; then
+      step "$name: skipped: DEADLINE ($DEADLINE s; run.sh at $SECONDS s)"
+      echo "$name,skipped,0,0" >>"$RESULTS/steps.csv"
+      status=1
+      [ "$optional" -eq 1 ] && return 0
+      finish 1
+    fi
+    if [ "$limit" -eq 0 ] || [ "$limit" -gt "$left" ]; then limit=$left; fi
+  fi
   step "$name: $*"
   local -a bound=()
   [ "$limit" -gt 0 ] && bound=(timeout -k 10 "$limit")
@@ -173,6 +259,7 @@ run() {
   local rc=${PIPESTATUS[0]}
   # Every step's duration, to plan the next session's calls.
   echo "--- $name: exit $rc after $((SECONDS - began)) s (run.sh at $SECONDS s)"
+  echo "$name,$rc,$((SECONDS - began)),$limit" >>"$RESULTS/steps.csv"
   bundle
   [ "$rc" -eq 0 ] && return 0
   status=1
@@ -227,13 +314,14 @@ head -20 "$RESULTS/device.txt"
 # shellcheck source=preflight.sh
 . "$HERE/preflight.sh"
 step "preflight"
+unset PREFLIGHT_NCCL_VERSION # the preflight's finding, not the caller's
 preflight "$BUILD" >"$RESULTS/preflight.txt" 2>&1 # here: it exports
 rc=$?
 cat "$RESULTS/preflight.txt"
 [ "$rc" -eq 0 ] || finish 2
 
 # Tests. With a GPU nothing may be skipped: a skip means no device.
-if want tests; then
+step_tests() {
   run --optional cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
     --gtest_output="xml:$RESULTS/cuda-tests.xml"
   if grep -q "SKIPPED" "$RESULTS/cuda-tests.txt"; then
@@ -241,10 +329,10 @@ if want tests; then
     status=1
     finish 1
   fi
-fi
+}
 
 # Compiled programs on the GPU: plan vs one-tile references (cuda, host).
-if want programs; then
+step_programs() {
   if [ -f "$BUILD/gpu-programs/programs.txt" ]; then
     export OVERLAP_EXEC="$BUILD/bin/overlap-exec"
     run --optional programs "$HERE/programs.sh" run "$BUILD/gpu-programs"
@@ -252,11 +340,11 @@ if want programs; then
     echo "*** no $BUILD/gpu-programs: run scripts/gpu/prepare.sh where MLIR is"
     status=1
   fi
-fi
+}
 
 # compute-sanitizer memcheck: the unit tests, a compiled program and the
 # bench's kernels (pack, sm-copy) on small shapes.
-if want memcheck; then
+step_memcheck() {
   sanitizer=$(command -v compute-sanitizer ||
     ls "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" 2>/dev/null)
   if [ -z "$sanitizer" ]; then
@@ -279,13 +367,24 @@ if want memcheck; then
       --collective all-reduce,reduce-scatter,all-gather,all-to-all \
       --shapes 512x256x256 --warmup 1 --iters 2 --input-sets 1
   fi
-fi
+}
 
-# Calibrate (the sweep's (N, K) pairs, f16, collectives over 8 ranks).
-if want calibrate; then
-  run calibrate "$BUILD/bin/overlap-calibrate" --leg "$LEG" --dtype f16 \
-    --ranks 8 --out "$RESULTS/profile-$LEG.json"
-fi
+# Calibrate (the sweep's (N, K) pairs, collectives over 8 ranks).
+step_calibrate() {
+  nk=()
+  if [ -n "${SWEEP_SHAPES:-}" ]; then
+    pairs=$(tr ',' '\n' <<<"$SWEEP_SHAPES" | sed -n 's/^[0-9]*x\([0-9]*x[0-9]*\)$/\1/p' |
+      awk '!seen[$0]++' | paste -sd, -)
+    [ -n "$pairs" ] && nk=(--nk "$pairs")
+  fi
+  # Required, except in a session: there the sweeps of 4 uniform tiles,
+  # pack, nccl and the rest still run without a profile.
+  cal=()
+  [ "$MODE" = session ] && cal=(--optional)
+  run ${cal[@]+"${cal[@]}"} calibrate "$BUILD/bin/overlap-calibrate" --leg "$LEG" --dtype "$DTYPE" \
+    --ranks 8 ${nk[@]+"${nk[@]}"} ${CALIBRATE_FLAGS[@]+"${CALIBRATE_FLAGS[@]}"} \
+    --out "$RESULTS/profile-$LEG.json"
+}
 
 # The sweeps, one run per collective so that one failing run (a runtime
 # error exits the tool) leaves the others' tables: planned with the profile,
@@ -298,9 +397,9 @@ sweep() { # name, overlap-bench arguments...: table name.txt, name.csv
 }
 shapes=()
 [ -n "${SWEEP_SHAPES:-}" ] && shapes=(--shapes "$SWEEP_SHAPES")
-if want bench; then
+step_bench() {
   for coll in all-reduce reduce-scatter all-gather; do
-    common=(--leg "$LEG" --ranks 8 --dtype f16 --collective "$coll"
+    common=(--leg "$LEG" --ranks 8 --dtype "$DTYPE" --collective "$coll"
       ${shapes[@]+"${shapes[@]}"})
     if [ -f "$PROFILE" ]; then
       sweep "bench-planned-$coll" "${common[@]}" --profile "$PROFILE" \
@@ -313,20 +412,31 @@ if want bench; then
   done
   # Expert parallelism, one expert per rank: each exchange with 4 uniform
   # tiles and planned (the profile's all-to-all curve is calibrated).
+  a2a=()
+  if [ -n "${A2A_SHAPES:-}" ]; then a2a=(--shapes "$A2A_SHAPES"); else
+    a2a=(${shapes[@]+"${shapes[@]}"}); fi
   for side in dispatch combine; do
-    common=(--leg "$LEG" --ranks 8 --dtype f16 --collective all-to-all
-      --side "$side" ${shapes[@]+"${shapes[@]}"})
+    common=(--leg "$LEG" --ranks 8 --dtype "$DTYPE" --collective all-to-all
+      --side "$side" ${a2a[@]+"${a2a[@]}"})
     [ -f "$PROFILE" ] && sweep "bench-planned-all-to-all-$side" \
       "${common[@]}" --profile "$PROFILE" --strategy auto
     sweep "bench-uniform4-all-to-all-$side" "${common[@]}" --tiles 4
   done
-fi
+}
 
 np=${NCCL_NP:-1}
-read -r -a launcher <<<"${LAUNCHER:-mpirun -np $np}"
+read -r -a launcher <<<"${LAUNCHER:-$HERE/spawn.sh $np}"
 key() { echo "overlap-run-$$-$1-$(date +%s%N)"; }
+# nccl_at_least VERSION MAJOR MINOR: VERSION ("2.30.4") is at least
+# MAJOR.MINOR; false for an empty or unreadable one.
+nccl_at_least() {
+  local major minor
+  IFS=. read -r major minor _ <<<"$1"
+  [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] || return 1
+  [ "$major" -gt "$2" ] || { [ "$major" -eq "$2" ] && [ "$minor" -ge "$3" ]; }
+}
 
-if want nccl; then
+step_nccl() {
   sweep bench-nccl-1rank --leg nccl \
     --collective all-reduce,reduce-scatter,all-gather \
     --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
@@ -335,14 +445,43 @@ if want nccl; then
       --collective all-to-all --side "$side" \
       --shapes 4096x8192x3072,1024x4096x1024 --tiles 4
   done
+  # N ranks on this one GPU, for correctness (NCCL >= 2.30 allows it with
+  # NCCL_MULTI_RANK_GPU_ENABLE=1): every rank's checks must pass.
+  shared=${SHARED_NP-2 4}
+  if [ -n "$shared" ]; then
+    if nccl_at_least "${PREFLIGHT_NCCL_VERSION:-}" 2 30; then
+      for n in $shared; do
+        for c in all-reduce,reduce-scatter,all-gather all-to-all:dispatch \
+          all-to-all:combine; do
+          side=()
+          [[ "$c" == *:* ]] && side=(--side "${c#*:}")
+          label=${c%%,*}
+          label=${label/:/-}
+          [[ "$c" == *,* ]] && label=three
+          run --optional "nccl-shared-$n-$label" \
+            env NCCL_MULTI_RANK_GPU_ENABLE=1 \
+            OVERLAP_BOOTSTRAP_KEY="$(key "shared-$n-$label")" \
+            "$HERE/spawn.sh" "$n" "$BUILD/bin/overlap-bench" --leg nccl \
+            --dtype "$DTYPE" --collective "${c%%:*}" ${side[@]+"${side[@]}"} \
+            --shapes 1024x4096x1024,2048x8192x3072 --tiles 4 \
+            --warmup 1 --iters 2 --input-sets 2 \
+            --csv "$RESULTS/nccl-shared-$n-$label.csv"
+        done
+      done
+    else
+      echo "# SHARED_NP: NCCL ${PREFLIGHT_NCCL_VERSION:-of unknown version}" \
+        "refuses several ranks on one GPU (2.30 or newer allows it);" \
+        "only one-rank smoke tests here"
+    fi
+  fi
   if [ "$np" -gt 1 ]; then
     nccl_profile="$RESULTS/profile-nccl-$np.json"
     rm -f "$nccl_profile" # plan only with this run's profile
     run --optional "calibrate-nccl-$np" \
       env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
-      "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype f16 \
+      "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype "$DTYPE" \
       --out "$nccl_profile"
-    all=(--leg nccl --dtype f16
+    all=(--leg nccl --dtype "$DTYPE"
       --collective all-reduce,reduce-scatter,all-gather)
     if [ -f "$nccl_profile" ]; then
       run --optional "bench-nccl-$np-planned" \
@@ -361,20 +500,20 @@ if want nccl; then
       --csv "$RESULTS/bench-nccl-$np-uniform4.csv" \
       ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
   fi
-fi
+}
 
 # The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.
-if want pack; then
+step_pack() {
   run --optional pack "$BUILD/bin/overlap-bench" --pack \
     --csv "$RESULTS/pack.csv"
-fi
+}
 
 # The CUDA backend's options, each on and off; every CSV says its settings
 # (the knobs column, and the runtime's description in its first line).
-if want knobs; then
+step_knobs() {
   kshapes=${KNOB_SHAPES:-4096x8192x3072,1024x4096x1024,8192x8192x1024}
   kleg=${KNOB_LEG:-sm-copy}
-  kcommon=(--ranks 8 --dtype f16 --tiles 4
+  kcommon=(--ranks 8 --dtype "$DTYPE" --tiles 4
     --collective all-reduce,reduce-scatter,all-gather --shapes "$kshapes")
   # The SMs a profile reserves for communication: the one in use, else the
   # datasheet profile's.
@@ -429,14 +568,14 @@ if want knobs; then
     if [ "$np" -gt 1 ]; then
       run --optional "knob-nccl-cta-cap-$cap" \
         env OVERLAP_BOOTSTRAP_KEY="$(key "cap-$cap")" \
-        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype f16 \
+        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype "$DTYPE" \
         --tiles 4 --collective all-reduce,reduce-scatter,all-gather \
         --shapes "$kshapes" --nccl-cta-cap "$cap" \
         --csv "$RESULTS/knob-nccl-cta-cap-$cap.csv" \
         ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
     else
       # One rank: a smoke test of both settings (NCCL copies; no channels).
-      sweep "knob-nccl-cta-cap-$cap-1rank" --leg nccl --dtype f16 --tiles 4 \
+      sweep "knob-nccl-cta-cap-$cap-1rank" --leg nccl --dtype "$DTYPE" --tiles 4 \
         --collective all-reduce --shapes 1024x4096x1024 --nccl-cta-cap "$cap"
     fi
     [ -f "$RESULTS/knob-nccl-cta-cap-$cap.csv" ] &&
@@ -451,14 +590,14 @@ if want knobs; then
     if [ "$np" -gt 1 ]; then
       run --optional "knob-zero-sm-all-gather-$z" \
         env OVERLAP_BOOTSTRAP_KEY="$(key "zsm-$z")" \
-        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype f16 \
+        "${launcher[@]}" "$BUILD/bin/overlap-bench" --leg nccl --dtype "$DTYPE" \
         --tiles 4 --collective all-gather \
         --shapes "$kshapes" --zero-sm-all-gather "$z" \
         --csv "$RESULTS/knob-zero-sm-all-gather-$z.csv" \
         ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
     else
       # One rank: a smoke test of both settings (and of the fallback).
-      sweep "knob-zero-sm-all-gather-$z-1rank" --leg nccl --dtype f16 \
+      sweep "knob-zero-sm-all-gather-$z-1rank" --leg nccl --dtype "$DTYPE" \
         --tiles 4 --collective all-gather --shapes 1024x4096x1024 \
         --zero-sm-all-gather "$z"
     fi
@@ -471,9 +610,11 @@ if want knobs; then
       "${kfiles[@]}" >"$RESULTS/knobs.csv"
   # Tile GEMMs: G batched GEMMs of rows/G rows (what the decomposition runs)
   # vs one contiguous GEMM of the tile's rows.
-  sweep tile-gemm --leg "$kleg" --ranks 8 --dtype f16 --tiles 4 \
+  tshapes=(${shapes[@]+"${shapes[@]}"})
+  [ -n "${TILE_GEMM_SHAPES:-}" ] && tshapes=(--shapes "$TILE_GEMM_SHAPES")
+  sweep tile-gemm --leg "$kleg" --ranks 8 --dtype "$DTYPE" --tiles 4 \
     --collective reduce-scatter,all-gather --input-sets 1 --tile-gemm both \
-    ${shapes[@]+"${shapes[@]}"}
+    ${tshapes[@]+"${tshapes[@]}"}
   # Allocation: only a program that allocates while it runs can tell pool
   # from sync; the compiled MLP does (its fills, ReLU and tiles' buffers).
   if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
@@ -490,6 +631,11 @@ if want knobs; then
     echo "*** no $BUILD/gpu-programs/mlp.so: --alloc pool vs sync is skipped"
     status=1
   fi
-fi
+}
 
+# The steps, in the order STEPS names them.
+for s in $STEPS; do
+  current=$s
+  "step_$s"
+done
 finish "$status"

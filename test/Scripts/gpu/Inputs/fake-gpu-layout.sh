@@ -4,13 +4,17 @@
 #   DIR/cuda/lib64/libcudart.so.13                the CUDA toolkit's
 #   DIR/site/nvidia/cu13/lib/libcublasLt.so.13    pip wheels' (and a decoy
 #   DIR/site/nvidia/cu13/lib/libcudart.so.13       cudart the CUDA one beats)
-#   DIR/site/nvidia/nccl/lib/libnccl.so.2         ncclGetVersion: 2.28.5
+#   DIR/site/nvidia/nccl/lib/libnccl.so.2         ncclGetVersion: 2.28.5,
+#                                                  or $FAKE_NCCL_VERSION
 #   DIR/site/nvidia/fake/lib/libfakecomm.so.1     a fourth library to remove
 #   DIR/bin/python3      prints DIR/site as its site-packages, else runs
 #                        the real python3 (ctypes for the NCCL version)
 #   DIR/build/lib/liboverlap_runtime_cuda.so      needs all four
 #   DIR/build/{bin,unittests}/...  the programs run.sh runs, each printing
-#                        its name and exiting with $FAKE_RC_<name> (- as _)
+#                        its name (and OVERLAP_RANK/OVERLAP_WORLD_SIZE and
+#                        NCCL_MULTI_RANK_GPU_ENABLE when set), sleeping
+#                        $FAKE_SLEEP_<name> seconds and exiting with
+#                        $FAKE_RC_<name> (- as _)
 set -eu
 DIR=$1
 REAL_PYTHON=$(command -v python3)
@@ -19,21 +23,33 @@ mkdir -p "$DIR/cuda/lib64" "$DIR/site/nvidia/cu13/lib" \
   "$DIR/build/lib" "$DIR/build/bin" "$DIR/build/unittests" "$DIR/src"
 cd "$DIR/src"
 echo 'int fake_symbol;' >empty.c
-echo 'int ncclGetVersion(int *v) { *v = 22805; return 0; }' >nccl.c
+echo "int ncclGetVersion(int *v) { *v = ${FAKE_NCCL_VERSION:-22805}; return 0; }" >nccl.c
 cat >main.c <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-int main(int argc, char **argv) {
-  const char *base = strrchr(argv[0], '/');
-  char name[256];
-  base = base ? base + 1 : argv[0];
-  snprintf(name, sizeof name, "FAKE_RC_%s", base);
+#include <unistd.h>
+static const char *var(const char *prefix, const char *base) {
+  static char name[256];
+  snprintf(name, sizeof name, "%s%s", prefix, base);
   for (char *p = name; *p; ++p)
     if (*p == '-')
       *p = '_';
-  printf("fake %s\n", base);
-  return getenv(name) ? atoi(getenv(name)) : 0;
+  return getenv(name);
+}
+int main(int argc, char **argv) {
+  const char *base = strrchr(argv[0], '/');
+  base = base ? base + 1 : argv[0];
+  if (getenv("OVERLAP_RANK"))
+    printf("fake %s rank %s of %s multi-rank-gpu %s\n", base,
+           getenv("OVERLAP_RANK"), getenv("OVERLAP_WORLD_SIZE"),
+           getenv("NCCL_MULTI_RANK_GPU_ENABLE") ? "on" : "off");
+  else
+    printf("fake %s\n", base);
+  fflush(stdout);
+  if (var("FAKE_SLEEP_", base))
+    sleep(atoi(var("FAKE_SLEEP_", base)));
+  return var("FAKE_RC_", base) ? atoi(var("FAKE_RC_", base)) : 0;
 }
 C
 lib() { # path soname source

@@ -7,7 +7,9 @@
 #   2. builds those targets;
 #   3. compiles the GPU programs (scripts/gpu/programs.sh) with this
 #      machine's overlap-compile (from the main build, $OVERLAP_BUILD_DIR or
-#      build/) into BUILD_DIR/gpu-programs.
+#      build/) into BUILD_DIR/gpu-programs, with the JAX layers and JAX's
+#      outputs from the main build's venv (made by scripts/python-env.sh
+#      when it has no jax).
 # Usage: scripts/gpu/prepare.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,8 +31,10 @@ ninja -C "$BUILD" -t targets all | grep -q '^overlap_runtime_cuda:' || {
 ninja -C "$BUILD" -j"$JOBS" overlap_runtime overlap_runtime_cuda \
   OverlapRuntimeTests OverlapRuntimeCudaTests overlap-bench \
   overlap-calibrate overlap-exec
+"$MAIN/venv/bin/python" -c 'import jax' 2>/dev/null ||
+  OVERLAP_BUILD_DIR="$MAIN" "$ROOT/scripts/python-env.sh" >/dev/null
 rm -rf "$BUILD/gpu-programs"
-OVERLAP_COMPILE="$MAIN/bin/overlap-compile" \
+JAX_PYTHON="$MAIN/venv/bin/python" OVERLAP_COMPILE="$MAIN/bin/overlap-compile" \
   "$ROOT/scripts/gpu/programs.sh" compile "$BUILD/gpu-programs" | tail -1
 echo "prepare: carry $(du -sh "$BUILD" | cut -f1) in $BUILD" \
   "(without CMakeFiles: $(du -sh --exclude=CMakeFiles "$BUILD" | cut -f1))"

@@ -2,24 +2,34 @@
 # The compiled programs the GPU checks run: every integration program
 # (test/Integration: all-reduce, reduce-scatter and all-gather in f32, with
 # bf16 inputs, with bf16 accumulators, M = 712, the upstream-partitioned
-# form), the expert-parallel layers (all-to-all) and the MLP, MoE and
-# Llama FFN of examples/, on one-rank grids (one GPU; NCCL puts
+# form), the frontend forms of test/Integration/frontend-matrix.mlir
+# (torch-layout weights, [b, s, h] contractions, casts before the
+# collective), the expert-parallel layers (all-to-all), the MLP, MoE and
+# Llama FFN of examples/, and the JAX layers of examples/jax (as
+# overlap.jax imports them), on one-rank grids (one GPU; NCCL puts
 # one rank per GPU), each compiled with --target=cuda as a plan and as the
 # one-tile reference, and with --target=host as the one-tile host
-# reference.
+# reference. The JAX layers also carry JAX's own inputs and outputs
+# (examples/jax/export.py --oracle; needs a Python with jax, $JAX_PYTHON,
+# default build/venv/bin/python from scripts/python-env.sh).
 #
 #   scripts/gpu/programs.sh compile DIR   here: needs overlap-compile
 #                                         ($OVERLAP_COMPILE, else PATH)
 #   scripts/gpu/programs.sh run DIR       on a GPU: needs overlap-exec
-#                                         ($OVERLAP_EXEC, else PATH)
+#                                         ($OVERLAP_EXEC, else PATH), and
+#                                         python3 with numpy for the JAX
+#                                         oracle
 #
 # `compile` writes DIR/<name>.so, DIR/<name>.ref.so, DIR/<name>.host.so
-# and DIR/programs.txt (name and tolerances); carry DIR. `run` compares
+# and DIR/programs.txt (name, tolerances and, for a JAX layer, the
+# tolerance against JAX); carry DIR. `run` compares
 # every plan on the GPU (overlap-exec --backend cuda) twice: with its
 # one-tile CUDA reference on the GPU, which isolates what tiling changes,
 # and with its host reference on one host rank (--ref-backend host), which
 # shares none of the CUDA lowering (kernels, the GEMM call, device memory),
-# so a bug there cannot cancel out. Then it runs the MLP again with each
+# so a bug there cannot cancel out; a JAX layer a third time, run on JAX's
+# inputs and held against JAX's outputs (scripts/gpu/compare-npz.py), which
+# shares nothing with Overlap at all. Then it runs the MLP again with each
 # signal/wait implementation (OVERLAP_CUDA_SYNC) and with the other setting
 # of each performance knob (docs/cuda.md), prints one report per
 # run and a last line "programs: N passed, N failed"; exit 1 on any
@@ -58,10 +68,30 @@ programs() {
       echo "$f-$e $f $e uniform:3 - $BF16_TOL"
     done
   done
+  for e in ar_f32 rs_f32 ag_f32; do
+    echo "frontend-$e frontend-matrix $e uniform:3 - $F32_TOL"
+  done
+  for e in ar_bf16 rs_bf16 ag_bf16; do
+    echo "frontend-$e frontend-matrix $e uniform:3 - $BF16_TOL"
+  done
   echo "mlp mlp mlp uniform:4 - $F32_TOL"
   echo "all-to-all-moe_one all-to-all moe_one uniform:3 - $F32_TOL"
   echo "moe moe moe uniform:3 - $F32_TOL"
   echo "llama-mlp llama-mlp llama_mlp uniform:3 - $BF16_TOL"
+  # The JAX layers export.py wrote (stem, entry, dtype); the last column is
+  # the tolerance against JAX (python/tests/test_jax.py's).
+  [ -f "$DIR/jax.txt" ] || return 0
+  local stem entry dtype strategy
+  while read -r stem entry dtype; do
+    # One device's expert layer has 128 rows: one 128-row block.
+    strategy=uniform:2
+    [ "$stem" = jax-expert_parallel ] && strategy=auto
+    if [ "$dtype" = bfloat16 ]; then
+      echo "$stem $stem $entry $strategy - $BF16_TOL 0.015625"
+    else
+      echo "$stem $stem $entry $strategy - $F32_TOL 1e-4"
+    fi
+  done <"$DIR/jax.txt"
 }
 
 case $mode in
@@ -86,8 +116,24 @@ compile)
   sed -e 's/shape = 8/shape = 1/' -e 's/512x2x/384x2x/g' -e 's/4096x2x/384x2x/g' \
     -e 's/8192/256/g' -e 's/3584/128/g' \
     "$ROOT/examples/llama-mlp.mlir" >"$DIR/llama-mlp.mlir"
+  # The frontend forms on one rank: 768 rows of [2, 768, 64] (R = 1).
+  sed -e 's/@R@/1/g' -e 's/@SR2@/1536/g' -e 's/@SR@/768/g' \
+    "$ROOT/test/Integration/frontend-matrix.mlir" >"$DIR/frontend-matrix.mlir"
+  # The JAX layers on one device, with JAX's inputs and outputs.
+  JAX_PYTHON=${JAX_PYTHON:-$ROOT/build/venv/bin/python}
+  rm -f "$DIR/jax.txt"
+  if "$JAX_PYTHON" -c 'import jax' 2>/dev/null; then
+    "$JAX_PYTHON" "$ROOT/examples/jax/export.py" --oracle "$DIR" \
+      >"$DIR/jax.txt" || {
+      echo "*** cannot export the JAX layers (examples/jax/export.py)" >&2
+      exit 1
+    }
+  else
+    echo "programs: no Python with jax ($JAX_PYTHON; scripts/python-env.sh" \
+      "makes one): the JAX layers are left out" >&2
+  fi
   : >"$DIR/programs.txt"
-  programs | while read -r name src entry strategy profile rtol atol; do
+  programs | while read -r name src entry strategy profile rtol atol oracle; do
     args=("$DIR/$src.mlir" --entry "$entry" --emit=so)
     [ "$profile" = - ] || args+=(--profile "$profile")
     "$COMPILE" "${args[@]}" --target=cuda --strategy="$strategy" \
@@ -99,7 +145,7 @@ compile)
       echo "*** cannot compile $name" >&2
       exit 1
     }
-    echo "$name $rtol $atol" >>"$DIR/programs.txt"
+    echo "$name $rtol $atol${oracle:+ $oracle}" >>"$DIR/programs.txt"
     echo "compiled $name"
   done || exit 1
   rm -f "$DIR"/*.mlir
@@ -112,25 +158,46 @@ run)
   }
   passed=0 failed=0
   check() { # label, overlap-exec arguments...
+    local label=$1
+    shift
+    check_cmd "$label" "$EXEC" "$@"
+  }
+  check_cmd() { # label, command...
     local label=$1 rc=0
     shift
     echo "=== $label"
-    "$EXEC" "$@" || rc=$?
+    "$@" || rc=$?
     if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else
       echo "*** $label failed (exit $rc)"
       failed=$((failed + 1))
     fi
     # overlap-exec (or a library) missing: every other run would fail alike.
     if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
-      echo "programs: stopped: $EXEC cannot run (exit $rc)"
+      echo "programs: stopped: $1 cannot run (exit $rc)"
       exit 2
     fi
   }
-  while read -r name rtol atol; do
+  # The JAX oracle needs python3 with numpy (the GPU machine's has it).
+  PYTHON=${PYTHON:-python3}
+  have_numpy=0
+  "$PYTHON" -c 'import numpy' 2>/dev/null && have_numpy=1
+  while read -r name rtol atol oracle; do
     check "$name" "$DIR/$name.so" --ref "$DIR/$name.ref.so" --backend cuda \
       --rtol "$rtol" --atol "$atol"
     check "$name-vs-host" "$DIR/$name.so" --ref "$DIR/$name.host.so" \
       --backend cuda --ref-backend host --rtol "$rtol" --atol "$atol"
+    [ -n "${oracle:-}" ] || continue
+    if [ "$have_numpy" -eq 0 ]; then
+      echo "*** $name-vs-jax: no $PYTHON with numpy"
+      failed=$((failed + 1))
+      continue
+    fi
+    got="${TMPDIR:-/tmp}/programs-$$-$name.npz"
+    check_cmd "$name-vs-jax" sh -c '"$1" "$2" --backend cuda --inputs "$3" \
+      --outputs "$4" >/dev/null && "$5" "$6" "$4" "$7" "$8"' sh "$EXEC" \
+      "$DIR/$name.so" "$DIR/$name.in.npz" "$got" "$PYTHON" \
+      "$ROOT/scripts/gpu/compare-npz.py" "$DIR/$name.want.npz" "$oracle"
+    rm -f "$got"
   done <"$DIR/programs.txt"
   if grep -q '^mlp ' "$DIR/programs.txt"; then
     for sync in memop spin event; do

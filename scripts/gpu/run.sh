@@ -88,7 +88,10 @@
 # Output: logs, gtest XML, profiles, tables (.txt) and CSVs go to $RESULTS
 # (default $OUT, default ./gpu-out). When RESULTS is another directory, the
 # whole of it is also packed into $OUT/<mode>-results.tar.gz after every
-# step (the device tool returns at most 8 files from $OUT).
+# step (the device tool returns at most 8 files from $OUT). At the end
+# scripts/gpu/report.py writes report.md (a Markdown summary: steps,
+# programs, sweeps with eta and prediction error, pack, knobs), copied to
+# $OUT/<mode>-report.md.
 #
 # Environment:
 #   STEPS="..."   the steps to run instead of the mode's;
@@ -217,6 +220,13 @@ bundle() {
   tar -czf "$OUT/$MODE-results.tar.gz" -C "$RESULTS" . 2>/dev/null || true
 }
 finish() { # exit status
+  # The Markdown summary (report.py: sweeps, eta, prediction error, pack,
+  # knobs), also beside the bundle in $OUT.
+  if command -v "${PYTHON:-python3}" >/dev/null 2>&1; then
+    "${PYTHON:-python3}" "$HERE/report.py" "$RESULTS" >"$RESULTS/report.md" 2>&1 &&
+      [ "$(cd "$RESULTS" && pwd)" != "$(cd "$OUT" && pwd)" ] &&
+      cp "$RESULTS/report.md" "$OUT/$MODE-report.md"
+  fi
   step "done (status $1); results in $RESULTS"
   bundle
   exit "$1"

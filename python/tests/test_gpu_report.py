@@ -1,0 +1,101 @@
+"""scripts/gpu/report.py on a results directory laid out as run.sh writes it
+(CSV headers as overlap-bench writes them): the summary figures are the
+statistics of the CSVs' own columns, a shape slower than serial and a
+failed check are named, the plan is set against 4 uniform tiles shape by
+shape, the pack kernel's strided blocks against the 80 % goal, and
+--copy-csv copies every CSV."""
+
+import math
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT = ROOT / "scripts" / "gpu" / "report.py"
+
+BENCH_HEADER = ("leg,collective,ranks,dtype,M,N,K,size_bytes,wire_bytes,"
+                "tiles,gemm_us,comm_us,serial_us,overlapped_us,ideal_us,"
+                "predicted_us,speedup,eta,prediction_error,tile_rows,"
+                "tile_batch,tile_batched_us,tile_contiguous_us,knobs,check")
+PACK_HEADER = ("device,rows,row_bytes,stride_bytes,elem_bytes,access_bytes,"
+               "bytes,pack_us,unpack_us,memcpy2d_us,d2d_us,pack_gbps,"
+               "unpack_gbps,memcpy2d_gbps,d2d_gbps,pack_over_d2d,check")
+
+
+def bench_row(m, tiles, serial, over, ideal, pred, check="ok", knobs=""):
+    eta = (serial - over) / (serial - ideal)
+    err = (pred - over) / over
+    return (f"copy-engine,all-reduce,8,bf16,{m},8192,3072,1,1,{tiles},"
+            f"1,1,{serial},{over},{ideal},{pred},{serial / over},{eta},{err},"
+            f"0,0,0,0,\"{knobs}\",\"{check}\"")
+
+
+def write(path, header, rows):
+    path.write_text("# runtime: test\n" + header + "\n" + "\n".join(rows)
+                    + "\n")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(REPORT), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_report(tmp_path):
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "device.txt").write_text(
+        "| NVIDIA H200  On | Driver Version: 580.159.03 |\n")
+    (res / "steps.csv").write_text(
+        "command,exit,seconds,bound\ncuda-tests,0,41,100\n"
+        "programs,skipped,0,0\n")
+    planned = [bench_row(128, 1, 100.0, 110.0, 60.0, 104.0),
+               bench_row(4096, 4, 1000.0, 700.0, 650.0, 690.0),
+               bench_row(8192, 6, 2000.0, 1300.0, 1250.0, 1330.0,
+                         check="FAIL rank 3: overlapped: NaN")]
+    write(res / "bench-planned-all-reduce.csv", BENCH_HEADER, planned)
+    write(res / "bench-uniform4-all-reduce.csv", BENCH_HEADER,
+          [bench_row(128, 4, 100.0, 130.0, 60.0, 120.0),
+           bench_row(4096, 4, 1000.0, 700.0, 650.0, 690.0),
+           bench_row(8192, 4, 2000.0, 1400.0, 1250.0, 1380.0)])
+    write(res / "pack.csv", PACK_HEADER,
+          ['"H200",64,256,512,2,16,16384,1,1,1,1,900,900,800,1000,0.9,"ok"',
+           '"H200",64,256,1024,2,16,16384,1,1,1,1,700,700,800,1000,0.7,"ok"',
+           '"H200",64,256,256,2,16,16384,1,1,1,1,990,990,800,1000,0.99,"ok"'])
+    proc = run(res, "--copy-csv", tmp_path / "perf")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+
+    etas = [(100 - 110) / 40, (1000 - 700) / 350, (2000 - 1300) / 750]
+    errs = [abs(104 / 110 - 1), abs(690 / 700 - 1), abs(1330 / 1300 - 1)]
+    row = [line for line in out.splitlines()
+           if line.startswith("| bench-planned-all-reduce |")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "3"
+    assert cells[2] == f"{statistics.median(etas):.3f}"
+    assert cells[3] == f"{max(etas):.3f}"
+    assert cells[4] == f"{100 * statistics.fmean(errs):.1f} %"
+    assert cells[5] == f"{100 * statistics.median(errs):.1f} %"
+    assert cells[6] == f"{100 * max(errs):.1f} %"
+    assert cells[7] == "1" and cells[8] == "1", cells
+    assert "slower than serial at 128x8192x3072 (1 tiles" in out
+    # The plan against 4 uniform tiles, per shape.
+    assert f"| all-reduce | 8192 | 8192 | 3072 | 6 | 1300.0 | 1400.0 | " \
+        f"{1300 / 1400:.3f} |" in out
+    assert "FAIL rank 3: overlapped: NaN" in out
+    # Two strided blocks (0.9 and 0.7), the contiguous one left out.
+    assert "pack / d2d median 0.80, 1 of 2 blocks at >= 0.80" in out
+    assert "| programs | skipped | 0 | 0 |" in out
+    assert "Driver Version: 580.159.03" in out
+    assert sorted(p.name for p in (tmp_path / "perf").iterdir()) == [
+        "bench-planned-all-reduce.csv", "bench-uniform4-all-reduce.csv",
+        "pack.csv", "steps.csv"]
+
+
+def test_report_without_results(tmp_path):
+    proc = run(tmp_path / "missing")
+    assert proc.returncode == 2 and "usage: report.py" in proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run(empty)
+    assert proc.returncode == 0 and "(no device.txt)" in proc.stdout

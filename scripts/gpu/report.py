@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Summarizes a GPU session's results (scripts/gpu/run.sh's RESULTS) as
+Markdown, for docs/performance.md.
+
+    report.py RESULTS_DIR [--copy-csv DIR]
+
+Reads what run.sh wrote: device.txt and preflight.txt (device, driver,
+CUDA, NCCL), steps.csv (every command's status and seconds), programs.txt
+(the programs' last line), bench-*.csv (overlap-bench sweeps), pack.csv
+and knobs.csv. Prints, per sweep, every shape (serial, overlapped, ideal,
+predicted, speedup, eta, prediction error, the check) and a summary: eta
+median and best, |prediction error| mean, median and max, the shapes
+slower than serial and the tiles a planned sweep chose for them; the
+planned sweep against 4 uniform tiles shape by shape; the pack kernel
+against the device-to-device copy (goal: >= 80 % on strided rows); each
+knob setting's median overlapped time. Figures are taken from the CSVs as
+overlap-bench computed them (eta = (serial - overlapped) / (serial -
+ideal); prediction error = (predicted - overlapped) / overlapped), not
+recomputed. With --copy-csv, the CSVs are copied there (docs/perf/).
+Standard library only: it runs on the GPU machine too (run.sh ends with
+it). Exit status 0, 2 when RESULTS_DIR is not a directory.
+"""
+
+import csv
+import math
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+
+def read_csv(path):
+    """Rows of a CSV whose comment lines start with '#'; [] if unreadable."""
+    try:
+        lines = [line for line in path.read_text().splitlines()
+                 if line and not line.startswith("#")]
+    except OSError:
+        return []
+    return list(csv.DictReader(lines))
+
+
+def num(row, key):
+    try:
+        v = float(row.get(key, ""))
+    except ValueError:
+        return math.nan
+    return v
+
+
+def finite(values):
+    return [v for v in values if not math.isnan(v) and not math.isinf(v)]
+
+
+def fmt(v, digits=1):
+    return "-" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def pct(v):
+    return "-" if math.isnan(v) else f"{100 * v:+.1f} %"
+
+
+def median(values):
+    values = finite(values)
+    return statistics.median(values) if values else math.nan
+
+
+def header(lines, title):
+    lines += ["", f"## {title}", ""]
+
+
+def device_section(results, lines):
+    header(lines, "Device")
+    dev = results / "device.txt"
+    text = dev.read_text().splitlines() if dev.exists() else []
+    keep = [t.strip() for t in text
+            if "NVIDIA" in t or "Driver Version" in t or "release" in t
+            or t[:4].isdigit() or "UTC" in t]
+    pre = results / "preflight.txt"
+    if pre.exists():
+        keep += [t.strip() for t in pre.read_text().splitlines()
+                 if t.startswith("preflight: NCCL")
+                 or t.startswith("preflight: loads")]
+    lines += [f"    {t}" for t in keep] or ["(no device.txt)"]
+
+
+def steps_section(results, lines):
+    rows = read_csv(results / "steps.csv")
+    if not rows:
+        return
+    header(lines, "Steps")
+    lines += ["| command | exit | seconds | bound |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r['command']} | {r['exit']} | {r['seconds']} | {r['bound']} |"
+              for r in rows]
+    total = sum(int(r["seconds"]) for r in rows if r["seconds"].isdigit())
+    lines += ["", f"{len(rows)} commands, {total} s in all."]
+
+
+def programs_section(results, lines):
+    path = results / "programs.txt"
+    if not path.exists():
+        return
+    text = path.read_text().splitlines()
+    last = [t for t in text if t.startswith("programs: ")]
+    failed = [t[4:] for t in text if t.startswith("*** ")]
+    header(lines, "Compiled programs")
+    lines.append(last[-1] if last else "(no summary line: the step was cut)")
+    lines += [f"- {t}" for t in failed]
+
+
+def sweep_rows(path):
+    return [r for r in read_csv(path) if r.get("M")]
+
+
+def sweep_table(name, rows, lines):
+    lines += ["", f"### {name}", "",
+              "| collective | M | N | K | tiles | serial µs | overlapped µs "
+              "| ideal µs | predicted µs | speedup | η | pred. error | check |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+              "| ---: | ---: | ---: | --- |"]
+    for r in rows:
+        lines.append(
+            f"| {r['collective']} | {r['M']} | {r['N']} | {r['K']} "
+            f"| {r['tiles']} | {fmt(num(r, 'serial_us'))} "
+            f"| {fmt(num(r, 'overlapped_us'))} | {fmt(num(r, 'ideal_us'))} "
+            f"| {fmt(num(r, 'predicted_us'))} | {fmt(num(r, 'speedup'), 3)} "
+            f"| {fmt(num(r, 'eta'), 3)} | {pct(num(r, 'prediction_error'))} "
+            f"| {r.get('check', '')} |")
+
+
+def summary(rows):
+    """eta and |prediction error| statistics of a sweep's rows."""
+    etas = finite([num(r, "eta") for r in rows])
+    errs = finite([abs(num(r, "prediction_error")) for r in rows])
+    slower = [r for r in rows if num(r, "speedup") < 1.0]
+    bad = [r for r in rows if r.get("check", "").strip().lower()
+           not in ("ok", "")]
+    return {
+        "shapes": len(rows),
+        "eta_median": median(etas), "eta_best": max(etas, default=math.nan),
+        "err_mean": statistics.fmean(errs) if errs else math.nan,
+        "err_median": median(errs), "err_max": max(errs, default=math.nan),
+        "slower": slower, "failed": bad,
+    }
+
+
+def sweeps_section(results, lines):
+    sweeps = [(p.stem, sweep_rows(p))
+              for p in sorted(results.glob("bench-*.csv"))]
+    sweeps = [(name, rows) for name, rows in sweeps if rows]
+    if not sweeps:
+        return
+    header(lines, "Sweeps")
+    lines += ["| sweep | shapes | η median | η best | pred. error mean "
+              "| median | max | slower than serial | check failures |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
+    for name, rows in sweeps:
+        s = summary(rows)
+        lines.append(
+            f"| {name} | {s['shapes']} | {fmt(s['eta_median'], 3)} "
+            f"| {fmt(s['eta_best'], 3)} | {fmt(100 * s['err_mean'])} % "
+            f"| {fmt(100 * s['err_median'])} % | {fmt(100 * s['err_max'])} % "
+            f"| {len(s['slower'])} | {len(s['failed'])} |")
+        if s["slower"]:
+            notes.append(
+                f"- {name}: slower than serial at " + ", ".join(
+                    f"{r['M']}x{r['N']}x{r['K']} ({r['tiles']} tiles, "
+                    f"speedup {fmt(num(r, 'speedup'), 3)})"
+                    for r in s["slower"]))
+    if notes:
+        lines += [""] + notes
+    planned_vs_uniform(results, lines)
+    for name, rows in sweeps:
+        sweep_table(name, rows, lines)
+
+
+def planned_vs_uniform(results, lines):
+    pairs = []
+    for planned in sorted(results.glob("bench-planned-*.csv")):
+        uniform = results / planned.name.replace("bench-planned-",
+                                                 "bench-uniform4-")
+        if uniform.exists():
+            pairs.append((planned, uniform))
+    if not pairs:
+        return
+    lines += ["", "### The plan against 4 uniform tiles", "",
+              "| sweep | M | N | K | plan tiles | plan µs | 4 tiles µs "
+              "| plan / 4 tiles |", "| --- | ---: | ---: | ---: | ---: | ---: "
+              "| ---: | ---: |"]
+    for planned, uniform in pairs:
+        u = {(r["M"], r["N"], r["K"]): r for r in sweep_rows(uniform)}
+        for r in sweep_rows(planned):
+            o = u.get((r["M"], r["N"], r["K"]))
+            if not o:
+                continue
+            a, b = num(r, "overlapped_us"), num(o, "overlapped_us")
+            lines.append(
+                f"| {planned.stem[len('bench-planned-'):]} | {r['M']} "
+                f"| {r['N']} | {r['K']} | {r['tiles']} | {fmt(a)} | {fmt(b)} "
+                f"| {fmt(a / b if b else math.nan, 3)} |")
+
+
+def pack_section(results, lines):
+    rows = read_csv(results / "pack.csv")
+    if not rows:
+        return
+    header(lines, "Pack kernel")
+    lines += ["| rows | row bytes | stride bytes | pack GB/s | unpack GB/s "
+              "| memcpy2D GB/s | d2d GB/s | pack / d2d | check |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    strided = []
+    for r in rows:
+        ratio = num(r, "pack_over_d2d")
+        if r["stride_bytes"] != r["row_bytes"]:
+            strided.append(ratio)
+        lines.append(
+            f"| {r['rows']} | {r['row_bytes']} | {r['stride_bytes']} "
+            f"| {fmt(num(r, 'pack_gbps'))} | {fmt(num(r, 'unpack_gbps'))} "
+            f"| {fmt(num(r, 'memcpy2d_gbps'))} | {fmt(num(r, 'd2d_gbps'))} "
+            f"| {fmt(ratio, 2)} | {r.get('check', '')} |")
+    ok = [v for v in finite(strided) if v >= 0.8]
+    lines += ["", f"Strided rows: pack / d2d median {fmt(median(strided), 2)}, "
+              f"{len(ok)} of {len(finite(strided))} blocks at >= 0.80 "
+              "(goal)."]
+
+
+def knobs_section(results, lines):
+    rows = read_csv(results / "knobs.csv")
+    if not rows:
+        return
+    header(lines, "Knobs")
+    by = {}
+    for r in rows:
+        by.setdefault(r.get("knobs", ""), []).append(num(r, "overlapped_us"))
+    lines += ["| setting | runs | median overlapped µs |", "| --- | ---: | ---: |"]
+    for k, v in sorted(by.items(), key=lambda kv: median(kv[1])):
+        lines.append(f"| {k} | {len(v)} | {fmt(median(v))} |")
+
+
+def main(argv):
+    args = argv[1:]
+    copy_to = None
+    if "--copy-csv" in args:
+        i = args.index("--copy-csv")
+        if i + 1 >= len(args):
+            print("report.py: --copy-csv wants a directory", file=sys.stderr)
+            return 2
+        copy_to = Path(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 1 or not Path(args[0]).is_dir():
+        print("usage: report.py RESULTS_DIR [--copy-csv DIR]", file=sys.stderr)
+        return 2
+    results = Path(args[0])
+    lines = [f"# GPU session results ({results})"]
+    for section in (device_section, steps_section, programs_section,
+                    sweeps_section, pack_section, knobs_section):
+        section(results, lines)
+    print("\n".join(lines))
+    if copy_to:
+        copy_to.mkdir(parents=True, exist_ok=True)
+        for path in sorted(results.glob("*.csv")):
+            shutil.copy(path, copy_to / path.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -28,7 +28,8 @@
 #              type pair against a reference, one-rank NCCL collectives and
 #              splits, the three signal/wait modes, lost signals ending in
 #              errors, pack/unpack at every access width, the mgpu* entry
-#              points); a skipped test means no device and stops the run.
+#              points), then the two-process test alone (bounded apart);
+#              a skipped test means no device and stops the run.
 #              The host-only tests (OverlapRuntimeTests) run where the code
 #              is built, not here;
 #   programs   the compiled programs of scripts/gpu/prepare.sh
@@ -331,14 +332,21 @@ cat "$RESULTS/preflight.txt"
 [ "$rc" -eq 0 ] || finish 2
 
 # Tests. With a GPU nothing may be skipped: a skip means no device.
+# The two-process test (two ranks through the rendezvous file; on one GPU
+# NCCL must refuse them) runs alone: if it hangs, its bound ends it, not
+# the other tests' report.
 step_tests() {
+  local two=CudaLaunchedDevice.TwoProcesses
   run --optional cuda-tests "$BUILD/unittests/OverlapRuntimeCudaTests" \
-    --gtest_output="xml:$RESULTS/cuda-tests.xml"
+    --gtest_filter="-$two" --gtest_output="xml:$RESULTS/cuda-tests.xml"
   if grep -q "SKIPPED" "$RESULTS/cuda-tests.txt"; then
     echo "*** CUDA tests skipped: no usable device?"
     status=1
     finish 1
   fi
+  run --optional cuda-tests-two-processes \
+    "$BUILD/unittests/OverlapRuntimeCudaTests" --gtest_filter="$two" \
+    --gtest_output="xml:$RESULTS/cuda-tests-two-processes.xml"
 }
 
 # Compiled programs on the GPU: plan vs one-tile references (cuda, host).

@@ -107,7 +107,8 @@
 #       and bound go to $RESULTS/steps.csv, to plan the next session;
 #   DTYPE=f16|bf16  the element type of calibrate, bench and knobs (f16;
 #       session: bf16);
-#   CALIBRATE_FLAGS="--step 256 --warmup 3 --iters 10"  added to calibrate
+#   CALIBRATE_FLAGS="--step 256 --max-bytes 536870912 --warmup 3 --iters 10"
+#       added to calibrate
 #       (session's default; --nk always lists SWEEP_SHAPES' (N, K) pairs
 #       when SWEEP_SHAPES is set);
 #   A2A_SHAPES=MxNxK,...  the all-to-all sweeps' shapes (default
@@ -170,7 +171,9 @@ session)
   SWEEP_SHAPES=${SWEEP_SHAPES-$SESSION_SHAPES}
   A2A_SHAPES=${A2A_SHAPES-512x8192x3072,4096x8192x3072,2048x28672x1024,8192x4096x16384}
   BENCH_FLAGS=${BENCH_FLAGS-"--warmup 3 --iters 10 --input-sets 1"}
-  CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --warmup 3 --iters 10"}
+  # --max-bytes: the largest message of the shapes (8192 x 28672 bf16 =
+  # 448 MiB) within the measured range.
+  CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --max-bytes 536870912 --warmup 3 --iters 10"}
   MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
   KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
   TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}

@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 using namespace overlap;
@@ -204,12 +205,14 @@ void printRow(const ShapeResult &row) {
   std::fflush(stdout);
 }
 
-/// Runs every shape for one collective, printing its table and summary.
+/// Runs every shape for one collective, printing its table and summary;
+/// appends its rows to `rows` and calls `measured` after each.
 void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
            const std::string &device, int64_t &keyBase,
-           std::vector<ShapeResult> &rows) {
+           std::vector<ShapeResult> &rows,
+           const std::function<void()> &measured) {
   printHeader(o, coll, device);
-  std::vector<ShapeResult> mine;
+  const size_t first = rows.size();
   for (const GemmShape &s : o.shapes) {
     llvm::Expected<ShapePlan> plan = planShape(o, coll, s);
     if (!plan) {
@@ -218,9 +221,11 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
                   llvm::toString(plan.takeError()).c_str());
       continue;
     }
-    mine.push_back(measureShape(ctx, o, coll, s, *plan, keyBase));
-    printRow(mine.back());
+    rows.push_back(measureShape(ctx, o, coll, s, *plan, keyBase));
+    printRow(rows.back());
+    measured();
   }
+  std::vector<ShapeResult> mine(rows.begin() + first, rows.end());
   SweepSummary sum = summarize(mine);
   std::printf(
       "# %s: eta median %.3f, best %.3f (%zu shapes); |prediction error|: "
@@ -228,7 +233,6 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
       collectiveName(o, coll).c_str(), sum.etaMedian, sum.etaBest,
       sum.etaShapes, 100.0 * sum.errorMedian, 100.0 * sum.errorMax,
       sum.failures);
-  rows.insert(rows.end(), mine.begin(), mine.end());
 }
 
 void writeCsv(std::ostream &csv, const SweepOptions &o,
@@ -389,8 +393,24 @@ int main(int argc, char **argv) {
 
   std::vector<ShapeResult> rows;
   int64_t keyBase = 1000;
+  // The CSV so far after every shape (rank 0; written aside, then renamed),
+  // so that a run stopped at a time limit leaves the shapes it measured;
+  // finish() writes the whole one at the end.
+  const std::string knobText = describeCudaKnobs(knobs);
+  auto checkpoint = [&] {
+    if (csvPath.empty() || o.rank != 0)
+      return;
+    const std::string part = csvPath + ".part";
+    {
+      std::ofstream csv(part);
+      writeCsv(csv, o, runtime, knobText, rows);
+      if (!csv)
+        return;
+    }
+    std::rename(part.c_str(), csvPath.c_str());
+  };
   for (Collective coll : *collectives)
-    sweep(ctx, o, coll, device.name, keyBase, rows);
+    sweep(ctx, o, coll, device.name, keyBase, rows, checkpoint);
   if (knobs.gemmAutotune) {
     std::printf("# GEMM algorithms (--gemm-autotune %d):\n",
                 int(knobs.gemmAutotune));
@@ -398,6 +418,6 @@ int main(int argc, char **argv) {
   }
 
   return finish(ctx, csvPath, summarize(rows).failures, [&](std::ostream &csv) {
-    writeCsv(csv, o, runtime, describeCudaKnobs(knobs), rows);
+    writeCsv(csv, o, runtime, knobText, rows);
   });
 }

@@ -177,7 +177,7 @@ session)
   MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
   KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
   TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}
-  : "${TIMEOUT_tests:=100}" "${TIMEOUT_programs:=120}" "${TIMEOUT_calibrate:=90}"
+  : "${TIMEOUT_tests:=100}" "${TIMEOUT_programs:=150}" "${TIMEOUT_calibrate:=90}"
   : "${TIMEOUT_bench:=45}" "${TIMEOUT_pack:=30}" "${TIMEOUT_nccl:=45}"
   : "${MEMCHECK_TIMEOUT:=60}" "${TIMEOUT_knobs:=30}"
   ;;

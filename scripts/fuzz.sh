@@ -12,7 +12,7 @@
 #       in <build>/fuzz-corpus/NAME and is kept, so runs add up
 #
 # NAME is a target without `overlap-` and `-fuzzer` (profile, plan-request,
-# loader, plan-attr, pipeline, pipeline-text); all of them by default.
+# loader, npz, plan-attr, pipeline, pipeline-text); all of them by default.
 #
 # Environment: OVERLAP_FUZZ_BUILD_DIR (default build-fuzz/ in the source
 # tree), OVERLAP_FUZZ_REPORT (default <build>/test-reports/fuzz.xml),
@@ -26,7 +26,7 @@ BUILD=${OVERLAP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
 REPORT=${OVERLAP_FUZZ_REPORT:-$BUILD/test-reports/fuzz.xml}
 TIMEOUT=${OVERLAP_FUZZ_TIMEOUT:-60}
-ALL_TARGETS=(profile plan-request loader plan-attr pipeline pipeline-text)
+ALL_TARGETS=(profile plan-request loader npz plan-attr pipeline pipeline-text)
 
 campaign=0
 if [ "${1:-}" = "--campaign" ]; then

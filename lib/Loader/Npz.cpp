@@ -262,11 +262,22 @@ static bool readFile(const std::string &path, std::vector<char> &bytes,
   return true;
 }
 
+/// The most bytes deflate can produce from `compressed` bytes: its best
+/// ratio is 1032:1 (a 258-byte match in one bit and a bit or so of
+/// overhead per block), plus room for a tiny stream's fixed cost.
+static uint64_t maxInflated(uint64_t compressed) {
+  return compressed > (UINT64_MAX - 1024) / 1032 ? UINT64_MAX
+                                                  : compressed * 1032 + 1024;
+}
+
 /// Inflates raw deflate data (zip's method 8) into `out` of `size` bytes.
+/// The buffer grows as the data inflates (doubling, from at most 1 MiB), so
+/// a directory that declares more than the data holds costs no more memory
+/// than the data.
 static bool inflateRaw(const char *data, uint64_t bytes, std::vector<char> &out,
                        uint64_t size, std::string &why) {
 #ifdef OVERLAP_HAVE_ZLIB
-  out.resize(size);
+  out.clear();
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) {
     why = "zlib cannot start inflating";
@@ -274,9 +285,8 @@ static bool inflateRaw(const char *data, uint64_t bytes, std::vector<char> &out,
   }
   constexpr uint64_t kChunk = 1u << 30;
   const char *in = data;
-  char *dst = out.data();
   char spill;
-  uint64_t inLeft = bytes, outLeft = size;
+  uint64_t inLeft = bytes, produced = 0;
   int status = Z_OK;
   while (status == Z_OK) {
     if (!stream.avail_in && inLeft) {
@@ -286,14 +296,17 @@ static bool inflateRaw(const char *data, uint64_t bytes, std::vector<char> &out,
       inLeft -= stream.avail_in;
     }
     if (!stream.avail_out) {
+      produced = stream.total_out;
       // One byte of room past the end shows data longer than declared.
-      bool more = outLeft > 0;
-      stream.next_out = reinterpret_cast<Bytef *>(more ? dst : &spill);
-      stream.avail_out =
-          more ? static_cast<uInt>(std::min(outLeft, kChunk)) : 1;
-      if (more) {
-        dst += stream.avail_out;
-        outLeft -= stream.avail_out;
+      if (produced < size) {
+        uint64_t grow = std::min<uint64_t>(
+            {size - produced, std::max<uint64_t>(produced, 1u << 20), kChunk});
+        out.resize(produced + grow);
+        stream.next_out = reinterpret_cast<Bytef *>(out.data() + produced);
+        stream.avail_out = static_cast<uInt>(grow);
+      } else {
+        stream.next_out = reinterpret_cast<Bytef *>(&spill);
+        stream.avail_out = 1;
       }
     }
     status = inflate(&stream, Z_NO_FLUSH);
@@ -427,11 +440,19 @@ static bool readDirectory(const std::vector<char> &file,
 }
 
 bool npz::readArchive(const std::string &path, Archive &archive,
-                      std::string &error) {
+                      std::string &error, uint64_t maxEntryBytes) {
   archive = Archive();
   archive.path = path;
   if (!readFile(path, archive.file, error))
     return false;
+  return parseArchive(archive, error, maxEntryBytes);
+}
+
+bool npz::parseArchive(Archive &archive, std::string &error,
+                       uint64_t maxEntryBytes) {
+  const std::string &path = archive.path;
+  archive.arrays.clear();
+  archive.inflated.clear();
   auto fail = [&](const std::string &why) {
     error = path + ": " + why;
     return false;
@@ -457,6 +478,15 @@ bool npz::readArchive(const std::string &path, Archive &archive,
       return bad("its data runs past the end of the file (truncated?)");
     const char *data = p + dataAt;
     uint64_t bytes = e.size;
+    if (e.size > maxEntryBytes)
+      return bad(std::to_string(e.size) + " bytes by the directory, more than "
+                 "the " + std::to_string(maxEntryBytes) +
+                 " that any array read from it can use");
+    if (e.method == 8 && e.size > maxInflated(e.compressed))
+      return bad(std::to_string(e.size) + " bytes by the directory from " +
+                 std::to_string(e.compressed) +
+                 " compressed: more than deflate can produce (a damaged "
+                 "directory)");
     if (e.method == 8) {
       if (!haveDeflate())
         return bad("compressed (deflate, as np.savez_compressed writes it), "
@@ -701,8 +731,27 @@ static std::string listDescrs(const std::vector<std::string> &descrs) {
 bool npz::readInputs(const std::string &path, const run::Signature &sig,
                      int ranks, Inputs &inputs, std::string &error) {
   inputs.given.clear();
-  if (!readArchive(path, inputs.archive, error))
+  // No entry needs more than the largest argument on every rank and an
+  // .npy header (at most 64 KiB in format 1.0, which numpy writes unless a
+  // header is longer); a directory that says more is refused before
+  // anything is inflated.
+  uint64_t largest = 0;
+  for (const run::BufferSpec &spec : sig.args) {
+    std::optional<uint64_t> bytes = spec.checkedBytes();
+    if (!bytes || *bytes > (UINT64_MAX - (1u << 16)) / uint64_t(ranks))
+      largest = UINT64_MAX - (1u << 16);
+    else
+      largest = std::max(largest, *bytes * uint64_t(ranks));
+  }
+  if (!readArchive(path, inputs.archive, error, largest + (1u << 16)))
     return false;
+  return matchInputs(sig, ranks, inputs, error);
+}
+
+bool npz::matchInputs(const run::Signature &sig, int ranks, Inputs &inputs,
+                      std::string &error) {
+  const std::string &path = inputs.archive.path;
+  inputs.given.clear();
   auto fail = [&](const std::string &why) {
     error = path + ": " + why;
     return false;

@@ -255,3 +255,54 @@ def test_half_types(overlap_exec, apis, tmp_path):
     assert proc.returncode == 2
     assert "array 'arg0' (4x8xbf16 on 2 ranks): expected dtype '<u2'" in \
         proc.stderr and "found '<f2'" in proc.stderr, proc.stderr
+
+
+def lying_npz(path, declared):
+    """A .npz of one small deflated entry 'arg0.npy' whose central
+    directory declares `declared` uncompressed bytes (through a zip64 extra
+    field): what a damaged or hostile file can say."""
+    import io
+    import struct
+    import zipfile
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((4,), np.float32))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("arg0.npy", buf.getvalue())
+    data = bytearray(Path(path).read_bytes())
+    cd = data.rfind(b"PK\x01\x02")
+    name_len, extra_len = struct.unpack_from("<HH", data, cd + 28)
+    struct.pack_into("<I", data, cd + 24, 0xFFFFFFFF)  # the size: in zip64
+    struct.pack_into("<H", data, cd + 30, extra_len + 12)
+    at = cd + 46 + name_len + extra_len
+    data[at:at] = struct.pack("<HHQ", 1, 8, declared)
+    eocd = data.rfind(b"PK\x05\x06")
+    dir_size = struct.unpack_from("<I", data, eocd + 12)[0]
+    struct.pack_into("<I", data, eocd + 12, dir_size + 12)
+    Path(path).write_bytes(bytes(data))
+    return path
+
+
+def test_a_directory_that_lies_about_sizes_is_refused_before_inflating(
+        overlap_exec, mlp_so, tmp_path):
+    """A 200-byte file that declares 2^62 bytes once aborted overlap-exec
+    (std::bad_alloc), and one that declared 20 GiB made it allocate and
+    zero 20 GiB before it failed; now both end in a one-line error before
+    anything is allocated."""
+    huge = lying_npz(tmp_path / "huge.npz", 1 << 62)
+    proc = run_exec(overlap_exec, mlp_so, "--inputs", huge)
+    assert proc.returncode == 2, proc.stderr
+    assert (f"{huge}: entry 'arg0.npy': {1 << 62} bytes by the directory, "
+            "more than the") in proc.stderr, proc.stderr
+    assert "that any array read from it can use" in proc.stderr
+    # Within what the arguments could use (4 MiB), but not from 71 bytes.
+    ratio = lying_npz(tmp_path / "ratio.npz", 4_000_000)
+    proc = run_exec(overlap_exec, mlp_so, "--inputs", ratio)
+    if proc.returncode == 2 and "has no zlib" in proc.stderr:
+        pytest.skip("this build has no zlib: " + proc.stderr.strip())
+    assert proc.returncode == 2, proc.stderr
+    assert "more than deflate can produce" in proc.stderr, proc.stderr
+    # A few bytes too many: inflated, then the count disagrees.
+    near = lying_npz(tmp_path / "near.npz", 140)
+    proc = run_exec(overlap_exec, mlp_so, "--inputs", near)
+    assert proc.returncode == 2, proc.stderr
+    assert "inflates to 144 bytes, not the 140" in proc.stderr, proc.stderr

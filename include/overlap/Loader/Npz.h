@@ -60,10 +60,18 @@ bool haveDeflate();
 
 /// Reads the .npz at `path` through its zip central directory (zip64
 /// records included): stored and, with zlib, deflated entries, their CRC-32
-/// checked, each an .npy array of format 1.0, 2.0 or 3.0. On failure
-/// returns false with a message that starts with the path and names the
-/// entry.
-bool readArchive(const std::string &path, Archive &archive, std::string &error);
+/// checked, each an .npy array of format 1.0, 2.0 or 3.0. An entry whose
+/// size by the directory passes `maxEntryBytes`, or more than deflate can
+/// produce from its compressed bytes, is refused before anything is
+/// inflated. On failure returns false with a message that starts with the
+/// path and names the entry.
+bool readArchive(const std::string &path, Archive &archive, std::string &error,
+                 uint64_t maxEntryBytes = UINT64_MAX);
+
+/// readArchive on the bytes already in `archive.file` (`archive.path` names
+/// them in messages): what the fuzzer calls.
+bool parseArchive(Archive &archive, std::string &error,
+                  uint64_t maxEntryBytes = UINT64_MAX);
 
 /// A shape as Python prints a tuple: "(4, 256, 512)", "(512,)", "()".
 std::string formatShape(const std::vector<int64_t> &shape);
@@ -128,6 +136,11 @@ std::vector<std::string> acceptedDescrs(run::Elem elem);
 /// the array, what was expected and what was found.
 bool readInputs(const std::string &path, const run::Signature &sig, int ranks,
                 Inputs &inputs, std::string &error);
+
+/// readInputs' checks of an archive already read into `inputs.archive`
+/// (readArchive or parseArchive): sets `inputs.given`.
+bool matchInputs(const run::Signature &sig, int ranks, Inputs &inputs,
+                 std::string &error);
 
 /// Writes every output of every rank ([rank][output], in run::outputViews'
 /// order: results, then arguments) to `path` as stored entries named as in

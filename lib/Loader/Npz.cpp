@@ -11,11 +11,17 @@
 
 #include "overlap/Loader/Npz.h"
 
+#include "RegularFile.h"
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <limits>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef OVERLAP_HAVE_ZLIB
 #include <zlib.h>
@@ -240,28 +246,6 @@ static bool parseNpy(const char *data, size_t bytes, Array &array,
 // Reading
 //===----------------------------------------------------------------------===//
 
-static bool readFile(const std::string &path, std::vector<char> &bytes,
-                     std::string &error) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
-    return false;
-  }
-  bytes.clear();
-  char chunk[1 << 16];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0)
-    bytes.insert(bytes.end(), chunk, chunk + got);
-  bool failed = std::ferror(f);
-  int saved = errno;
-  std::fclose(f);
-  if (failed) {
-    error = "cannot read " + path + ": " + std::strerror(saved);
-    return false;
-  }
-  return true;
-}
-
 /// The most bytes deflate can produce from `compressed` bytes: its best
 /// ratio is 1032:1 (a 258-byte match in one bit and a bit or so of
 /// overhead per block), plus room for a tiny stream's fixed cost.
@@ -443,8 +427,11 @@ bool npz::readArchive(const std::string &path, Archive &archive,
                       std::string &error, uint64_t maxEntryBytes) {
   archive = Archive();
   archive.path = path;
-  if (!readFile(path, archive.file, error))
+  std::string why;
+  if (!exec::readRegularFile(path, archive.file, "an .npz archive", why)) {
+    error = "cannot read " + path + ": " + why;
     return false;
+  }
   return parseArchive(archive, error, maxEntryBytes);
 }
 
@@ -552,17 +539,51 @@ static std::string npyHeader(const std::string &descr,
 Writer::~Writer() {
   if (file)
     std::fclose(file);
-  if (!path.empty() && !finished)
-    std::remove(path.c_str());
+  // Only the file this writer made: never the target, which may be what a
+  // caller had there before, or a device (as root, removing /dev/full
+  // after a failed write deleted the device node).
+  if (!temp.empty() && !finished)
+    ::unlink(temp.c_str());
 }
 
 bool Writer::open(const std::string &target, std::string &error) {
-  file = std::fopen(target.c_str(), "wb");
-  if (!file) {
+  path = target;
+  auto failed = [&] {
     error = "cannot write " + target + ": " + std::strerror(errno);
     return false;
+  };
+  // A regular file, or none: written beside it and renamed over it by
+  // finish(), so that a failed write leaves what was there. Anything else
+  // (a device, a FIFO, /dev/stdout, a symbolic link) is written in place.
+  struct stat info;
+  bool exists = ::lstat(target.c_str(), &info) == 0;
+  if (!exists && errno != ENOENT)
+    return failed();
+  if (!exists || S_ISREG(info.st_mode)) {
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0; attempt < 100 && !file; ++attempt) {
+      std::string name = target + ".part-" + std::to_string(::getpid()) + "-" +
+                         std::to_string(counter++);
+      int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                      0666);
+      if (fd < 0 && errno == EEXIST)
+        continue;
+      if (fd < 0)
+        break; // the directory takes no new file: write in place
+      file = ::fdopen(fd, "wb");
+      if (!file) {
+        ::close(fd);
+        ::unlink(name.c_str());
+        return failed();
+      }
+      temp = name;
+    }
+    if (file)
+      return true;
   }
-  path = target;
+  file = std::fopen(target.c_str(), "wb");
+  if (!file)
+    return failed();
   return true;
 }
 
@@ -694,6 +715,10 @@ bool Writer::finish(std::string &error) {
   std::FILE *f = file;
   file = nullptr;
   if (std::fclose(f) != 0) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!temp.empty() && std::rename(temp.c_str(), path.c_str()) != 0) {
     error = "cannot write " + path + ": " + std::strerror(errno);
     return false;
   }

@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RegularFile.h"
+
 #include "overlap/Loader/ElfCheck.h"
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/Run.h"
@@ -27,63 +29,6 @@ using namespace overlap;
 overlap::exec::Library::~Library() {
   if (handle && sig.target != "cuda")
     dlclose(handle);
-}
-
-/// "a FIFO", "a directory", ...: what a path that is not a regular file is.
-static std::string fileKind(mode_t mode) {
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a regular file";
-}
-
-/// Reads the whole of the regular file `path` into `bytes`.
-static bool readProgramFile(const std::string &path, std::string &bytes,
-                            std::string &error) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    error = fileKind(info.st_mode) + ", not a shared library";
-    return false;
-  }
-  // O_NONBLOCK: should the path become a FIFO after the stat, opening it
-  // does not wait for a writer (and fstat below refuses it).
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  bool ok = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
-  if (!ok)
-    error = fileKind(info.st_mode) + ", not a shared library";
-  bytes.clear();
-  if (ok)
-    bytes.reserve(static_cast<size_t>(info.st_size));
-  char chunk[1 << 16];
-  while (ok) {
-    ssize_t n = read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      error = std::strerror(errno);
-      ok = false;
-    }
-    if (n <= 0)
-      break;
-    bytes.append(chunk, static_cast<size_t>(n));
-  }
-  close(fd);
-  return ok;
 }
 
 /// Replaces every `from` in `text` by `to`.
@@ -152,7 +97,7 @@ bool overlap::exec::loadLibrary(const std::string &path, Library &lib,
                                 std::string &message) {
   lib.path = path;
   std::string bytes, why;
-  if (!readProgramFile(path, bytes, why) ||
+  if (!exec::readRegularFile(path, bytes, "a shared library", why) ||
       !checkElfImage(reinterpret_cast<const unsigned char *>(bytes.data()),
                      bytes.size(), why)) {
     message = "cannot load " + path + ": " + why;

@@ -306,3 +306,61 @@ def test_a_directory_that_lies_about_sizes_is_refused_before_inflating(
     proc = run_exec(overlap_exec, mlp_so, "--inputs", near)
     assert proc.returncode == 2, proc.stderr
     assert "inflates to 144 bytes, not the 140" in proc.stderr, proc.stderr
+
+
+def test_a_failed_write_of_outputs_removes_nothing_but_its_own(
+        overlap_exec, mlp_so, tmp_path):
+    """A failed --outputs write once removed its target: as root,
+    `--outputs /dev/full` deleted the device node. Now a device is written
+    in place and never removed, and a regular file is written beside the
+    target and renamed over it, so a failed write leaves the old file and
+    no partial one."""
+    import resource
+    import signal
+    import stat
+    if os.path.exists("/dev/full"):
+        proc = run_exec(overlap_exec, mlp_so, "--outputs", "/dev/full")
+        assert proc.returncode == 2, proc.stderr
+        assert "cannot write /dev/full: No space left on device" in \
+            proc.stderr, proc.stderr
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode), \
+            "/dev/full is no longer a device"
+    old = poisoned(tmp_path / "old.npz")
+
+    def small_files():
+        # Writes past 64 KiB fail with EFBIG instead of killing the tool.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+
+    proc = subprocess.run([overlap_exec, str(mlp_so), "--outputs", str(old)],
+                          capture_output=True, text=True,
+                          preexec_fn=small_files)
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot write {old}: File too large" in proc.stderr, proc.stderr
+    assert old.read_bytes() == b"not written by overlap-exec"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.npz"]
+    # And without the limit the same command replaces it.
+    proc = run_exec(overlap_exec, mlp_so, "--outputs", old)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(np.load(old).files) == ["arg0", "arg1", "arg2", "result0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.npz"]
+
+
+def test_inputs_that_are_not_regular_files_are_refused(overlap_exec, mlp_so,
+                                                       tmp_path):
+    """--inputs a FIFO once blocked for ever (waiting for a writer) and
+    /dev/zero grew the buffer without end; like program files, an .npz must
+    be a regular file."""
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    cases = {fifo: "a FIFO", tmp_path: "a directory",
+             Path("/dev/zero"): "a character device"}
+    for path, kind in cases.items():
+        if not path.exists():
+            continue
+        proc = subprocess.run([overlap_exec, str(mlp_so), "--inputs",
+                               str(path)], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2, (path, proc.stderr)
+        assert f"cannot read {path}: {kind}, not an .npz archive" in \
+            proc.stderr, proc.stderr

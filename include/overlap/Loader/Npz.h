@@ -76,8 +76,13 @@ bool parseArchive(Archive &archive, std::string &error,
 /// A shape as Python prints a tuple: "(4, 256, 512)", "(512,)", "()".
 std::string formatShape(const std::vector<int64_t> &shape);
 
-/// Writes a .npz of stored (uncompressed) entries, one array at a time. The
-/// file is removed when the writer is destroyed before finish() succeeds.
+/// Writes a .npz of stored (uncompressed) entries, one array at a time. A
+/// regular file (or a new one) is written beside the target
+/// ("<target>.part-<pid>-<n>") and renamed over it by finish(); that file
+/// is removed when the writer is destroyed before finish() succeeds, and
+/// the target keeps what it held. Any other target (a device, a FIFO,
+/// /dev/stdout, a symbolic link), or one whose directory takes no new
+/// file, is written in place and never removed.
 class Writer {
 public:
   Writer() = default;
@@ -110,6 +115,8 @@ private:
   bool write(std::string_view bytes, std::string &error);
 
   std::string path;
+  /// The file written beside `path`; empty when writing in place.
+  std::string temp;
   std::FILE *file = nullptr;
   bool finished = false;
   uint64_t offset = 0;

@@ -401,13 +401,13 @@ int main(int argc, char **argv) {
     if (csvPath.empty() || o.rank != 0)
       return;
     const std::string part = csvPath + ".part";
-    {
-      std::ofstream csv(part);
-      writeCsv(csv, o, runtime, knobText, rows);
-      if (!csv)
-        return;
-    }
-    std::rename(part.c_str(), csvPath.c_str());
+    std::ofstream csv(part);
+    writeCsv(csv, o, runtime, knobText, rows);
+    csv.close(); // a write error of the buffered bytes shows here
+    if (csv)
+      std::rename(part.c_str(), csvPath.c_str());
+    else
+      std::remove(part.c_str());
   };
   for (Collective coll : *collectives)
     sweep(ctx, o, coll, device.name, keyBase, rows, checkpoint);

@@ -189,6 +189,7 @@ int main(int argc, char **argv) {
     } else {
       std::ofstream file(out);
       file << profileJson(result);
+      file.close(); // a write error of the buffered bytes shows here
       if (!file) {
         std::fprintf(stderr, "error: cannot write %s\n", out.c_str());
         status = 1;

@@ -12,7 +12,8 @@
 //   overlap-plan chain --dims 10,30,5,60 --fast-memory 65536 [--json]
 //
 // Exit status: 0 on success, 2 for a bad flag or value (one line naming the
-// flag), 1 when the profile is malformed or cannot price the problem.
+// flag), 1 when the profile is malformed or cannot price the problem, or
+// the --trace file cannot be written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -309,6 +310,16 @@ static int runMatmul(ArrayRef<const char *> argv) {
                 describeCollective(pb), pb.m, pb.n, pb.k, toString(pb.dtype),
                 pb.ranks, plan->strategy);
     out << toChromeTrace(plan->timeline, plan->tiles, title);
+    // A write error (a full disk) is an error here, not LLVM's fatal "IO
+    // failure on output stream" when the stream is destroyed.
+    out.close();
+    if (std::error_code wec = out.error()) {
+      out.clear_error();
+      errs() << formatv("overlap-plan: error: --trace: cannot write '{0}': "
+                        "{1}\n",
+                        *trace, wec.message());
+      return 1;
+    }
   }
   if (args.has("--json"))
     writePlanJSON(*plan, pb, *profile, *model, outs());

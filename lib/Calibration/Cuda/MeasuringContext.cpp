@@ -201,6 +201,9 @@ int calibration::finish(overlap_context *ctx, const std::string &csvPath,
   if (!csvPath.empty() && overlap_context_rank(ctx) == 0) {
     std::ofstream csv(csvPath);
     writeRows(csv);
+    // Closed before the check: a write error (a full disk) of the last,
+    // buffered bytes shows only when they are flushed.
+    csv.close();
     if (!csv) {
       std::fprintf(stderr, "error: cannot write %s\n", csvPath.c_str());
       failures = failures ? failures : 1;

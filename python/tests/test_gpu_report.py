@@ -31,8 +31,12 @@ def bench_row(m, tiles, serial, over, ideal, pred, check="ok", knobs=""):
             f"0,0,0,0,\"{knobs}\",\"{check}\"")
 
 
+RUNTIME = ("# runtime: sms 132, comm_sms 16; driver 13.0, CUDA runtime "
+           "13.0, NCCL 2.28.9 (built with 2.28.3), cuBLASLt 13.1.0")
+
+
 def write(path, header, rows):
-    path.write_text("# runtime: test\n" + header + "\n" + "\n".join(rows)
+    path.write_text(RUNTIME + "\n" + header + "\n" + "\n".join(rows)
                     + "\n")
 
 
@@ -87,6 +91,8 @@ def test_report(tmp_path):
     assert "pack / d2d median 0.80, 1 of 2 blocks at >= 0.80" in out
     assert "| programs | skipped | 0 | 0 |" in out
     assert "Driver Version: 580.159.03" in out
+    assert "    runtime: sms 132, comm_sms 16; driver 13.0, CUDA runtime " \
+        "13.0, NCCL 2.28.9" in out
     assert sorted(p.name for p in (tmp_path / "perf").iterdir()) == [
         "bench-planned-all-reduce.csv", "bench-uniform4-all-reduce.csv",
         "pack.csv", "steps.csv"]

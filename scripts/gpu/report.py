@@ -80,6 +80,13 @@ def device_section(results, lines):
         keep += [t.strip() for t in pre.read_text().splitlines()
                  if t.startswith("preflight: NCCL")
                  or t.startswith("preflight: loads")]
+    # The runtime's line (settings and driver, CUDA, NCCL, cuBLASLt
+    # versions) from the first CSV that has one.
+    for path in sorted(results.glob("*.csv")):
+        first = path.read_text(errors="replace").split("\n", 1)[0]
+        if first.startswith("# runtime: "):
+            keep.append(first[2:])
+            break
     lines += [f"    {t}" for t in keep] or ["(no device.txt)"]
 
 

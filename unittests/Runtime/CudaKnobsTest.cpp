@@ -452,6 +452,18 @@ TEST(CudaKnobs, DescriptionNamesEveryKnob) {
             std::string::npos);
 }
 
+// What a profile's provenance and a CSV's runtime line say of the software:
+// CUDA's codes (13000 = 13.0, 12080 = 12.8), NCCL's two encodings, and
+// cuBLASLt's, each "unknown" when the call failed.
+TEST(CudaKnobs, VersionsLine) {
+  EXPECT_EQ(describeVersions(13000, 12080, 22809, 22803, 130100),
+            "driver 13.0, CUDA runtime 12.8, NCCL 2.28.9 (built with 2.28.3), "
+            "cuBLASLt 13.1.0");
+  EXPECT_EQ(describeVersions(0, -1, 2804, 0, 0),
+            "driver unknown, CUDA runtime unknown, NCCL 2.8.4 (built with "
+            "unknown), cuBLASLt unknown");
+}
+
 //===----------------------------------------------------------------------===//
 // With a device
 //===----------------------------------------------------------------------===//

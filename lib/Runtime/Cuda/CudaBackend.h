@@ -129,6 +129,15 @@ std::string describeOptions(const Options &options, int smCount,
                             int gemmSms, int commPriority,
                             int computePriority);
 
+/// The software a measurement ran on, one line (part of
+/// overlap_cuda_describe, so of every profile's provenance and every CSV's
+/// "# runtime:" line): "driver 13.0, CUDA runtime 13.0, NCCL 2.28.9 (built
+/// with 2.28.3), cuBLASLt 13.1.0". From cudaDriverGetVersion,
+/// cudaRuntimeGetVersion, ncclGetVersion, NCCL_VERSION_CODE and
+/// cublasLtGetVersion; a value <= 0 is "unknown".
+std::string describeVersions(int driver, int runtime, int loadedNccl,
+                             int compiledNccl, long long cublasLt);
+
 /// What the zero-SM all-gather keeps for one (group, stream)
 /// (ZeroSmAllGather.cpp).
 struct ZeroSmStream {

@@ -610,8 +610,18 @@ void CudaContext::launchFailed(const std::string &kernel,
 }
 
 std::string CudaContext::describeSettings() const {
+  int driver = 0, runtime = 0, nccl = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess)
+    driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+    runtime = 0;
+  if (ncclGetVersion(&nccl) != ncclSuccess)
+    nccl = 0;
   return describeOptions(options, smCount_, gemmSms_, commPriority_,
                          computePriority_) +
+         "; " +
+         describeVersions(driver, runtime, nccl, NCCL_VERSION_CODE,
+                          static_cast<long long>(cublasLtGetVersion())) +
          zeroSmReport();
 }
 

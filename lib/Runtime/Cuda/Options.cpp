@@ -275,6 +275,28 @@ static std::string ncclVersionText(int code) {
          std::to_string(code % 100);
 }
 
+std::string overlap::cuda::describeVersions(int driver, int runtime,
+                                            int loadedNccl, int compiledNccl,
+                                            long long cublasLt) {
+  // CUDA's codes are 1000 * major + 10 * minor; cuBLASLt's 10000 * major +
+  // 100 * minor + patch.
+  auto cuda = [](int v) {
+    return v > 0 ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)
+                 : std::string("unknown");
+  };
+  auto nccl = [](int v) {
+    return v > 0 ? ncclVersionText(v) : std::string("unknown");
+  };
+  std::string lt =
+      cublasLt > 0 ? std::to_string(cublasLt / 10000) + "." +
+                         std::to_string(cublasLt / 100 % 100) + "." +
+                         std::to_string(cublasLt % 100)
+                   : std::string("unknown");
+  return "driver " + cuda(driver) + ", CUDA runtime " + cuda(runtime) +
+         ", NCCL " + nccl(loadedNccl) + " (built with " + nccl(compiledNccl) +
+         "), cuBLASLt " + lt;
+}
+
 std::string overlap::cuda::zeroSmPrerequisiteProblem(int compiledNccl,
                                                      int loadedNccl,
                                                      int driverVersion) {

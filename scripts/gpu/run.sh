@@ -43,6 +43,8 @@
 #              ($MEMCHECK_FILTER, default all but the two-process test), the
 #              compiled MLP against its reference, and a small overlap-bench
 #              run of the four collectives on the sm-copy leg (its kernel);
+#              then --tool racecheck over the spin-wait and pack tests
+#              ($RACECHECK_FILTER);
 #   calibrate  overlap-calibrate on leg $LEG (default copy-engine): a
 #              profile of this GPU (profile-$LEG.json: GEMM curves, curves
 #              for all four collectives, contention);
@@ -387,6 +389,14 @@ step_memcheck() {
       "$BUILD/bin/overlap-bench" --leg sm-copy --ranks 4 --tiles 4 \
       --collective all-reduce,reduce-scatter,all-gather,all-to-all \
       --shapes 512x256x256 --warmup 1 --iters 2 --input-sets 1
+    # racecheck (shared-memory hazards) on Overlap's own kernels: the spin
+    # wait and the pack kernel ($RACECHECK_FILTER; "" skips it).
+    rf=${RACECHECK_FILTER-CudaDevice.SignalWaitSpin*:CudaDevice.PackAndUnpack*}
+    if [ -n "$rf" ]; then
+      run --optional --timeout "$mt" racecheck-tests "$sanitizer" \
+        --tool racecheck --error-exitcode 9 \
+        "$BUILD/unittests/OverlapRuntimeCudaTests" --gtest_filter="$rf"
+    fi
   fi
 }
 

@@ -53,9 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   inputs.archive.path = "input.npz";
   inputs.archive.file.assign(data, data + size);
   std::string error;
-  // readInputs' bound for this signature: the largest argument on every
-  // rank and a header.
-  if (!npz::parseArchive(inputs.archive, error, 2 * 24 + (1u << 16))) {
+  // readInputs' bound for this signature.
+  if (!npz::parseArchive(inputs.archive, error,
+                         npz::maxInputEntryBytes(sig, ranks))) {
     if (error.empty())
       std::abort();
     return 0;

@@ -290,12 +290,18 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   return stages;
 }
 
+/// `pm` as mlir-opt's --pass-pipeline text: "builtin.module(...)".
+static std::string printPipeline(const OpPassManager &pm) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
+
 std::string Stage::text() const {
   OpPassManager pm(ModuleOp::getOperationName());
   populate(pm);
-  std::string printed;
-  llvm::raw_string_ostream os(printed);
-  pm.printAsTextualPipeline(os);
+  std::string printed = printPipeline(pm);
   llvm::StringRef body(printed);
   body.consume_front("builtin.module(");
   body.consume_back(")");
@@ -306,10 +312,7 @@ std::string describePipeline(const CompileOptions &options) {
   OpPassManager pm(ModuleOp::getOperationName());
   for (const Stage &stage : buildStages(options))
     stage.populate(pm);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  pm.printAsTextualPipeline(os);
-  return text;
+  return printPipeline(pm);
 }
 
 LogicalResult runStages(ModuleOp module, const CompileOptions &options,

@@ -753,22 +753,23 @@ static std::string listDescrs(const std::vector<std::string> &descrs) {
   return text;
 }
 
-bool npz::readInputs(const std::string &path, const run::Signature &sig,
-                     int ranks, Inputs &inputs, std::string &error) {
-  inputs.given.clear();
-  // No entry needs more than the largest argument on every rank and an
-  // .npy header (at most 64 KiB in format 1.0, which numpy writes unless a
-  // header is longer); a directory that says more is refused before
-  // anything is inflated.
+uint64_t npz::maxInputEntryBytes(const run::Signature &sig, int ranks) {
+  constexpr uint64_t kHeader = 1u << 16;
+  const uint64_t rows = ranks > 0 ? uint64_t(ranks) : 1;
   uint64_t largest = 0;
   for (const run::BufferSpec &spec : sig.args) {
     std::optional<uint64_t> bytes = spec.checkedBytes();
-    if (!bytes || *bytes > (UINT64_MAX - (1u << 16)) / uint64_t(ranks))
-      largest = UINT64_MAX - (1u << 16);
-    else
-      largest = std::max(largest, *bytes * uint64_t(ranks));
+    if (!bytes || *bytes > (UINT64_MAX - kHeader) / rows)
+      return UINT64_MAX;
+    largest = std::max(largest, *bytes * rows);
   }
-  if (!readArchive(path, inputs.archive, error, largest + (1u << 16)))
+  return largest + kHeader;
+}
+
+bool npz::readInputs(const std::string &path, const run::Signature &sig,
+                     int ranks, Inputs &inputs, std::string &error) {
+  inputs.given.clear();
+  if (!readArchive(path, inputs.archive, error, maxInputEntryBytes(sig, ranks)))
     return false;
   return matchInputs(sig, ranks, inputs, error);
 }

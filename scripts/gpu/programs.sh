@@ -177,6 +177,17 @@ run)
       exit 2
     fi
   }
+  # vs_jax NAME TOL: the plan on JAX's inputs, its outputs held against
+  # JAX's (compare-npz.py).
+  vs_jax() {
+    local got="${TMPDIR:-/tmp}/programs-$$-$1.npz" rc=0
+    "$EXEC" "$DIR/$1.so" --backend cuda --inputs "$DIR/$1.in.npz" \
+      --outputs "$got" >/dev/null &&
+      "$PYTHON" "$ROOT/scripts/gpu/compare-npz.py" "$got" \
+        "$DIR/$1.want.npz" "$2" || rc=$?
+    rm -f "$got"
+    return "$rc"
+  }
   # The JAX oracle needs python3 with numpy (the GPU machine's has it).
   PYTHON=${PYTHON:-python3}
   have_numpy=0
@@ -192,12 +203,7 @@ run)
       failed=$((failed + 1))
       continue
     fi
-    got="${TMPDIR:-/tmp}/programs-$$-$name.npz"
-    check_cmd "$name-vs-jax" sh -c '"$1" "$2" --backend cuda --inputs "$3" \
-      --outputs "$4" >/dev/null && "$5" "$6" "$4" "$7" "$8"' sh "$EXEC" \
-      "$DIR/$name.so" "$DIR/$name.in.npz" "$got" "$PYTHON" \
-      "$ROOT/scripts/gpu/compare-npz.py" "$DIR/$name.want.npz" "$oracle"
-    rm -f "$got"
+    check_cmd "$name-vs-jax" vs_jax "$name" "$oracle"
   done <"$DIR/programs.txt"
   if grep -q '^mlp ' "$DIR/programs.txt"; then
     for sync in memop spin event; do

@@ -482,18 +482,17 @@ step_nccl() {
   if [ -n "$shared" ]; then
     if nccl_at_least "${PREFLIGHT_NCCL_VERSION:-}" 2 30; then
       for n in $shared; do
-        for c in all-reduce,reduce-scatter,all-gather all-to-all:dispatch \
-          all-to-all:combine; do
-          side=()
-          [[ "$c" == *:* ]] && side=(--side "${c#*:}")
-          label=${c%%,*}
-          label=${label/:/-}
-          [[ "$c" == *,* ]] && label=three
+        # label, collectives, overlap-bench's extra arguments
+        for entry in "three all-reduce,reduce-scatter,all-gather" \
+          "all-to-all-dispatch all-to-all --side dispatch" \
+          "all-to-all-combine all-to-all --side combine"; do
+          read -r label coll extra <<<"$entry"
+          read -r -a extra <<<"$extra"
           run --optional "nccl-shared-$n-$label" \
             env NCCL_MULTI_RANK_GPU_ENABLE=1 \
             OVERLAP_BOOTSTRAP_KEY="$(key "shared-$n-$label")" \
             "$HERE/spawn.sh" "$n" "$BUILD/bin/overlap-bench" --leg nccl \
-            --dtype "$DTYPE" --collective "${c%%:*}" ${side[@]+"${side[@]}"} \
+            --dtype "$DTYPE" --collective "$coll" ${extra[@]+"${extra[@]}"} \
             --shapes 1024x4096x1024,2048x8192x3072 --tiles 4 \
             --warmup 1 --iters 2 --input-sets 2 \
             --csv "$RESULTS/nccl-shared-$n-$label.csv"

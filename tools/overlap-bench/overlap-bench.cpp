@@ -393,21 +393,16 @@ int main(int argc, char **argv) {
 
   std::vector<ShapeResult> rows;
   int64_t keyBase = 1000;
-  // The CSV so far after every shape (rank 0; written aside, then renamed),
-  // so that a run stopped at a time limit leaves the shapes it measured;
-  // finish() writes the whole one at the end.
+  // The CSV so far after every shape (rank 0), so that a run stopped at a
+  // time limit leaves the shapes it measured; finish() writes the whole
+  // one at the end and reports a failure to write it.
   const std::string knobText = describeCudaKnobs(knobs);
-  auto checkpoint = [&] {
-    if (csvPath.empty() || o.rank != 0)
-      return;
-    const std::string part = csvPath + ".part";
-    std::ofstream csv(part);
+  auto writeRows = [&](std::ostream &csv) {
     writeCsv(csv, o, runtime, knobText, rows);
-    csv.close(); // a write error of the buffered bytes shows here
-    if (csv)
-      std::rename(part.c_str(), csvPath.c_str());
-    else
-      std::remove(part.c_str());
+  };
+  auto checkpoint = [&] {
+    if (!csvPath.empty() && o.rank == 0)
+      (void)writeCsvFile(csvPath, writeRows);
   };
   for (Collective coll : *collectives)
     sweep(ctx, o, coll, device.name, keyBase, rows, checkpoint);
@@ -417,7 +412,5 @@ int main(int argc, char **argv) {
     printCommented(gemmAlgorithmReport(ctx));
   }
 
-  return finish(ctx, csvPath, summarize(rows).failures, [&](std::ostream &csv) {
-    writeCsv(csv, o, runtime, knobText, rows);
-  });
+  return finish(ctx, csvPath, summarize(rows).failures, writeRows);
 }

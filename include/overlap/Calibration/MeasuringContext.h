@@ -101,8 +101,17 @@ std::string runtimeDescription(overlap_context *ctx);
 /// line per shape; a note instead when the runtime cannot say.
 std::string gemmAlgorithmReport(overlap_context *ctx);
 
+/// Writes the CSV at `path` (`writeRows` writes its rows). A regular file,
+/// or a new one, is written beside it ("<path>.part") and renamed over it,
+/// so that a run stopped in the middle leaves the last complete CSV;
+/// anything else (/dev/stdout, a FIFO) is written in place and never
+/// removed. Returns false when it could not be written (nothing is left
+/// beside it).
+bool writeCsvFile(const std::string &path,
+                  const std::function<void(std::ostream &)> &writeRows);
+
 /// The end of a measurement: the CSV at `csvPath` (rank 0 only, when not
-/// empty; `writeRows` writes its rows), then the context's destruction.
+/// empty; writeCsvFile with `writeRows`), then the context's destruction.
 /// Returns the exit status: 1 if a check failed, the CSV could not be
 /// written or the context reported an error.
 int finish(overlap_context *ctx, const std::string &csvPath, int failures,

@@ -144,6 +144,12 @@ std::vector<std::string> acceptedDescrs(run::Elem elem);
 bool readInputs(const std::string &path, const run::Signature &sig, int ranks,
                 Inputs &inputs, std::string &error);
 
+/// The most bytes an entry of an .npz of `sig`'s inputs on `ranks` ranks
+/// can need: the largest argument on every rank, plus an .npy header (at
+/// most 64 KiB in format 1.0, which numpy writes unless a header is
+/// longer). readInputs refuses a larger entry before inflating it.
+uint64_t maxInputEntryBytes(const run::Signature &sig, int ranks);
+
 /// readInputs' checks of an archive already read into `inputs.archive`
 /// (readArchive or parseArchive): sets `inputs.given`.
 bool matchInputs(const run::Signature &sig, int ranks, Inputs &inputs,

@@ -8,9 +8,11 @@
 
 #include "CudaCheck.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sys/stat.h>
 
 using namespace overlap;
 using namespace overlap::calibration;
@@ -195,16 +197,32 @@ std::string calibration::gemmAlgorithmReport(overlap_context *ctx) {
   return trimmed(overlap_cuda_gemm_report(ctx));
 }
 
+bool calibration::writeCsvFile(
+    const std::string &path,
+    const std::function<void(std::ostream &)> &writeRows) {
+  struct stat info;
+  const bool aside = ::lstat(path.c_str(), &info) == 0
+                         ? S_ISREG(info.st_mode)
+                         : errno == ENOENT;
+  const std::string target = aside ? path + ".part" : path;
+  std::ofstream csv(target);
+  writeRows(csv);
+  // Closed before the check: a write error (a full disk) of the last,
+  // buffered bytes shows only when they are flushed.
+  csv.close();
+  if (!csv) {
+    if (aside)
+      std::remove(target.c_str());
+    return false;
+  }
+  return !aside || std::rename(target.c_str(), path.c_str()) == 0;
+}
+
 int calibration::finish(overlap_context *ctx, const std::string &csvPath,
                         int failures,
                         const std::function<void(std::ostream &)> &writeRows) {
   if (!csvPath.empty() && overlap_context_rank(ctx) == 0) {
-    std::ofstream csv(csvPath);
-    writeRows(csv);
-    // Closed before the check: a write error (a full disk) of the last,
-    // buffered bytes shows only when they are flushed.
-    csv.close();
-    if (!csv) {
+    if (!writeCsvFile(csvPath, writeRows)) {
       std::fprintf(stderr, "error: cannot write %s\n", csvPath.c_str());
       failures = failures ? failures : 1;
     }

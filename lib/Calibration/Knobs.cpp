@@ -137,6 +137,14 @@ CudaKnobs calibration::readCudaKnobs(const Args &args) {
   return k;
 }
 
+std::optional<int64_t>
+calibration::legDefaultCommSms(std::optional<Leg> leg,
+                               std::optional<int64_t> profileCommSms) {
+  if (leg == Leg::CopyEngine)
+    return 0;
+  return profileCommSms;
+}
+
 void calibration::applyCudaKnobs(const CudaKnobs &knobs,
                                  std::optional<int64_t> profileCommSms,
                                  overlap_cuda_options &opts) {

@@ -497,18 +497,15 @@ overlap_status overlap_signals_acquire(overlap_context *ctx, int64_t key,
   if (!sigs)
     return call.bad("null result pointer");
   *sigs = nullptr;
-  auto it = ctx->keyedSignals.find(key);
+  if (n < 1)
+    return call.bad("a signal set needs at least one flag, got " + str(n));
+  auto it = ctx->keyedSignals.find({key, n});
   if (it == ctx->keyedSignals.end()) {
-    if (n < 1)
-      return call.bad("a signal set needs at least one flag, got " + str(n));
     if (overlap_status s = ctx->createSignals(n, sigs))
       return s;
-    ctx->keyedSignals[key] = *sigs;
+    ctx->keyedSignals[{key, n}] = *sigs;
     return OVERLAP_SUCCESS;
   }
-  if (it->second->count != n)
-    return call.bad("key " + str(key) + " has " + str(it->second->count) +
-                    " flags, asked for " + str(n));
   ++it->second->epoch;
   *sigs = it->second;
   return OVERLAP_SUCCESS;
@@ -534,7 +531,7 @@ overlap_status overlap_signals_destroy(overlap_context *ctx,
   for (const auto &entry : ctx->keyedSignals)
     if (entry.second == sigs)
       return Call{ctx, Site::thread("overlap_signals_destroy")}.bad(
-          "the set of key " + str(entry.first) +
+          "the set of key " + str(entry.first.first) +
           " belongs to the context (from overlap_signals_acquire)");
   ctx->destroySignals(sigs);
   return OVERLAP_SUCCESS;

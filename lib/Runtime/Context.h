@@ -170,8 +170,12 @@ struct overlap_context {
 
   const int rank, size, numStreams;
 
-  /// Signal sets of overlap_signals_acquire by key; the backend owns them.
-  std::map<int64_t, overlap_signals *> keyedSignals;
+  /// Signal sets of overlap_signals_acquire by (key, flag count); the
+  /// backend owns them. The count is part of the key: two compiled programs
+  /// on one context (a plan and its one-tile reference in overlap-exec)
+  /// number their regions alike, and key 0 of one is not key 0 of the other.
+  using SignalKey = std::pair<int64_t, int32_t>;
+  std::map<SignalKey, overlap_signals *> keyedSignals;
 
   /// Groups of overlap_group_split_cached by (parent, tag, color, key); the
   /// backend owns them. A null group (OVERLAP_UNDEFINED_COLOR) is kept too,

@@ -128,7 +128,7 @@ preflight() {
     if [ -n "$found" ]; then
       where="$found"
       [[ " ${path[*]} " == *" $found "* ]] || path+=("$found")
-    elif /sbin/ldconfig -p 2>/dev/null | grep -q "[[:space:]]$lib "; then
+    elif /sbin/ldconfig -p 2>/dev/null | grep "[[:space:]]$lib " >/dev/null; then
       where="the dynamic linker's cache"
     else
       where="NOT FOUND (not in the directories above nor the linker cache)"

@@ -24,7 +24,9 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
     -DOVERLAP_WITHOUT_MLIR=ON -DOVERLAP_ENABLE_CUDA=ON
 fi
-ninja -C "$BUILD" -t targets all | grep -q '^overlap_runtime_cuda:' || {
+# grep reads all of ninja's output (no -q): under pipefail an early exit
+# would end ninja with SIGPIPE and fail the test although the target exists.
+ninja -C "$BUILD" -t targets all | grep '^overlap_runtime_cuda:' >/dev/null || {
   echo "prepare: $BUILD has no CUDA backend (CMake found no nvcc, cuBLASLt or NCCL)" >&2
   exit 1
 }

@@ -38,6 +38,13 @@
 # compared with tolerances, not bit for bit (bf16 outputs: about two bf16
 # ulps).
 #
+# `run` takes these from the environment, to split the runs between the
+# steps of a session (scripts/gpu/run.sh):
+#   PROGRAMS_ONLY=REGEX  run only the programs whose name matches REGEX
+#                        (extended, whole name; default: every one);
+#   PROGRAMS_SKIP=REGEX  leave out those whose name matches it;
+#   PROGRAMS_VARIANTS=0  leave out the MLP's signal/wait and knob runs.
+#
 # STATUS: `compile` runs here (and in lit: test/Integration/cuda-compile);
 # `run` has never run: no GPU where it was written.
 set -u -o pipefail
@@ -192,7 +199,10 @@ run)
   PYTHON=${PYTHON:-python3}
   have_numpy=0
   "$PYTHON" -c 'import numpy' 2>/dev/null && have_numpy=1
+  only=${PROGRAMS_ONLY:-.*} skip=${PROGRAMS_SKIP:-}
   while read -r name rtol atol oracle; do
+    [[ "$name" =~ ^($only)$ ]] || continue
+    [ -n "$skip" ] && [[ "$name" =~ ^($skip)$ ]] && continue
     check "$name" "$DIR/$name.so" --ref "$DIR/$name.ref.so" --backend cuda \
       --rtol "$rtol" --atol "$atol"
     check "$name-vs-host" "$DIR/$name.so" --ref "$DIR/$name.host.so" \
@@ -205,7 +215,7 @@ run)
     fi
     check_cmd "$name-vs-jax" vs_jax "$name" "$oracle"
   done <"$DIR/programs.txt"
-  if grep -q '^mlp ' "$DIR/programs.txt"; then
+  if [ "${PROGRAMS_VARIANTS:-1}" != 0 ] && grep -q '^mlp ' "$DIR/programs.txt"; then
     for sync in memop spin event; do
       OVERLAP_CUDA_SYNC=$sync check "mlp-$sync" "$DIR/mlp.so" \
         --ref "$DIR/mlp.ref.so" --backend cuda --rtol 1e-4 --atol 1e-4

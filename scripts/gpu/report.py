@@ -103,15 +103,21 @@ def steps_section(results, lines):
 
 
 def programs_section(results, lines):
-    path = results / "programs.txt"
-    if not path.exists():
-        return
-    text = path.read_text().splitlines()
-    last = [t for t in text if t.startswith("programs: ")]
-    failed = [t[4:] for t in text if t.startswith("*** ")]
-    header(lines, "Compiled programs")
-    lines.append(last[-1] if last else "(no summary line: the step was cut)")
-    lines += [f"- {t}" for t in failed]
+    """The core programs' step (programs-core.txt) and the rest's."""
+    done = False
+    for name in ("programs-core.txt", "programs.txt"):
+        path = results / name
+        if not path.exists():
+            continue
+        text = path.read_text().splitlines()
+        last = [t for t in text if t.startswith("programs: ")]
+        failed = [t[4:] for t in text if t.startswith("*** ")]
+        if not done:
+            header(lines, "Compiled programs")
+            done = True
+        lines.append(f"{name[:-4]}: " + (last[-1] if last else
+                     "(no summary line: the step was cut)"))
+        lines += [f"- {t}" for t in failed]
 
 
 def sweep_rows(path):

@@ -7,10 +7,11 @@
 #   where MLIR is): lib/liboverlap_runtime_cuda.so, unittests/, bin/ and
 #   gpu-programs/; carry it to the machine. Modes (docs/gpu.md, "On a GPU
 #   machine"):
-#     session  one call for a session with 15 minutes of device time: every
-#              step below, most important first, each bounded, the whole
-#              run ending by DEADLINE (default 450 s), bf16, the issue's
-#              22 shapes (SESSION_SHAPES below), a short calibration;
+#     session  one call for a session with 15 minutes of device time: the
+#              steps tests, core, calibrate, short, memcheck, then bench,
+#              programs, pack, nccl, knobs, each bounded, the whole run
+#              ending by DEADLINE (default 440 s), bf16, the issue's 22
+#              shapes (SESSION_SHAPES below), a short calibration;
 #     bringup  preflight, tests, programs, memcheck
 #     sweep    preflight, calibrate, bench
 #     knobs    preflight, knobs, pack, nccl
@@ -32,7 +33,13 @@
 #              a skipped test means no device and stops the run.
 #              The host-only tests (OverlapRuntimeTests) run where the code
 #              is built, not here;
-#   programs   the compiled programs of scripts/gpu/prepare.sh
+#   core       the programs step for CORE_PROGRAMS alone (below), without
+#              the MLP's variants;
+#   short      overlap-bench on SHORT_SHAPES (four, compute- to comm-bound),
+#              the three collectives, on the copy-engine and sm-copy legs,
+#              planned with the profile and with 4 uniform tiles;
+#   programs   the compiled programs of scripts/gpu/prepare.sh (without
+#              CORE_PROGRAMS when the core step is among the steps)
 #              (BUILD_DIR/gpu-programs: every integration program, the
 #              expert-parallel layers and the MLP, MoE and Llama FFN,
 #              --target=cuda; each plan against its one-tile cuda build and
@@ -42,9 +49,11 @@
 #   memcheck   compute-sanitizer --tool memcheck over the CUDA unit tests
 #              ($MEMCHECK_FILTER, default all but the two-process test), the
 #              compiled MLP against its reference, and a small overlap-bench
-#              run of the four collectives on the sm-copy leg (its kernel);
+#              run of the four collectives on the sm-copy leg (its kernel;
+#              not in a session); --tool initcheck over the same tests;
 #              then --tool racecheck over the spin-wait and pack tests
-#              ($RACECHECK_FILTER);
+#              ($RACECHECK_FILTER; a session leaves it out: Overlap's
+#              kernels use no shared memory);
 #   calibrate  overlap-calibrate on leg $LEG (default copy-engine): a
 #              profile of this GPU (profile-$LEG.json: GEMM curves, curves
 #              for all four collectives, contention);
@@ -163,12 +172,21 @@ SESSION_SHAPES+=,128x8192x3584,512x8192x3584,2048x8192x3584,4096x8192x3584,8192x
 SESSION_SHAPES+=,128x28672x1024,512x28672x1024,2048x28672x1024,4096x28672x1024,8192x28672x1024
 SESSION_SHAPES+=,128x4096x16384,512x4096x16384,2048x4096x16384,4096x4096x16384,8192x4096x16384
 SESSION_SHAPES+=,1024x8192x3072,1024x28672x1024
+# The session's core programs (issue 38's list): the MLP, an all-reduce,
+# the MoE layer and the expert-parallel exchange, one upstream-partitioned
+# program, one frontend form, one JAX layer against JAX's own output.
+CORE_PROGRAMS='mlp|all-reduce-mar_f32|moe|all-to-all-moe_one|all-reduce-upstream|frontend-ar_bf16|jax-megatron_mlp'
+# The short bench: four shapes from compute- to comm-bound (MxNxK).
+SHORT_SHAPES=8192x4096x16384,4096x8192x3072,4096x8192x3584,2048x28672x1024
 case $MODE in
 session)
-  # One call of a 15-minute session (docs/gpu.md): what decides whether the
-  # rest can be trusted first, the knobs (which one GPU decides least) last.
-  mode_steps="tests programs calibrate bench pack nccl memcheck knobs"
-  DEADLINE=${DEADLINE:-450}
+  # One call of a 15-minute session (docs/gpu.md, issue 38): what decides
+  # whether the rest can be trusted first (tests, the core programs), then
+  # the calibration the planned sweeps need, the short bench on both
+  # one-GPU legs, the sanitizers; then the rest, so that a cut keeps the
+  # key figures.
+  mode_steps="tests core calibrate short memcheck bench programs pack nccl knobs"
+  DEADLINE=${DEADLINE:-440}
   DTYPE=${DTYPE:-bf16}
   SWEEP_SHAPES=${SWEEP_SHAPES-$SESSION_SHAPES}
   A2A_SHAPES=${A2A_SHAPES-512x8192x3072,4096x8192x3072,2048x28672x1024,8192x4096x16384}
@@ -177,11 +195,13 @@ session)
   # 448 MiB) within the measured range.
   CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --max-bytes 536870912 --warmup 3 --iters 10"}
   MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
+  RACECHECK_FILTER=${RACECHECK_FILTER-}
   KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
   TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}
-  : "${TIMEOUT_tests:=100}" "${TIMEOUT_programs:=150}" "${TIMEOUT_calibrate:=90}"
+  : "${TIMEOUT_tests:=90}" "${TIMEOUT_core:=60}" "${TIMEOUT_programs:=120}"
+  : "${TIMEOUT_calibrate:=90}" "${TIMEOUT_short:=40}"
   : "${TIMEOUT_bench:=45}" "${TIMEOUT_pack:=30}" "${TIMEOUT_nccl:=45}"
-  : "${MEMCHECK_TIMEOUT:=60}" "${TIMEOUT_knobs:=30}"
+  : "${MEMCHECK_TIMEOUT:=50}" "${TIMEOUT_knobs:=30}"
   ;;
 bringup) mode_steps="tests programs memcheck" ;;
 sweep) mode_steps="calibrate bench" ;;
@@ -295,9 +315,9 @@ run() {
 
 for s in $STEPS; do
   case $s in
-  tests | programs | memcheck | calibrate | bench | nccl | pack | knobs) ;;
+  tests | core | programs | memcheck | calibrate | short | bench | nccl | pack | knobs) ;;
   *)
-    echo "unknown step '$s' in STEPS (tests programs memcheck calibrate bench nccl pack knobs)"
+    echo "unknown step '$s' in STEPS (tests core programs memcheck calibrate short bench nccl pack knobs)"
     exit 2
     ;;
   esac
@@ -355,13 +375,27 @@ step_tests() {
 }
 
 # Compiled programs on the GPU: plan vs one-tile references (cuda, host).
-step_programs() {
+# core: CORE_PROGRAMS alone; programs: the others (every one when the
+# session's core step is not among STEPS) and the MLP's variants.
+run_programs() { # name, then environment assignments for programs.sh
+  local name=$1
+  shift
   if [ -f "$BUILD/gpu-programs/programs.txt" ]; then
-    export OVERLAP_EXEC="$BUILD/bin/overlap-exec"
-    run --optional programs "$HERE/programs.sh" run "$BUILD/gpu-programs"
+    run --optional "$name" env OVERLAP_EXEC="$BUILD/bin/overlap-exec" "$@" \
+      "$HERE/programs.sh" run "$BUILD/gpu-programs"
   else
     echo "*** no $BUILD/gpu-programs: run scripts/gpu/prepare.sh where MLIR is"
     status=1
+  fi
+}
+step_core() {
+  run_programs programs-core PROGRAMS_ONLY="$CORE_PROGRAMS" PROGRAMS_VARIANTS=0
+}
+step_programs() {
+  if [[ " $STEPS " == *" core "* ]]; then
+    run_programs programs PROGRAMS_SKIP="$CORE_PROGRAMS"
+  else
+    run_programs programs
   fi
 }
 
@@ -379,16 +413,22 @@ step_memcheck() {
     run --optional --timeout "$mt" memcheck-tests "${mc[@]}" \
       "$BUILD/unittests/OverlapRuntimeCudaTests" \
       --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
+    # initcheck: device memory read before anything wrote it.
+    run --optional --timeout "$mt" initcheck-tests "$sanitizer" \
+      --tool initcheck --error-exitcode 9 \
+      "$BUILD/unittests/OverlapRuntimeCudaTests" \
+      --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
     if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
       run --optional --timeout "$mt" memcheck-mlp "${mc[@]}" \
         "$BUILD/bin/overlap-exec" "$BUILD/gpu-programs/mlp.so" \
         --ref "$BUILD/gpu-programs/mlp.ref.so" --backend cuda \
         --rtol 1e-4 --atol 1e-4
     fi
-    run --optional --timeout "$mt" memcheck-bench "${mc[@]}" \
-      "$BUILD/bin/overlap-bench" --leg sm-copy --ranks 4 --tiles 4 \
-      --collective all-reduce,reduce-scatter,all-gather,all-to-all \
-      --shapes 512x256x256 --warmup 1 --iters 2 --input-sets 1
+    [ "$MODE" = session ] ||
+      run --optional --timeout "$mt" memcheck-bench "${mc[@]}" \
+        "$BUILD/bin/overlap-bench" --leg sm-copy --ranks 4 --tiles 4 \
+        --collective all-reduce,reduce-scatter,all-gather,all-to-all \
+        --shapes 512x256x256 --warmup 1 --iters 2 --input-sets 1
     # racecheck (shared-memory hazards) on Overlap's own kernels: the spin
     # wait and the pack kernel ($RACECHECK_FILTER; "" skips it).
     rf=${RACECHECK_FILTER-CudaDevice.SignalWaitSpin*:CudaDevice.PackAndUnpack*}
@@ -452,6 +492,26 @@ step_bench() {
     [ -f "$PROFILE" ] && sweep "bench-planned-all-to-all-$side" \
       "${common[@]}" --profile "$PROFILE" --strategy auto
     sweep "bench-uniform4-all-to-all-$side" "${common[@]}" --tiles 4
+  done
+}
+
+# The short bench: SHORT_SHAPES, the three collectives, on the copy-engine
+# and the sm-copy legs, planned with the profile (when there is one) and
+# with 4 uniform tiles; each run reports serial, overlapped and ideal
+# times, eta, the prediction and its check.
+step_short() {
+  local leg
+  for leg in copy-engine sm-copy; do
+    common=(--leg "$leg" --ranks 8 --dtype "$DTYPE" --shapes "$SHORT_SHAPES"
+      --collective all-reduce,reduce-scatter,all-gather)
+    if [ -f "$PROFILE" ]; then
+      sweep "bench-planned-short-$leg" "${common[@]}" --profile "$PROFILE" \
+        --strategy auto
+    else
+      echo "*** no profile $PROFILE: the planned short sweep on $leg is skipped"
+      status=1
+    fi
+    sweep "bench-uniform4-short-$leg" "${common[@]}" --tiles 4
   done
 }
 

@@ -47,7 +47,7 @@ int overlap::calibration::packBench(const PackOptions &o,
   }
   DeviceInfo device;
   overlap_context *ctx = createMeasuringContext(
-      "overlap-bench", measuringOptions(knobs, std::nullopt), device);
+      "overlap-bench", measuringOptions(knobs, std::nullopt, std::nullopt), device);
   const std::string runtime = runtimeDescription(ctx);
   std::printf("# runtime: %s\n", runtime.c_str());
   std::printf("# overlap-bench --pack on %s: overlap_pack / overlap_unpack "

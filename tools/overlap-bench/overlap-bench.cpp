@@ -362,7 +362,7 @@ int main(int argc, char **argv) {
   std::optional<int64_t> profileCommSms;
   if (o.profile)
     profileCommSms = o.profile->device.commSms;
-  const overlap_cuda_options opts = measuringOptions(knobs, profileCommSms);
+  const overlap_cuda_options opts = measuringOptions(knobs, profileCommSms, parseLeg(o.leg));
 
   DeviceInfo device;
   overlap_context *ctx = nullptr;

@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
   if (!o.nccl && o.ranks < 2)
     usageError("the " + leg +
                " leg needs --ranks >= 2 (one rank puts nothing on the wire)");
-  const overlap_cuda_options opts = measuringOptions(knobs, std::nullopt);
+  const overlap_cuda_options opts = measuringOptions(knobs, std::nullopt, parsedLeg);
 
   DeviceInfo device;
   overlap_context *ctx = nullptr;

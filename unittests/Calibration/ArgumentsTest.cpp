@@ -189,6 +189,25 @@ TEST(Knobs, UnsetFlagsLeaveTheRuntimeDefaults) {
   EXPECT_EQ(opts.comm_sms, 0);
 }
 
+TEST(Knobs, TheCopyEngineLegReservesNoSms) {
+  // Its copies take no SM: the tile GEMMs keep all of them, whatever the
+  // profile says; the sm-copy and nccl legs keep the profile's budget.
+  EXPECT_EQ(legDefaultCommSms(Leg::CopyEngine, 16), std::optional<int64_t>(0));
+  EXPECT_EQ(legDefaultCommSms(Leg::CopyEngine, std::nullopt),
+            std::optional<int64_t>(0));
+  EXPECT_EQ(legDefaultCommSms(Leg::SmCopy, 16), std::optional<int64_t>(16));
+  EXPECT_EQ(legDefaultCommSms(Leg::Nccl, std::nullopt), std::nullopt);
+  EXPECT_EQ(legDefaultCommSms(std::nullopt, 8), std::optional<int64_t>(8));
+  // --comm-sms still wins on the copy-engine leg.
+  bool ok = false;
+  Args args = parsed({"--comm-sms", "24"}, ok);
+  ASSERT_TRUE(ok);
+  overlap_cuda_options opts = initialized();
+  applyCudaKnobs(readCudaKnobs(args), legDefaultCommSms(Leg::CopyEngine, 16),
+                 opts);
+  EXPECT_EQ(opts.comm_sms, 24);
+}
+
 TEST(Knobs, BadValuesNameTheFlagAndWhatItAccepts) {
   const std::vector<std::pair<std::vector<const char *>, const char *>> cases =
       {{{"--comm-sms", "-1"}, "--comm-sms: expected a number of SMs >= 0"},

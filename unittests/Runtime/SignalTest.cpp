@@ -72,6 +72,45 @@ TEST(Signals, WaitOrdersStreamsAndEpochsAreReusable) {
   EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
 }
 
+TEST(Signals, OneKeyWithTwoFlagCountsIsTwoSets) {
+  // A plan and its one-tile reference on one context (what overlap-exec
+  // --ref does on a GPU) both acquire key 0: the plan with 4 flags, the
+  // reference with 1. They get two sets, each reused by its own program
+  // with a new epoch, and both programs still order their streams.
+  overlap_host_options opts = quietOptions(5000);
+  overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
+    std::atomic<int> value{0};
+    overlap_signals *first[2] = {nullptr, nullptr};
+    for (int round = 0; round < 2; ++round) {
+      for (int32_t flags : {4, 1}) {
+        overlap_signals *sigs = nullptr;
+        ASSERT_EQ(overlap_signals_acquire(ctx, 0, flags, &sigs),
+                  OVERLAP_SUCCESS)
+            << overlap_last_error(ctx);
+        overlap_signals *&seenBefore = first[flags == 4 ? 0 : 1];
+        if (round == 0)
+          seenBefore = sigs;
+        else
+          EXPECT_EQ(sigs, seenBefore) << flags << " flags: a new set";
+        int stored = round * 10 + flags;
+        DelayedStore store{20, &value, stored};
+        Observe observe{&value};
+        overlap_launch_host_func(ctx, OVERLAP_STREAM_COMPUTE,
+                                 DelayedStore::run, &store);
+        overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, flags - 1);
+        overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, flags - 1);
+        overlap_launch_host_func(ctx, OVERLAP_STREAM_COMM, Observe::run,
+                                 &observe);
+        ASSERT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS)
+            << overlap_last_error(ctx);
+        EXPECT_EQ(observe.seen, stored);
+      }
+    }
+    EXPECT_NE(first[0], first[1]);
+  });
+  ASSERT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
+}
+
 TEST(Signals, ExplicitEpochsAndCreatedSets) {
   overlap_host_options opts = quietOptions(5000);
   overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {

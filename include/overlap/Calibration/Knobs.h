@@ -28,6 +28,7 @@
 #define OVERLAP_CALIBRATION_KNOBS_H
 
 #include "overlap/Calibration/Arguments.h"
+#include "overlap/Calibration/StandIn.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
 #include <optional>
@@ -69,6 +70,12 @@ CudaKnobs readCudaKnobs(const Args &args);
 void applyCudaKnobs(const CudaKnobs &knobs,
                     std::optional<int64_t> profileCommSms,
                     overlap_cuda_options &opts);
+
+/// The default of --comm-sms for a measuring context on `leg`: 0 on the
+/// copy-engine leg, whose copies take no SM (a budget there would only
+/// slow the tile GEMMs), else `profileCommSms`.
+std::optional<int64_t> legDefaultCommSms(std::optional<Leg> leg,
+                                         std::optional<int64_t> profileCommSms);
 
 /// The knobs that were set, as flags ("--comm-sms 0 --sync spin"); "" when
 /// none.

@@ -54,9 +54,11 @@ overlap_context *&toolContext();
 void check(overlap_context *ctx, overlap_status s, const char *what);
 
 /// The options a measuring context is created with: the runtime's defaults
-/// (overlap_cuda_options_init), then the knobs (applyCudaKnobs).
+/// (overlap_cuda_options_init), then the knobs (applyCudaKnobs) with the
+/// leg's default budget (legDefaultCommSms: none on the copy-engine leg).
 overlap_cuda_options measuringOptions(const CudaKnobs &knobs,
-                                      std::optional<int64_t> profileCommSms);
+                                      std::optional<int64_t> profileCommSms,
+                                      std::optional<Leg> leg);
 
 /// A one-rank context on device 0 for a tool that measures it, and the
 /// device; exits 3 without a device, 1 if creation fails.

@@ -400,10 +400,12 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,
 OVERLAP_RUNTIME_EXPORT overlap_status
 overlap_signals_create(overlap_context *ctx, int32_t n, overlap_signals **sigs);
 
-/* Returns the context's signal set registered under `key` (e.g. a number
-   the compiler gives each `overlap.concurrent`), creating it with `n`
-   flags on first use and bumping its epoch on every later use: call it
-   once at the start of each execution of the region. `n` must match. */
+/* Returns the context's signal set registered under (`key`, `n`) (key: e.g.
+   a number the compiler gives each `overlap.concurrent`), creating it with
+   `n` flags on first use and bumping its epoch on every later use: call it
+   once at the start of each execution of the region. The same key with
+   another `n` is another set, so two programs on one context (a plan and
+   its one-tile reference) never share one. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_signals_acquire(
     overlap_context *ctx, int64_t key, int32_t n, overlap_signals **sigs);
 

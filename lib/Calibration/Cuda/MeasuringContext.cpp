@@ -65,10 +65,11 @@ static DeviceInfo deviceOf(overlap_context *ctx) {
 
 overlap_cuda_options
 calibration::measuringOptions(const CudaKnobs &knobs,
-                              std::optional<int64_t> profileCommSms) {
+                              std::optional<int64_t> profileCommSms,
+                              std::optional<Leg> leg) {
   overlap_cuda_options opts;
   overlap_cuda_options_init(&opts);
-  applyCudaKnobs(knobs, profileCommSms, opts);
+  applyCudaKnobs(knobs, legDefaultCommSms(leg, profileCommSms), opts);
   return opts;
 }
 

@@ -22,6 +22,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
@@ -511,8 +512,13 @@ private:
     // The tile argument says whether communication may be in flight: a
     // GEMM of a concurrent region gets its tile index (the CUDA backend
     // then leaves the communication's SMs free), one outside gets -1 and
-    // every SM.
-    int64_t tile = op->getParentOfType<ConcurrentOp>() ? rt.nextTile() : -1;
+    // every SM. So does the GEMM of a region of one tile (a one-tile
+    // reference, a plan that keeps one tile): its one flag orders the
+    // GEMM and the collective, so nothing runs beside it.
+    auto region = op->getParentOfType<ConcurrentOp>();
+    int64_t tile = region ? rt.nextTile() : -1;
+    if (region && oneTileRegion)
+      tile = -1;
     rt.status(loc, RuntimeFn::overlap_gemm,
               {rt.ctx, rt.i32(loc, stream), rt.i64(loc, tile),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
@@ -606,6 +612,12 @@ private:
   bool cuda;
   Groups groups;
   DenseMap<Value, Value> signals;
+
+public:
+  /// Set while the ops of an `overlap.concurrent` that raises at most one
+  /// flag are lowered (lowerConcurrent counts them before it lowers any):
+  /// one tile, whose GEMM and collective the flag orders.
+  bool oneTileRegion = false;
 };
 
 struct ConvertOverlapToRuntimePass
@@ -839,6 +851,10 @@ struct ConvertOverlapToRuntimePass
         lists.back().push_back(&op);
       ids.push_back(streamIndex(stream));
     }
+    int flags = 0;
+    concurrent.walk([&](SignalOp) { ++flags; });
+    lowering.oneTileRegion = flags <= 1;
+    llvm::scope_exit reset([&] { lowering.oneTileRegion = false; });
     std::set<std::pair<void *, int64_t>> raised;
     SmallVector<size_t> cursor(lists.size(), 0);
     bool done = false;

@@ -54,6 +54,30 @@ func.func @two_tiles(%a: memref<256x64xf32>, %b: memref<64x32xf32>, %c: memref<2
 
 // -----
 
+shard.grid @tp(shape = 2x4)
+
+// A region of one tile (a one-tile reference, a plan that keeps one tile):
+// its one flag orders the GEMM and the all-reduce, nothing runs beside the
+// GEMM, so it gets tile -1 (every SM on the CUDA backend), not 0.
+// CHECK-LABEL: func.func @one_tile
+// CHECK: call @overlap_gemm(%{{.*}}, %c0_i32{{[_0-9]*}}, %c-1_i64
+// CHECK: call @overlap_all_reduce(
+func.func @one_tile(%a: memref<256x64xf32>, %b: memref<64x32xf32>, %c: memref<256x32xf32>) -> memref<256x32xf32> {
+  %sig = overlap.signals : !overlap.signals<1>
+  overlap.concurrent {
+    overlap.stream compute {
+      linalg.matmul ins(%a, %b : memref<256x64xf32>, memref<64x32xf32>) outs(%c : memref<256x32xf32>)
+      overlap.signal %sig[0] : !overlap.signals<1>
+    }
+    overlap.stream comm {
+      overlap.wait %sig[0] : !overlap.signals<1>
+      overlap.all_reduce %c on @tp grid_axes = [1] : memref<256x32xf32>
+    }
+  }
+  return %c : memref<256x32xf32>
+}
+// -----
+
 shard.grid @tp(shape = 2)
 
 // All-gather feeds compute: compute is enqueued until its wait cannot be

@@ -24,20 +24,38 @@ constexpr uint64_t kGateBoundNs = 200'000'000;
 
 /// The process's gate words (pinned, mapped), made on first use; null when
 /// OVERLAP_TIMING_GATE=0 turns the gate off (the start event then precedes
-/// the host's enqueue, as before the gate).
-GateWords *gateWords() {
+/// the host's enqueue, as before the gate), or when the gate cannot be had
+/// (said once; the timing goes on without it).
+GateWords *&gateWords() {
   static GateWords *words = [] {
     const char *env = std::getenv("OVERLAP_TIMING_GATE");
     if (env && std::strcmp(env, "0") == 0)
       return static_cast<GateWords *>(nullptr);
     void *host = nullptr;
-    checkCuda(cudaHostAlloc(&host, sizeof(GateWords), cudaHostAllocMapped |
-                                                          cudaHostAllocPortable),
-              "cudaHostAlloc");
+    cudaError_t e = cudaHostAlloc(&host, sizeof(GateWords),
+                                  cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      std::fprintf(stderr,
+                   "warning: no timing gate (cudaHostAlloc: %s): the timed "
+                   "windows include the host's enqueue time\n",
+                   cudaGetErrorString(e));
+      return static_cast<GateWords *>(nullptr);
+    }
     std::memset(host, 0, sizeof(GateWords));
     return static_cast<GateWords *>(host);
   }();
   return words;
+}
+
+/// Turns the gate off for the rest of the process after `e`.
+void dropGate(cudaError_t e, const char *what) {
+  (void)cudaGetLastError();
+  std::fprintf(stderr,
+               "warning: timing gate off (%s: %s): the timed windows include "
+               "the host's enqueue time\n",
+               what, cudaGetErrorString(e));
+  gateWords() = nullptr;
 }
 
 void setOpen(GateWords *words, int32_t value) {
@@ -58,10 +76,14 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
   checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
   GateWords *gate = gateWords();
   GateWords *deviceGate = nullptr;
-  if (gate)
-    checkCuda(cudaHostGetDevicePointer(reinterpret_cast<void **>(&deviceGate),
-                                       const_cast<GateWords *>(gate), 0),
-              "cudaHostGetDevicePointer");
+  if (gate) {
+    cudaError_t e = cudaHostGetDevicePointer(
+        reinterpret_cast<void **>(&deviceGate), gate, 0);
+    if (e != cudaSuccess) {
+      dropGate(e, "cudaHostGetDevicePointer");
+      gate = nullptr;
+    }
+  }
   const int32_t gaveUpBefore = gate ? gate->gaveUp : 0;
   std::vector<double> times;
   for (int i = 0; i < warmup + iters; ++i) {
@@ -74,7 +96,10 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
     // the window holds the device's time, not the host's.
     if (gate) {
       setOpen(gate, 0);
-      checkCuda(launchGateKernel(deviceGate, kGateBoundNs, s0), "gate kernel");
+      if (cudaError_t e = launchGateKernel(deviceGate, kGateBoundNs, s0)) {
+        dropGate(e, "the gate kernel's launch");
+        gate = nullptr;
+      }
     }
     checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
     if (startStream != endStream)

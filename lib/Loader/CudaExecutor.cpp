@@ -229,7 +229,7 @@ public:
                       " to the device: " + cudaText(e));
         data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
       }
-      data.results.assign(data.results.size(), -1);
+      run::resetResultStorage(sig, data);
       std::vector<void *> values = run::entryValues(sig, data, ctx);
       // Nothing of the inputs' copies or the last run's frees is left for
       // the clock.

@@ -283,12 +283,16 @@ bool prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
     data.argDescriptors.push_back(
         contiguousDescriptor(spec, data.args.back().data));
   }
+  resetResultStorage(sig, data);
+  return true;
+}
+
+void resetResultStorage(const Signature &sig, RankData &data) {
   size_t resultWords = 0;
   for (const BufferSpec &spec : sig.results)
     resultWords += descriptorWords(spec.shape.size());
   data.results.assign(resultWords, -1);
   data.results.resize(resultWords + kResultGuardWords, kResultGuard);
-  return true;
 }
 
 std::vector<void *> entryValues(const Signature &sig, RankData &data,

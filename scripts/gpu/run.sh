@@ -38,6 +38,8 @@
 #   short      overlap-bench on SHORT_SHAPES (four, compute- to comm-bound),
 #              the three collectives, on the copy-engine and sm-copy legs,
 #              planned with the profile and with 4 uniform tiles;
+#   gate       the planned short sweep on the copy-engine leg again with
+#              OVERLAP_TIMING_GATE=0 (not in a session's default steps);
 #   programs   the compiled programs of scripts/gpu/prepare.sh (without
 #              CORE_PROGRAMS when the core step is among the steps)
 #              (BUILD_DIR/gpu-programs: every integration program, the
@@ -125,6 +127,13 @@
 #   A2A_SHAPES=MxNxK,...  the all-to-all sweeps' shapes (default
 #       SWEEP_SHAPES; session: four of them);
 #   LEG=copy-engine|sm-copy  the leg of calibrate and bench;
+#   CALIBRATE_LEGS="copy-engine sm-copy"  the legs calibrate measures, each
+#       into profile-<leg>.json (default LEG; session: both);
+#   SHORT_LEGS="copy-engine sm-copy"  the short step's legs, each planned
+#       with profile-<leg>.json when there is one, else PROFILE;
+#   MEMCHECK_RUNS="tests initcheck mlp"  which sanitizer runs the memcheck
+#       step makes (memcheck of the unit tests, initcheck of them, memcheck
+#       of the compiled MLP);
 #   PROFILE=FILE  the profile the planned sweeps use (default: the one the
 #       calibrate step writes, $RESULTS/profile-$LEG.json);
 #   BENCH_FLAGS="--iters 10 --input-sets 1"  added to every overlap-bench
@@ -196,6 +205,9 @@ session)
   CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --max-bytes 536870912 --warmup 3 --iters 10"}
   MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
   RACECHECK_FILTER=${RACECHECK_FILTER-}
+  # Both one-GPU legs are calibrated (17 s each on an H200): each short
+  # sweep plans with its own leg's profile.
+  CALIBRATE_LEGS=${CALIBRATE_LEGS-"copy-engine sm-copy"}
   KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
   TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}
   : "${TIMEOUT_tests:=90}" "${TIMEOUT_core:=60}" "${TIMEOUT_programs:=120}"
@@ -315,9 +327,9 @@ run() {
 
 for s in $STEPS; do
   case $s in
-  tests | core | programs | memcheck | calibrate | short | bench | nccl | pack | knobs) ;;
+  tests | core | programs | memcheck | calibrate | short | gate | bench | nccl | pack | knobs) ;;
   *)
-    echo "unknown step '$s' in STEPS (tests core programs memcheck calibrate short bench nccl pack knobs)"
+    echo "unknown step '$s' in STEPS (tests core programs memcheck calibrate short gate bench nccl pack knobs)"
     exit 2
     ;;
   esac
@@ -409,16 +421,25 @@ step_memcheck() {
     status=1
   else
     mt=${MEMCHECK_TIMEOUT:-240}
-    mc=("$sanitizer" --tool memcheck --leak-check no --error-exitcode 9)
-    run --optional --timeout "$mt" memcheck-tests "${mc[@]}" \
-      "$BUILD/unittests/OverlapRuntimeCudaTests" \
-      --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
+    # --report-api-errors no: NCCL's own init probes kernels with
+    # cudaFuncGetAttributes and gets cudaErrorNoKernelImageForDevice for
+    # the architectures its library has no code for (56 such reports in
+    # the first session, none of them a memory error); the memory errors
+    # are what this step is for.
+    mc=("$sanitizer" --tool memcheck --leak-check no --report-api-errors no
+      --error-exitcode 9)
+    runs=" ${MEMCHECK_RUNS:-tests initcheck mlp} "
+    [[ "$runs" == *" tests "* ]] &&
+      run --optional --timeout "$mt" memcheck-tests "${mc[@]}" \
+        "$BUILD/unittests/OverlapRuntimeCudaTests" \
+        --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
     # initcheck: device memory read before anything wrote it.
-    run --optional --timeout "$mt" initcheck-tests "$sanitizer" \
-      --tool initcheck --error-exitcode 9 \
-      "$BUILD/unittests/OverlapRuntimeCudaTests" \
-      --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
-    if [ -f "$BUILD/gpu-programs/mlp.so" ]; then
+    [[ "$runs" == *" initcheck "* ]] &&
+      run --optional --timeout "$mt" initcheck-tests "$sanitizer" \
+        --tool initcheck --report-api-errors no --error-exitcode 9 \
+        "$BUILD/unittests/OverlapRuntimeCudaTests" \
+        --gtest_filter="${MEMCHECK_FILTER:--CudaLaunched*}"
+    if [[ "$runs" == *" mlp "* ]] && [ -f "$BUILD/gpu-programs/mlp.so" ]; then
       run --optional --timeout "$mt" memcheck-mlp "${mc[@]}" \
         "$BUILD/bin/overlap-exec" "$BUILD/gpu-programs/mlp.so" \
         --ref "$BUILD/gpu-programs/mlp.ref.so" --backend cuda \
@@ -452,9 +473,14 @@ step_calibrate() {
   # pack, nccl and the rest still run without a profile.
   cal=()
   [ "$MODE" = session ] && cal=(--optional)
-  run ${cal[@]+"${cal[@]}"} calibrate "$BUILD/bin/overlap-calibrate" --leg "$LEG" --dtype "$DTYPE" \
-    --ranks 8 ${nk[@]+"${nk[@]}"} ${CALIBRATE_FLAGS[@]+"${CALIBRATE_FLAGS[@]}"} \
-    --out "$RESULTS/profile-$LEG.json"
+  local leg name
+  for leg in ${CALIBRATE_LEGS:-$LEG}; do
+    name=calibrate
+    [ "$leg" = "$LEG" ] || name=calibrate-$leg
+    run ${cal[@]+"${cal[@]}"} "$name" "$BUILD/bin/overlap-calibrate" --leg "$leg" --dtype "$DTYPE" \
+      --ranks 8 ${nk[@]+"${nk[@]}"} ${CALIBRATE_FLAGS[@]+"${CALIBRATE_FLAGS[@]}"} \
+      --out "$RESULTS/profile-$leg.json"
+  done
 }
 
 # The sweeps, one run per collective so that one failing run (a runtime
@@ -500,19 +526,43 @@ step_bench() {
 # with 4 uniform tiles; each run reports serial, overlapped and ideal
 # times, eta, the prediction and its check.
 step_short() {
-  local leg
-  for leg in copy-engine sm-copy; do
+  local leg profile
+  for leg in ${SHORT_LEGS:-copy-engine sm-copy}; do
     common=(--leg "$leg" --ranks 8 --dtype "$DTYPE" --shapes "$SHORT_SHAPES"
       --collective all-reduce,reduce-scatter,all-gather)
-    if [ -f "$PROFILE" ]; then
-      sweep "bench-planned-short-$leg" "${common[@]}" --profile "$PROFILE" \
+    # Each leg plans with its own calibration (the sm-copy leg's copies run
+    # on SMs from HBM to HBM, far faster than the copy engines' to host),
+    # else with PROFILE.
+    profile=$RESULTS/profile-$leg.json
+    [ -f "$profile" ] || profile=$PROFILE
+    if [ -f "$profile" ]; then
+      sweep "bench-planned-short-$leg" "${common[@]}" --profile "$profile" \
         --strategy auto
     else
-      echo "*** no profile $PROFILE: the planned short sweep on $leg is skipped"
+      echo "*** no profile $profile: the planned short sweep on $leg is skipped"
       status=1
     fi
     sweep "bench-uniform4-short-$leg" "${common[@]}" --tiles 4
   done
+}
+
+# The timing gate's effect: the planned short sweep on the copy-engine leg
+# again with OVERLAP_TIMING_GATE=0 (the start event recorded before the
+# host enqueues the tiles, as before the gate).
+step_gate() {
+  local profile=$RESULTS/profile-copy-engine.json
+  [ -f "$profile" ] || profile=$PROFILE
+  if [ ! -f "$profile" ]; then
+    echo "*** no profile $profile: the gate comparison is skipped"
+    status=1
+    return 0
+  fi
+  run --optional bench-nogate-planned-short-copy-engine env OVERLAP_TIMING_GATE=0 \
+    "$BUILD/bin/overlap-bench" --leg copy-engine --ranks 8 --dtype "$DTYPE" \
+    --shapes "$SHORT_SHAPES" --collective all-reduce,reduce-scatter,all-gather \
+    --profile "$profile" --strategy auto \
+    --csv "$RESULTS/bench-nogate-planned-short-copy-engine.csv" \
+    ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
 }
 
 np=${NCCL_NP:-1}

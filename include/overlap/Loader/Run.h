@@ -144,6 +144,13 @@ bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
 bool prepareRank(const Signature &sig, uint64_t seed, int rank, RankData &data,
                  const std::vector<const void *> *given = nullptr);
 
+/// Poisons a rank's result storage for a run: the declared descriptors all
+/// -1, the kResultGuardWords after them kResultGuard. prepareRank does it
+/// once; an executor that calls the entry again on the same storage does it
+/// before each call (all -1 would overwrite the guard, and every run would
+/// look as if the program wrote past its results).
+void resetResultStorage(const Signature &sig, RankData &data);
+
 /// The values of the C-interface call
 ///   _mlir_ciface_<name>([results *,] ctx, arg descriptors *...),
 /// pointing into `data`.

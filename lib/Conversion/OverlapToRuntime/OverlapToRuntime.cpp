@@ -329,9 +329,19 @@ public:
         return failure();
       Location loc = global.getLoc();
       global.getResult().replaceAllUsesWith(*buffer);
-      // Both sides are contiguous: copy() makes it one overlap_memcpy.
-      if (failed(copy(kComputeStream, loc, global.getResult(), *buffer)))
+      // Both sides are contiguous: copy() makes it one overlap_memcpy. A
+      // copy it cannot make would leave the kernels reading memory nobody
+      // wrote (a rank-0 constant once did: every JAX layer's output was
+      // NaN on the GPU), so that is an error, never a silent skip.
+      FailureOr<bool> copied =
+          copy(kComputeStream, loc, global.getResult(), *buffer);
+      if (failed(copied))
         return failure();
+      if (!*copied)
+        return global.emitOpError()
+               << "cannot be copied to device memory (target=cuda): "
+               << global.getType() << " is not a contiguous buffer of "
+               << "byte-sized elements";
       sequence(loc, kComputeStream);
       copies.push_back(*buffer);
     }

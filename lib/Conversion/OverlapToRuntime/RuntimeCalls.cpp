@@ -77,12 +77,16 @@ CopyKind classifyCopy(Value src, Value dst) {
   auto dstType = cast<MemRefType>(dst.getType());
   if (!hasByteSizedElements(srcType) || !srcType.hasStaticShape() ||
       srcType.getShape() != dstType.getShape() ||
-      srcType.getElementType() != dstType.getElementType() ||
-      srcType.getRank() > 3 || srcType.getRank() < 1)
+      srcType.getElementType() != dstType.getElementType())
     return CopyKind::None;
   auto is = [](Layout l) { return l == Layout::Yes; };
+  // Contiguous to contiguous is one memcpy at any rank, a rank-0 buffer
+  // (one element: a scalar constant JAX passes as tensor<f32>) included.
   if (is(contiguous(src)) && is(contiguous(dst)))
     return CopyKind::Memcpy;
+  // The pack kernel takes blocks of up to three dimensions.
+  if (srcType.getRank() > 3 || srcType.getRank() < 1)
+    return CopyKind::None;
   if (is(contiguous(dst)) && is(unitInnerStride(src)))
     return CopyKind::Pack;
   if (is(contiguous(src)) && is(unitInnerStride(dst)))

@@ -177,6 +177,32 @@ func.func @constant(%x: memref<4xf32>) {
 
 // -----
 
+// A rank-0 constant (JAX passes a scalar as tensor<f32>) and a rank-4 one
+// are copied too: one overlap_memcpy each, of 4 and 64 bytes. (A rank-0
+// copy was once classified as no copy and skipped, leaving the kernels to
+// read uninitialized device memory: every JAX layer's output was NaN on
+// the GPU.)
+memref.global "private" constant @scalar : memref<f32> = dense<0.5>
+memref.global "private" constant @block : memref<2x2x2x2xf32> = dense<1.0>
+// CHECK-LABEL: func.func @scalar_and_4d_constants
+// CHECK: memref.get_global @scalar
+// CHECK: call @overlap_alloc_async(%{{.*}}, %c-1_i32{{.*}}, %c4_i64
+// CHECK: call @overlap_memcpy(%{{.*}}, %c0_i32{{.*}}, %c4_i64{{.*}})
+// CHECK: call @overlap_streams_join
+// CHECK: memref.get_global @block
+// CHECK: call @overlap_alloc_async(%{{.*}}, %c-1_i32{{.*}}, %c64_i64
+// CHECK: call @overlap_memcpy(%{{.*}}, %c0_i32{{.*}}, %c64_i64{{.*}})
+// CHECK: call @overlap_streams_join
+func.func @scalar_and_4d_constants(%x: memref<f32>, %y: memref<2x2x2x2xf32>) {
+  %g = memref.get_global @scalar : memref<f32>
+  memref.copy %g, %x : memref<f32> to memref<f32>
+  %h = memref.get_global @block : memref<2x2x2x2xf32>
+  memref.copy %h, %y : memref<2x2x2x2xf32> to memref<2x2x2x2xf32>
+  return
+}
+
+// -----
+
 // Only entry points get device memory: a private function that touches
 // buffers is refused (the cuda pipeline inlines calls first).
 func.func private @helper(%x: memref<4xf32>) {

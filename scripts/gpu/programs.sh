@@ -46,7 +46,7 @@
 #   PROGRAMS_VARIANTS=0  leave out the MLP's signal/wait and knob runs.
 #
 # STATUS: `compile` runs here (and in lit: test/Integration/cuda-compile);
-# `run` has never run: no GPU where it was written.
+# `run` ran on one H200 on 2026-11-27: 64 of 80 passed (docs/performance.md).
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -28,13 +28,23 @@ class UnsupportedError(NotImplementedError):
 _ELEM = {
     "float32": "f32", "bfloat16": "bf16", "float16": "f16",
     "int32": "i32", "bool": "i1", "int8": "i8", "int16": "i16",
-    "int64": "i64", "uint32": "i32", "uint8": "i8",
+    "int64": "i64",
 }
 _FLOATS = ("f32", "bf16", "f16")
 
 
 def elem_type(dtype) -> str:
     name = np.dtype(dtype).name
+    if name.startswith("uint"):
+        # MLIR's integers are signless and the importer's ops (division,
+        # remainder, compares, conversions, max/min) are the signed ones:
+        # an unsigned array would be computed as signed, a silent wrong
+        # result, so it is refused by name.
+        raise UnsupportedError(
+            f"element type {name}: the importer computes integers as "
+            f"signed (arith.divsi, cmpi slt, sitofp), so unsigned arrays "
+            f"are refused rather than computed wrong; use a signed type "
+            f"(it takes {', '.join(sorted(_ELEM))})")
     if name not in _ELEM:
         raise UnsupportedError(f"element type {name} (the importer takes "
                                f"{', '.join(sorted(_ELEM))})")
@@ -110,6 +120,14 @@ def _is_literal(v) -> bool:
 
 
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+#: The primitives whose sub-jaxpr is a plain call: run once, in place, with
+#: the equation's operands. Any other primitive that carries a jaxpr (scan,
+#: while, cond, custom_linear_solve, ...) means something else (a loop, a
+#: branch) and is refused by name: inlining it would run a loop's body once.
+CALL_PRIMITIVES = ("jit", "pjit", "closed_call", "core_call",
+                   "custom_jvp_call", "custom_vjp_call",
+                   "custom_vjp_call_jaxpr", "remat", "remat2", "checkpoint")
 
 
 class Emitter:

@@ -6,7 +6,8 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from ._emit import (Body, Emitter, UnsupportedError, Value, _CALL_PARAMS,
+from ._emit import (Body, CALL_PRIMITIVES, Emitter, UnsupportedError, Value,
+                    _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
                     tensor_type)
 
@@ -63,10 +64,7 @@ SUPPORTED = sorted(set(_UNARY_F) | set(_BINARY_F) | set(_BINARY_I) |
                        "concatenate", "reduce_sum", "reduce_max",
                        "reduce_min", "iota", "axis_index", "psum",
                        "psum_invariant", "pmax", "pmin", "all_gather",
-                       "reduce_scatter", "all_to_all", "jit", "pjit",
-                       "closed_call", "core_call", "custom_jvp_call",
-                       "custom_vjp_call", "custom_vjp_call_jaxpr",
-                       "remat", "checkpoint"})
+                       "reduce_scatter", "all_to_all"} | set(CALL_PRIMITIVES))
 
 
 class Translator:
@@ -117,8 +115,15 @@ class Translator:
         self.e.loc = _location(eqn) or outer_loc
         self.e.where = _source(eqn) or outer_where
         try:
+            carried = [p for p in _CALL_PARAMS if p in eqn.params]
+            if carried and name not in CALL_PRIMITIVES:
+                raise self.e.error(
+                    f"the importer does not translate the primitive "
+                    f"'{name}': it carries a sub-jaxpr ('{carried[0]}') "
+                    f"that is not a plain call (a loop or a branch); only "
+                    f"{', '.join(CALL_PRIMITIVES)} are inlined")
             for p in _CALL_PARAMS:
-                if p in eqn.params and name not in ("shard_map",):
+                if p in eqn.params:
                     inner = eqn.params[p]
                     jaxpr = getattr(inner, "jaxpr", inner)
                     consts = getattr(inner, "consts", [])
@@ -445,7 +450,9 @@ class Translator:
                 raise self.e.error(f"'{eqn.primitive.name}' over axis {n!r}, "
                                    f"not a mesh axis ({self.e.axes})")
             idx.append(self.e.axes.index(n))
-        return "[" + ", ".join(map(str, sorted(idx))) + "]", \
+        # In the order the program names them: the rank within the group is
+        # row-major over these axes, so sorting them would permute blocks.
+        return "[" + ", ".join(map(str, idx)) + "]", \
             int(np.prod([self.e.sizes[i] for i in idx]))
 
     def _all_reduce(self, eqn, kind):

@@ -1,0 +1,124 @@
+"""overlap.jax keeps what the jaxpr means, or refuses it by name: never a
+silent wrong result. Each case here gave one before its fix (issue "No
+silent wrong result"); the oracle is jax.jit on 4 CPU devices.
+
+- lax.scan (and fori_loop, which JAX lowers to scan): the importer inlined
+  every equation that carries a sub-jaxpr, so a loop's body ran once (a
+  3-step tanh scan came back off by 0.98). Only plain calls are inlined;
+  loops and branches are refused, naming the primitive.
+- A collective over the axes ('b', 'a') of an ('a', 'b') mesh: the axes
+  were sorted, so the blocks came back permuted (all_gather off by 12,
+  psum_scatter by 48). The axes now keep the program's order.
+- Unsigned integers: computed with the signed ops (division, compares,
+  conversions). Refused by name.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("OVERLAP_REQUIRE_JAX"):
+    import jax  # noqa: F401
+else:
+    jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+ojax = pytest.importorskip("overlap.jax")
+import overlap  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def native():
+    try:
+        overlap.native.compiler_api()
+        overlap.native.host_api()
+    except overlap.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def mesh1():
+    return Mesh(np.array(jax.devices()[:4]), ("tp",))
+
+
+@pytest.fixture(scope="module")
+def mesh2():
+    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("a", "b"))
+
+
+def test_scan_is_refused_not_run_once(mesh1):
+    def body(x):
+        def step(c, _):
+            return jnp.tanh(c) * 2.0, None
+        c, _ = lax.scan(step, x, None, length=3)
+        return c
+
+    f = jax.shard_map(body, mesh=mesh1, in_specs=P("tp"), out_specs=P("tp"))
+    with pytest.raises(ojax.UnsupportedError,
+                       match="'scan': it carries a sub-jaxpr"):
+        ojax.lower(f, np.ones((8, 4), np.float32))
+
+
+def test_fori_loop_is_refused(mesh1):
+    def body(x):
+        return lax.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, x)
+
+    f = jax.shard_map(body, mesh=mesh1, in_specs=P("tp"), out_specs=P("tp"))
+    with pytest.raises(ojax.UnsupportedError, match="'(scan|while)'"):
+        ojax.lower(f, np.ones((8, 4), np.float32))
+
+
+def test_a_jit_inside_the_body_is_still_inlined(mesh1):
+    inner = jax.jit(lambda x: jnp.tanh(x) * 2.0)
+    f = jax.shard_map(lambda x: inner(inner(x)), mesh=mesh1,
+                      in_specs=P("tp"), out_specs=P("tp"))
+    x = np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32)
+    res = ojax.run(f, x, strategy="none")
+    np.testing.assert_allclose(res.outputs[0], np.asarray(jax.jit(f)(x)),
+                               rtol=1e-5, atol=1e-6)
+
+
+def _gather(axes):
+    return lambda x: lax.all_gather(x, axes, axis=0, tiled=True)
+
+
+def _scatter(axes):
+    return lambda x: lax.psum_scatter(x, axes, scatter_dimension=0,
+                                      tiled=True)
+
+
+def _all_to_all(axes):
+    return lambda x: lax.all_to_all(x, axes, 0, 1, tiled=True)
+
+
+@pytest.mark.parametrize("axes", [("a", "b"), ("b", "a")])
+@pytest.mark.parametrize("kind", ["all_gather", "psum_scatter",
+                                  "all_to_all"])
+def test_collective_axes_keep_their_order(mesh2, axes, kind):
+    x = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    if kind == "all_gather":
+        f = jax.shard_map(_gather(axes), mesh=mesh2, in_specs=P(axes),
+                          out_specs=P(), check_vma=False)
+    elif kind == "psum_scatter":
+        f = jax.shard_map(_scatter(axes), mesh=mesh2, in_specs=P(),
+                          out_specs=P(axes), check_vma=False)
+    else:
+        f = jax.shard_map(_all_to_all(axes), mesh=mesh2, in_specs=P(axes),
+                          out_specs=P(axes), check_vma=False)
+    want = np.asarray(jax.jit(f)(x))
+    res = ojax.run(f, x, strategy="none")
+    np.testing.assert_array_equal(res.outputs[0], want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+def test_unsigned_integers_are_refused_by_name(mesh1, dtype):
+    f = jax.shard_map(lambda x: x // dtype(3), mesh=mesh1, in_specs=P("tp"),
+                      out_specs=P("tp"))
+    with pytest.raises(ojax.UnsupportedError,
+                       match=f"element type {np.dtype(dtype).name}: the "
+                             "importer computes integers as signed"):
+        ojax.lower(f, np.arange(200, 208, dtype=dtype))

@@ -26,6 +26,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -56,6 +57,27 @@ namespace artifact = ::overlap::artifact;
 
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The symbols of the linker's "undefined reference to `sym'" lines, each
+/// once, quoted and comma-separated; empty when there are none.
+static std::string undefinedSymbols(llvm::StringRef linkerOutput) {
+  std::vector<std::string> seen;
+  llvm::StringRef rest = linkerOutput;
+  const llvm::StringRef marker = "undefined reference to `";
+  while (true) {
+    size_t at = rest.find(marker);
+    if (at == llvm::StringRef::npos)
+      break;
+    rest = rest.drop_front(at + marker.size());
+    std::string sym = rest.take_until([](char c) { return c == '\''; }).str();
+    if (std::find(seen.begin(), seen.end(), sym) == seen.end())
+      seen.push_back(sym);
+  }
+  std::string out;
+  for (const std::string &sym : seen)
+    out += (out.empty() ? "'" : ", '") + sym + "'";
+  return out;
 }
 
 llvm::Error mlir::overlap::compiler::linkSharedLibrary(llvm::StringRef object,
@@ -94,17 +116,45 @@ llvm::Error mlir::overlap::compiler::linkSharedLibrary(llvm::StringRef object,
     args.push_back("-lmlir_c_runner_utils");
   }
   args.push_back("-lm");
+  // Every symbol the program imports must come from what it links (libc,
+  // libm, the runtime, the runner utilities): a symbol left undefined would
+  // make a library that links but cannot be loaded (a compiler-rt builtin
+  // such as __truncsfbf2 that Debian's libgcc lacks did).
+  args.push_back("-Wl,--no-undefined");
   SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  // The linker's diagnostics, to name what is missing.
+  llvm::SmallString<128> diagnostics;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "overlap-link", "txt", diagnostics))
+    return error("stage 'link': cannot make a temporary file: " +
+                 ec.message());
+  llvm::scope_exit removeDiagnostics(
+      [&] { llvm::sys::fs::remove(diagnostics); });
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                                llvm::StringRef(diagnostics)};
   std::string errorMessage;
-  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, {}, 0, 0,
-                                     &errorMessage);
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
+                                     redirects, 0, 0, &errorMessage);
   if (rc != 0) {
+    std::string text;
+    if (auto buffer = llvm::MemoryBuffer::getFile(diagnostics))
+      text = (*buffer)->getBuffer().str();
+    if (std::string missing = undefinedSymbols(text); !missing.empty())
+      return error("stage 'link': the program needs " + missing +
+                   ", which nothing it links provides (libc, libm, " +
+                   runtimePath +
+                   "): a library with it would not load. It comes from an "
+                   "op the host cannot do natively or a function the "
+                   "program declares but no library defines");
     std::string command;
     for (const std::string &arg : args)
       command += arg + " ";
     return error("stage 'link': '" + command + "' failed" +
                  (errorMessage.empty() ? "" : ": " + errorMessage) +
-                 " (exit status " + llvm::Twine(rc) + ")");
+                 " (exit status " + llvm::Twine(rc) + ")" +
+                 (llvm::StringRef(text).trim().empty()
+                      ? ""
+                      : ":\n" + llvm::StringRef(text).trim().str()));
   }
   return llvm::Error::success();
 }

@@ -44,6 +44,7 @@
 #include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
@@ -162,6 +163,8 @@ void mlir::overlap::registerAllPasses() {
     registerSCFPasses();
     // expand-strided-metadata.
     memref::registerMemRefPasses();
+    // math-extend-to-supported-types (bf16 math in f32 on the host).
+    math::registerMathPasses();
     // lower-affine, convert-*-to-llvm, reconcile-unrealized-casts,
     // convert-gpu-to-nvvm, gpu-to-llvm.
     registerConversionPasses();

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -160,13 +161,24 @@ static std::string findLibdevice() {
 
 /// The upstream passes that lower what is left on the host to LLVM, the
 /// functions and control flow last.
-/// arith-expand{include-bf16}: f32 <-> bf16 conversions become integer
-/// arithmetic, so that no program imports the compiler-rt builtins
+/// bf16 on the host has no instructions: math ops on it are computed in
+/// f32 (math-extend-to-supported-types), arith ops too
+/// (arith-emulate-unsupported-floats: extf, the f32 op, truncf; correctly
+/// rounded for +, -, *, /, as f32 has more than twice bf16's precision),
+/// and arith-expand{include-bf16} turns the f32 <-> bf16 conversions into
+/// integer arithmetic, so that no program imports the compiler-rt builtins
 /// (__truncsfbf2) that Debian 12's libgcc lacks: an --emit=so program
-/// would not load. `beforeFuncs` adds what must run before the functions
-/// and control flow become LLVM (gpu-to-llvm with target=cuda).
+/// would not load (bf16 arithmetic other than a cast once did; the link
+/// now refuses any undefined symbol). `beforeFuncs` adds what must run
+/// before the functions and control flow become LLVM (gpu-to-llvm with
+/// target=cuda).
 static void addHostToLLVM(OpPassManager &pm,
                           llvm::function_ref<void()> beforeFuncs = nullptr) {
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));

@@ -11,6 +11,10 @@ silent wrong result"); the oracle is jax.jit on 4 CPU devices.
   psum_scatter by 48). The axes now keep the program's order.
 - Unsigned integers: computed with the signed ops (division, compares,
   conversions). Refused by name.
+- Integer division and remainder by zero and INT_MIN / -1 (SIGFPE, the
+  whole process), float -> int of NaN, inf and out-of-range values
+  (INT_MIN), reduce_max/min identities (+-2**31 for every integer type),
+  bool reductions: XLA's definitions now (below).
 """
 
 import os
@@ -122,3 +126,70 @@ def test_unsigned_integers_are_refused_by_name(mesh1, dtype):
                        match=f"element type {np.dtype(dtype).name}: the "
                              "importer computes integers as signed"):
         ojax.lower(f, np.arange(200, 208, dtype=dtype))
+
+
+# -- XLA's integer semantics --------------------------------------------------
+# The programs take and return f32 (the runtime's argument and result types)
+# and convert inside. Each case gave a wrong value or killed the process
+# before: divsi/remsi by 0 and INT_MIN / -1 raised SIGFPE, fptosi of NaN,
+# inf or an out-of-range value gave INT_MIN, and reduce_max/min started from
+# +-2**31 for every integer type.
+
+INTS = [np.int8, np.int16, np.int32]
+
+
+def _run_vs_jit(mesh1, body, *args):
+    specs = tuple(P("tp") for _ in args)
+    f = jax.shard_map(body, mesh=mesh1, in_specs=specs, out_specs=P("tp"))
+    want = np.asarray(jax.jit(f)(*args))
+    res = ojax.run(f, *args, strategy="none")
+    np.testing.assert_array_equal(res.outputs[0], want)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("op", ["div", "rem"])
+def test_integer_division_by_zero_and_overflow(mesh1, dtype, op):
+    lo = float(np.iinfo(dtype).min)
+    x = np.array([7, -7, lo, lo, 5, 0, 9, -9] * 2, np.float32)
+    y = np.array([0, 0, -1, 0, -1, 0, 2, -4] * 2, np.float32)
+    fn = lax.div if op == "div" else lax.rem
+
+    def body(a, b):
+        return fn(a.astype(dtype), b.astype(dtype)).astype(jnp.float32)
+
+    _run_vs_jit(mesh1, body, x, y)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_float_to_int_saturates_and_nan_is_zero(mesh1, dtype):
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 1e5,
+                  -1e5, 127.5, -128.5, 0.0, -0.0, 40000.0, -40000.0, 1.0],
+                 np.float32)
+    _run_vs_jit(mesh1, lambda a: a.astype(dtype).astype(jnp.float32), x)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_integer_reduction_identities(mesh1, dtype, kind):
+    info = np.iinfo(dtype)
+    # Each device's rows are all at the type's far end, so a wrong
+    # identity (+-2**31 for int8) shows.
+    edge = info.min if kind == "max" else info.max
+    x = np.full((8, 4), float(edge), np.float32)
+    red = jnp.max if kind == "max" else jnp.min
+
+    def body(a):
+        return red(a.astype(dtype), axis=1).astype(jnp.float32)
+
+    _run_vs_jit(mesh1, body, x)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_bool_reductions_are_or_and_and(mesh1, kind):
+    x = np.array([[0, 0], [0, 1], [1, 0], [1, 1]] * 2, np.float32)
+    red = jnp.max if kind == "max" else jnp.min
+
+    def body(a):
+        return red(a > 0.5, axis=1).astype(jnp.float32)
+
+    _run_vs_jit(mesh1, body, x)

@@ -85,7 +85,9 @@ def _hex_scalar(value, et: str) -> str:
         return "0x%04X" % int(np.array(value, ml_dtypes.bfloat16)
                               .view(np.uint16))
     if et == "i1":
-        return "true" if bool(value) else "false"
+        # `arith.constant 1 : i1` (true), `0 : i1`: the typed form parses
+        # where `false : i1` does not.
+        return "1" if bool(value) else "0"
     return str(int(value))
 
 
@@ -354,6 +356,48 @@ class Body:
     def from_f32(self, x: str, et: str) -> str:
         return x if et == "f32" else self(f"arith.truncf {x} : f32 to {et}")
 
+    def select(self, cond: str, a: str, b: str, et: str) -> str:
+        return self(f"arith.select {cond}, {a}, {b} : {et}")
+
+    def float_to_int(self, x: str, src: str, dst: str) -> str:
+        """XLA's conversion: NaN is 0, a value beyond the type saturates
+        (fptosi alone is poison there: INT_MIN on x86)."""
+        bits = int(dst[1:])
+        f = self.to_f32(x, src)
+        top = self.const(2.0 ** (bits - 1), "f32")  # exact in f32
+        bottom = self.const(-2.0 ** (bits - 1), "f32")
+        big = self(f"arith.cmpf oge, {f}, {top} : f32")
+        small = self(f"arith.cmpf olt, {f}, {bottom} : f32")
+        nan = self(f"arith.cmpf uno, {f}, {f} : f32")
+        zero_f = self.const(0.0, "f32")
+        safe = self.select(self(f"arith.ori {big}, {small} : i1"), zero_f,
+                           self.select(nan, zero_f, f, "f32"), "f32")
+        out = self(f"arith.fptosi {safe} : f32 to {dst}")
+        out = self.select(big, self.const(2 ** (bits - 1) - 1, dst), out, dst)
+        return self.select(small, self.const(-2 ** (bits - 1), dst), out, dst)
+
+    def int_div_rem(self, x: str, y: str, et: str, rem: bool) -> str:
+        """XLA's integer division and remainder: x / 0 = -1, x % 0 = x,
+        INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0 (divsi/remsi alone trap
+        there: SIGFPE)."""
+        bits = int(et[1:])
+        zero, one = self.const(0, et), self.const(1, et)
+        minus1 = self.const(-1, et)
+        int_min = self.const(-2 ** (bits - 1), et)
+        by_zero = self(f"arith.cmpi eq, {y}, {zero} : {et}")
+        overflow = self(f"arith.andi "
+                        f"{self(f'arith.cmpi eq, {x}, {int_min} : {et}')}, "
+                        f"{self(f'arith.cmpi eq, {y}, {minus1} : {et}')} : i1")
+        bad = self(f"arith.ori {by_zero}, {overflow} : i1")
+        safe_y = self.select(bad, one, y, et)
+        if rem:
+            r = self(f"arith.remsi {x}, {safe_y} : {et}")
+            return self.select(by_zero, x, self.select(overflow, zero, r, et),
+                               et)
+        q = self(f"arith.divsi {x}, {safe_y} : {et}")
+        return self.select(by_zero, minus1,
+                           self.select(overflow, int_min, q, et), et)
+
     def convert(self, x: str, src: str, dst: str) -> str:
         if src == dst:
             return x
@@ -371,7 +415,7 @@ class Body:
             if dst == "i1":
                 zero = self.const(0.0, src)
                 return self(f"arith.cmpf une, {x}, {zero} : {src}")
-            return self(f"arith.fptosi {x} : {src} to {dst}")
+            return self.float_to_int(x, src, dst)
         if dst == "i1":
             zero = self.const(0, src)
             return self(f"arith.cmpi ne, {x}, {zero} : {src}")

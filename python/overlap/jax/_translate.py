@@ -195,7 +195,11 @@ class Translator:
             if name not in _BINARY_I:
                 raise self.e.error(f"'{name}' of {src}")
             op = _BINARY_I[name]
-            fn = lambda a, b: b(f"{op} {a[0]}, {a[1]} : {src}")
+            if name in ("div", "rem") and src != "i1":
+                fn = lambda a, b: b.int_div_rem(a[0], a[1], src,
+                                                rem=name == "rem")
+            else:
+                fn = lambda a, b: b(f"{op} {a[0]}, {a[1]} : {src}")
         self.write(eqn.outvars[0], self.e.elementwise([x, y], shape, et, fn))
 
     def p_not(self, eqn):
@@ -411,12 +415,21 @@ class Translator:
     def p_reduce_sum(self, eqn):
         self._reduce(eqn, lambda et: 0, "arith.addf", "arith.addi")
 
+    # The identities of max and min are the type's own extremes (int8's
+    # -128, int64's -2**63); a bool's max is `or` from false, its min `and`
+    # from true (maxsi on i1 would take true, -1, for the smaller).
     def p_reduce_max(self, eqn):
-        lowest = lambda et: -np.inf if et in _FLOATS else -2 ** 31
+        if self.out_of(eqn)[1] == "i1":
+            return self._reduce(eqn, lambda et: 0, None, "arith.ori")
+        lowest = lambda et: (-np.inf if et in _FLOATS
+                             else -2 ** (int(et[1:]) - 1))
         self._reduce(eqn, lowest, "arith.maximumf", "arith.maxsi")
 
     def p_reduce_min(self, eqn):
-        highest = lambda et: np.inf if et in _FLOATS else 2 ** 31 - 1
+        if self.out_of(eqn)[1] == "i1":
+            return self._reduce(eqn, lambda et: 1, None, "arith.andi")
+        highest = lambda et: (np.inf if et in _FLOATS
+                              else 2 ** (int(et[1:]) - 1) - 1)
         self._reduce(eqn, highest, "arith.minimumf", "arith.minsi")
 
     def p_iota(self, eqn):

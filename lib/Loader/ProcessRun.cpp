@@ -34,12 +34,17 @@ bool overlap::exec::parseRanksAs(const std::string &text, RanksAs &mode) {
   return true;
 }
 
-bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher) {
+bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
+                                     std::string &error) {
   launcher.clear();
+  error.clear();
   if (mode != RanksAs::Auto)
     return mode == RanksAs::Processes;
   const char *name = nullptr;
-  if (!rt().overlap_process_launched(nullptr, nullptr, &name))
+  int launched = rt().overlap_process_launched(nullptr, nullptr, &name);
+  if (launched < 0)
+    error = rt().overlap_host_launch_error();
+  if (launched != 1)
     return false;
   launcher = name;
   return true;

@@ -176,8 +176,11 @@ int Session::run() {
   std::string why;
   if (!loadRuntime(why))
     return error(why);
-  std::string launcher;
-  processes_ = ranksAsProcesses(o.ranksAs, launcher);
+  std::string launcher, malformed;
+  processes_ = ranksAsProcesses(o.ranksAs, launcher, malformed);
+  if (!malformed.empty())
+    return error(malformed + " (--ranks-as threads ignores them and runs "
+                             "every rank as a thread of this process)");
   if (!processes_)
     return runRanks();
   if (rt().overlap_process_init(&rank_, &size_) != OVERLAP_SUCCESS) {

@@ -36,7 +36,11 @@ bool parseRanksAs(const std::string &text, RanksAs &mode);
 
 /// Whether `mode` means processes here; for Auto, whether an MPI launcher
 /// (mpirun) started this process, which `launcher` then names.
-bool ranksAsProcesses(RanksAs mode, std::string &launcher);
+/// With RanksAs::Auto, false also when the launcher's variables are
+/// malformed; then `error` says which (the caller must refuse to run:
+/// falling back to threads would run the whole grid in every process).
+bool ranksAsProcesses(RanksAs mode, std::string &launcher,
+                      std::string &error);
 
 /// `size` host ranks, one per process of the joined MPI job; this process
 /// runs rank `rank`. Its execute() is collective: every process runs it,

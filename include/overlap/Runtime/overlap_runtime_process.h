@@ -42,8 +42,13 @@ extern "C" {
    mpiexec, MVAPICH's mpirun_rsh) started this process, read from its
    environment variables (OMPI_COMM_WORLD_RANK / _SIZE, ...): then *rank
    and *size are this process's rank and the job's size, and *launcher (if
-   not NULL) names the launcher ("Open MPI"). 0 otherwise, including when
-   the variables are malformed. Not collective; MPI is not touched. */
+   not NULL) names the launcher ("Open MPI"). 0 when no launcher's
+   variables are set, or another launcher's (torchrun, Slurm without MPI,
+   OVERLAP_RANK by hand). -1 when launcher variables are set but malformed
+   (OVERLAP_RANK=abc, a rank not below the size, a size without a rank):
+   overlap_host_launch_error() says which, so that a caller refuses to run
+   rather than fall back to running the whole grid in every process. Not
+   collective; MPI is not touched. */
 OVERLAP_RUNTIME_EXPORT int overlap_process_launched(int *rank, int *size,
                                                     const char **launcher);
 

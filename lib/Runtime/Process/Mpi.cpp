@@ -95,8 +95,13 @@ int overlap_process_launched(int *rank, int *size, const char **launcher) {
                                               "MPICH/Intel MPI (PMI)"};
   bootstrap::Launch launch;
   std::string error;
-  if (!bootstrap::detectLaunch(bootstrap::processEnv(), launch, error))
-    return 0;
+  host::hostLaunchError().clear();
+  if (!bootstrap::detectLaunch(bootstrap::processEnv(), launch, error)) {
+    host::hostLaunchError() =
+        "overlap_process_launched: the launcher's variables are malformed: " +
+        error;
+    return -1;
+  }
   for (const char *name : kMpiLaunchers) {
     if (launch.launcher != name)
       continue;

@@ -6,6 +6,9 @@
 
 #include "overlap/Loader/RuntimeApi.h"
 
+#include "RegularFile.h"
+#include "overlap/Loader/ElfCheck.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -73,6 +76,16 @@ Loaded load() {
   std::vector<std::string> tried;
   auto open = [&](const std::string &path) -> void * {
     tried.push_back(path);
+    // Checked like a program file first: a FIFO would block dlopen for
+    // ever, a truncated copy would end the process with SIGBUS.
+    std::string bytes, why;
+    if (!exec::readRegularFile(path, bytes, "a shared library", why) ||
+        !exec::checkElfImage(
+            reinterpret_cast<const unsigned char *>(bytes.data()),
+            bytes.size(), why)) {
+      result.error = "cannot load the runtime " + path + ": " + why;
+      return nullptr;
+    }
     void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!handle) {
       const char *why = dlerror();

@@ -17,11 +17,15 @@
 #include "overlap/Runtime/Bootstrap.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace overlap;
 using namespace overlap::process;
@@ -37,6 +41,29 @@ bool finalized = false;
 /// The transport that initialized MPI, if this library did: it finalizes
 /// it, even when joining failed after MPI_Init_thread.
 const overlap_mpi_transport *initializedBy = nullptr;
+
+/// Why `path` cannot be a shared library to dlopen ("" when it may be): it
+/// is opened without waiting for a writer and must be a regular file whose
+/// first bytes are ELF's magic.
+std::string notALibrary(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) // dlopen says why, with what to install (a missing file)
+    return "";
+  struct stat st;
+  std::string why;
+  unsigned char magic[4] = {0, 0, 0, 0};
+  if (::fstat(fd, &st) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    why = S_ISFIFO(st.st_mode)  ? "a FIFO, not a shared library"
+          : S_ISDIR(st.st_mode) ? "a directory, not a shared library"
+                                : "not a regular file";
+  else if (::read(fd, magic, sizeof magic) != sizeof magic ||
+           std::memcmp(magic, "\x7f" "ELF", 4) != 0)
+    why = "not an ELF shared library";
+  ::close(fd);
+  return why;
+}
 
 /// $OVERLAP_MPI_TRANSPORT, else liboverlap_runtime_mpi.so in the directory
 /// of the library that holds this code (liboverlap_runtime.so or
@@ -126,6 +153,11 @@ overlap_status overlap_process_init(int *rank, int *size) {
                        "process joins its job once");
   if (!joined) {
     const std::string path = transportPath();
+    // A FIFO would block dlopen for ever (orphaning the job's other
+    // ranks): the path must be a regular file that starts as ELF does.
+    if (std::string why = notALibrary(path); !why.empty())
+      return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                  call + "cannot load the MPI transport " + path + ": " + why);
     void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!handle)
       return fail(OVERLAP_ERROR_INVALID_ARGUMENT,

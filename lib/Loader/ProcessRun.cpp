@@ -235,6 +235,28 @@ overlap::exec::createProcessExecutor(int rank, int size,
   return std::make_unique<ProcessExecutor>(rank, size, options);
 }
 
+bool overlap::exec::gatherStrings(int size, const std::string &mine,
+                                  std::vector<std::string> &all,
+                                  std::string &error) {
+  all.clear();
+  void *buffer = nullptr;
+  std::vector<size_t> sizes(size);
+  if (rt().overlap_process_gather(mine.data(), mine.size(), &buffer,
+                                  sizes.data()) != OVERLAP_SUCCESS) {
+    error = rt().overlap_host_launch_error();
+    return false;
+  }
+  if (!buffer)
+    return true; // not rank 0
+  size_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    all.emplace_back(static_cast<const char *>(buffer) + at, sizes[r]);
+    at += sizes[r];
+  }
+  std::free(buffer);
+  return true;
+}
+
 int overlap::exec::finishProcesses(
     int rank, int size, int status, const std::vector<std::string> &errors,
     const std::function<void(const std::string &)> &report) {

@@ -9,6 +9,7 @@
 #include "overlap/Loader/Session.h"
 #include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/Npz.h"
+#include "overlap/Loader/SessionAgreement.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
@@ -73,12 +74,33 @@ private:
   int rank_ = 0, size_ = 1;
   bool agreed_ = false;
   std::vector<std::string> errors_;
+  /// This process's session (SessionFacts::text) once it is ready to run;
+  /// empty while it is not (then it is not compared).
+  std::string facts_;
 };
 } // namespace
 
 int Session::agreeBeforeRunning(int status) {
   agreed_ = true;
   std::string why;
+  // Rank 0 compares every process's session: options that differ between
+  // processes are an error naming them and the ranks, before anything
+  // collective could wait for a call that a process never makes.
+  std::vector<std::string> all;
+  if (!gatherStrings(size_, status == 0 ? facts_ : std::string(), all,
+                     why)) {
+    errors_.push_back(why);
+    status = 2;
+  } else if (rank_ == 0) {
+    std::string differs = describeDisagreement(all);
+    if (!differs.empty()) {
+      errors_.push_back("the processes of the job were started with "
+                        "different options (each must run the same "
+                        "session):\n" +
+                        differs);
+      status = 2;
+    }
+  }
   int agreed = agreeOnStatus(status, why);
   if (!why.empty())
     errors_.push_back(why);
@@ -299,9 +321,38 @@ int Session::runRanks() {
   poison(program, *executor);
   if (haveReference)
     poison(reference, refExecutor);
-  if (processes_)
+  if (processes_) {
+    SessionFacts facts;
+    std::string text = artifact::formatSignature(sig);
+    facts.addHashed("the program (its signature)", text.data(), text.size());
+    text = artifact::formatSignature(reference.sig);
+    facts.add("--ref", haveReference ? "a reference of signature " +
+                                           SessionFacts::hashText(
+                                               text.data(), text.size()) +
+                                           " on " + refBackend
+                                     : "none");
+    facts.add("--backend", backend);
+    facts.add("--iters", std::to_string(o.iterations));
+    if (given) {
+      // Every rank's buffers, in order: each process must hold the same.
+      uint64_t hash = fnv1a(nullptr, 0);
+      for (const auto &rankInputs : *given)
+        for (size_t i = 0; i < rankInputs.size() && i < sig.args.size(); ++i)
+          hash = fnv1a(rankInputs[i],
+                       sig.args[i].numElements() * sig.args[i].elemBytes(),
+                       hash);
+      facts.addHashed("--inputs", &hash, sizeof hash);
+    } else {
+      facts.add("--seed", std::to_string(o.seed));
+    }
+    facts.add("--rtol/--atol", std::to_string(o.tolerance.rtol) + "/" +
+                                   std::to_string(o.tolerance.atol));
+    facts.add("--chaos", o.chaos ? std::to_string(*o.chaos) : "off");
+    facts.add("--outputs", o.outputsNpz.empty() ? "none" : "given");
+    facts_ = facts.text();
     if (int status = agreeBeforeRunning(0))
       return status;
+  }
 
   const std::string &label = o.programLabel;
   std::string header = tool() + ": @" + sig.name + " on " +

@@ -55,6 +55,12 @@ createProcessExecutor(int rank, int size, const overlap_host_options &options);
 /// the reason in `error`.
 int agreeOnStatus(int status, std::string &error);
 
+/// Collective over the job: rank 0 gets every rank's `mine` in rank order in
+/// `all` (the other ranks get `all` empty). On failure returns false with
+/// the transport's error.
+bool gatherStrings(int size, const std::string &mine,
+                   std::vector<std::string> &all, std::string &error);
+
 /// Collective, at the end of a session: rank 0 gathers every rank's
 /// `errors` and passes each different one to `report` once (prefixed with
 /// the ranks that had it, unless every rank had it); every rank returns the

@@ -179,9 +179,9 @@ static void addHostToLLVM(OpPassManager &pm,
   emulate.sourceTypeStrs = {"bf16"};
   emulate.targetTypeStr = "f32";
   pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
+  // arith-expand{include-bf16} without its minimumf/maximumf expansion,
+  // which lost the sign of zero (overlap-expand-arith).
+  pm.addPass(createOverlapExpandArith());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

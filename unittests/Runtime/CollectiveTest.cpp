@@ -399,18 +399,43 @@ TEST(Collectives, AllToAllAgainstAnotherCollectiveIsAMismatch) {
       << error;
 }
 
-TEST(Collectives, NaNPropagatesThroughEveryReduction) {
+TEST(Collectives, ASumOfNegativeZerosIsPositiveZero) {
+  // From +0.0, as XLA's CPU all-reduce (jax.lax.psum on CPU devices): the
+  // sign shows in 1/x and rsqrt, where -inf and +inf differ.
+  Failures failures;
+  overlap_host_options opts = quietOptions();
+  overlap_status status = launch(3, &opts, [&](overlap_context *ctx) {
+    float v[1] = {-0.0f};
+    overlap_all_reduce(ctx, 1, 0, nullptr, OVERLAP_F32, OVERLAP_SUM, v, v, 1);
+    overlap_context_synchronize(ctx);
+    if (v[0] != 0.0f || std::signbit(v[0]))
+      failures.add("rank " + std::to_string(overlap_context_rank(ctx)));
+  });
+  EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
+  EXPECT_EQ(failures.count(), 0u) << failures.text();
+}
+
+TEST(Collectives, NaNPropagatesThroughSumsAndIsSkippedByMaxAndMin) {
+  // Sum, product and average propagate a NaN of one rank. Max and min skip
+  // it, as XLA's CPU all-reduce (jax.lax.pmax on CPU devices) does, and
+  // give -inf (+inf) where every rank has NaN.
   Failures failures;
   overlap_host_options opts = quietOptions();
   overlap_status status = launch(3, &opts, [&](overlap_context *ctx) {
     int rank = overlap_context_rank(ctx);
     for (overlap_reduce_op op : kOps) {
-      float v[2] = {rank == 1 ? nan() : 2.0f, 2.0f};
-      overlap_all_reduce(ctx, 1, 0, nullptr, OVERLAP_F32, op, v, v, 2);
+      bool skips = op == OVERLAP_MAX || op == OVERLAP_MIN;
+      float v[3] = {rank == 1 ? nan() : 2.0f + rank, 2.0f, nan()};
+      overlap_all_reduce(ctx, 1, 0, nullptr, OVERLAP_F32, op, v, v, 3);
       overlap_context_synchronize(ctx);
-      if (!std::isnan(v[0]) || std::isnan(v[1]))
+      bool first = skips ? v[0] == (op == OVERLAP_MAX ? 4.0f : 2.0f)
+                         : std::isnan(v[0]);
+      bool last = skips ? v[2] == (op == OVERLAP_MAX ? -INFINITY : INFINITY)
+                        : std::isnan(v[2]);
+      if (!first || std::isnan(v[1]) || !last)
         failures.add("op " + std::to_string(op) + " on rank " +
-                     std::to_string(rank));
+                     std::to_string(rank) + ": " + std::to_string(v[0]) +
+                     " " + std::to_string(v[1]) + " " + std::to_string(v[2]));
     }
   });
   EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();

@@ -117,4 +117,31 @@ def OverlapLinalgToGPU : Pass<"overlap-linalg-to-gpu", "::mlir::func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def OverlapExpandArith : Pass<"overlap-expand-arith"> {
+  let summary = "Expand the arith ops the host's LLVM lowering cannot take, and no others";
+  let description = [{
+    The host pipeline's stand-in for upstream `arith-expand{include-bf16}`:
+    the same bf16 <-> f32 conversion expansion (integer arithmetic, so that
+    no program imports the compiler-rt builtin `__truncsfbf2`) and the
+    `ceildivsi`/`floordivsi`/`ceildivui` expansions, but not the
+    `minimumf`/`maximumf` one. That one is
+    `select(cmpf ult(a, b), a, b)` plus a NaN check, which loses the sign of
+    zero: `minimumf(-0.0, +0.0)` gave +0.0 (JAX's `lax.min` gives -0.0,
+    and `rsqrt` of it is then +inf instead of -inf). Left alone they become
+    `llvm.intr.minimum`/`maximum`, which order -0.0 below +0.0.
+
+    ```mlir
+    // before
+    %m = arith.minimumf %x, %zero : f32
+    %t = arith.truncf %m : f32 to bf16
+    // after: minimumf unchanged; truncf as integer rounding of the bits
+    %m = arith.minimumf %x, %zero : f32
+    %b = arith.bitcast %m : f32 to i32
+    ...   // round to nearest even, NaN kept quiet
+    %t = arith.bitcast %r : i16 to bf16
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // OVERLAP_CONVERSION_PASSES_TD

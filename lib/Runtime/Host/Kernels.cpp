@@ -8,6 +8,7 @@
 #include "overlap/Runtime/Numeric.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -115,9 +116,14 @@ namespace {
 
 constexpr int64_t kReduceBlock = 1024;
 
-// NaN propagates through max and min, so poisoned data cannot hide.
-inline float maxOf(float acc, float v) { return (v > acc || v != v) ? v : acc; }
-inline float minOf(float acc, float v) { return (v < acc || v != v) ? v : acc; }
+// max and min of a collective fold from -inf (+inf) with a comparison that
+// a NaN never wins, as XLA's CPU all-reduce does (what jax.lax.pmax gives
+// on CPU devices): NaN is skipped, and where every rank has NaN the result
+// is -inf (+inf for min). A NaN that propagated here made the host backend
+// disagree with JAX. (NCCL's fmaxf also skips NaN but gives NaN where all
+// are NaN.)
+inline float maxOf(float acc, float v) { return v > acc ? v : acc; }
+inline float minOf(float acc, float v) { return v < acc ? v : acc; }
 
 template <overlap_dtype T>
 void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
@@ -128,9 +134,21 @@ void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
   for (int64_t i0 = 0; i0 < n; i0 += kReduceBlock) {
     int64_t len = std::min(kReduceBlock, n - i0);
     const S *first = static_cast<const S *>(srcs[0]) + i0;
-    for (int64_t i = 0; i < len; ++i)
-      acc[i] = Elem<T>::load(first[i]);
-    for (int p = 1; p < count; ++p) {
+    int from = 1;
+    if (op == OVERLAP_MAX || op == OVERLAP_MIN) {
+      std::fill(acc, acc + len,
+                op == OVERLAP_MAX ? -INFINITY : INFINITY);
+      from = 0;
+    } else if (op == OVERLAP_SUM || op == OVERLAP_AVG) {
+      // From +0.0, as XLA's CPU all-reduce: a sum of -0.0 on every rank is
+      // +0.0 (its sign shows in 1/x and rsqrt).
+      std::fill(acc, acc + len, 0.0f);
+      from = 0;
+    } else {
+      for (int64_t i = 0; i < len; ++i)
+        acc[i] = Elem<T>::load(first[i]);
+    }
+    for (int p = from; p < count; ++p) {
       const S *src = static_cast<const S *>(srcs[p]) + i0;
       switch (op) {
       case OVERLAP_SUM:

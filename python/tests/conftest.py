@@ -30,6 +30,19 @@ def overlap_plan():
         pytest.skip(str(err))
 
 
+@pytest.fixture(scope="module")
+def native_libraries():
+    """libOverlapCAPI.so and libOverlapHostCAPI.so (skipped, saying why,
+    when they are not built): a test module that compiles and runs programs
+    in process uses it (pytestmark = pytest.mark.usefixtures(...))."""
+    import overlap
+    try:
+        overlap.native.compiler_api()
+        overlap.native.host_api()
+    except overlap.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return ROOT

@@ -50,13 +50,7 @@ def mesh():
     return Mesh(np.array(devices[:4]), ("tp",))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def native():
-    try:
-        overlap.native.compiler_api()
-        overlap.native.host_api()
-    except overlap.NativeNotFound as err:
-        pytest.skip(str(err))
+pytestmark = pytest.mark.usefixtures("native_libraries")
 
 
 def reference(f, args):

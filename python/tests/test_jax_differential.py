@@ -17,7 +17,6 @@ else:
     jax = pytest.importorskip("jax")
 
 ojax = pytest.importorskip("overlap.jax")
-import overlap  # noqa: E402
 
 import jax_programs  # noqa: E402
 
@@ -39,13 +38,7 @@ KNOWN = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def native():
-    try:
-        overlap.native.compiler_api()
-        overlap.native.host_api()
-    except overlap.NativeNotFound as err:
-        pytest.skip(str(err))
+pytestmark = pytest.mark.usefixtures("native_libraries")
 
 
 def compare(got, want):

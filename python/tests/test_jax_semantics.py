@@ -32,16 +32,9 @@ from jax import lax  # noqa: E402
 from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
 
 ojax = pytest.importorskip("overlap.jax")
-import overlap  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def native():
-    try:
-        overlap.native.compiler_api()
-        overlap.native.host_api()
-    except overlap.NativeNotFound as err:
-        pytest.skip(str(err))
+pytestmark = pytest.mark.usefixtures("native_libraries")
 
 
 @pytest.fixture(scope="module")

@@ -493,20 +493,26 @@ sweep() { # name, overlap-bench arguments...: table name.txt, name.csv
   run --optional "$name" "$BUILD/bin/overlap-bench" "$@" \
     --csv "$RESULTS/$name.csv" ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
 }
+# sweep_pair NAME PROFILE overlap-bench arguments...: bench-planned-NAME
+# planned with PROFILE (skipped, saying so, without one), then
+# bench-uniform4-NAME with 4 uniform tiles.
+sweep_pair() {
+  local name=$1 profile=$2
+  shift 2
+  if [ -f "$profile" ]; then
+    sweep "bench-planned-$name" "$@" --profile "$profile" --strategy auto
+  else
+    echo "*** no profile $profile: the planned $name sweep is skipped"
+    status=1
+  fi
+  sweep "bench-uniform4-$name" "$@" --tiles 4
+}
 shapes=()
 [ -n "${SWEEP_SHAPES:-}" ] && shapes=(--shapes "$SWEEP_SHAPES")
 step_bench() {
   for coll in all-reduce reduce-scatter all-gather; do
-    common=(--leg "$LEG" --ranks 8 --dtype "$DTYPE" --collective "$coll"
-      ${shapes[@]+"${shapes[@]}"})
-    if [ -f "$PROFILE" ]; then
-      sweep "bench-planned-$coll" "${common[@]}" --profile "$PROFILE" \
-        --strategy auto
-    else
-      echo "*** no profile $PROFILE: the planned $coll sweep is skipped"
-      status=1
-    fi
-    sweep "bench-uniform4-$coll" "${common[@]}" --tiles 4
+    sweep_pair "$coll" "$PROFILE" --leg "$LEG" --ranks 8 --dtype "$DTYPE" \
+      --collective "$coll" ${shapes[@]+"${shapes[@]}"}
   done
   # Expert parallelism, one expert per rank: each exchange with 4 uniform
   # tiles and planned (the profile's all-to-all curve is calibrated).
@@ -514,11 +520,9 @@ step_bench() {
   if [ -n "${A2A_SHAPES:-}" ]; then a2a=(--shapes "$A2A_SHAPES"); else
     a2a=(${shapes[@]+"${shapes[@]}"}); fi
   for side in dispatch combine; do
-    common=(--leg "$LEG" --ranks 8 --dtype "$DTYPE" --collective all-to-all
-      --side "$side" ${a2a[@]+"${a2a[@]}"})
-    [ -f "$PROFILE" ] && sweep "bench-planned-all-to-all-$side" \
-      "${common[@]}" --profile "$PROFILE" --strategy auto
-    sweep "bench-uniform4-all-to-all-$side" "${common[@]}" --tiles 4
+    sweep_pair "all-to-all-$side" "$PROFILE" --leg "$LEG" --ranks 8 \
+      --dtype "$DTYPE" --collective all-to-all --side "$side" \
+      ${a2a[@]+"${a2a[@]}"}
   done
 }
 
@@ -529,21 +533,14 @@ step_bench() {
 step_short() {
   local leg profile
   for leg in ${SHORT_LEGS:-copy-engine sm-copy}; do
-    common=(--leg "$leg" --ranks 8 --dtype "$DTYPE" --shapes "$SHORT_SHAPES"
-      --collective all-reduce,reduce-scatter,all-gather)
     # Each leg plans with its own calibration (the sm-copy leg's copies run
     # on SMs from HBM to HBM, far faster than the copy engines' to host),
     # else with PROFILE.
     profile=$RESULTS/profile-$leg.json
     [ -f "$profile" ] || profile=$PROFILE
-    if [ -f "$profile" ]; then
-      sweep "bench-planned-short-$leg" "${common[@]}" --profile "$profile" \
-        --strategy auto
-    else
-      echo "*** no profile $profile: the planned short sweep on $leg is skipped"
-      status=1
-    fi
-    sweep "bench-uniform4-short-$leg" "${common[@]}" --tiles 4
+    sweep_pair "short-$leg" "$profile" --leg "$leg" --ranks 8 \
+      --dtype "$DTYPE" --shapes "$SHORT_SHAPES" \
+      --collective all-reduce,reduce-scatter,all-gather
   done
 }
 

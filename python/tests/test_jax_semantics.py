@@ -248,3 +248,58 @@ def test_min_and_max_keep_the_sign_of_zero(mesh1):
         want = np.asarray(jax.jit(f)(x))
     res = ojax.run(f, x, strategy="none")
     np.testing.assert_array_equal(res.outputs[0], want)
+
+
+# -- arguments and results -----------------------------------------------------
+
+def test_pytree_arguments_and_results(mesh1):
+    """A params dict and a tuple as arguments (the leaves in jax's order; a
+    dict ended in an IndexError) and a dict as a result (`value` has f's
+    output structure, `outputs` its leaves)."""
+    def body(x, params, pair):
+        h = jnp.tanh(x @ params["w1"]) @ params["w2"]
+        return {"y": lax.psum(h, "tp") * pair[0], "z": x + pair[1]}
+
+    f = jax.shard_map(
+        body, mesh=mesh1,
+        in_specs=(P(), {"w1": P(None, "tp"), "w2": P("tp")}, (P(), P())),
+        out_specs={"y": P(), "z": P()})
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    params = {"w2": rng.standard_normal((32, 16)).astype(np.float32),
+              "w1": rng.standard_normal((16, 32)).astype(np.float32)}
+    pair = (np.float32(0.5), np.ones((8, 16), np.float32))
+    want = jax.jit(f)(x, params, pair)
+    res = ojax.run(f, x, params, pair, strategy="none")
+    assert set(res.value) == {"y", "z"}
+    for k in ("y", "z"):
+        np.testing.assert_allclose(res.value[k], np.asarray(want[k]),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_zero_d_arguments_and_results(mesh1):
+    """A scalar argument (it became an array of shape (1,) and was refused)
+    and a scalar result."""
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    f = jax.shard_map(lambda s, v: lax.psum(jnp.sum(v * s), "tp"),
+                      mesh=mesh1, in_specs=(P(), P("tp")), out_specs=P())
+    res = ojax.run(f, np.float32(3.0), x, strategy="none")
+    assert res.outputs[0].shape == ()
+    assert res.outputs[0] == np.asarray(jax.jit(f)(np.float32(3.0), x))
+
+
+def test_integer_arguments_and_results_are_named(mesh1):
+    """A compiled program takes and returns float buffers: an int32 result
+    said only that the library had no entry signature."""
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    g = jax.shard_map(lambda v: v.astype(jnp.int32), mesh=mesh1,
+                      in_specs=P("tp"), out_specs=P("tp"))
+    with pytest.raises(ojax.UnsupportedError,
+                       match="result 0 of .* is int32: overlap.jax.run "
+                             "takes and returns float32"):
+        ojax.run(g, x, strategy="none")
+    h = jax.shard_map(lambda v: v.astype(jnp.float32), mesh=mesh1,
+                      in_specs=P("tp"), out_specs=P("tp"))
+    with pytest.raises(ojax.UnsupportedError,
+                       match="argument 0 of .* is int32"):
+        ojax.run(h, x.astype(np.int32), strategy="none")

@@ -253,6 +253,9 @@ class JaxRun:
     mlir: str = ""
     #: Every rank's outputs, [rank][output] (the per-device blocks).
     rank_outputs: List[List[np.ndarray]] = field(default_factory=list)
+    #: The outputs in f's own output structure (a pytree: a tuple, a dict,
+    #: ...), as jax.jit(f)(*args) returns them; `outputs` is its leaves.
+    value: Any = None
 
 
 def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
@@ -262,16 +265,41 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     global outputs, the plans and the MLIR text."""
     from .. import compiler
     low = lower_program(f, *args)
+    # What a compiled program takes and returns (its entry signature):
+    # f32, f16 and bf16 buffers. Said here, naming the array, rather than
+    # as a library without a signature.
+    runnable = ("float32", "float16", "bfloat16")
+    for i, dt in enumerate(low.out_dtypes):
+        if np.dtype(dt).name not in runnable:
+            raise UnsupportedError(
+                f"result {i} of {low.entry} is {np.dtype(dt).name}: "
+                f"overlap.jax.run takes and returns float32, float16 and "
+                f"bfloat16 arrays (a compiled program's arguments and "
+                f"results); convert it inside the shard_map, e.g. "
+                f".astype(jnp.float32)")
     if ranks is not None and ranks != low.ranks:
         raise ValueError(f"ranks={ranks}, but the mesh has {low.ranks} "
                          f"devices ({dict(zip(low.axes, low.sizes))})")
-    arrays = [np.asarray(a) for a in args]
+    import jax
+    # f's arguments may be pytrees (a params dict, a tuple): the jaxpr's
+    # inputs, which param_args index, are their leaves in jax's order.
+    arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
+    for j, a in enumerate(low.param_args):
+        if arrays[a].dtype.name not in runnable:
+            raise UnsupportedError(
+                f"argument {a} of {low.entry} (a leaf of its arguments, in "
+                f"jax.tree_util order) is {arrays[a].dtype.name}: "
+                f"overlap.jax.run takes float32, float16 and bfloat16 "
+                f"arrays; pass a float array and convert it inside the "
+                f"shard_map")
     fd, path = tempfile.mkstemp(prefix="overlap-jax-", suffix=".so")
     os.close(fd)
     try:
         prog = compiler.compile(low.mlir, strategy=strategy, profile=profile,
                                 target=target, output=path)
-        inputs = [[np.ascontiguousarray(shard(low, j, arrays[a], r))
+        # np.array(order="C"), not ascontiguousarray: that makes a 0-d
+        # argument (a scalar) an array of shape (1,).
+        inputs = [[np.array(shard(low, j, arrays[a], r), order="C")
                    for j, a in enumerate(low.param_args)]
                   for r in range(low.ranks)]
         res = compiler.run(prog.path, inputs=inputs)
@@ -287,5 +315,7 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     per_rank = [row[:n] for row in res.outputs]
     outputs = [assemble(low, i, [row[i] for row in per_rank])
                for i in range(n)]
+    tree = jax.tree_util.tree_structure(jax.eval_shape(f, *args))
     return JaxRun(outputs=outputs, plans=prog.plans,
-                  mlir=low.mlir, rank_outputs=per_rank)
+                  mlir=low.mlir, rank_outputs=per_rank,
+                  value=jax.tree_util.tree_unflatten(tree, outputs))

@@ -671,7 +671,11 @@ enum class Read { Missing, Rejected, Ok };
 
 /// Reads the file at `path`; `why` says what was wrong with it.
 Read readFile(const std::string &path, std::string &bytes, std::string &why) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at the path (any local user can make one in a
+  // shared directory) would block open() for ever, past the bootstrap
+  // timeout; fstat then refuses anything but a regular file.
+  int fd =
+      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT)
       return Read::Missing;

@@ -739,6 +739,19 @@ TEST(BootstrapExchange, TimeoutNamesRankFileAndTimeWaited) {
   }
 }
 
+TEST(BootstrapExchange, AFifoAtThePathDoesNotBlockPastTheTimeout) {
+  // A FIFO at the rendezvous path blocked every non-zero rank in open()
+  // for ever, ignoring the timeout.
+  TempDir dir("overlap-bootstrap-test");
+  RendezvousConfig c = config(dir, 400);
+  Rendezvous probe(c, 0, 2);
+  ASSERT_EQ(mkfifo(probe.path().c_str(), 0600), 0) << std::strerror(errno);
+  std::string result = finish(startChild(waiter(c, 1, 2)));
+  EXPECT_EQ(body(result).rfind("timeout:", 0), 0u) << result;
+  EXPECT_TRUE(contains(body(result), "not a regular file")) << result;
+  EXPECT_LT(waitedMs(result), 400 + 3000) << result;
+}
+
 TEST(BootstrapExchange, RankZeroFailureEndsTheWaitAtOnce) {
   TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 20000);

@@ -25,6 +25,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
@@ -311,7 +312,30 @@ static bool parsePort(const std::string &text, int &port) {
   return port >= 1 && port <= 65535;
 }
 
+/// `value` as an error message may quote it: at most 64 characters, control
+/// characters and bytes above 0x7e as \xNN (a variable may hold anything).
+static std::string printable(const std::string &value) {
+  std::string out;
+  for (size_t i = 0; i < value.size() && i < 64; ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c > 0x7e) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (value.size() > 64)
+    out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
 /// "host:port" or "[v6]:port", as NCCL_COMM_ID takes it; else the reason.
+/// A host is a name or an IPv4 address (letters, digits, '.', '-', '_', at
+/// most 253 characters) or a bracketed IPv6 address (hex digits, ':', '.',
+/// a '%' zone; one inet_pton takes; at most 64 characters inside the
+/// brackets).
 static std::string checkAddress(const std::string &value) {
   size_t colon = value.rfind(':');
   if (colon == std::string::npos || colon == 0)
@@ -320,8 +344,23 @@ static std::string checkAddress(const std::string &value) {
   if (host.find(':') != std::string::npos &&
       !(host.front() == '[' && host.back() == ']'))
     return "has an IPv6 address without brackets ([addr]:port)";
-  if (host.find_first_of(" \t\n") != std::string::npos)
-    return "has white space in the host";
+  auto isIn = [](const std::string &text, const char *extra) {
+    return std::all_of(text.begin(), text.end(), [&](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+             (c >= 'A' && c <= 'Z') || std::strchr(extra, c);
+    });
+  };
+  if (host.front() == '[') {
+    std::string inner = host.substr(1, host.size() - 2);
+    std::string address = inner.substr(0, inner.find('%')); // no zone
+    in6_addr parsed;
+    if (inner.size() > 64 || !isIn(inner, ":.%") ||
+        inet_pton(AF_INET6, address.c_str(), &parsed) != 1)
+      return "has no IPv6 address inside its brackets";
+  } else if (host.size() > 253 || !isIn(host, ".-_")) {
+    return "has no host name or address (letters, digits, '.', '-', '_', "
+           "at most 253 characters)";
+  }
   int port = 0;
   if (!parsePort(value.substr(colon + 1), port))
     return "has no port in 1..65535";
@@ -338,7 +377,7 @@ bool overlap::bootstrap::chooseIdExchange(const Env &env,
       continue;
     std::string why = checkAddress(*value);
     if (!why.empty()) {
-      error = std::string(name) + "='" + *value + "' " + why;
+      error = std::string(name) + "='" + printable(*value) + "' " + why;
       return false;
     }
     exchange.kind = IdExchange::Kind::CommId;
@@ -351,7 +390,7 @@ bool overlap::bootstrap::chooseIdExchange(const Env &env,
   if (addr && port) {
     int p = 0;
     if (!parsePort(*port, p) || p == 65535) {
-      error = "MASTER_PORT='" + *port +
+      error = "MASTER_PORT='" + printable(*port) +
               "' is not a port in 1..65534 (the id is served on the next "
               "port; set OVERLAP_COMM_ID=host:port to choose another)";
       return false;
@@ -364,7 +403,7 @@ bool overlap::bootstrap::chooseIdExchange(const Env &env,
     exchange.source = "MASTER_ADDR and MASTER_PORT + 1";
     std::string why = checkAddress(exchange.commId);
     if (!why.empty()) {
-      error = "MASTER_ADDR='" + *addr + "' " + why;
+      error = "MASTER_ADDR='" + printable(*addr) + "' " + why;
       return false;
     }
     return true;

@@ -891,3 +891,30 @@ TEST(BootstrapIdExchange, MalformedValuesNameTheVariable) {
                 .find("MASTER_PORT='x'"),
             std::string::npos);
 }
+
+TEST(BootstrapIdExchange, HostsAreNamesOrAddressesAndQuotedSafely) {
+  // Each of these was taken as an address before.
+  EXPECT_NE(exchangeError({{"OVERLAP_COMM_ID", "no\x01" "de:29600"}})
+                .find("OVERLAP_COMM_ID='no\\x01de:29600' has no host name"),
+            std::string::npos)
+      << exchangeError({{"OVERLAP_COMM_ID", "no\x01" "de:29600"}});
+  EXPECT_NE(exchangeError({{"OVERLAP_COMM_ID", "[]:29600"}})
+                .find("has no IPv6 address inside its brackets"),
+            std::string::npos);
+  EXPECT_NE(exchangeError({{"MASTER_ADDR", ":"}, {"MASTER_PORT", "29500"}})
+                .find("MASTER_ADDR=':' has no IPv6 address"),
+            std::string::npos)
+      << exchangeError({{"MASTER_ADDR", ":"}, {"MASTER_PORT", "29500"}});
+  std::string huge(100000, 'a');
+  std::string error = exchangeError({{"OVERLAP_COMM_ID", huge + ":1"}});
+  EXPECT_NE(error.find("(100002 bytes)"), std::string::npos) << error;
+  EXPECT_LT(error.size(), 400u);
+  EXPECT_NE(exchangeError({{"OVERLAP_COMM_ID", "node 0:29600"}})
+                .find("has no host name"),
+            std::string::npos);
+  // Still taken: names, IPv4, IPv6 with a zone.
+  EXPECT_EQ(exchangeOf({{"OVERLAP_COMM_ID", "node-0.cluster_a:1"}}).commId,
+            "node-0.cluster_a:1");
+  EXPECT_EQ(exchangeOf({{"OVERLAP_COMM_ID", "[fe80::1%eth0]:2"}}).commId,
+            "[fe80::1%eth0]:2");
+}

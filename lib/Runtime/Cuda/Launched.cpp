@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -90,6 +91,24 @@ overlap_cuda_context_create_launched(const overlap_cuda_options *opts,
   }
 
   uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES];
+  // NCCL_COMM_ID as the process had it, put back once this context exists
+  // (or failed): a later communicator of the process (the caller's own
+  // NCCL) must not find our address in it.
+  std::optional<std::string> previousCommId;
+  if (const char *before = std::getenv("NCCL_COMM_ID"))
+    previousCommId = before;
+  struct RestoreCommId {
+    bool armed = false;
+    const std::optional<std::string> &previous;
+    ~RestoreCommId() {
+      if (!armed)
+        return;
+      if (previous)
+        setenv("NCCL_COMM_ID", previous->c_str(), 1);
+      else
+        unsetenv("NCCL_COMM_ID");
+    }
+  } restoreCommId{byCommId, previousCommId};
   if (byCommId) {
     // NCCL reads NCCL_COMM_ID in ncclGetUniqueId (the id is the address and
     // a fixed magic, the same on every rank) and in ncclCommInitRank (rank 0

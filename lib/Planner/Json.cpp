@@ -255,6 +255,33 @@ static Error checkFields(const json::Object &object, StringRef kind,
   return requestError(message);
 }
 
+/// The Planner's errors name overlap-plan's flags ("--strategy: ...");
+/// a JSON caller (Python's overlap.plan) wrote fields: "strategy": ...
+/// The error code (a bad request, or a planning failure) is kept.
+static Error inRequestWords(Error err) {
+  static const std::pair<StringRef, StringRef> kFlags[] = {
+      {"--strategy:", "\"strategy\":"},  {"--m:", "\"m\":"},
+      {"--n:", "\"n\":"},                {"--k:", "\"k\":"},
+      {"--ranks:", "\"ranks\":"},        {"--dtype:", "\"dtype\":"},
+      {"--profile:", "\"profile\":"},    {"--experts:", "\"experts\":"},
+      {"--side:", "\"side\":"},          {"--collective:", "\"collective\":"},
+      {"--dims:", "\"dims\":"},          {"--fast-memory:", "\"fast_memory\":"}};
+  std::error_code code;
+  std::string message;
+  handleAllErrors(std::move(err), [&](const ErrorInfoBase &e) {
+    code = e.convertToErrorCode();
+    message += (message.empty() ? "" : "\n") + e.message();
+  });
+  for (const auto &[flag, field] : kFlags) {
+    size_t at = 0;
+    while ((at = message.find(flag.str(), at)) != std::string::npos) {
+      message.replace(at, flag.size(), field.str());
+      at += field.size();
+    }
+  }
+  return createStringError(code, message);
+}
+
 Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
   // A request is JSON from a user: its nesting is bounded before it is
   // parsed (UserJson.h).
@@ -300,7 +327,7 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
       return requestError("\"fast_memory\": expected a number >= 1");
     Expected<ChainPlan> plan = planChain(dims, *mf);
     if (!plan)
-      return plan.takeError();
+      return inRequestWords(plan.takeError());
     writeChainPlanJSON(*plan, os);
     return text;
   }
@@ -375,10 +402,10 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
                              toString(profile.takeError()));
   Expected<CostModel> model = CostModel::create(*profile, problem);
   if (!model)
-    return model.takeError();
+    return inRequestWords(model.takeError());
   Expected<Plan> plan = planTiles(*profile, problem, *strategy);
   if (!plan)
-    return plan.takeError();
+    return inRequestWords(plan.takeError());
   writePlanJSON(*plan, problem, *profile, *model, os);
   return text;
 }

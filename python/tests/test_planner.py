@@ -63,6 +63,23 @@ def test_plan_error_carries_stderr(overlap_plan):
                      binary=overlap_plan)
 
 
+def test_in_process_errors_name_the_request_fields():
+    """In process (no binary) the Planner's errors name the request's
+    fields, not overlap-plan's flags ("--strategy" before)."""
+    try:
+        overlap.native.host_api()
+    except overlap.NativeNotFound as err:
+        pytest.skip(str(err))
+    with pytest.raises(overlap.PlanError) as info:
+        overlap.plan(**MC2, profile="mc2-example", strategy="bogus")
+    assert info.value.returncode == 2
+    assert '"strategy": expected none, uniform:n' in str(info.value)
+    assert "--strategy" not in str(info.value)
+    with pytest.raises(overlap.PlanError, match='"strategy": uniform:n: '
+                                                'expected a tile count'):
+        overlap.plan(**MC2, profile="mc2-example", strategy="uniform:5000")
+
+
 def test_extreme_profile_is_an_error_not_an_inf_plan(overlap_plan, tmp_path):
     # A valid curve taken far outside its data: the plan's times are not
     # numbers, which overlap-plan refuses instead of printing a bare inf

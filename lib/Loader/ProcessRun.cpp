@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/ProcessRun.h"
+#include "overlap/Loader/SessionAgreement.h"
 #include "overlap/Loader/RuntimeApi.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
@@ -264,17 +265,15 @@ int overlap::exec::finishProcesses(
   std::string blob;
   for (const std::string &text : errors)
     blob += text + '\0';
-  void *all = nullptr;
-  std::vector<size_t> sizes(size);
-  if (rt().overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
-      OVERLAP_SUCCESS) {
+  std::vector<std::string> parts;
+  std::string why;
+  if (!gatherStrings(size, blob, parts, why)) {
     // No one else can say this process's errors.
     for (const std::string &text : errors)
       report(text);
-    report(rt().overlap_host_launch_error());
+    report(why);
     return 2;
   }
-  std::string why;
   int agreed = agreeOnStatus(status, why);
   if (!why.empty() && rank == 0)
     report(why);
@@ -284,9 +283,8 @@ int overlap::exec::finishProcesses(
   // Each different text once, in the order of the first rank that had it.
   std::vector<std::string> texts;
   std::map<std::string, std::vector<int>> ranksOf;
-  size_t at = 0;
-  for (int r = 0; r < size; at += sizes[r], ++r) {
-    std::string part(static_cast<const char *>(all) + at, sizes[r]);
+  for (int r = 0; r < size; ++r) {
+    const std::string &part = parts[r];
     for (size_t begin = 0; begin < part.size();) {
       size_t end = part.find('\0', begin);
       if (end == std::string::npos)
@@ -300,17 +298,11 @@ int overlap::exec::finishProcesses(
       begin = end + 1;
     }
   }
-  std::free(all);
   for (const std::string &text : texts) {
     const std::vector<int> &ranks = ranksOf[text];
-    std::string who;
-    if (static_cast<int>(ranks.size()) != size) {
-      who = ranks.size() == 1 ? "rank " : "ranks ";
-      for (size_t i = 0; i < ranks.size(); ++i)
-        who += (i ? ", " : "") + std::to_string(ranks[i]);
-      who += ": ";
-    }
-    report(who + text);
+    report((static_cast<int>(ranks.size()) != size ? rankList(ranks) + ": "
+                                                    : std::string()) +
+           text);
   }
   return agreed;
 }

@@ -325,12 +325,14 @@ int Session::runRanks() {
     SessionFacts facts;
     std::string text = artifact::formatSignature(sig);
     facts.addHashed("the program (its signature)", text.data(), text.size());
-    text = artifact::formatSignature(reference.sig);
-    facts.add("--ref", haveReference ? "a reference of signature " +
-                                           SessionFacts::hashText(
-                                               text.data(), text.size()) +
-                                           " on " + refBackend
-                                     : "none");
+    if (haveReference) {
+      text = artifact::formatSignature(reference.sig);
+      facts.add("--ref", "a reference of signature " +
+                             SessionFacts::hashText(text.data(), text.size()) +
+                             " on " + refBackend);
+    } else {
+      facts.add("--ref", "none");
+    }
     facts.add("--backend", backend);
     facts.add("--iters", std::to_string(o.iterations));
     if (given) {

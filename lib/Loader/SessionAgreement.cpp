@@ -66,13 +66,14 @@ Parsed parse(const std::string &text) {
   return out;
 }
 
+} // namespace
+
 std::string rankList(const std::vector<int> &ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i)
     out += (i ? ", " : "") + std::to_string(ranks[i]);
   return out;
 }
-} // namespace
 
 std::string describeDisagreement(const std::vector<std::string> &facts) {
   std::vector<Parsed> parsed;

@@ -43,6 +43,9 @@ private:
 uint64_t fnv1a(const void *data, size_t bytes,
                uint64_t hash = 0xcbf29ce484222325ULL);
 
+/// "rank 3" or "ranks 0, 1, 2": how the errors of processes name them.
+std::string rankList(const std::vector<int> &ranks);
+
 /// Rank r's facts are `facts[r]` (SessionFacts::text; empty: the rank
 /// failed before it could say, and is not compared). "" when every rank
 /// that said anything agrees; else one line per key that differs, e.g.

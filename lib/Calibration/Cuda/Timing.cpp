@@ -22,40 +22,43 @@ namespace {
 /// How long a gate waits for the host before it lets the work run anyway.
 constexpr uint64_t kGateBoundNs = 200'000'000;
 
-/// The process's gate words (pinned, mapped), made on first use; null when
-/// OVERLAP_TIMING_GATE=0 turns the gate off (the start event then precedes
-/// the host's enqueue, as before the gate), or when the gate cannot be had
-/// (said once; the timing goes on without it).
-GateWords *&gateWords() {
-  static GateWords *words = [] {
-    const char *env = std::getenv("OVERLAP_TIMING_GATE");
-    if (env && std::strcmp(env, "0") == 0)
-      return static_cast<GateWords *>(nullptr);
-    void *host = nullptr;
-    cudaError_t e = cudaHostAlloc(&host, sizeof(GateWords),
-                                  cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      std::fprintf(stderr,
-                   "warning: no timing gate (cudaHostAlloc: %s): the timed "
-                   "windows include the host's enqueue time\n",
-                   cudaGetErrorString(e));
-      return static_cast<GateWords *>(nullptr);
-    }
-    std::memset(host, 0, sizeof(GateWords));
-    return static_cast<GateWords *>(host);
-  }();
-  return words;
-}
+/// The process's gate (pinned, mapped words: the host's and the device's
+/// view), made on first use; empty when OVERLAP_TIMING_GATE=0 turns it off
+/// (the start event then precedes the host's enqueue, as before the gate),
+/// or once a CUDA call for it failed (said once; the timing goes on).
+struct Gate {
+  GateWords *host = nullptr, *device = nullptr;
+};
 
 /// Turns the gate off for the rest of the process after `e`.
-void dropGate(cudaError_t e, const char *what) {
+Gate dropGate(Gate &gate, cudaError_t e, const char *what) {
   (void)cudaGetLastError();
   std::fprintf(stderr,
                "warning: timing gate off (%s: %s): the timed windows include "
                "the host's enqueue time\n",
                what, cudaGetErrorString(e));
-  gateWords() = nullptr;
+  return gate = Gate();
+}
+
+Gate &theGate() {
+  static Gate gate = [] {
+    Gate made;
+    const char *env = std::getenv("OVERLAP_TIMING_GATE");
+    if (env && std::strcmp(env, "0") == 0)
+      return made;
+    void *host = nullptr;
+    if (cudaError_t e = cudaHostAlloc(
+            &host, sizeof(GateWords),
+            cudaHostAllocMapped | cudaHostAllocPortable))
+      return dropGate(made, e, "cudaHostAlloc");
+    std::memset(host, 0, sizeof(GateWords));
+    made.host = static_cast<GateWords *>(host);
+    if (cudaError_t e = cudaHostGetDevicePointer(
+            reinterpret_cast<void **>(&made.device), host, 0))
+      return dropGate(made, e, "cudaHostGetDevicePointer");
+    return made;
+  }();
+  return gate;
 }
 
 void setOpen(GateWords *words, int32_t value) {
@@ -74,16 +77,7 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
   cudaEvent_t start, stop;
   checkCuda(cudaEventCreate(&start), "cudaEventCreate");
   checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
-  GateWords *gate = gateWords();
-  GateWords *deviceGate = nullptr;
-  if (gate) {
-    cudaError_t e = cudaHostGetDevicePointer(
-        reinterpret_cast<void **>(&deviceGate), gate, 0);
-    if (e != cudaSuccess) {
-      dropGate(e, "cudaHostGetDevicePointer");
-      gate = nullptr;
-    }
-  }
+  GateWords *gate = theGate().host;
   const int32_t gaveUpBefore = gate ? gate->gaveUp : 0;
   std::vector<double> times;
   for (int i = 0; i < warmup + iters; ++i) {
@@ -96,10 +90,9 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
     // the window holds the device's time, not the host's.
     if (gate) {
       setOpen(gate, 0);
-      if (cudaError_t e = launchGateKernel(deviceGate, kGateBoundNs, s0)) {
-        dropGate(e, "the gate kernel's launch");
-        gate = nullptr;
-      }
+      if (cudaError_t e =
+              launchGateKernel(theGate().device, kGateBoundNs, s0))
+        gate = dropGate(theGate(), e, "the gate kernel's launch").host;
     }
     checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
     if (startStream != endStream)

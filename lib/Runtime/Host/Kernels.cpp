@@ -125,6 +125,19 @@ constexpr int64_t kReduceBlock = 1024;
 inline float maxOf(float acc, float v) { return v > acc ? v : acc; }
 inline float minOf(float acc, float v) { return v < acc ? v : acc; }
 
+float identityOf(overlap_reduce_op op) {
+  switch (op) {
+  case OVERLAP_MAX:
+    return -INFINITY;
+  case OVERLAP_MIN:
+    return INFINITY;
+  case OVERLAP_PROD:
+    return 1.0f;
+  default: // sum, average
+    return 0.0f;
+  }
+}
+
 template <overlap_dtype T>
 void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
                  int64_t n, void *outVoid) {
@@ -133,22 +146,10 @@ void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
   float acc[kReduceBlock];
   for (int64_t i0 = 0; i0 < n; i0 += kReduceBlock) {
     int64_t len = std::min(kReduceBlock, n - i0);
-    const S *first = static_cast<const S *>(srcs[0]) + i0;
-    int from = 1;
-    if (op == OVERLAP_MAX || op == OVERLAP_MIN) {
-      std::fill(acc, acc + len,
-                op == OVERLAP_MAX ? -INFINITY : INFINITY);
-      from = 0;
-    } else if (op == OVERLAP_SUM || op == OVERLAP_AVG) {
-      // From +0.0, as XLA's CPU all-reduce: a sum of -0.0 on every rank is
-      // +0.0 (its sign shows in 1/x and rsqrt).
-      std::fill(acc, acc + len, 0.0f);
-      from = 0;
-    } else {
-      for (int64_t i = 0; i < len; ++i)
-        acc[i] = Elem<T>::load(first[i]);
-    }
-    for (int p = from; p < count; ++p) {
+    // Every op folds from its identity, as XLA's CPU all-reduce: a sum of
+    // -0.0 on every rank is +0.0 (its sign shows in 1/x and rsqrt).
+    std::fill(acc, acc + len, identityOf(op));
+    for (int p = 0; p < count; ++p) {
       const S *src = static_cast<const S *>(srcs[p]) + i0;
       switch (op) {
       case OVERLAP_SUM:

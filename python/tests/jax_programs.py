@@ -40,11 +40,14 @@ def make(seed):
                            "collective"], p=[.3, .2, .15, .1, .1, .15])
         if kind == "unary":
             name = str(rng.choice(UNARY))
-            # XLA's simplifier rewrites sqrt(square(x)) as abs(x), which is
-            # not IEEE where x * x overflows (Overlap gives inf there, and
-            # JAX |x|): not a program to compare on.
-            while name == "sqrt" and steps and steps[-1] == ("unary",
-                                                             "square"):
+            # XLA's simplifier rewrites sqrt(square(x)) as abs(x),
+            # log(rsqrt(x)) as -log(x) / 2 and log(exp(x)) as x, which are
+            # not IEEE where x * x or exp(x) overflows or x is -0.0
+            # (Overlap gives inf or NaN there, JAX the rewritten value):
+            # not programs to compare on.
+            rewritten = {("square", "sqrt"), ("rsqrt", "log"), ("exp", "log")}
+            while steps and steps[-1][0] == "unary" and \
+                    (steps[-1][1], name) in rewritten:
                 name = str(rng.choice(UNARY))
             steps.append(("unary", name))
         elif kind == "binary":

@@ -26,11 +26,21 @@ COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_PROGRAMS", "120"))
 #: all-reduce skips it). 309: minimumf(-0.0, +0.0) gave +0.0 (arith-expand
 #: dropped the sign of zero). 862: a psum of -0.0 on every rank gave -0.0
 #: (XLA sums from +0.0).
-REGRESSIONS = [309, 862]
+#: 1859, 2893 and 3135 met XLA's rewrites of log(rsqrt(x)) and log(exp(x))
+#: (jax_programs.py now avoids them): kept so the programs now drawn for
+#: them run every time.
+REGRESSIONS = [309, 862, 1859, 2893, 3135]
 #: Seeds where Overlap and JAX both compute correctly rounded f32 steps but
 #: a 1-ulp difference of libm and XLA is amplified past any tolerance; the
-#: differences were checked by hand (2026-11-27, 1,000 programs).
+#: differences were checked by hand (2026-11-27, 4,000 programs).
 KNOWN = {
+    1660: "tanh(81) is 1.0 in one and 0.99999994 in the other; squared "
+          "and converted to int32 that is 1 against 0",
+    2667: "tanh of an integer near 8 rounds to 1.0 in one and 0.99999994 "
+          "in the other; the int32 conversion and sums after it make that "
+          "-9 against -10",
+    3180: "log1p of erf near -1 amplifies erf's last-ulp difference "
+          "(libm against XLA) to 2.5e-4",
     785: "tanh(x) is 0.99999994 in one and 1.0 in the other; the int32 "
          "conversion after it makes that 0 against 1",
     856: "a dot's summation order changes the argument of expm1 by ulps "

@@ -235,6 +235,8 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
        [](OpPassManager &pm) {
          bufferization::OneShotBufferizePassOptions bufferize;
          bufferize.bufferizeFunctionBoundaries = true;
+         // Loops (a scan imported from JAX) yield new tensors each step.
+         bufferize.allowReturnAllocsFromLoops = true;
          bufferize.functionBoundaryTypeConversion =
              bufferization::LayoutMapOption::IdentityLayoutMap;
          pm.addPass(bufferization::createOneShotBufferizePass(bufferize));

@@ -23,6 +23,82 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-7, -1e-7, 1e30,
                   -1e30, -3.0, 100.0, 0.5], np.float32)
 
 
+def _draw(rng, kind, names, steps):
+    """Appends one step of `kind` to `steps`, drawn from `rng`."""
+    if kind == "unary":
+        name = str(rng.choice(UNARY))
+        # XLA's simplifier rewrites sqrt(square(x)) as abs(x),
+        # log(rsqrt(x)) as -log(x) / 2 and log(exp(x)) as x, which are
+        # not IEEE where x * x or exp(x) overflows or x is -0.0
+        # (Overlap gives inf or NaN there, JAX the rewritten value):
+        # not programs to compare on.
+        # So is log(square(exp(x))): exp(x) * exp(x) becomes exp(2x) and
+        # the log of it 2x.
+        rewritten = {("square", "sqrt"), ("rsqrt", "log"), ("exp", "log")}
+
+        def rewrites(name):
+            if steps and steps[-1][0] == "unary" and \
+                    (steps[-1][1], name) in rewritten:
+                return True
+            return name == "log" and len(steps) > 1 and \
+                steps[-1] == ("unary", "square") and \
+                steps[-2] == ("unary", "exp")
+        while rewrites(name):
+            name = str(rng.choice(UNARY))
+        steps.append(("unary", name))
+    elif kind == "binary":
+        steps.append(("binary", str(rng.choice(BINARY)),
+                      float(rng.choice([0.0, 2.0, -1.5, 3.0]))))
+    elif kind == "int":
+        op = str(rng.choice(["div", "rem", "max", "min", "add", "mul"]))
+        # No multiplication by 0: XLA then folds the dividend of a later
+        # remainder by 0 into a constant, and its CPU compiler dies of
+        # SIGFPE folding it (jax 0.10.2; the oracle, not Overlap).
+        consts = [0, 0, 3, -1, 7] if op != "mul" else [3, -1, 7]
+        steps.append(("int", str(rng.choice(["int8", "int16", "int32"])),
+                      op, int(rng.choice(consts))))
+    elif kind == "reduce":
+        steps.append(("reduce", str(rng.choice(["sum", "max", "min"]))))
+    elif kind == "dot":
+        steps.append(("dot",))
+    else:
+        k = int(rng.integers(1, len(names) + 1))
+        axes = tuple(rng.permutation(names)[:k])
+        steps.append(("collective", str(rng.choice(["psum", "pmax",
+                                                     "pmin"])), axes))
+
+
+def _apply(jax, step, v, wv):
+    """`step` (drawn by _draw) applied to the f32 block `v`."""
+    import jax.numpy as jnp
+    from jax import lax
+    if step[0] == "unary":
+        fn = {"logistic": jax.nn.sigmoid, "rsqrt": lax.rsqrt,
+              "neg": jnp.negative}.get(step[1]) or \
+            getattr(jnp, step[1], None) or getattr(lax, step[1])
+        if step[1] in ("sin", "cos"):
+            # XLA's sin and cos reduce huge arguments (1e29)
+            # differently from libm: bounded arguments only.
+            v = jnp.tanh(v) * 10.0
+        return fn(v)
+    if step[0] == "binary":
+        c = jnp.float32(step[2])
+        return getattr(lax, step[1])(v, jnp.full_like(v, c))
+    if step[0] == "int":
+        dt = getattr(jnp, step[1])
+        i = v.astype(dt)
+        j = jnp.full_like(i, step[3])
+        op = {"div": lax.div, "rem": lax.rem, "max": lax.max,
+              "min": lax.min, "add": lax.add, "mul": lax.mul}[step[2]]
+        return op(i, j).astype(jnp.float32)
+    if step[0] == "reduce":
+        red = {"sum": jnp.sum, "max": jnp.max, "min": jnp.min}[step[1]]
+        return v + red(v, axis=1, keepdims=True)
+    if step[0] == "dot":
+        return v @ wv
+    return getattr(lax, step[1])(v, step[2])
+
+
 def make(seed):
     """(description, build(jax) -> (f, args)) of program `seed`."""
     rng = np.random.default_rng(seed)
@@ -38,38 +114,7 @@ def make(seed):
     for _ in range(int(rng.integers(3, 8))):
         kind = rng.choice(["unary", "binary", "int", "reduce", "dot",
                            "collective"], p=[.3, .2, .15, .1, .1, .15])
-        if kind == "unary":
-            name = str(rng.choice(UNARY))
-            # XLA's simplifier rewrites sqrt(square(x)) as abs(x),
-            # log(rsqrt(x)) as -log(x) / 2 and log(exp(x)) as x, which are
-            # not IEEE where x * x or exp(x) overflows or x is -0.0
-            # (Overlap gives inf or NaN there, JAX the rewritten value):
-            # not programs to compare on.
-            rewritten = {("square", "sqrt"), ("rsqrt", "log"), ("exp", "log")}
-            while steps and steps[-1][0] == "unary" and \
-                    (steps[-1][1], name) in rewritten:
-                name = str(rng.choice(UNARY))
-            steps.append(("unary", name))
-        elif kind == "binary":
-            steps.append(("binary", str(rng.choice(BINARY)),
-                          float(rng.choice([0.0, 2.0, -1.5, 3.0]))))
-        elif kind == "int":
-            op = str(rng.choice(["div", "rem", "max", "min", "add", "mul"]))
-            # No multiplication by 0: XLA then folds the dividend of a later
-            # remainder by 0 into a constant, and its CPU compiler dies of
-            # SIGFPE folding it (jax 0.10.2; the oracle, not Overlap).
-            consts = [0, 0, 3, -1, 7] if op != "mul" else [3, -1, 7]
-            steps.append(("int", str(rng.choice(["int8", "int16", "int32"])),
-                          op, int(rng.choice(consts))))
-        elif kind == "reduce":
-            steps.append(("reduce", str(rng.choice(["sum", "max", "min"]))))
-        elif kind == "dot":
-            steps.append(("dot",))
-        else:
-            k = int(rng.integers(1, len(names) + 1))
-            axes = tuple(rng.permutation(names)[:k])
-            steps.append(("collective", str(rng.choice(["psum", "pmax",
-                                                         "pmin"])), axes))
+        _draw(rng, kind, names, steps)
     desc = (f"seed {seed}: mesh {names} rows over {shard_axes}, "
             f"x {x.shape}, steps {steps}")
 
@@ -83,38 +128,124 @@ def make(seed):
 
         def body(v, wv):
             for step in steps:
-                if step[0] == "unary":
-                    fn = {"logistic": jax.nn.sigmoid, "rsqrt": lax.rsqrt,
-                          "neg": jnp.negative}.get(step[1]) or \
-                        getattr(jnp, step[1], None) or getattr(lax, step[1])
-                    if step[1] in ("sin", "cos"):
-                        # XLA's sin and cos reduce huge arguments (1e29)
-                        # differently from libm: bounded arguments only.
-                        v = jnp.tanh(v) * 10.0
-                    v = fn(v)
-                elif step[0] == "binary":
-                    c = jnp.float32(step[2])
-                    v = getattr(lax, step[1])(v, jnp.full_like(v, c))
-                elif step[0] == "int":
-                    dt = getattr(jnp, step[1])
-                    i = v.astype(dt)
-                    j = jnp.full_like(i, step[3])
-                    op = {"div": lax.div, "rem": lax.rem, "max": lax.max,
-                          "min": lax.min, "add": lax.add,
-                          "mul": lax.mul}[step[2]]
-                    v = op(i, j).astype(jnp.float32)
-                elif step[0] == "reduce":
-                    red = {"sum": jnp.sum, "max": jnp.max,
-                           "min": jnp.min}[step[1]]
-                    v = v + red(v, axis=1, keepdims=True)
-                elif step[0] == "dot":
-                    v = v @ wv
-                else:
-                    v = getattr(lax, step[1])(v, step[2])
+                v = _apply(jax, step, v, wv)
             return v
 
         f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
                           out_specs=P(shard_axes), check_vma=False)
         return f, (x, w)
+
+    return desc, build
+
+
+#: The loops and branches of make_loop: lax.scan (forwards, backwards,
+#: over stacked inputs), fori_loop with static bounds (a scan) and with a
+#: traced bound (a while), while_loop with a data-dependent condition,
+#: cond and switch on a per-rank or a mesh-wide predicate, and a scan
+#: whose body holds a cond.
+LOOPS = ["scan", "scan-reverse", "fori", "fori-traced", "while", "cond",
+         "switch", "nested"]
+
+
+def make_loop(seed):
+    """(description, build(jax) -> (f, args)) of loop program `seed`: a
+    block of x carried through one of LOOPS whose bodies are steps of
+    make's kinds (collectives only where every rank takes the same path)."""
+    rng = np.random.default_rng([seed, 7])
+    two_d = bool(rng.integers(2))
+    names = ("a", "b") if two_d else ("tp",)
+    shard_axes = tuple(rng.permutation(names)) if two_d else names
+    rows, cols = 8 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
+    length = int(rng.integers(1, 5))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    holes = rng.random(x.shape) < 0.1
+    x[holes] = rng.choice(EDGES, size=int(holes.sum()))
+    xs = rng.standard_normal((length, rows, cols)).astype(np.float32)
+    w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    loop = str(rng.choice(LOOPS))
+    # A branch on a per-rank predicate, or a while whose condition reads
+    # the data, runs a different number of collectives on each rank (a
+    # hang in JAX as in Overlap): collectives only on uniform paths.
+    uniform = bool(rng.integers(2))
+    per_rank = loop in ("while", "nested") or (
+        loop in ("cond", "switch") and not uniform)
+    kinds = ["unary", "binary", "int", "reduce", "dot", "collective"]
+    p = [.3, .2, .1, .15, .1, .15]
+    if per_rank:
+        kinds, p = kinds[:-1], [.35, .2, .1, .2, .15]
+
+    def draw():
+        steps = []
+        for _ in range(int(rng.integers(1, 4))):
+            _draw(rng, rng.choice(kinds, p=p), names, steps)
+        return steps
+    bodies = [draw() for _ in range(3)]
+    desc = (f"loop seed {seed}: {loop} (length {length}, "
+            f"{'uniform' if uniform else 'per-rank'} predicate), mesh "
+            f"{names} rows over {shard_axes}, x {x.shape}, bodies {bodies}")
+
+    def build(jax):
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        devices = np.array(jax.devices()[:4])
+        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+
+        def run(k, v, wv):
+            for step in bodies[k]:
+                v = _apply(jax, step, v, wv)
+            return v
+
+        def predicate(v):
+            # A count (exact in f32), not a sum of the values: +-1e30 and
+            # small values sum differently in another order (so would the
+            # branch taken).
+            s = jnp.sum((v > 0).astype(jnp.float32)) * 2 - v.size
+            return lax.psum(s, names) > 0 if uniform else s > 0
+
+        def body(v, vs, wv):
+            if loop in ("scan", "scan-reverse"):
+                def step(c, xt):
+                    c = run(0, c + xt, wv)
+                    return c, run(1, c * 0.5, wv)
+                c, ys = lax.scan(step, v, vs, reverse=loop == "scan-reverse")
+                return c + jnp.sum(ys, axis=0)
+            if loop == "fori":
+                return lax.fori_loop(
+                    0, length,
+                    lambda i, c: run(0, c, wv) + i.astype(jnp.float32), v)
+            if loop == "fori-traced":
+                # A bound the tracer cannot see: a while loop.
+                n = jnp.int32(length) + (jnp.sum(vs) > 1e30).astype(
+                    jnp.int32)
+                return lax.fori_loop(0, n, lambda i, c: run(0, c, wv) * 0.5,
+                                     v)
+            if loop == "while":
+                def cond(s):
+                    i, c = s
+                    return (i < length) & (jnp.max(jnp.abs(c)) < 1e4)
+                return lax.while_loop(
+                    cond, lambda s: (s[0] + 1, run(0, s[1], wv) + 1.0),
+                    (jnp.int32(0), v))[1]
+            if loop == "cond":
+                return lax.cond(predicate(v), lambda c: run(0, c, wv),
+                                lambda c: run(1, c, wv), v)
+            if loop == "switch":
+                i = predicate(v).astype(jnp.int32) + \
+                    predicate(vs[0] - 1.0).astype(jnp.int32)
+                return lax.switch(i, [lambda c, k=k: run(k, c, wv)
+                                      for k in range(3)], v)
+            # nested: a cond in a scan's body
+            def step(c, xt):
+                c = lax.cond(predicate(c), lambda a: run(0, a, wv),
+                             lambda a: run(1, a, wv), c + xt)
+                return c, None
+            return lax.scan(step, v, vs)[0]
+
+        f = jax.shard_map(body, mesh=mesh,
+                          in_specs=(P(shard_axes), P(None, shard_axes), P()),
+                          out_specs=P(shard_axes), check_vma=False)
+        return f, (x, xs, w)
 
     return desc, build

@@ -21,6 +21,11 @@ ojax = pytest.importorskip("overlap.jax")
 import jax_programs  # noqa: E402
 
 COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_PROGRAMS", "120"))
+#: Loop programs (jax_programs.make_loop: scan, fori_loop, while_loop,
+#: cond, switch); OVERLAP_DIFFERENTIAL_LOOPS sets how many.
+LOOP_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_LOOPS", "40"))
+LOOP_REGRESSIONS = []
+LOOP_KNOWN = {}
 #: Seeds past COUNT that found a bug, run every time. Within the first 120:
 #: 4, 6, 16, 26, 33 and 20 more (pmax/pmin propagated NaN where XLA's CPU
 #: all-reduce skips it). 309: minimumf(-0.0, +0.0) gave +0.0 (arith-expand
@@ -79,7 +84,18 @@ def compare(got, want):
 def test_random_program_matches_jax(seed):
     if seed in KNOWN:
         pytest.skip(KNOWN[seed])
-    desc, build = jax_programs.make(seed)
+    check(*jax_programs.make(seed))
+
+
+@pytest.mark.parametrize("seed", sorted(set(range(LOOP_COUNT)) |
+                                        set(LOOP_REGRESSIONS)))
+def test_random_loop_program_matches_jax(seed):
+    if seed in LOOP_KNOWN:
+        pytest.skip(LOOP_KNOWN[seed])
+    check(*jax_programs.make_loop(seed))
+
+
+def check(desc, build):
     f, args = build(jax)
     with np.errstate(all="ignore"):
         want = np.asarray(jax.jit(f)(*args))

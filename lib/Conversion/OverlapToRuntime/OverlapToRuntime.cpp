@@ -17,6 +17,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -202,8 +203,17 @@ public:
   void declareSignals(SignalsOp op, int64_t key) {
     OpBuilder &b = rt.builder();
     Location loc = op.getLoc();
-    Value one = rt.i64(loc, 1);
-    Value slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
+    Value slot;
+    {
+      // At the function's entry: a set declared in a loop body (a scan)
+      // must not grow the stack on every iteration.
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&op->getParentOfType<func::FuncOp>()
+                                      .getBody()
+                                      .front());
+      Value one = rt.i64(loc, 1);
+      slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
+    }
     rt.status(loc, RuntimeFn::overlap_signals_acquire,
               {rt.ctx, rt.i64(loc, key),
                rt.i32(loc, op.getSignals().getType().getCount()), slot});
@@ -682,33 +692,8 @@ struct ConvertOverlapToRuntimePass
         return failure();
     }
 
-    SmallVector<Operation *> work;
-    for (Operation &op : func.getBody().front())
-      work.push_back(&op);
-    for (Operation *op : work) {
-      rt.builder().setInsertionPoint(op);
-      if (auto sigs = dyn_cast<SignalsOp>(op)) {
-        lowering.declareSignals(sigs, signalsKey++);
-        continue;
-      }
-      if (auto concurrent = dyn_cast<ConcurrentOp>(op)) {
-        if (failed(lowerConcurrent(concurrent, lowering)))
-          return failure();
-        continue;
-      }
-      // Outside a concurrent region: enqueue, then keep the program
-      // sequential (the host waits, or on a device the streams join).
-      int32_t stream = isTileCollective(op) ? kCommStream : kComputeStream;
-      FailureOr<bool> lowered = lowering.lower(op, stream);
-      if (failed(lowered))
-        return failure();
-      if (*lowered) {
-        lowering.sequence(op->getLoc(), stream);
-        op->erase();
-      } else if (isa<SignalOp, WaitOp>(op)) {
-        return op->emitOpError() << "outside an overlap.stream";
-      }
-    }
+    if (failed(lowerBlock(func.getBody().front(), rt, lowering, signalsKey)))
+      return failure();
     if (cuda && failed(lowering.lowerNested(func, std::nullopt)))
       return failure();
     if (cuda)
@@ -733,6 +718,65 @@ struct ConvertOverlapToRuntimePass
     return failure(left.wasInterrupted());
   }
 
+  /// Lowers the ops of `block` in order. Loops and branches (scf.for,
+  /// scf.while, scf.if, scf.index_switch: a JAX scan, while or cond) that
+  /// hold runtime work are lowered inside, block by block, with the same
+  /// rules: each iteration enqueues its tiles and joins them before the next.
+  LogicalResult lowerBlock(Block &block, RuntimeBuilder &rt,
+                           Lowering &lowering, int64_t &signalsKey) {
+    SmallVector<Operation *> work;
+    for (Operation &op : block)
+      work.push_back(&op);
+    for (Operation *op : work) {
+      rt.builder().setInsertionPoint(op);
+      if (auto sigs = dyn_cast<SignalsOp>(op)) {
+        lowering.declareSignals(sigs, signalsKey++);
+        continue;
+      }
+      if (auto concurrent = dyn_cast<ConcurrentOp>(op)) {
+        if (failed(lowerConcurrent(concurrent, lowering)))
+          return failure();
+        continue;
+      }
+      if (holdsRuntimeWork(op)) {
+        for (Region &region : op->getRegions())
+          for (Block &inner : region)
+            if (failed(lowerBlock(inner, rt, lowering, signalsKey)))
+              return failure();
+        continue;
+      }
+      // Outside a concurrent region: enqueue, then keep the program
+      // sequential (the host waits, or on a device the streams join).
+      int32_t stream = isTileCollective(op) ? kCommStream : kComputeStream;
+      FailureOr<bool> lowered = lowering.lower(op, stream);
+      if (failed(lowered))
+        return failure();
+      if (*lowered) {
+        lowering.sequence(op->getLoc(), stream);
+        op->erase();
+      } else if (isa<SignalOp, WaitOp>(op)) {
+        return op->emitOpError() << "outside an overlap.stream";
+      }
+    }
+    return success();
+  }
+
+  /// A loop or branch whose regions hold ops the runtime runs.
+  static bool holdsRuntimeWork(Operation *op) {
+    if (!isa<scf::ForOp, scf::WhileOp, scf::IfOp, scf::IndexSwitchOp,
+             scf::ExecuteRegionOp>(op))
+      return false;
+    return op
+        ->walk([](Operation *inner) {
+          return isTileCollective(inner) ||
+                         isa<SignalsOp, ConcurrentOp>(inner) ||
+                         lowersToRuntimeCall(inner)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
   /// target=cuda: only the entry points get device memory and the
   /// context's streams; a function they call that allocates, launches or
   /// touches buffers would do so on the host (the cuda pipeline inlines
@@ -754,92 +798,6 @@ struct ConvertOverlapToRuntimePass
       });
       if (walk.wasInterrupted())
         return failure();
-    }
-    return success();
-  }
-
-  /// shard.process_multi_index / process_linear_index (what shard-partition
-  /// uses to tell ranks apart): upstream's patterns turn a multi-index into
-  /// an affine.delinearize_index of the linear index (lower-affine lowers it
-  /// later), and the linear index, the rank in the grid's row-major order,
-  /// is the runtime's rank.
-  LogicalResult lowerProcessIndices(func::FuncOp func, RuntimeBuilder &rt,
-                                    SymbolTableCollection &symbols) {
-    // One walk: the multi-indices to rewrite, and every index op's grid,
-    // which must be static (the runtime's world is the grid's devices).
-    bool any = false;
-    SmallVector<Operation *> multi;
-    WalkResult checked = func.walk([&](Operation *op) {
-      if (!isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
-        return WalkResult::advance();
-      any = true;
-      auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
-      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-      if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic)) {
-        op->emitOpError() << "cannot be lowered: grid " << gridSym
-                          << " is missing or has a dynamic shape";
-        return WalkResult::interrupt();
-      }
-      if (isa<shard::ProcessMultiIndexOp>(op))
-        multi.push_back(op);
-      return WalkResult::advance();
-    });
-    if (checked.wasInterrupted())
-      return failure();
-    if (!any)
-      return success();
-    // Only these ops and what the patterns make of them are rewritten (and
-    // folded: grid_shape of a static grid is constants).
-    RewritePatternSet patterns(func.getContext());
-    shard::populateProcessMultiIndexOpLoweringPatterns(patterns, symbols);
-    (void)applyOpPatternsGreedily(
-        multi, std::move(patterns),
-        GreedyRewriteConfig().setStrictness(
-            GreedyRewriteStrictness::ExistingAndNewOps));
-    // What the patterns replaced is left without uses; one still used was
-    // not lowered.
-    WalkResult left = func.walk([&](shard::ProcessMultiIndexOp op) {
-      if (op->use_empty()) {
-        op->erase();
-        return WalkResult::advance();
-      }
-      op->emitOpError() << "cannot be lowered: upstream's process-index "
-                           "lowering left it";
-      return WalkResult::interrupt();
-    });
-    if (left.wasInterrupted())
-      return failure();
-    // The grid's extents (static) as constants.
-    SmallVector<shard::GridShapeOp> shapes;
-    func.walk([&](shard::GridShapeOp op) { shapes.push_back(op); });
-    for (shard::GridShapeOp op : shapes) {
-      auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
-          op, op.getGridAttr());
-      if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
-        continue;
-      OpBuilder &b = rt.builder();
-      b.setInsertionPoint(op);
-      ArrayRef<shard::GridAxis> axes = op.getAxes();
-      SmallVector<Value> extents;
-      for (size_t i = 0; i < op->getNumResults(); ++i) {
-        int64_t axis = axes.empty() ? int64_t(i) : int64_t(axes[i]);
-        extents.push_back(arith::ConstantIndexOp::create(
-            b, op.getLoc(), grid.getShape()[axis]));
-      }
-      op->replaceAllUsesWith(extents);
-      op->erase();
-    }
-    SmallVector<shard::ProcessLinearIndexOp> linear;
-    func.walk([&](shard::ProcessLinearIndexOp op) { linear.push_back(op); });
-    for (shard::ProcessLinearIndexOp op : linear) {
-      OpBuilder &b = rt.builder();
-      b.setInsertionPoint(op);
-      Location loc = op->getLoc();
-      Value rank = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          rt.call(loc, RuntimeFn::overlap_context_rank, rt.ctx));
-      op->getResult(0).replaceAllUsesWith(rank);
-      op->erase();
     }
     return success();
   }

@@ -258,6 +258,12 @@ private:
   Operation *lastEntryOp = nullptr;
 };
 
+/// shard.process_multi_index / process_linear_index (what shard-partition
+/// uses to tell ranks apart) and grid_shape in `func`: the rank in the
+/// grid's row-major order is the runtime's rank (ProcessIndices.cpp).
+LogicalResult lowerProcessIndices(func::FuncOp func, RuntimeBuilder &rt,
+                                  SymbolTableCollection &symbols);
+
 } // namespace runtime_lowering
 } // namespace overlap
 } // namespace mlir

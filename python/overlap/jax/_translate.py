@@ -6,6 +6,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from . import _control
 from ._emit import (Body, CALL_PRIMITIVES, Emitter, UnsupportedError, Value,
                     _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
@@ -51,6 +52,8 @@ _CMP_F = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt",
           "ge": "oge"}
 _CMP_I = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt",
           "ge": "sge"}
+# Loops and branches (_control): scf ops whose bodies are translated once.
+_CONTROL = ("scan", "while", "cond")
 # Primitives that change nothing in a per-device program.
 _IDENTITY = ("pvary", "pbroadcast", "stop_gradient", "copy", "copy_p",
              "optimization_barrier", "reduce_precision_identity")
@@ -64,7 +67,8 @@ SUPPORTED = sorted(set(_UNARY_F) | set(_BINARY_F) | set(_BINARY_I) |
                        "concatenate", "reduce_sum", "reduce_max",
                        "reduce_min", "iota", "axis_index", "psum",
                        "psum_invariant", "pmax", "pmin", "all_gather",
-                       "reduce_scatter", "all_to_all"} | set(CALL_PRIMITIVES))
+                       "reduce_scatter", "all_to_all", "clamp"} |
+                   set(CALL_PRIMITIVES) | set(_CONTROL))
 
 
 class Translator:
@@ -116,14 +120,14 @@ class Translator:
         self.e.where = _source(eqn) or outer_where
         try:
             carried = [p for p in _CALL_PARAMS if p in eqn.params]
-            if carried and name not in CALL_PRIMITIVES:
+            if carried and name not in CALL_PRIMITIVES + _CONTROL:
                 raise self.e.error(
                     f"the importer does not translate the primitive "
                     f"'{name}': it carries a sub-jaxpr ('{carried[0]}') "
                     f"that is not a plain call (a loop or a branch); only "
                     f"{', '.join(CALL_PRIMITIVES)} are inlined")
             for p in _CALL_PARAMS:
-                if p in eqn.params:
+                if p in eqn.params and name not in _CONTROL:
                     inner = eqn.params[p]
                     jaxpr = getattr(inner, "jaxpr", inner)
                     consts = getattr(inner, "consts", [])
@@ -146,6 +150,12 @@ class Translator:
             handler(eqn)
         finally:
             self.e.loc, self.e.where = outer_loc, outer_where
+
+    # -- loops and branches ------------------------------------------------
+
+    p_scan = _control.scan
+    p_while = _control.while_
+    p_cond = _control.cond
 
     # -- elementwise -------------------------------------------------------
 
@@ -241,6 +251,23 @@ class Translator:
         self.write(eqn.outvars[0], self.e.elementwise(
             [pred] + cases, shape, et,
             lambda a, b: b(f"arith.select {a[0]}, {a[2]}, {a[1]} : {et}")))
+
+    def p_clamp(self, eqn):
+        """XLA's clamp(lo, x, hi): min(max(x, lo), hi), NaN propagating
+        for floats (lax.switch clamps its index with it)."""
+        lo, x, hi = (self.read(v) for v in eqn.invars)
+        shape, et = self.out_of(eqn)
+        if et in _FLOATS:
+            def fn(a, b):
+                v = [b.to_f32(n, et) for n in a[:3]]
+                m = b(f"arith.maximumf {v[1]}, {v[0]} : f32")
+                return b.from_f32(b(f"arith.minimumf {m}, {v[2]} : f32"), et)
+        else:
+            def fn(a, b):
+                m = b(f"arith.maxsi {a[1]}, {a[0]} : {et}")
+                return b(f"arith.minsi {m}, {a[2]} : {et}")
+        self.write(eqn.outvars[0],
+                   self.e.elementwise([lo, x, hi], shape, et, fn))
 
     def p_convert_element_type(self, eqn):
         x = self.read(eqn.invars[0])

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -140,8 +141,12 @@ struct OverlapScheduleStreamsPass
   void runOnOperation() override {
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) {
-      if (!block->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
-          !isa<func::FuncOp>(block->getParentOp()))
+      // Function bodies and the bodies of loops and branches (a JAX scan,
+      // while or cond): each iteration's tiles overlap among themselves.
+      Operation *parent = block->getParentOp();
+      if (!parent->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
+          !isa<func::FuncOp, scf::ForOp, scf::WhileOp, scf::IfOp,
+               scf::IndexSwitchOp, scf::ExecuteRegionOp>(parent))
         return;
       blocks.push_back(block);
     });

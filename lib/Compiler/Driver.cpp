@@ -187,6 +187,10 @@ mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
                  (diagnostics.empty() ? "" : "\n" + diagnostics));
   if (plans)
     artifact->plans = plans->take();
+  // A compile that succeeded may still have said something (a pass's
+  // warning): the caller gets it, not silence.
+  if (!llvm::StringRef(diagnostics).trim().empty())
+    artifact->warnings.push_back(llvm::StringRef(diagnostics).rtrim().str());
   return artifact;
 }
 

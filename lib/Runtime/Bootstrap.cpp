@@ -24,6 +24,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -449,8 +450,10 @@ bool overlap::bootstrap::rendezvousConfig(const Env &env, const Launch &launch,
                                           RendezvousConfig &config,
                                           std::string &error) {
   config = RendezvousConfig();
-  if (std::optional<std::string> dir = lookup(env, "OVERLAP_BOOTSTRAP_DIR"))
+  if (std::optional<std::string> dir = lookup(env, "OVERLAP_BOOTSTRAP_DIR")) {
     config.directory = *dir;
+    config.privateDirectory = false;
+  }
   if (std::optional<std::string> t =
           lookup(env, "OVERLAP_BOOTSTRAP_TIMEOUT_MS")) {
     int ms = 0;
@@ -490,6 +493,45 @@ bool overlap::bootstrap::rendezvousConfig(const Env &env, const Launch &launch,
           "OVERLAP_BOOTSTRAP_KEY to a string that is the same on every rank "
           "and unique to this job (none of " +
           joinNames(looked, ", ") + " is set)";
+  return false;
+}
+
+std::string overlap::bootstrap::defaultRendezvousDirectory() {
+  return "/tmp/overlap-" + std::to_string(::geteuid());
+}
+
+bool overlap::bootstrap::ensurePrivateDirectory(const std::string &directory,
+                                                bool create,
+                                                std::string &error) {
+  const std::string what = "the rendezvous directory " + directory;
+  const std::string fix = " (remove it, or set OVERLAP_BOOTSTRAP_DIR to a "
+                          "directory of the job's user)";
+  if (create && ::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
+    error = "cannot make " + what + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (::lstat(directory.c_str(), &st) != 0) {
+    error = "cannot stat " + what + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string why;
+  if (S_ISLNK(st.st_mode))
+    why = "is a symbolic link";
+  else if (!S_ISDIR(st.st_mode))
+    why = "is not a directory";
+  else if (st.st_uid != ::geteuid())
+    why = "belongs to uid " + std::to_string(st.st_uid) +
+          ", not to this user (uid " + std::to_string(::geteuid()) + ")";
+  else if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    why = std::string("has mode ") + mode +
+          ": other users could write in it (expected 0700)";
+  }
+  if (why.empty())
+    return true;
+  error = what + " " + why + fix;
   return false;
 }
 
@@ -636,6 +678,11 @@ Rendezvous::Rendezvous(RendezvousConfig config, int rank, int size)
       path_(rendezvousPath(config_.directory, config_.key)) {}
 
 bool Rendezvous::clear(std::string &error) {
+  if (config_.privateDirectory &&
+      !ensurePrivateDirectory(config_.directory, /*create=*/true, error)) {
+    error = "rank 0: " + error;
+    return false;
+  }
   if (::unlink(path_.c_str()) == 0 || errno == ENOENT)
     return true;
   error = "rank 0 cannot remove the rendezvous file " + path_ +
@@ -646,6 +693,11 @@ bool Rendezvous::clear(std::string &error) {
 }
 
 bool Rendezvous::write(const Record &record, std::string &error) {
+  if (config_.privateDirectory &&
+      !ensurePrivateDirectory(config_.directory, /*create=*/true, error)) {
+    error = "rank 0: " + error;
+    return false;
+  }
   std::string data = encodeRecord(record);
   std::string temp = path_ + ".tmp." + std::to_string(record.pid) + "." +
                      hex(fnv1a(record.host.data(), record.host.size()), 8);
@@ -775,6 +827,15 @@ bool Rendezvous::await(void *bytes, size_t count, std::string &error,
   std::string rejected; // why the file there was ignored, at the last look
   for (;;) {
     std::string data, why;
+    // The default directory, once there, must be private: another user's
+    // (or an open) one fails at once, not at the timeout.
+    struct stat dir;
+    if (config_.privateDirectory &&
+        ::lstat(config_.directory.c_str(), &dir) == 0 &&
+        !ensurePrivateDirectory(config_.directory, /*create=*/false, why)) {
+      error = who + ": " + why;
+      return false;
+    }
     Read read = readFile(path_, data, why);
     rejected.clear();
     Record record;

@@ -59,7 +59,15 @@ def _checked_int(name: str, value, low: int, high: int) -> int:
 
 class CompileError(RuntimeError):
     """The compilation failed; the message names the stage and carries the
-    diagnostics with their locations."""
+    diagnostics with their locations, then any warning the compiler gave
+    before it failed (also in ``warnings``)."""
+
+    def __init__(self, message: str, warnings: Sequence[str] = ()):
+        self.warnings = list(warnings)
+        if self.warnings:
+            message = (message.rstrip() + "\nwarnings before it:\n" +
+                       "\n".join(self.warnings))
+        super().__init__(message)
 
 
 class CompileWarning(UserWarning):
@@ -147,10 +155,11 @@ def compile(module: str, *, target: Optional[str] = None,
                                 native.MlirStringRef.of(out),
                                 ctypes.byref(options))
     try:
-        if not lib.overlapCompileResultSucceeded(result):
-            raise CompileError(lib.overlapCompileResultError(result).text())
-        plans = json.loads(lib.overlapCompileResultPlansJSON(result).text())
         notes = lib.overlapCompileResultWarnings(result).text().splitlines()
+        if not lib.overlapCompileResultSucceeded(result):
+            raise CompileError(lib.overlapCompileResultError(result).text(),
+                               notes)
+        plans = json.loads(lib.overlapCompileResultPlansJSON(result).text())
     finally:
         lib.overlapCompileResultDestroy(result)
     for note in notes:

@@ -73,7 +73,8 @@ std::string makeId(int seed) {
 RendezvousConfig config(const TempDir &dir, int64_t timeoutMs,
                         const std::string &key = "test-job") {
   RendezvousConfig c;
-  c.directory = dir.path();
+  c.directory = dir.path(); // as OVERLAP_BOOTSTRAP_DIR gives it
+  c.privateDirectory = false;
   c.key = key;
   c.timeoutMs = timeoutMs;
   return c;
@@ -437,12 +438,14 @@ RendezvousConfig configFrom(std::map<std::string, std::string> vars) {
 
 TEST(BootstrapConfig, Defaults) {
   RendezvousConfig c = configFrom({{"OVERLAP_BOOTSTRAP_KEY", "k"}});
-  EXPECT_EQ(c.directory, "/tmp");
+  EXPECT_EQ(c.directory, "/tmp/overlap-" + std::to_string(::geteuid()));
+  EXPECT_TRUE(c.privateDirectory);
   EXPECT_EQ(c.timeoutMs, 60000);
   EXPECT_EQ(c.key, "k");
   c = configFrom({{"OVERLAP_BOOTSTRAP_KEY", "k"},
                   {"OVERLAP_BOOTSTRAP_DIR", "/shared/run"},
                   {"OVERLAP_BOOTSTRAP_TIMEOUT_MS", "2500"}});
+  EXPECT_FALSE(c.privateDirectory);
   EXPECT_EQ(c.directory, "/shared/run");
   EXPECT_EQ(c.timeoutMs, 2500);
 }
@@ -820,6 +823,49 @@ TEST(BootstrapExchange, PublishReportsAMissingDirectory) {
   EXPECT_FALSE(zero.publish(id.data(), id.size(), error));
   EXPECT_TRUE(contains(error, zero.path())) << error;
   EXPECT_TRUE(contains(error, "No such file")) << error;
+}
+
+// The default directory is this user's only: made 0700 by rank 0; one that
+// others can write in, or that is a link, fails every rank at once (not at
+// the timeout), naming it. Before, the files sat in /tmp itself under a
+// name any local user could guess and occupy.
+TEST(BootstrapExchange, DefaultDirectoryIsPrivate) {
+  TempDir dir;
+  RendezvousConfig c = config(dir, 5000);
+  c.directory = dir.path() + "/private";
+  c.privateDirectory = true;
+  publish(c, 2, std::string(128, 'p'));
+  struct stat st;
+  ASSERT_EQ(::lstat(c.directory.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(body(waiter(c, 1, 2)()), "id:" + std::string(128, 'p'));
+
+  ASSERT_EQ(::chmod(c.directory.c_str(), 0777), 0);
+  Rendezvous rank0(c, 0, 2);
+  std::string error;
+  EXPECT_FALSE(rank0.clear(error));
+  EXPECT_NE(error.find("has mode 0777: other users could write in it"),
+            std::string::npos)
+      << error;
+  std::string waited = waiter(c, 1, 2)();
+  EXPECT_EQ(waited.rfind("error:rank 1 of 2: the rendezvous directory " +
+                             c.directory + " has mode 0777",
+                         0),
+            0u)
+      << waited;
+  EXPECT_LT(waitedMs(waited), 1000);
+
+  if (DIR *d = ::opendir(c.directory.c_str())) {
+    while (dirent *entry = ::readdir(d))
+      ::unlink((c.directory + "/" + entry->d_name).c_str());
+    ::closedir(d);
+  }
+  ASSERT_EQ(::rmdir(c.directory.c_str()), 0);
+  ASSERT_EQ(::symlink(dir.path().c_str(), c.directory.c_str()), 0);
+  EXPECT_FALSE(rank0.publish("x", 1, error));
+  EXPECT_NE(error.find("is a symbolic link"), std::string::npos) << error;
+  ::unlink(c.directory.c_str());
 }
 
 } // namespace

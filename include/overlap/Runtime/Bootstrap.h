@@ -91,10 +91,27 @@ struct IdExchange {
 bool chooseIdExchange(const Env &env, IdExchange &exchange,
                       std::string &error);
 
+/// "/tmp/overlap-<uid>": a directory of this user's only.
+std::string defaultRendezvousDirectory();
+
+/// Checks (and with `create`, first makes, mode 0700) a directory only this
+/// user can use: a directory, not a symbolic link, owned by this user, no
+/// permission for group or others. False, with `error` naming what is
+/// wrong and what to do, otherwise.
+bool ensurePrivateDirectory(const std::string &directory, bool create,
+                            std::string &error);
+
 /// Where and for how long the ranks of one job meet.
 struct RendezvousConfig {
-  /// $OVERLAP_BOOTSTRAP_DIR, else "/tmp".
-  std::string directory = "/tmp";
+  /// $OVERLAP_BOOTSTRAP_DIR, else defaultRendezvousDirectory().
+  std::string directory = defaultRendezvousDirectory();
+  /// True for the default directory: made owner-only (0700) by rank 0, and
+  /// refused by every rank when it is not a directory of this user that no
+  /// one else can write (another user could otherwise put a FIFO or a file
+  /// of their own under the job's predictable name). A directory given in
+  /// $OVERLAP_BOOTSTRAP_DIR is used as it is; the files in it are still
+  /// checked (regular, this user's).
+  bool privateDirectory = true;
   /// $OVERLAP_BOOTSTRAP_KEY, else the launcher's job id variables
   /// ("NAME=value;..."): the same on every rank of a job, different between
   /// jobs that may run at the same time.

@@ -191,8 +191,8 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_cuda_context_create_single(
      naming the variable.
    - The device is local rank % the number of visible devices.
    - Rank 0 makes the NCCL unique id and publishes it in a rendezvous file in
-     $OVERLAP_BOOTSTRAP_DIR (default /tmp; with several nodes, a directory
-     every node sees) named after $OVERLAP_BOOTSTRAP_KEY, else the
+     $OVERLAP_BOOTSTRAP_DIR (default /tmp/overlap-<uid>, made owner-only;
+     with several nodes, a directory every node sees) named after $OVERLAP_BOOTSTRAP_KEY, else the
      launcher's job id; the other ranks poll for it for up to
      $OVERLAP_BOOTSTRAP_TIMEOUT_MS (default 60000), then fail with
      OVERLAP_ERROR_TIMEOUT naming their rank, the file and the time waited.

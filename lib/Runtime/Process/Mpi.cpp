@@ -17,9 +17,11 @@
 #include "overlap/Runtime/Bootstrap.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -34,6 +36,8 @@ namespace {
 
 constexpr const char *kTransportLibrary = "liboverlap_runtime_mpi.so";
 constexpr int kGatherTag = 1;
+constexpr int kMaxTag = 2;
+constexpr int kMaxReplyTag = 3;
 
 std::mutex joinMutex;
 Mpi *joined = nullptr;
@@ -89,6 +93,124 @@ overlap_status fail(overlap_status status, const std::string &text) {
 }
 
 void finalizeAtExit() { overlap_process_finalize(); }
+
+/// One exchange of the job's processes outside a launch (gather, max)
+/// with a deadline: $OVERLAP_BOOTSTRAP_TIMEOUT_MS, else 60000 ms, what they
+/// may take to meet at bootstrap. A process that does not come in time
+/// (stopped, looping, or running another program) ends the job with
+/// MPI_Abort, naming it: a send still in flight would block MPI_Finalize,
+/// and the processes that did come would wait for ever.
+class Meeting {
+public:
+  Meeting(Mpi &mpi, const char *call) : mpi_(mpi), call_(call) {
+    bool present = false;
+    uint64_t ms = 60000;
+    if (!runtime::readEnvUnsigned("OVERLAP_BOOTSTRAP_TIMEOUT_MS", present,
+                                  ms) ||
+        (present && (ms == 0 || ms > uint64_t(INT_MAX)))) {
+      status_ = fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                     std::string(call) +
+                         ": OVERLAP_BOOTSTRAP_TIMEOUT_MS must be a positive "
+                         "integer of at most " +
+                         std::to_string(INT_MAX) + " (ms)");
+      return;
+    }
+    timeoutMs_ = present ? int64_t(ms) : 60000;
+    deadline_ = host::Clock::now() + std::chrono::milliseconds(timeoutMs_);
+  }
+
+  bool ready() const { return status_ == OVERLAP_SUCCESS; }
+  overlap_status status() const { return status_; }
+
+  /// Every rank's `mine` to rank 0, which gets them in rank order in
+  /// `parts` (the others get nothing).
+  bool toRoot(int tag, const std::string &mine,
+              std::vector<std::string> &parts) {
+    parts.assign(mpi_.size, std::string());
+    if (mpi_.rank != 0)
+      return send(0, tag, mine);
+    parts[0] = mine;
+    for (int r = 1; r < mpi_.size; ++r)
+      if (!receive(r, tag, parts[r]))
+        return false;
+    return true;
+  }
+
+  /// Rank 0's `value` to every rank.
+  bool fromRoot(int tag, std::string &value) {
+    if (mpi_.rank != 0)
+      return receive(0, tag, value);
+    for (int r = 1; r < mpi_.size; ++r)
+      if (!send(r, tag, value))
+        return false;
+    return true;
+  }
+
+private:
+  bool send(int to, int tag, const std::string &data) {
+    overlap_mpi_request request = nullptr;
+    if (int rc = mpi_.api->issend(mpi_.utility, to, tag, data.data(),
+                                  static_cast<int>(data.size()), &request))
+      return error("MPI_Issend", rc);
+    Backoff backoff;
+    for (int done = 0; !done; backoff.idle()) {
+      if (int rc = mpi_.api->test(&request, &done))
+        return error("MPI_Test", rc);
+      if (!done && host::Clock::now() >= deadline_)
+        late(to, to == 0 ? "did not take this rank's message (it takes them "
+                           "in rank order: a lower rank may be the one "
+                           "missing)"
+                         : "did not take rank 0's message");
+    }
+    return true;
+  }
+
+  bool receive(int from, int tag, std::string &out) {
+    Backoff backoff;
+    for (int found = 0; !found; backoff.idle()) {
+      int source = 0, gotTag = 0, count = 0;
+      overlap_mpi_message message = nullptr;
+      if (int rc = mpi_.api->improbe(mpi_.utility, from, tag, &found,
+                                     &message, &source, &gotTag, &count))
+        return error("MPI_Improbe", rc);
+      if (!found) {
+        if (host::Clock::now() >= deadline_)
+          late(from, "did not come");
+        continue;
+      }
+      out.resize(static_cast<size_t>(count));
+      if (int rc = mpi_.api->mrecv(message, count ? &out[0] : nullptr, count))
+        return error("MPI_Mrecv", rc);
+    }
+    return true;
+  }
+
+  bool error(const char *what, int rc) {
+    status_ = fail(OVERLAP_ERROR_INTERNAL,
+                   std::string(call_) + ": " + mpi_.error(what, rc));
+    return false;
+  }
+
+  [[noreturn]] void late(int rank, const char *what) {
+    std::fprintf(stderr,
+                 "overlap: rank %d: %s: rank %d %s within %lld ms "
+                 "(OVERLAP_BOOTSTRAP_TIMEOUT_MS; is it stopped, still "
+                 "running, or running another program?); ending the job "
+                 "with MPI_Abort\n",
+                 mpi_.rank, call_, rank, what,
+                 static_cast<long long>(timeoutMs_));
+    std::fflush(stderr);
+    mpi_.api->abort(2);
+    std::_Exit(2); // MPI_Abort does not return; should it, do not wait
+  }
+
+  Mpi &mpi_;
+  const char *call_;
+  overlap_status status_ = OVERLAP_SUCCESS;
+  int64_t timeoutMs_ = 60000;
+  host::Clock::time_point deadline_;
+};
+
 
 } // namespace
 
@@ -234,39 +356,17 @@ overlap_status overlap_process_gather(const void *data, size_t bytes,
     return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
                 "overlap_process_gather: " + std::to_string(bytes) +
                     " bytes, at most " + std::to_string(INT_MAX));
-  const overlap_mpi_transport &api = *mpi->api;
   *all = nullptr;
-  Backoff backoff;
-  if (mpi->rank != 0) {
-    overlap_mpi_request request = nullptr;
-    if (int rc = api.issend(mpi->utility, 0, kGatherTag, data,
-                            static_cast<int>(bytes), &request))
-      return fail(OVERLAP_ERROR_INTERNAL,
-                  "overlap_process_gather: " + mpi->error("MPI_Issend", rc));
-    for (int done = 0; !done; backoff.idle())
-      if (int rc = api.test(&request, &done))
-        return fail(OVERLAP_ERROR_INTERNAL,
-                    "overlap_process_gather: " + mpi->error("MPI_Test", rc));
+  Meeting meeting(*mpi, "overlap_process_gather");
+  if (!meeting.ready())
+    return meeting.status();
+  std::vector<std::string> parts;
+  if (!meeting.toRoot(kGatherTag, std::string(static_cast<const char *>(data),
+                                               bytes),
+                      parts))
+    return meeting.status();
+  if (mpi->rank != 0)
     return OVERLAP_SUCCESS;
-  }
-  std::vector<std::string> parts(mpi->size);
-  parts[0].assign(static_cast<const char *>(data), bytes);
-  for (int r = 1; r < mpi->size; ++r) {
-    for (int found = 0; !found; backoff.idle()) {
-      int source = 0, tag = 0, count = 0;
-      overlap_mpi_message message = nullptr;
-      if (int rc = api.improbe(mpi->utility, r, kGatherTag, &found, &message,
-                               &source, &tag, &count))
-        return fail(OVERLAP_ERROR_INTERNAL,
-                    "overlap_process_gather: " + mpi->error("MPI_Improbe", rc));
-      if (!found)
-        continue;
-      parts[r].resize(static_cast<size_t>(count));
-      if (int rc = api.mrecv(message, &parts[r][0], count))
-        return fail(OVERLAP_ERROR_INTERNAL,
-                    "overlap_process_gather: " + mpi->error("MPI_Mrecv", rc));
-    }
-  }
   size_t total = 0;
   for (const std::string &part : parts)
     total += part.size();
@@ -295,9 +395,26 @@ overlap_status overlap_process_max(int64_t *value) {
   if (!value)
     return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
                 "overlap_process_max: null pointer");
-  if (int rc = mpi->api->allreduceMax(mpi->utility, value))
-    return fail(OVERLAP_ERROR_INTERNAL,
-                "overlap_process_max: " + mpi->error("MPI_Allreduce", rc));
+  // Gathered on rank 0 and sent back, each message against the deadline
+  // (MPI_Allreduce would block for ever on a rank that never comes).
+  Meeting meeting(*mpi, "overlap_process_max");
+  if (!meeting.ready())
+    return meeting.status();
+  std::vector<std::string> parts;
+  std::string mine(reinterpret_cast<const char *>(value), sizeof *value);
+  if (!meeting.toRoot(kMaxTag, mine, parts))
+    return meeting.status();
+  if (mpi->rank == 0) {
+    for (const std::string &part : parts) {
+      int64_t theirs = 0;
+      std::memcpy(&theirs, part.data(), std::min(part.size(), sizeof theirs));
+      *value = std::max(*value, theirs);
+    }
+    mine.assign(reinterpret_cast<const char *>(value), sizeof *value);
+  }
+  if (!meeting.fromRoot(kMaxReplyTag, mine))
+    return meeting.status();
+  std::memcpy(value, mine.data(), std::min(mine.size(), sizeof *value));
   return OVERLAP_SUCCESS;
 }
 

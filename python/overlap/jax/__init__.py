@@ -253,6 +253,8 @@ class JaxRun:
     mlir: str = ""
     #: Every rank's outputs, [rank][output] (the per-device blocks).
     rank_outputs: List[List[np.ndarray]] = field(default_factory=list)
+    #: What the compiler warned about (each also a CompileWarning).
+    warnings: List[str] = field(default_factory=list)
     #: The outputs in f's own output structure (a pytree: a tuple, a dict,
     #: ...), as jax.jit(f)(*args) returns them; `outputs` is its leaves.
     value: Any = None
@@ -304,8 +306,11 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
                   for r in range(low.ranks)]
         res = compiler.run(prog.path, inputs=inputs)
         if res.status not in (0,) or not res.outputs:
-            raise RuntimeError("overlap.jax: the run failed: " +
-                               (res.messages or res.report).strip())
+            raise RuntimeError(
+                "overlap.jax: the run failed: " +
+                (res.messages or res.report).strip() +
+                "".join(f"\n(the compiler warned: {w})"
+                        for w in prog.warnings))
     finally:
         try:
             os.unlink(path)
@@ -316,6 +321,6 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     outputs = [assemble(low, i, [row[i] for row in per_rank])
                for i in range(n)]
     tree = jax.tree_util.tree_structure(jax.eval_shape(f, *args))
-    return JaxRun(outputs=outputs, plans=prog.plans,
+    return JaxRun(outputs=outputs, plans=prog.plans, warnings=prog.warnings,
                   mlir=low.mlir, rank_outputs=per_rank,
                   value=jax.tree_util.tree_unflatten(tree, outputs))

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { kMaxRanks = 8, kMaxCases = 1024, kMaxBytes = 4096 };
 
@@ -203,6 +204,31 @@ int main(int argc, char **argv) {
   if (overlap_process_init(&rank, &size)) {
     printf("init failed: %s\n", overlap_host_launch_error());
     return 1;
+  }
+  if (!strcmp(mode, "gather-late") || !strcmp(mode, "max-late")) {
+    /* Rank 1 comes 30 s late to a gather or max outside any launch: the
+       others must end the job within OVERLAP_BOOTSTRAP_TIMEOUT_MS, naming
+       it, not wait for it. */
+    if (rank == 1)
+      sleep(30);
+    int64_t value = rank;
+    void *all = 0;
+    size_t sizes[64];
+    overlap_status status =
+        !strcmp(mode, "max-late")
+            ? overlap_process_max(&value)
+            : overlap_process_gather(&rank, sizeof rank, &all, sizes);
+    printf("rank %d: %s, after rank 1's nap\n", rank,
+           overlap_status_name(status));
+    free(all);
+    return 1;
+  }
+  if (!strcmp(mode, "max")) {
+    int64_t value = 10 * rank + 3;
+    overlap_status status = overlap_process_max(&value);
+    printf("rank %d: max %s %lld\n", rank, overlap_status_name(status),
+           (long long)value);
+    return status != OVERLAP_SUCCESS;
   }
   overlap_host_options opts;
   overlap_host_options_init(&opts);

@@ -12,6 +12,11 @@ to 7 steps of elementwise float math, integer arithmetic through a
 conversion (division and remainder by zero included), reductions
 broadcast back, a contraction with the weight, and collectives (psum,
 pmax, pmin over a random subset of the axes, in a random order).
+
+make_loop: the same steps inside a scan (forwards or reversed, over
+stacked inputs), a fori_loop (static or traced bound), a while_loop, a
+cond, a switch, or a cond inside a scan. make_typed: the float steps in
+bfloat16 or float16.
 """
 
 import numpy as np
@@ -252,5 +257,130 @@ def make_loop(seed):
                           in_specs=(P(shard_axes), P(None, shard_axes), P()),
                           out_specs=P(shard_axes), check_vma=False)
         return f, (x, xs, w)
+
+    return desc, build
+
+
+def make_typed(seed):
+    """(description, dtype name, build(jax) -> (f, args)) of typed program
+    `seed`: make's float steps (no integer conversions) computed in
+    bfloat16 or float16, arguments and result of that type."""
+    rng = np.random.default_rng([seed, 16])
+    dtype = str(rng.choice(["bfloat16", "float16"]))
+    two_d = bool(rng.integers(2))
+    names = ("a", "b") if two_d else ("tp",)
+    shard_axes = tuple(rng.permutation(names)) if two_d else names
+    rows, cols = 8 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    holes = rng.random(x.shape) < 0.1
+    x[holes] = rng.choice(EDGES, size=int(holes.sum()))
+    w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    steps = []
+    for _ in range(int(rng.integers(2, 6))):
+        kind = rng.choice(["unary", "binary", "reduce", "dot", "collective"],
+                          p=[.35, .25, .1, .15, .15])
+        _draw(rng, kind, names, steps)
+    desc = (f"typed seed {seed}: {dtype}, mesh {names} rows over "
+            f"{shard_axes}, x {x.shape}, steps {steps}")
+
+    def build(jax):
+        import jax.numpy as jnp
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        devices = np.array(jax.devices()[:4])
+        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+        dt = getattr(jnp, dtype)
+
+        def body(v, wv):
+            # Tame: one bf16 ulp is 0.4 %; times 10 before a sin it is
+            # a different argument.
+            for step in steps:
+                v = _apply(jax, step, v, wv, tame=True)
+            return v
+
+        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
+                          out_specs=P(shard_axes), check_vma=False)
+        return f, (np.asarray(jnp.asarray(x, dt)),
+                   np.asarray(jnp.asarray(w, dt)))
+
+    return desc, dtype, build
+
+
+#: make_shapes' steps: collectives that move blocks (all_gather, tiled
+#: psum_scatter, all_to_all) and layout primitives (slice, strided slice,
+#: concatenate, split, transpose, reshape, broadcast, iota, axis_index),
+#: each giving back a block of the same shape.
+SHAPES = ["gather", "scatter", "all_to_all", "roll", "stride", "split",
+          "transpose", "broadcast", "iota", "axis_index"]
+
+
+def make_shapes(seed):
+    """(description, build(jax) -> (f, args)) of layout program `seed`."""
+    rng = np.random.default_rng([seed, 23])
+    two_d = bool(rng.integers(2))
+    names = ("a", "b") if two_d else ("tp",)
+    shard_axes = tuple(rng.permutation(names)) if two_d else names
+    rows, cols = 32 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    holes = rng.random(x.shape) < 0.05
+    x[holes] = rng.choice(EDGES, size=int(holes.sum()))
+    w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    steps = []
+    for _ in range(int(rng.integers(2, 7))):
+        if rng.random() < 0.3:
+            _draw(rng, rng.choice(["unary", "binary", "dot"]), names, steps)
+            continue
+        k = int(rng.integers(1, len(names) + 1))
+        steps.append(("shape", str(rng.choice(SHAPES)),
+                      tuple(rng.permutation(names)[:k])))
+    desc = (f"shapes seed {seed}: mesh {names} rows over {shard_axes}, "
+            f"x {x.shape}, steps {steps}")
+
+    def build(jax):
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        devices = np.array(jax.devices()[:4])
+        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+
+        def shape_step(kind, axes, v):
+            r, c = v.shape
+            if kind == "gather":
+                g = lax.all_gather(v, axes, axis=1, tiled=True)
+                return g[:, :c] * 0.5 + g[:, -c:]
+            if kind == "scatter":
+                s = lax.psum_scatter(v, axes, scatter_dimension=0, tiled=True)
+                return lax.all_gather(s * 2.0, axes, axis=0, tiled=True)
+            if kind == "all_to_all":
+                return lax.all_to_all(v, axes, 1, 1, tiled=True)
+            if kind == "roll":
+                return jnp.concatenate([v[:, 1:], v[:, :1]], axis=1)
+            if kind == "stride":
+                return jnp.concatenate([v[1::2], v[::2]], axis=0)
+            if kind == "split":
+                a, b = jnp.split(v, 2, axis=1)
+                return jnp.concatenate([b, a * -1.0], axis=1)
+            if kind == "transpose":
+                t = v.reshape(r // 2, 2, c).transpose(1, 0, 2)
+                return t.reshape(r, c)
+            if kind == "broadcast":
+                return v + v[:1] + jnp.max(v, axis=0, keepdims=True)
+            if kind == "iota":
+                return v + lax.broadcasted_iota(jnp.float32, (r, c), 0) - \
+                    lax.broadcasted_iota(jnp.float32, (r, c), 1)
+            return v + lax.axis_index(axes).astype(jnp.float32)
+
+        def body(v, wv):
+            for step in steps:
+                if step[0] == "shape":
+                    v = shape_step(step[1], step[2], v)
+                else:
+                    v = _apply(jax, step, v, wv, tame=True)
+            return v
+
+        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
+                          out_specs=P(shard_axes), check_vma=False)
+        return f, (x, w)
 
     return desc, build

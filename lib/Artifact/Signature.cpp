@@ -26,12 +26,44 @@ const char *elemName(Elem elem) {
     return "f16";
   case Elem::BF16:
     return "bf16";
+  case Elem::F64:
+    return "f64";
+  case Elem::I1:
+    return "i1";
+  case Elem::I8:
+    return "i8";
+  case Elem::I16:
+    return "i16";
+  case Elem::I32:
+    return "i32";
+  case Elem::I64:
+    return "i64";
   }
   return "?";
 }
 
+size_t elemSize(Elem elem) {
+  switch (elem) {
+  case Elem::F64:
+  case Elem::I64:
+    return 8;
+  case Elem::F32:
+  case Elem::I32:
+    return 4;
+  case Elem::F16:
+  case Elem::BF16:
+  case Elem::I16:
+    return 2;
+  case Elem::I1:
+  case Elem::I8:
+    return 1;
+  }
+  return 0;
+}
+
 static std::optional<Elem> parseElem(std::string_view name) {
-  for (Elem elem : {Elem::F32, Elem::F16, Elem::BF16})
+  for (Elem elem : {Elem::F32, Elem::F16, Elem::BF16, Elem::F64, Elem::I1,
+                    Elem::I8, Elem::I16, Elem::I32, Elem::I64})
     if (name == elemName(elem))
       return elem;
   return std::nullopt;
@@ -233,7 +265,8 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       if (item.size() != size_t(3 + spec.inout) || !parseType(item[2], spec))
         return fail("expected '" + std::string(key) + " NAME TYPE" +
                     (key == "arg" ? " [inout]" : "") +
-                    "' with a static shape and f32, f16 or bf16, found '" +
+                    "' with a static shape and an element type of f32, f16, bf16, "
+                    "f64, i1, i8, i16, i32 or i64, found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);
       // Caught here, the sizes of a parsed signature are safe to multiply.
@@ -266,11 +299,14 @@ std::string signatureDifference(const Signature &program,
   };
   if (compareTargets && program.target != reference.target)
     add("target", program.target, reference.target);
+  // The distinct sizes: what the ranks must number (a program lists only
+  // the grids its entry uses, which may be fewer than its module has).
   auto sizes = [](const Signature &sig) {
     std::vector<int64_t> out;
     for (const GridSpec &grid : sig.grids)
       out.push_back(grid.size());
     std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     std::string s;
     for (int64_t size : out)
       s += (s.empty() ? "" : ", ") + std::to_string(size);

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
@@ -43,9 +44,21 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
     spec.elem = artifact::Elem::F16;
   else if (elem.isBF16())
     spec.elem = artifact::Elem::BF16;
+  else if (elem.isF64())
+    spec.elem = artifact::Elem::F64;
+  else if (elem.isSignlessInteger(1))
+    spec.elem = artifact::Elem::I1;
+  else if (elem.isSignlessInteger(8))
+    spec.elem = artifact::Elem::I8;
+  else if (elem.isSignlessInteger(16))
+    spec.elem = artifact::Elem::I16;
+  else if (elem.isSignlessInteger(32))
+    spec.elem = artifact::Elem::I32;
+  else if (elem.isSignlessInteger(64))
+    spec.elem = artifact::Elem::I64;
   else {
     os << spec.name << " has element type " << elem << "; " << runner
-       << " handles f32, f16 and bf16";
+       << " handles f32, f16, bf16, f64 and signless i1, i8, i16, i32, i64";
     return failure();
   }
   spec.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
@@ -75,10 +88,41 @@ FailureOr<artifact::Signature> signatureOf(func::FuncOp func, llvm::StringRef ru
   return sig;
 }
 
+/// The grids `func` and the functions it calls name (by symbol).
+static llvm::StringSet<> gridsUsedBy(ModuleOp module, func::FuncOp func) {
+  llvm::StringSet<> grids, seen;
+  SmallVector<func::FuncOp> work = {func};
+  while (!work.empty()) {
+    func::FuncOp f = work.pop_back_val();
+    if (!seen.insert(f.getSymName()).second)
+      continue;
+    f.walk([&](Operation *op) {
+      for (NamedAttribute attr : op->getAttrs()) {
+        auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+        if (!ref)
+          continue;
+        if (module.lookupSymbol<shard::GridOp>(ref.getAttr()))
+          grids.insert(ref.getValue());
+        else if (auto callee = module.lookupSymbol<func::FuncOp>(ref.getAttr()))
+          work.push_back(callee);
+      }
+    });
+  }
+  return grids;
+}
+
 FailureOr<std::vector<artifact::GridSpec>>
-gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error) {
+gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
+        func::FuncOp entry) {
   std::vector<artifact::GridSpec> grids;
+  // Only the grids the entry uses when it uses any (upstream's test
+  // modules declare grids of several sizes, one per function).
+  llvm::StringSet<> used;
+  if (entry)
+    used = gridsUsedBy(module, entry);
   for (auto grid : module.getOps<shard::GridOp>()) {
+    if (!used.empty() && !used.contains(grid.getSymName()))
+      continue;
     artifact::GridSpec spec;
     spec.name = grid.getSymName().str();
     for (int64_t extent : grid.getShape()) {
@@ -114,7 +158,8 @@ FailureOr<artifact::Signature> describeEntry(ModuleOp module, llvm::StringRef en
     error = "no public function @" + entry.str() + " with a body";
     return failure();
   }
-  FailureOr<std::vector<artifact::GridSpec>> grids = gridsOf(module, runner, error);
+  FailureOr<std::vector<artifact::GridSpec>> grids =
+      gridsOf(module, runner, error, func);
   if (failed(grids))
     return failure();
   FailureOr<artifact::Signature> sig = signatureOf(func, runner, error);

@@ -58,6 +58,8 @@
 #include "mlir/Dialect/Func/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
@@ -110,6 +112,9 @@ void mlir::overlap::registerInterfaceModels(DialectRegistry &registry) {
   tensor::registerSubsetOpInterfaceExternalModels(registry);
   tensor::registerTilingInterfaceExternalModels(registry);
   tensor::registerValueBoundsOpInterfaceExternalModels(registry);
+  // TOSA (upstream's partitioning examples): sharding-propagation and
+  // shard-partition see through it; the tensor stage lowers it to linalg.
+  tosa::registerShardingInterfaceExternalModels(registry);
   overlap::registerBufferizableOpInterfaceExternalModels(registry);
   // #nvvm.target: how gpu-module-to-binary compiles kernels (target=cuda).
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -122,7 +127,8 @@ void mlir::overlap::registerAllDialects(DialectRegistry &registry) {
               cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
               index::IndexDialect, LLVM::LLVMDialect, NVVM::NVVMDialect, linalg::LinalgDialect, math::MathDialect,
               memref::MemRefDialect, scf::SCFDialect, shard::ShardDialect,
-              tensor::TensorDialect, vector::VectorDialect>();
+              tensor::TensorDialect, tosa::TosaDialect,
+              vector::VectorDialect>();
   registerInterfaceModels(registry);
   // Leaving MLIR: the LLVM dialect (and the builtin module) to LLVM IR.
   registerBuiltinDialectTranslation(registry);

@@ -11,6 +11,8 @@
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -207,6 +209,21 @@ static void addHostToLLVM(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// What upstream's partitioning leaves that Overlap's passes do not take
+/// as they are: TOSA ops (upstream's Shard examples, the Megatron MLP of
+/// its partition tests) become linalg, arith and tensor ops, and
+/// elementwise arith/math on whole tensors becomes linalg.generic (one-shot
+/// bufferization has no model for arith on tensors). Both leave a program
+/// without them unchanged.
+static void addInputNormalization(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(tosa::createTosaToLinalgNamed());
+  func.addPass(tosa::createTosaToLinalg());
+  func.addPass(createTosaToArithPass());
+  func.addPass(createTosaToTensorPass());
+  func.addPass(createConvertElementwiseToLinalgPass());
+}
+
 std::vector<Stage> buildStages(const CompileOptions &options) {
   std::vector<Stage> stages;
   bool cuda = options.target == "cuda";
@@ -215,6 +232,7 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
   stages.push_back({"tensor",
                     "raise, reorder chains, plan and decompose on tensors",
                     [options, cuda](OpPassManager &pm) {
+                      addInputNormalization(pm);
                       if (cuda)
                         pm.addPass(createInlinerPass());
                       OverlapPipelineOptions tensor;

@@ -20,25 +20,50 @@ namespace run {
 
 using exec::rt;
 
-static float loadElement(Elem elem, const void *base, int64_t index) {
+template <typename T> static T loadAs(const void *base, int64_t index) {
+  T value;
+  std::memcpy(&value, static_cast<const char *>(base) + sizeof(T) * index,
+              sizeof(T));
+  return value;
+}
+
+static double loadElement(Elem elem, const void *base, int64_t index) {
   switch (elem) {
   case Elem::F32:
-    return static_cast<const float *>(base)[index];
+    return loadAs<float>(base, index);
   case Elem::F16:
-    return rt().overlap_f16_to_f32(static_cast<const uint16_t *>(base)[index]);
+    return rt().overlap_f16_to_f32(loadAs<uint16_t>(base, index));
   case Elem::BF16:
-    return rt().overlap_bf16_to_f32(static_cast<const uint16_t *>(base)[index]);
+    return rt().overlap_bf16_to_f32(loadAs<uint16_t>(base, index));
+  case Elem::F64:
+    return loadAs<double>(base, index);
+  case Elem::I1:
+    return loadAs<uint8_t>(base, index) & 1;
+  case Elem::I8:
+    return loadAs<int8_t>(base, index);
+  case Elem::I16:
+    return loadAs<int16_t>(base, index);
+  case Elem::I32:
+    return loadAs<int32_t>(base, index);
+  case Elem::I64:
+    return static_cast<double>(loadAs<int64_t>(base, index));
   }
   return 0;
 }
 
-static uint32_t loadBits(Elem elem, const void *base, int64_t index) {
-  if (elem == Elem::F32) {
-    uint32_t bits;
-    std::memcpy(&bits, static_cast<const char *>(base) + 4 * index, 4);
-    return bits;
+/// The element's bits (an i1 is its low bit: LLVM leaves the others
+/// unspecified).
+static uint64_t loadBits(Elem elem, const void *base, int64_t index) {
+  switch (elemSize(elem)) {
+  case 8:
+    return loadAs<uint64_t>(base, index);
+  case 4:
+    return loadAs<uint32_t>(base, index);
+  case 2:
+    return loadAs<uint16_t>(base, index);
+  default:
+    return loadAs<uint8_t>(base, index) & (elem == Elem::I1 ? 1 : 0xff);
   }
-  return static_cast<const uint16_t *>(base)[index];
 }
 
 /// Calls `fn(linear, index)` for every index of `sizes` in row-major order.
@@ -69,7 +94,7 @@ struct OutputStats {
   // First mismatch, for the message.
   int firstRank = -1;
   int64_t firstIndex = -1;
-  float firstGot = 0, firstWant = 0;
+  double firstGot = 0, firstWant = 0;
 };
 } // namespace
 
@@ -81,10 +106,11 @@ static void compareOutput(Elem elem, const OutputView &got,
                               const std::vector<int64_t> &index) {
     int64_t gotOffset = got.offsetOf(index);
     int64_t wantOffset = want.offsetOf(index);
-    float g = loadElement(elem, got.base, gotOffset);
-    float w = loadElement(elem, want.base, wantOffset);
-    if (loadBits(elem, got.base, gotOffset) !=
-        loadBits(elem, want.base, wantOffset))
+    double g = loadElement(elem, got.base, gotOffset);
+    double w = loadElement(elem, want.base, wantOffset);
+    bool sameBits = loadBits(elem, got.base, gotOffset) ==
+                    loadBits(elem, want.base, wantOffset);
+    if (!sameBits)
       stats.bitIdentical = false;
     bool nan = std::isnan(g) || std::isnan(w);
     double abs = nan ? std::numeric_limits<double>::infinity()
@@ -96,9 +122,11 @@ static void compareOutput(Elem elem, const OutputView &got,
     stats.nans += nan;
     stats.maxAbs = std::max(stats.maxAbs, abs);
     stats.maxRel = std::max(stats.maxRel, rel);
-    bool ok =
-        !nan && abs <= tolerance.atol +
-                           tolerance.rtol * std::fabs(static_cast<double>(w));
+    // Integers are equal by their bits (an i64 past 2^53 is not exact as
+    // a double); a tolerance still admits nearby values.
+    bool ok = (isInteger(elem) && sameBits) ||
+              (!nan && abs <= tolerance.atol +
+                                  tolerance.rtol * std::fabs(w));
     if (!ok) {
       if (stats.mismatches == 0) {
         stats.firstRank = rank;

@@ -738,6 +738,18 @@ std::vector<std::string> npz::acceptedDescrs(run::Elem elem) {
     return {"<f2"};
   case run::Elem::BF16:
     return {"<u2", "<i2", "<V2", "|V2"};
+  case run::Elem::F64:
+    return {"<f8"};
+  case run::Elem::I1:
+    return {"|b1", "|u1", "|i1"};
+  case run::Elem::I8:
+    return {"|i1", "|u1"};
+  case run::Elem::I16:
+    return {"<i2", "<u2"};
+  case run::Elem::I32:
+    return {"<i4", "<u4"};
+  case run::Elem::I64:
+    return {"<i8", "<u8"};
   }
   return {};
 }
@@ -862,9 +874,8 @@ bool npz::writeOutputs(const std::string &path, const run::Signature &sig,
     }
     std::vector<int64_t> shape = spec.shape;
     shape.insert(shape.begin(), static_cast<int64_t>(outputs.size()));
-    const char *descr = spec.elem == run::Elem::F32   ? "<f4"
-                        : spec.elem == run::Elem::F16 ? "<f2"
-                                                      : "<u2";
+    // The first accepted dtype of each type: what numpy reads back as it.
+    const std::string descr = npz::acceptedDescrs(spec.elem).front();
     if (!writer.add(spec.name, descr, shape, parts, error))
       return false;
   }

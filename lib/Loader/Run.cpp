@@ -179,6 +179,26 @@ void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
     case Elem::BF16:
       static_cast<uint16_t *>(data)[i] = rt().overlap_f32_to_bf16(value);
       break;
+    case Elem::F64:
+      static_cast<double *>(data)[i] = value;
+      break;
+    // Integers: small values of both signs (-8 .. 7), so that sums and
+    // products stay meaningful; i1 is 0 or 1, one per byte.
+    case Elem::I1:
+      static_cast<uint8_t *>(data)[i] = value >= 0.5f;
+      break;
+    case Elem::I8:
+      static_cast<int8_t *>(data)[i] = int8_t(std::floor(value * 16) - 8);
+      break;
+    case Elem::I16:
+      static_cast<int16_t *>(data)[i] = int16_t(std::floor(value * 16) - 8);
+      break;
+    case Elem::I32:
+      static_cast<int32_t *>(data)[i] = int32_t(std::floor(value * 16) - 8);
+      break;
+    case Elem::I64:
+      static_cast<int64_t *>(data)[i] = int64_t(std::floor(value * 16) - 8);
+      break;
     }
   }
 }

@@ -97,6 +97,10 @@ struct Call {
 std::string str(int64_t v) { return std::to_string(v); }
 
 bool validDtype(overlap_dtype t) {
+  return t >= OVERLAP_F32 && t <= OVERLAP_I64;
+}
+
+bool floatGemmDtype(overlap_dtype t) {
   return t == OVERLAP_F32 || t == OVERLAP_F16 || t == OVERLAP_BF16;
 }
 
@@ -359,9 +363,10 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
   if (batch < 0 || m < 0 || n < 0 || k < 0)
     return call.bad("negative size (batch " + str(batch) + ", m " + str(m) +
                     ", n " + str(n) + ", k " + str(k) + ")");
-  if (!validDtype(ab_type))
-    return call.bad("unknown A/B element type " + str(ab_type));
-  if (!validDtype(c_type) || (c_type != OVERLAP_F32 && c_type != ab_type))
+  if (!floatGemmDtype(ab_type))
+    return call.bad("A/B element type " + str(ab_type) +
+                    " is not one the GEMM takes (f32, f16, bf16)");
+  if (!floatGemmDtype(c_type) || (c_type != OVERLAP_F32 && c_type != ab_type))
     return call.bad("C element type " + str(c_type) +
                     " is neither f32 nor the A/B type " + str(ab_type));
   // With k = 0, C = C + 0 leaves C as it is.
@@ -626,10 +631,17 @@ float overlap_bf16_to_f32(uint16_t bits) { return bf16ToF32(bits); }
 size_t overlap_dtype_size(overlap_dtype dtype) {
   switch (dtype) {
   case OVERLAP_F32:
+  case OVERLAP_I32:
     return 4;
   case OVERLAP_F16:
   case OVERLAP_BF16:
+  case OVERLAP_I16:
     return 2;
+  case OVERLAP_F64:
+  case OVERLAP_I64:
+    return 8;
+  case OVERLAP_I8:
+    return 1;
   case OVERLAP_DTYPE_MAX_ENUM:
     break;
   }

@@ -179,6 +179,12 @@ def _numpy_dtype(elem: str) -> np.dtype:
             raise ImportError("bf16 buffers need the ml_dtypes package "
                               "(pip install ml_dtypes)") from e
         return np.dtype(ml_dtypes.bfloat16)
+    # MLIR's signless integers as numpy's signed ones; i1 as bool (one
+    # byte each, as LLVM stores it).
+    exact = {"f64": np.float64, "i1": np.bool_, "i8": np.int8,
+             "i16": np.int16, "i32": np.int32, "i64": np.int64}
+    if elem in exact:
+        return np.dtype(exact[elem])
     raise ValueError(f"unknown element type {elem!r}")
 
 

@@ -2,19 +2,19 @@
 // MISMATCH), overlap-compile exits 1; every message names what failed.
 //
 // RUN: bash -c 'overlap-run --ranks 4 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ENTRY
-// ENTRY: overlap-run: error: the module has 3 public functions with a body (@mar, @mar_i32, @mar_dyn); choose one with --entry
+// ENTRY: overlap-run: error: the module has 3 public functions with a body (@mar, @mar_c32, @mar_dyn); choose one with --entry
 // ENTRY: exit 2
 //
 // RUN: bash -c 'overlap-run --ranks 4 --entry nope %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=NOPE
-// NOPE: overlap-run: error: no public function @nope with a body; public functions: @mar, @mar_i32, @mar_dyn
+// NOPE: overlap-run: error: no public function @nope with a body; public functions: @mar, @mar_c32, @mar_dyn
 // NOPE: exit 2
 //
 // RUN: bash -c 'overlap-run --ranks 8 --entry mar %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=RANKS
 // RANKS: overlap-run: error: --ranks 8 but grid @tp has 4 devices; the number of ranks must equal the grid's size
 // RANKS: exit 2
 //
-// RUN: bash -c 'overlap-run --ranks 4 --entry mar_i32 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=I32
-// I32: overlap-run: error: arg0 has element type i32; overlap-run handles f32, f16 and bf16
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar_c32 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=I32
+// I32: overlap-run: error: arg0 has element type complex<f32>; overlap-run handles f32, f16, bf16, f64 and signless i1, i8, i16, i32, i64
 // I32: exit 2
 //
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar_dyn %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=DYN
@@ -92,8 +92,8 @@ func.func @mar(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32x
   return %r : tensor<256x32xf32>
 }
 
-func.func @mar_i32(%a: tensor<256x64xi32>) -> tensor<256x64xi32> {
-  return %a : tensor<256x64xi32>
+func.func @mar_c32(%a: tensor<256x64xcomplex<f32>>) -> tensor<256x64xcomplex<f32>> {
+  return %a : tensor<256x64xcomplex<f32>>
 }
 
 func.func @mar_dyn(%a: tensor<?x64xf32>) -> tensor<?x64xf32> {

@@ -26,10 +26,20 @@ namespace artifact {
 // Signature
 //===----------------------------------------------------------------------===//
 
-enum class Elem { F32, F16, BF16 };
+/// The element types of a buffer a runner fills, reads and compares: the
+/// floats, and MLIR's signless integers (i1 stored one per byte, as LLVM
+/// stores it).
+enum class Elem { F32, F16, BF16, F64, I1, I8, I16, I32, I64 };
 
-/// "f32", "f16" or "bf16".
+/// "f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32" or "i64".
 const char *elemName(Elem elem);
+/// Bytes of one element.
+size_t elemSize(Elem elem);
+/// True for i1 .. i64.
+inline bool isInteger(Elem elem) {
+  return elem == Elem::I1 || elem == Elem::I8 || elem == Elem::I16 ||
+         elem == Elem::I32 || elem == Elem::I64;
+}
 
 /// One argument or result of the entry function as the host sees it: a
 /// contiguous row-major buffer of a static shape.
@@ -46,7 +56,7 @@ struct BufferSpec {
   bool inout = false;
 
   int64_t numElements() const;
-  size_t elemBytes() const { return elem == Elem::F32 ? 4 : 2; }
+  size_t elemBytes() const { return elemSize(elem); }
   /// Its size in bytes, or nullopt when that or its element count does not
   /// fit in int64_t (parseSignature refuses such a buffer, so numElements()
   /// of a parsed signature does not overflow).

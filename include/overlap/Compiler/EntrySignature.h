@@ -12,6 +12,7 @@
 
 #include "overlap/Artifact/Signature.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -43,9 +44,11 @@ FailureOr<::overlap::artifact::BufferSpec> specFor(Type type, std::string name,
 FailureOr<::overlap::artifact::Signature>
 signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
 
-/// The module's `shard.grid`s; a grid with a dynamic extent is an error.
+/// The module's `shard.grid`s (with `entry`, only those it or a function it
+/// calls names, when it names any); a grid with a dynamic extent is an error.
 FailureOr<std::vector<::overlap::artifact::GridSpec>>
-gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error);
+gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
+        func::FuncOp entry = {});
 
 /// The name of the only public function with a body (the entry when none is
 /// chosen), without changing the module; fails when there is not exactly

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace overlap {
 namespace runtime {
@@ -119,6 +120,16 @@ template <> struct Elem<OVERLAP_BF16> {
   static float load(uint16_t v) { return bf16ToF32(v); }
   static uint16_t store(float v) { return f32ToBf16(v); }
 };
+
+/// "f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64" (the names the
+/// runtime's messages use), or "dtype <n>" for a value that is none.
+inline std::string dtypeName(overlap_dtype dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16", "f64",
+                                      "i8",  "i16", "i32",  "i64"};
+  if (dtype >= OVERLAP_F32 && dtype <= OVERLAP_I64)
+    return names[dtype];
+  return "dtype " + std::to_string(int(dtype));
+}
 
 } // namespace runtime
 } // namespace overlap

@@ -70,20 +70,30 @@ typedef enum overlap_status {
   OVERLAP_ERROR_INTERNAL = 7
 } overlap_status;
 
-/* Element types. f16 and bf16 are stored as uint16_t bit patterns. */
+/* Element types. f16 and bf16 are stored as uint16_t bit patterns. The
+   GEMM takes the float types f32, f16 and bf16; collectives take every
+   type (integers are MLIR's signless ones: two's complement, compared as
+   signed by MAX and MIN). */
 typedef enum overlap_dtype {
   OVERLAP_F32 = 0,
   OVERLAP_F16 = 1,
   OVERLAP_BF16 = 2,
+  OVERLAP_F64 = 3,
+  OVERLAP_I8 = 4,
+  OVERLAP_I16 = 5,
+  OVERLAP_I32 = 6,
+  OVERLAP_I64 = 7,
   /* Not a dtype: makes the enum as wide as an int, so that any value a
    * caller passes is one the runtime can check (and refuse) without
    * undefined behaviour. */
   OVERLAP_DTYPE_MAX_ENUM = 0x7fffffff
 } overlap_dtype;
 
-/* Reductions. All of them are computed in f32 in group-rank order
-   (0, 1, 2, ...) and rounded once to the element type. AVG is the sum
-   divided by the group size. */
+/* Reductions. All of them are computed in group-rank order (0, 1, 2, ...):
+   for f32, f16 and bf16 in f32, rounded once to the element type; for f64
+   in f64; for integers in the type itself, wrapping around on overflow
+   (SUM, PROD) as two's complement does. AVG is the sum divided by the
+   group size (for integers, the wrapped sum truncated towards zero). */
 typedef enum overlap_reduce_op {
   OVERLAP_SUM = 0,
   OVERLAP_PROD = 1,

@@ -495,7 +495,8 @@ private:
     auto cType = cast<MemRefType>(c.getType());
     std::optional<int32_t> abDType = runtimeDType(aType.getElementType());
     std::optional<int32_t> cDType = runtimeDType(cType.getElementType());
-    if (!abDType || !cDType ||
+    if (!abDType || !cDType || !isGemmElementType(aType.getElementType()) ||
+        !isGemmElementType(cType.getElementType()) ||
         bType.getElementType() != aType.getElementType() ||
         !aType.hasStaticShape() || !bType.hasStaticShape() ||
         !cType.hasStaticShape())

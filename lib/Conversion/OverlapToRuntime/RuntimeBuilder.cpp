@@ -68,7 +68,21 @@ std::optional<int32_t> runtimeDType(Type type) {
     return OVERLAP_F16;
   if (type.isBF16())
     return OVERLAP_BF16;
+  if (type.isF64())
+    return OVERLAP_F64;
+  if (type.isSignlessInteger(8))
+    return OVERLAP_I8;
+  if (type.isSignlessInteger(16))
+    return OVERLAP_I16;
+  if (type.isSignlessInteger(32))
+    return OVERLAP_I32;
+  if (type.isSignlessInteger(64))
+    return OVERLAP_I64;
   return std::nullopt;
+}
+
+bool isGemmElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
 }
 
 int32_t runtimeReduce(ReductionKind kind) {

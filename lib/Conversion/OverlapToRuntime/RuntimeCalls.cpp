@@ -101,10 +101,19 @@ CopyKind classifyCopy(Value src, Value dst) {
 bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
   if (isTileCollective(op) || isa<SignalOp, WaitOp>(op))
     return true;
+  // overlap_gemm multiplies f32, f16 and bf16; an integer or f64 matmul
+  // stays a linalg op (loops on the host, a kernel on a device).
+  auto floats = [](Operation *mm) {
+    return llvm::all_of(mm->getOperandTypes(), [](Type t) {
+      Type e = getElementTypeOrSelf(t);
+      return e.isF32() || e.isF16() || e.isBF16();
+    });
+  };
   if (auto mm = dyn_cast<linalg::MatmulOp>(op))
-    return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps();
+    return mm.hasPureBufferSemantics() && !mm.hasUserDefinedMaps() &&
+           floats(op);
   if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
-    return bm.hasPureBufferSemantics() &&
+    return bm.hasPureBufferSemantics() && floats(op) &&
            (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;

@@ -27,6 +27,18 @@ static ncclDataType_t ncclType(overlap_dtype dtype) {
     return ncclFloat16;
   case OVERLAP_BF16:
     return ncclBfloat16;
+  case OVERLAP_F64:
+    return ncclFloat64;
+  case OVERLAP_I8:
+    return ncclInt8;
+  case OVERLAP_I32:
+    return ncclInt32;
+  case OVERLAP_I64:
+    return ncclInt64;
+  case OVERLAP_I16:
+    // NCCL has no 16-bit integer: moved as f16 bits (gathers and
+    // all-to-all copy them unchanged); reductions are refused before.
+    return ncclFloat16;
   default:
     return ncclFloat32;
   }
@@ -135,6 +147,12 @@ overlap_status CudaContext::collective(const Site &site, overlap_group *group,
   ncclComm_t comm = commOf(group);
   cudaStream_t s = stream(site.stream);
   const size_t count = size_t(args.count);
+  if (args.dtype == OVERLAP_I16 && (args.kind == CollectiveKind::AllReduce ||
+                                    args.kind == CollectiveKind::ReduceScatter))
+    return failCall(site, "ncclAllReduce/ncclReduceScatter",
+                    "NCCL reduces no 16-bit integers (ncclInt8, ncclInt32 "
+                    "and ncclInt64 it does): widen the i16 buffer to i32",
+                    OVERLAP_ERROR_INVALID_ARGUMENT);
   switch (args.kind) {
   case CollectiveKind::AllReduce:
     if (!count)

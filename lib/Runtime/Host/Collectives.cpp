@@ -89,13 +89,12 @@ private:
 
 /// The call as ranks must agree on it.
 std::string describe(const char *call, const CollectiveArgs &args) {
-  static const char *const dtypes[] = {"f32", "f16", "bf16"};
   static const char *const ops[] = {"sum", "prod", "max", "min", "avg"};
   std::string text = call;
   if (args.kind == CollectiveKind::Barrier)
     return text;
   text += "(";
-  text += dtypes[args.dtype];
+  text += dtypeName(args.dtype);
   if (args.kind == CollectiveKind::AllReduce ||
       args.kind == CollectiveKind::ReduceScatter) {
     text += ", ";

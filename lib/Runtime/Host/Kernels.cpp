@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 using namespace overlap::runtime;
@@ -183,6 +186,62 @@ void reduceTyped(overlap_reduce_op op, const void *const *srcs, int count,
   }
 }
 
+/// f64 and the integers: accumulated in the type (integers through their
+/// unsigned twin, so that SUM and PROD wrap around as two's complement
+/// does, with no undefined overflow), in group-rank order from the op's
+/// identity; MAX and MIN of f64 skip NaN as the f32 fold does.
+template <typename S, bool = std::is_floating_point_v<S>> struct AccOf {
+  using type = S;
+};
+template <typename S> struct AccOf<S, false> {
+  using type = std::make_unsigned_t<S>;
+};
+
+template <typename S>
+void reduceExact(overlap_reduce_op op, const void *const *srcs, int count,
+                 int64_t n, void *outVoid) {
+  S *out = static_cast<S *>(outVoid);
+  constexpr bool isFloat = std::is_floating_point_v<S>;
+  using Acc = typename AccOf<S>::type;
+  for (int64_t i = 0; i < n; ++i) {
+    S best = isFloat ? (op == OVERLAP_MAX ? -INFINITY : INFINITY)
+                     : (op == OVERLAP_MAX ? std::numeric_limits<S>::min()
+                                          : std::numeric_limits<S>::max());
+    Acc acc = op == OVERLAP_PROD ? Acc(1) : Acc(0);
+    for (int p = 0; p < count; ++p) {
+      S v = static_cast<const S *>(srcs[p])[i];
+      switch (op) {
+      case OVERLAP_SUM:
+      case OVERLAP_AVG:
+        acc = Acc(acc + Acc(v));
+        break;
+      case OVERLAP_PROD:
+        // Through 64 bits: uint16_t * uint16_t would be an int product
+        // that can overflow.
+        if constexpr (isFloat)
+          acc = acc * v;
+        else
+          acc = Acc(uint64_t(acc) * uint64_t(Acc(v)));
+        break;
+      case OVERLAP_MAX:
+        best = v > best ? v : best;
+        break;
+      case OVERLAP_MIN:
+        best = v < best ? v : best;
+        break;
+      case OVERLAP_REDUCE_MAX_ENUM: // refused by the API
+        break;
+      }
+    }
+    if (op == OVERLAP_MAX || op == OVERLAP_MIN)
+      out[i] = best;
+    else if (op == OVERLAP_AVG)
+      out[i] = static_cast<S>(static_cast<S>(acc) / static_cast<S>(count));
+    else
+      out[i] = static_cast<S>(acc);
+  }
+}
+
 } // namespace
 
 void overlap::host::reduceKernel(overlap_dtype dtype, overlap_reduce_op op,
@@ -195,6 +254,16 @@ void overlap::host::reduceKernel(overlap_dtype dtype, overlap_reduce_op op,
     return reduceTyped<OVERLAP_F16>(op, srcs, count, n, out);
   case OVERLAP_BF16:
     return reduceTyped<OVERLAP_BF16>(op, srcs, count, n, out);
+  case OVERLAP_F64:
+    return reduceExact<double>(op, srcs, count, n, out);
+  case OVERLAP_I8:
+    return reduceExact<int8_t>(op, srcs, count, n, out);
+  case OVERLAP_I16:
+    return reduceExact<int16_t>(op, srcs, count, n, out);
+  case OVERLAP_I32:
+    return reduceExact<int32_t>(op, srcs, count, n, out);
+  case OVERLAP_I64:
+    return reduceExact<int64_t>(op, srcs, count, n, out);
   case OVERLAP_DTYPE_MAX_ENUM: // refused by the API
     break;
   }

@@ -38,7 +38,9 @@ namespace {
 constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
 
 bool isRuntimeElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16();
+  return type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
+         type.isSignlessInteger(8) || type.isSignlessInteger(16) ||
+         type.isSignlessInteger(32) || type.isSignlessInteger(64);
 }
 
 std::optional<ReductionKind> reductionOf(shard::ReductionKind kind) {
@@ -87,7 +89,8 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
     for (Type type : {input.getElementType(), result.getElementType()})
       if (!isRuntimeElementType(type))
         return "its element type " + remarkText(type) +
-               " is not one the runtime's collectives take (f32, f16, bf16)";
+               " is not one the runtime's collectives take (f32, f16, bf16, "
+                 "f64, i8, i16, i32, i64)";
   }
   int64_t group = groupSizeOf(op, symbols);
   if (ShapedType::isDynamic(group))

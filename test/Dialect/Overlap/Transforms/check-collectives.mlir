@@ -7,13 +7,13 @@
 // overlap-pipeline with a remark and no error (lower-collectives.mlir).
 
 shard.grid @tp(shape = 2)
-func.func @integers(%x: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: its element type i32 is not one the runtime's collectives take (f32, f16, bf16)}}
-  %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4xi32> -> tensor<4xi32>
-  return %r : tensor<4xi32>
+func.func @booleans(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: its element type i1 is not one the runtime's collectives take (f32, f16, bf16, f64, i8, i16, i32, i64)}}
+  %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4xi1> -> tensor<4xi1>
+  return %r : tensor<4xi1>
 }
 // Through overlap-pipeline: the same error.
-// PIPELINE: error: 'shard.all_reduce' op is not lowered by Overlap: its element type i32 is not one the runtime's collectives take
+// PIPELINE: error: 'shard.all_reduce' op is not lowered by Overlap: its element type i1 is not one the runtime's collectives take
 
 // -----
 

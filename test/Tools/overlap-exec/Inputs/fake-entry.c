@@ -79,7 +79,7 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "entry add1\n"
                                        "symbol _mlir_ciface_add1\n"
                                        "target host\n"
-                                       "arg arg0 4x8xf64\n";
+                                       "arg arg0 4x8xc64\n";
 #elif !defined(NO_SIGNATURE)
 const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "entry add1\n"

@@ -6,6 +6,6 @@ func.func @mar(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>, %c: tensor<256x32x
       : tensor<256x64xf32>, tensor<64x32xf32>, tensor<256x32xf32> -> tensor<256x32xf32>
   return %r : tensor<256x32xf32>
 }
-func.func @mar_i32(%a: tensor<4x4xi32>) -> tensor<4x4xi32> {
-  return %a : tensor<4x4xi32>
+func.func @mar_c32(%a: tensor<4x4xcomplex<f32>>) -> tensor<4x4xcomplex<f32>> {
+  return %a : tensor<4x4xcomplex<f32>>
 }

@@ -11,9 +11,7 @@
 # Needs overlap-compile ($OVERLAP_COMPILE, else PATH) and, for inputs with
 # sharding annotations (partitioned with upstream's sharding-propagation
 # and shard-partition first), mlir-opt ($MLIR_OPT, else PATH). errors.mlir
-# and Inputs/host-read.mlir are left out: they are wrong on purpose (a
-# device buffer read on the host is refused with target=cuda); so is
-# loops-host-read.mlir, a branch whose index is read on the host.
+# is left out: its programs are wrong on purpose.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +26,7 @@ compiled=0 failed=0
 for src in "$ROOT"/test/Integration/*.mlir "$ROOT"/test/Integration/Inputs/*.mlir \
   "$ROOT"/examples/*.mlir; do
   name=$(basename "$src" .mlir)
-  case $name in errors | host-read | loops-host-read) continue ;; esac
+  case $name in errors) continue ;; esac
   inst="$DIR/$name.mlir"
   sed -e 's/@R@/4/g' -e 's/@Q1024@/256/g' -e 's/@Q712@/178/g' \
     -e 's/@T@/512/g' -e 's/@E2@/8/g' -e 's/@T64@/256/g' -e 's/@E3@/12/g' \

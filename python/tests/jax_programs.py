@@ -307,11 +307,13 @@ def make_typed(seed):
 
 
 #: make_shapes' steps: collectives that move blocks (all_gather, tiled
-#: psum_scatter, all_to_all) and layout primitives (slice, strided slice,
-#: concatenate, split, transpose, reshape, broadcast, iota, axis_index),
-#: each giving back a block of the same shape.
+#: psum_scatter, all_to_all, ppermute) and layout primitives (slice,
+#: strided slice, concatenate, split, transpose, reshape, broadcast, iota,
+#: axis_index, dynamic_slice and dynamic_update_slice with clamped
+#: starts), each giving back a block of the same shape.
 SHAPES = ["gather", "scatter", "all_to_all", "roll", "stride", "split",
-          "transpose", "broadcast", "iota", "axis_index"]
+          "transpose", "broadcast", "iota", "axis_index", "ppermute",
+          "dynamic_slice"]
 
 
 def make_shapes(seed):
@@ -331,8 +333,17 @@ def make_shapes(seed):
             _draw(rng, rng.choice(["unary", "binary", "dot"]), names, steps)
             continue
         k = int(rng.integers(1, len(names) + 1))
-        steps.append(("shape", str(rng.choice(SHAPES)),
-                      tuple(rng.permutation(names)[:k])))
+        kind = str(rng.choice(SHAPES))
+        axes = tuple(str(a) for a in rng.permutation(names)[:k])
+        extra = ()
+        if kind == "ppermute":
+            # A permutation of the group, some pairs dropped (a rank no
+            # one sends to gets zeros).
+            g = 4 if not two_d else 2 ** k
+            dst = rng.permutation(g)
+            extra = tuple((int(s_), int(d)) for s_, d in enumerate(dst)
+                          if rng.random() > 0.25)
+        steps.append(("shape", kind, axes) + extra)
     desc = (f"shapes seed {seed}: mesh {names} rows over {shard_axes}, "
             f"x {x.shape}, steps {steps}")
 
@@ -344,7 +355,7 @@ def make_shapes(seed):
         devices = np.array(jax.devices()[:4])
         mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
 
-        def shape_step(kind, axes, v):
+        def shape_step(kind, axes, v, perm=()):
             r, c = v.shape
             if kind == "gather":
                 g = lax.all_gather(v, axes, axis=1, tiled=True)
@@ -369,12 +380,19 @@ def make_shapes(seed):
             if kind == "iota":
                 return v + lax.broadcasted_iota(jnp.float32, (r, c), 0) - \
                     lax.broadcasted_iota(jnp.float32, (r, c), 1)
+            if kind == "ppermute":
+                return lax.ppermute(v, axes, list(perm))
+            if kind == "dynamic_slice":
+                # A start past the end on some ranks: clamped.
+                i = lax.axis_index(axes) * (r // 2) - 1
+                half = lax.dynamic_slice(v, (i, 0), (r // 2, c))
+                return lax.dynamic_update_slice(v, half * -2.0, (r - i, 0))
             return v + lax.axis_index(axes).astype(jnp.float32)
 
         def body(v, wv):
             for step in steps:
                 if step[0] == "shape":
-                    v = shape_step(step[1], step[2], v)
+                    v = shape_step(step[1], step[2], v, step[3:])
                 else:
                     v = _apply(jax, step, v, wv, tame=True)
             return v

@@ -30,8 +30,12 @@ Layout unitInnerStride(Value memref);
 Layout contiguous(Value memref);
 
 /// Elements the runtime can move by bytes: integers or floats of whole
-/// bytes (not i1, index or complex, whose size the memref does not say).
+/// bytes, and i1 (one byte each); not index or complex, whose size the
+/// memref does not say.
 bool hasByteSizedElements(MemRefType type);
+/// Bytes of one element of `type` in memory (i1: one), 0 when the elements
+/// are not whole bytes or not integers or floats.
+int64_t elementBytes(MemRefType type);
 
 /// How convert-overlap-to-runtime copies `src` to `dst`, if it can:
 /// contiguous to contiguous (memcpy), strided with unit inner stride to

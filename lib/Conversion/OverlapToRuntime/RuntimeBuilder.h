@@ -9,6 +9,7 @@
 #ifndef OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H
 #define OVERLAP_LIB_CONVERSION_OVERLAPTORUNTIME_RUNTIMEBUILDER_H
 
+#include "Layout.h"
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Runtime/overlap_runtime.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
@@ -115,7 +116,7 @@ public:
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     Value aligned =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    int64_t eltBytes = type.getElementTypeBitWidth() / 8;
+    int64_t eltBytes = elementBytes(type);
     Value offsetBytes =
         arith::MulIOp::create(b, loc, meta.getOffset(),
                               arith::ConstantIndexOp::create(b, loc, eltBytes));

@@ -68,8 +68,19 @@ Layout contiguous(Value memref) {
 }
 
 bool hasByteSizedElements(MemRefType type) {
+  return elementBytes(type) > 0;
+}
+
+int64_t elementBytes(MemRefType type) {
   Type elem = type.getElementType();
-  return elem.isIntOrFloat() && elem.getIntOrFloatBitWidth() % 8 == 0;
+  if (!elem.isIntOrFloat())
+    return 0;
+  // i1 takes one byte, as LLVM (host and NVPTX alike) stores it: a bool
+  // buffer of JAX's comparisons is bytes on either side.
+  if (elem.isInteger(1))
+    return 1;
+  unsigned bits = elem.getIntOrFloatBitWidth();
+  return bits % 8 == 0 ? bits / 8 : 0;
 }
 
 CopyKind classifyCopy(Value src, Value dst) {

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._emit import Emitter, UnsupportedError, Value, elem_type, tensor_type
-from ._translate import SUPPORTED, Translator
+from ._translate import SUPPORTED, Translator, unknown_primitives
 
 __all__ = ["JaxRun", "Lowered", "UnsupportedError", "SUPPORTED", "lower",
            "lower_program", "run"]
@@ -149,6 +149,12 @@ def lower_program(f, *args) -> Lowered:
         params_vars.append(var)
         param_args.append(what)
         in_specs.append(_spec_tuple(spec, rank))
+    unknown = unknown_primitives(body)
+    if unknown:
+        raise UnsupportedError(
+            f"the importer does not translate {len(unknown)} primitive"
+            f"{'s' if len(unknown) > 1 else ''} of this program: "
+            f"{', '.join(unknown)} (it translates: {', '.join(SUPPORTED)})")
     grid = "_".join(axes)
     emitter = Emitter(grid, axes, sizes)
     params = []

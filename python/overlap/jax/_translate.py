@@ -6,7 +6,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from . import _control
+from . import _control, _dynamic
 from ._emit import (Body, CALL_PRIMITIVES, Emitter, UnsupportedError, Value,
                     _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
@@ -67,8 +67,36 @@ SUPPORTED = sorted(set(_UNARY_F) | set(_BINARY_F) | set(_BINARY_I) |
                        "concatenate", "reduce_sum", "reduce_max",
                        "reduce_min", "iota", "axis_index", "psum",
                        "psum_invariant", "pmax", "pmin", "all_gather",
-                       "reduce_scatter", "all_to_all", "clamp"} |
+                       "reduce_scatter", "all_to_all", "clamp", "ppermute",
+                       "dynamic_slice", "dynamic_update_slice"} |
                    set(CALL_PRIMITIVES) | set(_CONTROL))
+
+
+def unknown_primitives(jaxpr) -> List[str]:
+    """Every primitive of `jaxpr` (and of the sub-jaxprs of the calls,
+    loops and branches it translates) that the importer does not, each once
+    with the first source line that uses it: a program is refused with all
+    of them at once, not one per attempt."""
+    found: Dict[str, str] = {}
+
+    def walk(j, outer):
+        j = getattr(j, "jaxpr", j)
+        for eqn in j.eqns:
+            name = eqn.primitive.name
+            # Inside a library's jit (jnp.cumsum) the user's line is the
+            # call's.
+            where = _source(eqn) or outer
+            if name not in SUPPORTED:
+                found.setdefault(name, where)
+                continue
+            for key in _CALL_PARAMS + ("body_jaxpr", "cond_jaxpr"):
+                if key in eqn.params:
+                    walk(eqn.params[key], where)
+            for branch in eqn.params.get("branches", ()):
+                walk(branch, where)
+    walk(jaxpr, "")
+    return [f"'{n}'" + (f" (from {w})" if w else "")
+            for n, w in found.items()]
 
 
 class Translator:
@@ -562,32 +590,9 @@ class Translator:
                   f"{concat} : {x.type} -> {tensor_type(shape, et)}")
         self.write(eqn.outvars[0], Value(name, shape, et))
 
-    def p_axis_index(self, eqn):
-        names = eqn.params["axis_name"]
-        names = (names,) if isinstance(names, str) else tuple(names)
-        shape, et = self.out_of(eqn)
-        idx = [self.e.axes.index(n) for n in names]
-        lin = self.e.fresh("ix")
-        self.e.op(f"{lin}:{len(self.e.axes)} = shard.process_multi_index on "
-                  f"@{self.e.grid} : index" +
-                  ", index" * (len(self.e.axes) - 1))
-        # Row-major over the named axes.
-        acc = None
-        for i in idx:
-            coord = f"{lin}#{i}" if len(self.e.axes) > 1 else lin
-            if acc is None:
-                acc = coord
-                continue
-            size = self.e.fresh("n")
-            self.e.op(f"{size} = arith.constant {self.e.sizes[i]} : index")
-            mul = self.e.fresh("m")
-            self.e.op(f"{mul} = arith.muli {acc}, {size} : index")
-            add = self.e.fresh("p")
-            self.e.op(f"{add} = arith.addi {mul}, {coord} : index")
-            acc = add
-        cast = self.e.fresh("i")
-        self.e.op(f"{cast} = arith.index_cast {acc} : index to {et}")
-        name = self.e.fresh("t")
-        self.e.op(f"{name} = tensor.from_elements {cast} : "
-                  f"{tensor_type((), et)}")
-        self.write(eqn.outvars[0], Value(name, (), et))
+    # -- rank-dependent and dynamic (_dynamic) -----------------------------
+
+    p_axis_index = _dynamic.axis_index
+    p_ppermute = _dynamic.ppermute
+    p_dynamic_slice = _dynamic.dynamic_slice
+    p_dynamic_update_slice = _dynamic.dynamic_update_slice

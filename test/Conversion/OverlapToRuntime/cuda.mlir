@@ -103,19 +103,42 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// The host cannot read device memory: an op left on the host that touches
-// a buffer is an error with target=cuda.
+// The host cannot read device memory: a scalar it loads (a JAX while's
+// condition, a cond's index) is staged through a slot on its stack, after
+// every stream is done, by a copy on the compute stream it waits for; a
+// store goes the other way.
+// CHECK-LABEL: func.func @host_load
+// CHECK: %[[SLOT:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK: memref.subview %{{.*}}[%{{.*}}] [1] [1]
+// CHECK: call @overlap_context_synchronize
+// CHECK: call @overlap_memcpy(%{{.*}}, %{{.*}}, %{{.*}}, %[[SLOT]], %{{.*}}, %c4_i64{{.*}})
+// CHECK: call @overlap_stream_synchronize
+// CHECK: %[[V:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> f32
+// CHECK-NOT: memref.load
+// CHECK: return %[[V]]
 func.func @host_load(%x: memref<4xf32>) -> f32 {
   %c0 = arith.constant 0 : index
-  // expected-error @below {{'memref.load' op would run on the host, but with target=cuda its buffers are device memory}}
   %v = memref.load %x[%c0] : memref<4xf32>
   return %v : f32
 }
 
 // -----
 
+// CHECK-LABEL: func.func @host_store
+// CHECK: %[[SLOT:.*]] = llvm.alloca %{{.*}} x i1
+// CHECK: llvm.store %{{.*}}, %[[SLOT]] : i1, !llvm.ptr
+// CHECK: call @overlap_memcpy(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SLOT]], %c1_i64{{.*}})
+// CHECK-NOT: memref.store
+func.func @host_store(%x: memref<4xi1>, %b: i1) {
+  %c2 = arith.constant 2 : index
+  memref.store %b, %x[%c2] : memref<4xi1>
+  return
+}
+
+// -----
+
 func.func @dynamic_alloc(%n: index) {
-  // expected-error @below {{'memref.alloc' op cannot be lowered for target=cuda: device buffers need a static shape, an identity layout, the default memory space and integer or float elements of whole bytes, got 'memref<?xf32>'}}
+  // expected-error @below {{'memref.alloc' op cannot be lowered for target=cuda: device buffers need a static shape, an identity layout, the default memory space and integer or float elements of whole bytes (i1: one byte), got 'memref<?xf32>'}}
   %a = memref.alloc(%n) : memref<?xf32>
   return
 }

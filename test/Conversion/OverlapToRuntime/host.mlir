@@ -193,11 +193,10 @@ func.func @batched_b(%a: memref<2x8x4xf32>, %b: memref<2x4x16xf32>, %c: memref<2
 
 // -----
 
-// Elements without a byte size (i1) are not copied by bytes: the copy
-// stays a memref.copy and runs inline on the host.
+// i1 elements take one byte each (as LLVM stores them): copied by bytes.
 // CHECK-LABEL: func.func @bits
-// CHECK-NOT: overlap_memcpy
-// CHECK: memref.copy
+// CHECK: call @overlap_memcpy(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c16_i64{{.*}})
+// CHECK-NOT: memref.copy
 func.func @bits(%a: memref<16xi1>, %b: memref<16xi1>) {
   memref.copy %a, %b : memref<16xi1> to memref<16xi1>
   return

@@ -1,6 +1,7 @@
 // Kinds of upstream's Shard partition tests, written here: TOSA
 // elementwise ops on split and replicated operands, with reshardings
 // between them, in i8, i32 and f32.
+
 shard.grid @g2(shape = 2)
 
 func.func @tosa_abs_split_i8(%a: tensor<8xi8>) -> tensor<8xi8> {
@@ -13,6 +14,10 @@ func.func @tosa_abs_split_i8(%a: tensor<8xi8>) -> tensor<8xi8> {
   return %4 : tensor<8xi8>
 }
 
+// -----
+
+shard.grid @g2(shape = 2)
+
 func.func @tosa_abs_split_f32(%a: tensor<8xf32>) -> tensor<8xf32> {
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
   %0 = shard.shard %a to %s : tensor<8xf32>
@@ -22,6 +27,10 @@ func.func @tosa_abs_split_f32(%a: tensor<8xf32>) -> tensor<8xf32> {
   %4 = shard.shard %3 to %s annotate_for_users : tensor<8xf32>
   return %4 : tensor<8xf32>
 }
+
+// -----
+
+shard.grid @g2(shape = 2)
 
 func.func @tosa_add_split_i32(%a: tensor<6x4xi32>, %b: tensor<6x4xi32>) -> tensor<6x4xi32> {
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
@@ -35,6 +44,10 @@ func.func @tosa_add_split_i32(%a: tensor<6x4xi32>, %b: tensor<6x4xi32>) -> tenso
   return %c1 : tensor<6x4xi32>
 }
 
+// -----
+
+shard.grid @g2(shape = 2)
+
 func.func @tosa_add_split_f32(%a: tensor<6x4xf32>, %b: tensor<6x4xf32>) -> tensor<6x4xf32> {
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
   %a0 = shard.shard %a to %s : tensor<6x4xf32>
@@ -47,7 +60,10 @@ func.func @tosa_add_split_f32(%a: tensor<6x4xf32>, %b: tensor<6x4xf32>) -> tenso
   return %c1 : tensor<6x4xf32>
 }
 
-// replicated -> split -> tanh -> replicated: all_slice, then all_gather.
+// -----
+
+shard.grid @g2(shape = 2)
+
 func.func @tosa_tanh_reshard_f32(%a: tensor<4x6xf32>) -> tensor<4x6xf32> {
   %r = shard.sharding @g2 split_axes = [[]] : !shard.sharding
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
@@ -58,6 +74,10 @@ func.func @tosa_tanh_reshard_f32(%a: tensor<4x6xf32>) -> tensor<4x6xf32> {
   %4 = shard.shard %3 to %r annotate_for_users : tensor<4x6xf32>
   return %4 : tensor<4x6xf32>
 }
+
+// -----
+
+shard.grid @g2(shape = 2)
 
 func.func @tosa_abs_reshard_i8(%a: tensor<4xi8>) -> tensor<4xi8> {
   %r = shard.sharding @g2 split_axes = [[]] : !shard.sharding
@@ -70,6 +90,10 @@ func.func @tosa_abs_reshard_i8(%a: tensor<4xi8>) -> tensor<4xi8> {
   return %4 : tensor<4xi8>
 }
 
+// -----
+
+shard.grid @g2(shape = 2)
+
 func.func @tosa_sigmoid_incomplete_f32(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
   %0 = shard.shard %a to %s annotate_for_users : tensor<8x16xf32>
@@ -78,6 +102,10 @@ func.func @tosa_sigmoid_incomplete_f32(%a: tensor<8x16xf32>) -> tensor<8x16xf32>
   %3 = shard.shard %2 to %s annotate_for_users : tensor<8x16xf32>
   return %3 : tensor<8x16xf32>
 }
+
+// -----
+
+shard.grid @g2(shape = 2)
 
 func.func @tosa_negate_zero_points_f32(%a: tensor<8x4xf32>, %z0: tensor<1xf32>, %z1: tensor<1xf32>) -> tensor<8x4xf32> {
   %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
@@ -91,22 +119,31 @@ func.func @tosa_negate_zero_points_f32(%a: tensor<8x4xf32>, %z0: tensor<1xf32>, 
   return %3 : tensor<8x4xf32>
 }
 
-// Elementwise arith and math on whole tensors (no linalg).
-func.func @arith_on_tensors_f32(%a: tensor<8x4xf32>, %b: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
-  %a0 = shard.shard %a to %s annotate_for_users : tensor<8x4xf32>
-  %b0 = shard.shard %b to %s annotate_for_users : tensor<8x4xf32>
-  %c = arith.mulf %a0, %b0 : tensor<8x4xf32>
-  %d = math.exp %c : tensor<8x4xf32>
-  %e = shard.shard %d to %s : tensor<8x4xf32>
-  %f = shard.shard %e to %s annotate_for_users : tensor<8x4xf32>
-  return %f : tensor<8x4xf32>
+// -----
+
+// corpus: partitioned (upstream's shard-partition crashes on math.exp of a
+// sharded tensor: MLIR 22, the annotated form). Elementwise arith and math
+// on whole tensors, then a gather.
+shard.grid @g2(shape = 2)
+
+func.func @arith_on_tensors_f32(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<8x4xf32> {
+  %c = arith.mulf %a, %b : tensor<4x4xf32>
+  %d = math.exp %c : tensor<4x4xf32>
+  %e = arith.subf %d, %a : tensor<4x4xf32>
+  %g = shard.all_gather %e on @g2 grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  return %g : tensor<8x4xf32>
 }
+
+// -----
 
 func.func @scalar_i8(%a: i8) -> i8 {
   %0 = arith.addi %a, %a : i8
   return %0 : i8
 }
+
+// -----
+
+shard.grid @g2(shape = 2)
 
 func.func @replicated_i8(%a: tensor<2xi8>) -> tensor<2xi8> {
   %r = shard.sharding @g2 split_axes = [[]] : !shard.sharding

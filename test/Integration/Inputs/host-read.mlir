@@ -1,5 +1,6 @@
-// A program that reads one element of a result on the host: fine with
-// target=host, refused with target=cuda (the buffer is device memory).
+// A program that reads one element of a result on the host: a load on
+// the host with target=host; with target=cuda (the buffer is device
+// memory) the element is staged through a host slot.
 shard.grid @tp(shape = 2)
 
 func.func @corner(%a: tensor<256x64xf32>, %b: tensor<64x32xf32>) -> f32 {

@@ -78,7 +78,8 @@ MLIR_CAPI_EXPORTED bool
 overlapCompileResultSucceeded(const OverlapCompileResult *result);
 
 /** On failure: what went wrong (stage, diagnostics with locations). Every
- *  accessor takes NULL: an empty text, "[]" for the plans, false. */
+ *  accessor takes NULL: an empty text, "[]" for the plans and the missed
+ *  remarks, false. */
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultError(const OverlapCompileResult *result);
 
@@ -90,6 +91,14 @@ overlapCompileResultError(const OverlapCompileResult *result);
  *  "op" (the fused op's name) and "summary" (the plan remark's text). */
 MLIR_CAPI_EXPORTED MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result);
+
+/** On success: why ops were not overlapped, a JSON array with one object
+ *  per missed remark of Overlap's passes: "location" (file:line:col),
+ *  "pass" (overlap-raise, overlap-lower-collectives, ...), "name"
+ *  (not-raised, not-overlapped, ...) and "reason" (the remark's text); the
+ *  same remarks overlap-compile prints with --remarks-filter=overlap. */
+MLIR_CAPI_EXPORTED MlirStringRef
+overlapCompileResultMissedJSON(const OverlapCompileResult *result);
 
 /** On success: what the caller should be told, one warning a line ending in
  *  '\n' (e.g. "no overlap_entry_signature embedded (overlap-exec cannot

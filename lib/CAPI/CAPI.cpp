@@ -120,14 +120,16 @@ struct OverlapCompileResult {
   bool succeeded = false;
   std::string error;
   std::string plansJSON = "[]";
+  std::string missedJSON = "[]";
   /// One warning a line (e.g. no signature embedded), empty if none.
   std::string warnings;
 };
 
-static std::string plansToJSON(const std::vector<compiler::PlanRecord> &plans) {
+template <typename Record>
+static std::string plansToJSON(const std::vector<Record> &records) {
   llvm::json::Array array;
-  for (const compiler::PlanRecord &plan : plans)
-    array.push_back(compiler::toJSON(plan));
+  for (const Record &record : records)
+    array.push_back(compiler::toJSON(record));
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(array));
@@ -178,6 +180,7 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
   }
   result->succeeded = true;
   result->plansJSON = plansToJSON(artifact->plans);
+  result->missedJSON = plansToJSON(artifact->missed);
   for (const std::string &warning : artifact->warnings)
     result->warnings += warning + "\n";
   return result;
@@ -195,6 +198,12 @@ MlirStringRef overlapCompileResultError(const OverlapCompileResult *result) {
 MlirStringRef
 overlapCompileResultPlansJSON(const OverlapCompileResult *result) {
   return result ? wrap(llvm::StringRef(result->plansJSON))
+                : wrap(llvm::StringRef("[]"));
+}
+
+MlirStringRef
+overlapCompileResultMissedJSON(const OverlapCompileResult *result) {
+  return result ? wrap(llvm::StringRef(result->missedJSON))
                 : wrap(llvm::StringRef("[]"));
 }
 

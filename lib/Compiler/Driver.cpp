@@ -185,8 +185,10 @@ mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
   if (!artifact)
     return error(llvm::toString(artifact.takeError()) +
                  (diagnostics.empty() ? "" : "\n" + diagnostics));
-  if (plans)
+  if (plans) {
     artifact->plans = plans->take();
+    artifact->missed = plans->takeMissed();
+  }
   // A compile that succeeded may still have said something (a pass's
   // warning): the caller gets it, not silence.
   if (!llvm::StringRef(diagnostics).trim().empty())

@@ -211,8 +211,42 @@ llvm::json::Value mlir::overlap::compiler::toJSON(const PlanRecord &record) {
   return std::move(object);
 }
 
+llvm::json::Value mlir::overlap::compiler::toJSON(const MissedRecord &record) {
+  return llvm::json::Object{{"location", record.location},
+                            {"pass", record.pass},
+                            {"name", record.name},
+                            {"reason", record.reason}};
+}
+
+/// file:line:col of a remark (its location printed when it has none).
+static std::string remarkLocation(const remark::detail::Remark &remark) {
+  std::string text;
+  llvm::raw_string_ostream loc(text);
+  if (auto file = remark.getLocation()->findInstanceOf<FileLineColLoc>())
+    loc << file.getFilename().getValue() << ":" << file.getLine() << ":"
+        << file.getColumn();
+  else
+    loc << remark.getLocation();
+  return text;
+}
+
 void PlanCollector::streamOptimizationRemark(
     const remark::detail::Remark &remark) {
+  if (remark.getRemarkType() == llvm::remarks::Type::Missed) {
+    MissedRecord record;
+    record.location = remarkLocation(remark);
+    record.pass = remark.getCategoryName().str();
+    llvm::StringRef combined = remark.getCombinedCategoryName();
+    if (combined.contains(':'))
+      record.pass = combined.rsplit(':').second.str();
+    record.name = remark.getRemarkName().str();
+    for (const remark::detail::Remark::Arg &arg : remark.getArgs())
+      if (arg.key == "Remark" || arg.key == "Reason")
+        record.reason += arg.val;
+    std::lock_guard<std::mutex> lock(mutex);
+    missed.push_back(std::move(record));
+    return;
+  }
   // The plan remark under any of the names it is emitted with
   // (Transforms/Remarks.h); collectPlans asks for category "overlap".
   llvm::StringRef category = remark.getCombinedCategoryName();
@@ -256,11 +290,17 @@ std::vector<PlanRecord> PlanCollector::take() {
   return std::exchange(plans, {});
 }
 
+std::vector<MissedRecord> PlanCollector::takeMissed() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return std::exchange(missed, {});
+}
+
 PlanCollector *mlir::overlap::compiler::collectPlans(MLIRContext &context) {
   auto collector = std::make_unique<PlanCollector>();
   PlanCollector *raw = collector.get();
   remark::RemarkCategories categories;
   categories.analysis = mlir::overlap::kRemarkCategory.str();
+  categories.missed = mlir::overlap::kRemarkCategory.str();
   if (failed(remark::enableOptimizationRemarks(
           context, std::move(collector),
           std::make_unique<remark::RemarkEmittingPolicyAll>(), categories)))

@@ -286,6 +286,12 @@ std::string CostModel::describeCommSource() const {
       .str();
 }
 
+int64_t overlap::planner::CostModel::getMinAlignment() const {
+  if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
+    return 1;
+  return problem.ranks * problem.experts;
+}
+
 int64_t overlap::planner::CostModel::getAlignment() const {
   if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
     return profile->alignment;

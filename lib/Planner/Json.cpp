@@ -28,6 +28,8 @@ static void writePlan(json::OStream &j, const Plan &plan,
     j.attribute("strategy", plan.strategy);
     if (!plan.selectedBy.empty())
       j.attribute("selected_by", plan.selectedBy);
+    if (!plan.note.empty())
+      j.attribute("note", plan.note);
     j.attributeArray("tiles", [&] {
       for (int64_t t : plan.tiles)
         j.value(t);

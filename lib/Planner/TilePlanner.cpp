@@ -9,6 +9,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace llvm;
 using namespace overlap::planner;
@@ -43,11 +44,48 @@ static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
       return badValue("--strategy: uniform:n needs a positive integer n, "
                       "got '" +
                       strategy + "'");
-    Expected<std::vector<int64_t>> tiles =
-        uniformTiles(model.getProblem().m, n, model.getAlignment());
+    // An explicit tile count is honoured: with row blocks halved from
+    // the preferred alignment until M has n of them (or M one-row tiles
+    // when M < n), saying so, never a compile error.
+    if (Error e = checkLimit("--strategy: uniform:n", n, 1, kMaxTiles,
+                             "a tile count n"))
+      return std::move(e);
+    // Blocks stay multiples of what the tile layout needs
+    // (getMinAlignment: the group's slots for a gather or scatter).
+    const int64_t m = model.getProblem().m;
+    const int64_t least = model.getMinAlignment();
+    int64_t alignment = model.getAlignment();
+    int64_t count = n;
+    for (int64_t p = alignment; m / alignment < count && p > 1;) {
+      p /= 2;
+      alignment = std::lcm(std::max<int64_t>(p, 1), least);
+    }
+    std::string note;
+    if (m / alignment < count) {
+      int64_t most = std::max<int64_t>(1, m / alignment);
+      note = ("uniform:" + Twine(n) + " asks for " + Twine(n) +
+              " tiles but M = " + Twine(m) + " holds only " + Twine(most) +
+              " of " + Twine(alignment) + " rows (the least a tile can be " +
+              "here): " + Twine(most) + " tile" + (most == 1 ? "" : "s"))
+                 .str();
+      count = most;
+    } else if (alignment != model.getAlignment()) {
+      note = ("uniform:" + Twine(n) + " needs " + Twine(n) + " tiles of " +
+              Twine(model.getAlignment()) + "-row blocks but M = " + Twine(m) +
+              " has " + Twine(m / model.getAlignment()) +
+              ": honoured with " + Twine(alignment) +
+              "-row blocks (smaller than the preferred " +
+              Twine(model.getAlignment()) + ")")
+                 .str();
+    }
+    Expected<std::vector<int64_t>> tiles = uniformTiles(m, count, alignment);
     if (!tiles)
       return tiles.takeError();
-    return pricePlan(model, *tiles, ("uniform:" + Twine(n)).str());
+    Expected<Plan> plan =
+        pricePlan(model, *tiles, ("uniform:" + Twine(n)).str());
+    if (plan)
+      plan->note = note;
+    return plan;
   }
   if (strategy == "mc2")
     return planMc2(model);

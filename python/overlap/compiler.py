@@ -89,6 +89,12 @@ class Compiled:
     #: signature could be embedded, so ``run`` cannot run the output); each
     #: is also issued as a ``warnings.warn`` (CompileWarning).
     warnings: List[str] = field(default_factory=list)
+    #: Why an op was not overlapped, one dict per missed remark of
+    #: Overlap's passes: "location" (file:line:col, the user's line for a
+    #: program from overlap.jax), "pass", "name" and "reason" (what
+    #: --remarks-filter=overlap prints). Empty plans and no missed remark:
+    #: the program has no collective.
+    missed: List[Dict[str, Any]] = field(default_factory=list)
 
     def read_bytes(self) -> bytes:
         with open(self.path, "rb") as f:
@@ -160,11 +166,14 @@ def compile(module: str, *, target: Optional[str] = None,
             raise CompileError(lib.overlapCompileResultError(result).text(),
                                notes)
         plans = json.loads(lib.overlapCompileResultPlansJSON(result).text())
+        missed = json.loads(
+            lib.overlapCompileResultMissedJSON(result).text())
     finally:
         lib.overlapCompileResultDestroy(result)
     for note in notes:
         warnings.warn(note, CompileWarning, stacklevel=2)
-    return Compiled(path=os.fspath(output), plans=plans, warnings=notes)
+    return Compiled(path=os.fspath(output), plans=plans, warnings=notes,
+                    missed=missed)
 
 
 def _numpy_dtype(elem: str) -> np.dtype:

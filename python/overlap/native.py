@@ -171,6 +171,7 @@ def compiler_api() -> ctypes.CDLL:
         lib.overlapCompileResultSucceeded.restype = ctypes.c_bool
         for fn in ("overlapCompileResultError",
                    "overlapCompileResultPlansJSON",
+                   "overlapCompileResultMissedJSON",
                    "overlapCompileResultWarnings"):
             getattr(lib, fn).argtypes = [ctypes.c_void_p]
             getattr(lib, fn).restype = MlirStringRef

@@ -31,7 +31,7 @@ def make(seed):
     strategy = str(rng.choice(["none", "uniform:2", "auto"]))
     if strategy == "uniform:2":
         # Two tiles of whole 128-row blocks per rank (a uniform:n the rows
-        # cannot hold is refused, by design: test/Integration/errors.mlir).
+        # cannot hold is honoured with smaller blocks: errors.mlir).
         seq = ranks * 256
     return dict(kind=kind, ranks=ranks, batch=batch, seq=seq, k=k, n=n,
                 torch=torch, strategy=strategy, rng=rng)

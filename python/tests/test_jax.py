@@ -233,3 +233,25 @@ def test_captured_constants(mesh):
     res = ojax.run(f, *args, strategy="none")
     assert layers.max_error(res.outputs[0], want[0]) <= 1e-4
     assert "arith.constant dense<\"0x" in res.mlir
+
+
+def test_missed_overlaps_are_said_in_python(mesh):
+    """A collective Overlap does not fuse (a psum of an elementwise result)
+    comes back in run(...).missed with the user's line and the reason; a
+    fused one in plans (they were only remarks a Python user never saw)."""
+    def body(x, w):
+        y = lax.psum(jnp.tanh(x), "tp")      # nothing to overlap with
+        return lax.psum(y @ w, "tp")         # a matmul + all-reduce
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P(None, "tp"), P("tp")),
+                      out_specs=P())
+    x = np.random.default_rng(0).standard_normal((256, 64)).astype(
+        np.float32)
+    w = np.random.default_rng(1).standard_normal((64, 32)).astype(
+        np.float32)
+    res = ojax.run(f, x, w, strategy="uniform:2")
+    assert len(res.plans) == 1
+    assert res.missed, res.missed
+    first = res.missed[0]
+    assert "test_jax.py" in first["location"], first
+    assert first["name"] == "not-overlapped" and first["reason"], first

@@ -225,11 +225,14 @@ int main(int argc, char **argv) {
   MlirStringRef nullError = overlapCompileResultError(NULL);
   MlirStringRef nullPlans = overlapCompileResultPlansJSON(NULL);
   MlirStringRef nullWarnings = overlapCompileResultWarnings(NULL);
-  printf("null result: %s, error '%.*s', plans %.*s, warnings '%.*s'\n",
+  MlirStringRef nullMissed = overlapCompileResultMissedJSON(NULL);
+  printf("null result: %s, error '%.*s', plans %.*s, warnings '%.*s', "
+         "missed %.*s\n",
          overlapCompileResultSucceeded(NULL) ? "succeeded" : "failed",
          (int)nullError.length, nullError.data ? nullError.data : "",
          (int)nullPlans.length, nullPlans.data, (int)nullWarnings.length,
-         nullWarnings.data ? nullWarnings.data : "");
+         nullWarnings.data ? nullWarnings.data : "", (int)nullMissed.length,
+         nullMissed.data);
   overlapCompileResultDestroy(NULL);
   free(source);
   return 0;

@@ -33,12 +33,16 @@
 // ATOL-NEG: overlap-run: error: --atol -0.001: a tolerance is a finite number >= 0
 // ATOL-NEG-NEXT: exit 2
 //
-// The Planner refuses a plan: the error names the op and the stage.
-// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:3 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PLAN
-// PLAN: error: 'overlap.matmul_all_reduce' op overlap-plan failed: --strategy: uniform:3 needs 3 tiles of 128-row blocks but M = 256 has only 2
-// PLAN: overlap-run: error: stage 'tensor' (raise, reorder chains, plan and decompose on tensors) failed
-// PLAN: overlap-run: error: compiling the overlap program (strategy uniform:3) failed
-// PLAN: exit 2
+// An explicit tile count the preferred 128-row blocks cannot hold is
+// honoured with smaller blocks, and the plan's remark says so (it was a
+// compile error); more tiles than rows gives one-row tiles.
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:3 --remarks-filter=overlap %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PLAN
+// PLAN: tiles [128, 64, 64] (uniform:3, {{.*}} [uniform:3 needs 3 tiles of 128-row blocks but M = 256 has 2: honoured with 64-row blocks (smaller than the preferred 128)]
+// PLAN: OK
+// PLAN: exit 0
+// RUN: bash -c 'overlap-run --ranks 4 --entry mar --strategy uniform:300 --remarks-filter=overlap %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PLAN300
+// PLAN300: [uniform:300 asks for 300 tiles but M = 256 holds only 256 of 1 rows (the least a tile can be here): 256 tiles]
+// PLAN300: exit 0
 //
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --profile %S/Inputs/missing.json %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PROFILE
 // PROFILE: missing.json

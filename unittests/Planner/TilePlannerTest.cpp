@@ -136,7 +136,18 @@ TEST(TilePlanner, NoneAndUniform) {
   OVERLAP_ASSIGN_OR_FAIL(tiles, uniformTiles(1000, 2, 128));
   EXPECT_EQ(tiles, (std::vector<int64_t>{512, 488}));
 
-  EXPECT_EQ(codeOf(planTiles(profile, kMc2Problem, "uniform:33")),
+  // 33 tiles of the 32 128-row blocks M = 4096 has: 64-row blocks, and a
+  // note that says so (it was an error).
+  OVERLAP_ASSIGN_OR_FAIL(u33, planTiles(profile, kMc2Problem, "uniform:33"));
+  EXPECT_EQ(u33.tiles.size(), 33u);
+  EXPECT_EQ(sum(u33.tiles), 4096);
+  for (int64_t t : u33.tiles)
+    EXPECT_EQ(t % 64, 0);
+  EXPECT_NE(u33.note.find("honoured with 64-row blocks"), std::string::npos)
+      << u33.note;
+  OVERLAP_ASSIGN_OR_FAIL(u3again, planTiles(profile, kMc2Problem, "uniform:3"));
+  EXPECT_TRUE(u3again.note.empty());
+  EXPECT_EQ(codeOf(planTiles(profile, kMc2Problem, "uniform:4097")),
             std::make_error_code(std::errc::invalid_argument));
   EXPECT_EQ(codeOf(planTiles(profile, kMc2Problem, "uniform:0")),
             std::make_error_code(std::errc::invalid_argument));

@@ -125,6 +125,8 @@ struct Artifact {
   std::string path;
   /// The plans chosen, in the order of the ops (compileToFiles only).
   std::vector<PlanRecord> plans;
+  /// Why ops were not overlapped (compileToFiles only).
+  std::vector<MissedRecord> missed;
   /// What the caller should show (e.g. no signature could be embedded).
   std::vector<std::string> warnings;
 };

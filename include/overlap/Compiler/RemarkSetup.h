@@ -75,20 +75,40 @@ struct PlanRecord {
 /// `overlapCompileResultPlansJSON` (and of Python's Compiled.plans).
 llvm::json::Value toJSON(const PlanRecord &record);
 
+/// Why an op was not overlapped (an "overlap" missed remark: not raised,
+/// not planned, lowered unsplit, not scheduled on streams).
+struct MissedRecord {
+  /// Where the op is (file:line:col).
+  std::string location;
+  /// The pass that said so (overlap-raise, overlap-lower-collectives, ...).
+  std::string pass;
+  /// The remark's name (not-raised, not-overlapped, ...).
+  std::string name;
+  /// The remark's text: the reason.
+  std::string reason;
+};
+
+/// {"location", "pass", "name", "reason"}: one element of
+/// `overlapCompileResultMissedJSON` (Python's Compiled.missed).
+llvm::json::Value toJSON(const MissedRecord &record);
+
 /// A remark streamer that keeps the plan remarks.
 class PlanCollector final : public remark::detail::MLIRRemarkStreamerBase {
 public:
   void streamOptimizationRemark(const remark::detail::Remark &remark) override;
   /// The plans so far, in emission order; the collector is emptied.
   std::vector<PlanRecord> take();
+  /// The missed remarks so far, in emission order; emptied.
+  std::vector<MissedRecord> takeMissed();
 
 private:
   std::mutex mutex;
   std::vector<PlanRecord> plans;
+  std::vector<MissedRecord> missed;
 };
 
-/// Enables the remark engine of `context` for Overlap's analysis remarks
-/// with a PlanCollector, which the context owns.
+/// Enables the remark engine of `context` for Overlap's analysis and missed
+/// remarks with a PlanCollector, which the context owns.
 PlanCollector *collectPlans(MLIRContext &context);
 
 } // namespace compiler

@@ -125,6 +125,9 @@ public:
   /// an equal share of every rank's block (so every tile, the remainder
   /// tile included, divides by the group size when M does).
   int64_t getAlignment() const;
+  /// The rows every tile must be a multiple of, whatever the profile
+  /// prefers: 1 for an all-reduce, else ranks x experts (the tile layout).
+  int64_t getMinAlignment() const;
   /// Whether the collective takes SMs from the GEMM beside it: not for an
   /// all-gather on a device whose all-gathers run on the copy engines
   /// (DeviceInfo::zeroSmAllGather).

@@ -77,6 +77,10 @@ struct Plan {
   std::string strategy;
   /// "auto" when `auto` chose this plan among `candidates`; else empty.
   std::string selectedBy;
+  /// What the Planner changed from what was asked, and why (an explicit
+  /// uniform:n on too few preferred row blocks is honoured with smaller
+  /// ones); empty when nothing was.
+  std::string note;
   std::vector<int64_t> tiles;
   Bound bound = Bound::Comm;
   double predictedUs = 0;

@@ -261,6 +261,9 @@ class JaxRun:
     rank_outputs: List[List[np.ndarray]] = field(default_factory=list)
     #: What the compiler warned about (each also a CompileWarning).
     warnings: List[str] = field(default_factory=list)
+    #: Why a collective was not overlapped: "location" (the line in f),
+    #: "pass", "name", "reason" (``overlap.Compiled.missed``).
+    missed: List[Dict[str, Any]] = field(default_factory=list)
     #: The outputs in f's own output structure (a pytree: a tuple, a dict,
     #: ...), as jax.jit(f)(*args) returns them; `outputs` is its leaves.
     value: Any = None
@@ -328,5 +331,6 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
                for i in range(n)]
     tree = jax.tree_util.tree_structure(jax.eval_shape(f, *args))
     return JaxRun(outputs=outputs, plans=prog.plans, warnings=prog.warnings,
+                  missed=prog.missed,
                   mlir=low.mlir, rank_outputs=per_rank,
                   value=jax.tree_util.tree_unflatten(tree, outputs))

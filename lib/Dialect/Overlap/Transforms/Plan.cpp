@@ -192,6 +192,8 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
                            gain >= 0 ? "faster" : "slower")
                  .str();
     }
+    if (!plan.note.empty())
+      why += " [" + plan.note + "]";
     if (oneKernelUs)
       why += llvm::formatv(" (priced as the per-tile GEMMs the compiler "
                            "emits; waves' one-kernel model predicts {0:F1} us)",

@@ -255,3 +255,31 @@ def test_missed_overlaps_are_said_in_python(mesh):
     first = res.missed[0]
     assert "test_jax.py" in first["location"], first
     assert first["name"] == "not-overlapped" and first["reason"], first
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+@pytest.mark.parametrize("consumers", [2, 3])
+def test_bsh_gather_feeding_several_contractions_is_fused(mesh, batch,
+                                                          consumers):
+    """One [b, s, h] all-gather along s feeding gate/up (2) or Q/K/V (3):
+    one fused all-gather + matmul (weights side by side) for every b; it
+    was fused only for b = 1 (the transposes normalization inserts per
+    contraction kept the gather from being shared)."""
+    def body(x, *ws):
+        g = lax.all_gather(x, "tp", axis=1, tiled=True)
+        return tuple(g @ w for w in ws)
+
+    f = jax.shard_map(body, mesh=mesh,
+                      in_specs=(P(None, "tp"),) + (P(None, "tp"),) * consumers,
+                      out_specs=(P(None, None, "tp"),) * consumers)
+    rng = np.random.default_rng(batch)
+    x = rng.standard_normal((batch, 512, 64)).astype(np.float32)
+    ws = [rng.standard_normal((64, 128)).astype(np.float32)
+          for _ in range(consumers)]
+    res = ojax.run(f, x, *ws, strategy="uniform:2")
+    assert len(res.plans) == 1 and len(res.plans[0]["tiles"]) == 2, \
+        (res.plans, res.missed)
+    assert res.plans[0]["op"] == "overlap.all_gather_matmul"
+    for got, want in zip(res.outputs, jax.jit(f)(x, *ws)):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4,
+                                   atol=1e-4)

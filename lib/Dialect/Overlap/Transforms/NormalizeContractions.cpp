@@ -16,6 +16,7 @@
 #include "Raise.h"
 #include "TensorBuilders.h"
 
+#include <functional>
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -442,6 +443,35 @@ struct DedupCollapseShape : public OpRewritePattern<tensor::CollapseShapeOp> {
   }
 };
 
+/// Two identical linalg.transposes of one value (the `[b, s, h]` gather
+/// that feeds Q, K and V is transposed once per contraction) -> the first,
+/// so that the contractions share one gathered operand, which
+/// MergeGatheredMatmuls then merges.
+struct DedupTranspose : public OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::TransposeOp transpose,
+                                PatternRewriter &rewriter) const override {
+    if (!transpose.hasPureTensorSemantics() ||
+        !transpose.getInit().getDefiningOp<tensor::EmptyOp>())
+      return failure();
+    for (Operation *user : transpose.getInput().getUsers()) {
+      auto other = dyn_cast<linalg::TransposeOp>(user);
+      if (!other || other == transpose || !other.hasPureTensorSemantics() ||
+          other->getBlock() != transpose->getBlock() ||
+          !other->isBeforeInBlock(transpose) ||
+          other.getInput() != transpose.getInput() ||
+          other.getPermutation() != transpose.getPermutation() ||
+          other->getResultTypes() != transpose->getResultTypes() ||
+          !other.getInit().getDefiningOp<tensor::EmptyOp>())
+        continue;
+      rewriter.replaceOp(transpose, other->getResults());
+      return success();
+    }
+    return failure();
+  }
+};
+
 /// An elementwise linalg.generic (identity maps, one input, no index
 /// reads) of expand_shape(x) or linalg.transpose(x), feeding a reduction ->
 /// the reshape of the generic of x, so that a rounding between a flattened
@@ -545,23 +575,37 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
       Operation *at = last->getBlock()->findAncestorOpInBlock(*user);
       return at && (at == last || last->isBeforeInBlock(at));
     };
+    // A chain of layout ops (expand_shape, cast, a transpose into a fresh
+    // tensor: what normalization leaves of a [b, s, h] contraction) moves
+    // as a whole when whatever uses it comes after the last matmul.
     SmallVector<Operation *> reshapes;
+    std::function<bool(Operation *)> movable = [&](Operation *user) {
+      if (after(user) || llvm::is_contained(reshapes, user))
+        return true;
+      auto transpose = dyn_cast<linalg::TransposeOp>(user);
+      bool layout = isa<tensor::ExpandShapeOp, tensor::CastOp>(user) ||
+                    (transpose && transpose.hasPureTensorSemantics() &&
+                     transpose.getInit().getDefiningOp<tensor::EmptyOp>());
+      if (!layout || user->getBlock() != last->getBlock())
+        return false;
+      reshapes.push_back(user);
+      return llvm::all_of(user->getUsers(), movable);
+    };
     for (linalg::MatmulOp mm : matmuls)
-      for (Operation *user : mm->getUsers()) {
-        if (after(user))
-          continue;
-        if (!isa<tensor::ExpandShapeOp, tensor::CastOp>(user) ||
-            user->getBlock() != last->getBlock() ||
-            !llvm::all_of(user->getUsers(), after))
+      for (Operation *user : mm->getUsers())
+        if (!movable(user))
           return failure();
-        reshapes.push_back(user);
-      }
+    // In program order, so that each moved op still follows its operand.
+    llvm::sort(reshapes, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
     auto bType0 = cast<RankedTensorType>(first.getInputs()[1].getType());
     auto cType0 = cast<RankedTensorType>(first.getOutputs()[0].getType());
     // The merged accumulator is one fill of the consumers' common value.
     auto fillOf = [](Value c) {
       while (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                             tensor::CastOp>(c.getDefiningOp()))
+                             tensor::CastOp, linalg::TransposeOp>(
+          c.getDefiningOp()))
         c = c.getDefiningOp()->getOperand(0);
       return c.getDefiningOp<linalg::FillOp>();
     };
@@ -632,8 +676,10 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
       lastSlice = part.getDefiningOp();
       rewriter.replaceOp(mm, part);
     }
-    for (Operation *reshape : reshapes)
+    for (Operation *reshape : reshapes) {
       rewriter.moveOpAfter(reshape, lastSlice);
+      lastSlice = reshape;
+    }
     return success();
   }
 };
@@ -646,7 +692,7 @@ void mlir::overlap::populateNormalizeContractionPatterns(
                SinkLayout<shard::ReduceScatterOp>,
                HoistLayoutThroughGather<tensor::CollapseShapeOp>,
                HoistLayoutThroughGather<linalg::TransposeOp>,
-               MergeGatheredMatmuls, DedupCollapseShape,
+               MergeGatheredMatmuls, DedupCollapseShape, DedupTranspose,
                SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
       patterns.getContext());
 }

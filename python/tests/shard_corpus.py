@@ -129,8 +129,11 @@ def run_case(name: str, text: str, partitioned: bool, t: Dict[str, str],
             "bit-identical: yes" in r.stdout:
         out["run"] = "ok"
     else:
+        said = [l for l in r.stdout.splitlines()
+                if l.startswith("bit-identical:")]
         out["run"] = (_first_error(r.stderr) if r.returncode == 2
-                      else "MISMATCH: " + _first_error(r.stdout))
+                      else "MISMATCH: " + (said[0] if said
+                                           else _first_error(r.stdout)))
     return out
 
 

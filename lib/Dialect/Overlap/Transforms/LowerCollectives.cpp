@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/UpdateHalo.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "Raise.h"
@@ -75,10 +76,13 @@ StringRef collectiveName(Operation *op) {
 
 std::string mlir::overlap::whyNotLowered(Operation *op,
                                          SymbolTableCollection &symbols) {
+  if (auto halo = dyn_cast<shard::UpdateHaloOp>(op))
+    return whyNotExpanded(halo, symbols);
   if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
            shard::AllToAllOp, shard::AllSliceOp>(op))
     return "Overlap lowers all_reduce, all_gather, reduce_scatter, "
-           "all_to_all and all_slice (what shard-partition emits), not '" +
+           "all_to_all, all_slice and update_halo (what shard-partition "
+           "emits), not '" +
            op->getName().getStringRef().str() + "'";
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -265,6 +269,18 @@ struct OverlapLowerCollectivesPass
           OverlapLowerCollectivesPass> {
   void runOnOperation() override {
     SymbolTableCollection symbols;
+    OpBuilder b(&getContext());
+    // update_halo first: it becomes all_gathers, lowered below.
+    SmallVector<shard::UpdateHaloOp> halos;
+    getOperation().walk([&](shard::UpdateHaloOp op) { halos.push_back(op); });
+    for (shard::UpdateHaloOp op : halos) {
+      if (!whyNotExpanded(op, symbols).empty())
+        continue; // overlap-check-collectives says why
+      b.setInsertionPoint(op);
+      Value replacement = expandUpdateHalo(b, op, symbols);
+      op.getResult().replaceAllUsesWith(replacement);
+      op->erase();
+    }
     SmallVector<Operation *> collectives;
     getOperation().walk([&](Operation *op) {
       if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
@@ -272,7 +288,6 @@ struct OverlapLowerCollectivesPass
           isa<RankedTensorType>(op->getResult(0).getType()))
         collectives.push_back(op);
     });
-    OpBuilder b(&getContext());
     for (Operation *op : collectives) {
       if (!whyNotLowered(op, symbols).empty())
         continue; // overlap-check-collectives says why

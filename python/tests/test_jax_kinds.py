@@ -1,0 +1,366 @@
+"""The kinds of program JAX's own shard_map material (the shard_map
+notebook, shard_map_test.py) and users' layers exercise, written here, one
+function each, through overlap.jax.run against jax.jit on 4 CPU devices
+and compiled for --target=cuda. A kind Overlap does not take yet is an
+xfail with its reason (strict: when it starts to work, the test says so).
+docs/jax.md gives the counts."""
+
+import functools
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("OVERLAP_REQUIRE_JAX"):
+    import jax  # noqa: F401
+else:
+    jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+
+import overlap  # noqa: E402
+
+ojax = pytest.importorskip("overlap.jax")
+
+pytestmark = pytest.mark.usefixtures("native_libraries")
+
+KINDS = {}
+
+
+def kind(name, *, xfail=None):
+    def register(build):
+        KINDS[name] = (build, xfail)
+        return build
+    return register
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _r(*shape, seed=0, scale=1.0, dtype=np.float32):
+    return (_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def _m1():
+    return Mesh(np.array(jax.devices()[:4]), ("x",))
+
+
+def _m2():
+    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"))
+
+
+def sm(f, mesh, i, o, **kw):
+    return jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, **kw)
+
+
+@kind("row-parallel matmul + psum")
+def _():
+    f = sm(lambda x, w: lax.psum(x @ w, "x"), _m1(), (P(None, "x"), P("x")),
+           P())
+    return f, (_r(256, 64), _r(64, 32, seed=1))
+
+
+@kind("all_gather + matmul (column parallel)")
+def _():
+    f = sm(lambda x, w: lax.all_gather(x, "x", tiled=True) @ w, _m1(),
+           (P("x"), P(None, "x")), P(None, "x"))
+    return f, (_r(512, 32), _r(32, 64, seed=1))
+
+
+@kind("matmul + psum_scatter")
+def _():
+    f = sm(lambda x, w: lax.psum_scatter(x @ w, "x", tiled=True), _m1(),
+           (P(None, "x"), P("x")), P("x"))
+    return f, (_r(512, 64), _r(64, 32, seed=1))
+
+
+@kind("all_gather untiled and psum over a tuple of axes")
+def _():
+    def body(x):
+        g = lax.all_gather(x, ("dp", "tp"))
+        return lax.psum(g.sum(0), ("dp", "tp"))
+    return sm(body, _m2(), P(("dp", "tp")), P()), (_r(8, 4),)
+
+
+@kind("pmax, pmin, pmean")
+def _():
+    def body(x):
+        return lax.pmax(x, "x") - lax.pmin(x, "x") + lax.pmean(x, "x")
+    return sm(body, _m1(), P("x"), P()), (_r(8, 4),)
+
+
+@kind("all_to_all")
+def _():
+    f = sm(lambda x: lax.all_to_all(x, "x", 0, 1, tiled=True), _m1(),
+           P("x"), P("x"))
+    return f, (_r(16, 8),)
+
+
+@kind("ppermute ring shift")
+def _():
+    f = sm(lambda x: lax.ppermute(x, "x", [(i, (i + 1) % 4)
+                                           for i in range(4)]),
+           _m1(), P("x"), P("x"))
+    return f, (_r(8, 4),)
+
+
+@kind("collective matmul by ppermute in a fori_loop (notebook)")
+def _():
+    def body(lhs, rhs):
+        idx = lax.axis_index("x")
+        rows = lhs.shape[0]
+        out = jnp.zeros((rows * 4, rhs.shape[1]), lhs.dtype)
+
+        def step(i, carry):
+            out, b = carry
+            out = lax.dynamic_update_slice(out, b @ rhs,
+                                           (((idx + i) % 4) * rows, 0))
+            return out, lax.ppermute(b, "x", [(j, (j - 1) % 4)
+                                              for j in range(4)])
+        return lax.fori_loop(0, 4, step, (out, lhs))[0]
+    f = sm(body, _m1(), (P("x"), P(None, "x")), P(None, "x"),
+           check_vma=False)
+    return f, (_r(16, 8), _r(8, 16, seed=1))
+
+
+@kind("reduce-scatter matmul by ppermute (notebook, bidirectional sum)")
+def _():
+    def body(lhs, rhs):
+        idx = lax.axis_index("x")
+        chunk = lhs.shape[0] // 4
+        acc = jnp.zeros((chunk, rhs.shape[1]), lhs.dtype)
+
+        def step(i, acc):
+            acc = lax.ppermute(acc, "x", [(j, (j + 1) % 4)
+                                          for j in range(4)])
+            rows = lax.dynamic_slice_in_dim(
+                lhs, ((idx - i - 1) % 4) * chunk, chunk)
+            return acc + rows @ rhs
+        return lax.fori_loop(0, 4, step, acc)
+    f = sm(body, _m1(), (P(None, "x"), P("x")), P("x"), check_vma=False)
+    return f, (_r(16, 8), _r(8, 8, seed=1))
+
+
+@kind("axis_index select")
+def _():
+    def body(x):
+        i = lax.axis_index("x")
+        return jnp.where(i % 2 == 0, x * 2.0, -x)
+    return sm(body, _m1(), P("x"), P("x")), (_r(8, 4),)
+
+
+@kind("nested jit and remat")
+def _():
+    inner = jax.jit(lambda v: jnp.tanh(v) * 2.0)
+    body = jax.checkpoint(lambda x: inner(inner(x)))
+    return sm(body, _m1(), P("x"), P("x")), (_r(8, 4),)
+
+
+@kind("scan over stacked layers")
+def _():
+    def body(x, w):
+        def layer(h, wl):
+            g = lax.all_gather(jnp.tanh(h @ wl), "x", axis=1, tiled=True)
+            return g * 0.5 + h, None
+        return lax.scan(layer, x, w)[0]
+    f = sm(body, _m1(), (P(), P(None, None, "x")), P(), check_vma=False)
+    return f, (_r(16, 32, scale=0.2), _r(3, 32, 32, seed=1, scale=0.2))
+
+
+@kind("while_loop and cond")
+def _():
+    def body(x):
+        x = lax.while_loop(lambda v: jnp.max(jnp.abs(v)) < 50.0,
+                           lambda v: v * 2.0 + 0.1, x)
+        return lax.cond(jnp.sum(x) > 0, jnp.sin, jnp.cos, x)
+    return sm(body, _m1(), P("x"), P("x")), (_r(8, 4),)
+
+
+@kind("2-D mesh: data parallel x tensor parallel MLP")
+def _():
+    def body(x, w1, w2):
+        h = jax.nn.relu(x @ w1)
+        return lax.psum(h @ w2, "tp")
+    f = sm(body, _m2(), (P("dp"), P(None, "tp"), P("tp")), P("dp"))
+    return f, (_r(256, 32), _r(32, 64, seed=1), _r(64, 32, seed=2))
+
+
+@kind("GPT-2 MLP block (gelu, residual, bias)")
+def _():
+    def body(x, w1, b1, w2):
+        h = jax.nn.gelu(x @ w1 + b1, approximate=True)
+        return x + lax.psum(h @ w2, "x")
+    f = sm(body, _m1(), (P(), P(None, "x"), P("x"), P("x")), P())
+    return f, (_r(128, 32), _r(32, 64, seed=1, scale=0.2),
+               _r(64, seed=2), _r(64, 32, seed=3, scale=0.2))
+
+
+@kind("Llama block: RMSNorm, SwiGLU")
+def _():
+    def body(x, g, wg, wu, wd):
+        n = x * lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
+        h = jax.nn.silu(n @ wg) * (n @ wu)
+        return x + lax.psum(h @ wd, "x")
+    f = sm(body, _m1(), (P(), P(), P(None, "x"), P(None, "x"), P("x")), P())
+    return f, (_r(128, 32), _r(32, seed=4), _r(32, 64, seed=1, scale=0.2),
+               _r(32, 64, seed=2, scale=0.2), _r(64, 32, seed=3, scale=0.2))
+
+
+@kind("attention heads: softmax, causal mask (iota, compare, select)")
+def _():
+    def body(q, k, v):
+        s = jnp.einsum("hqd,hkd->hqk", q, k) / np.sqrt(q.shape[-1])
+        n = s.shape[-1]
+        mask = lax.broadcasted_iota(jnp.int32, (n, n), 0) >= \
+            lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        s = jnp.where(mask, s, -1e9)
+        p = jnp.exp(s - jnp.max(s, -1, keepdims=True))
+        p = p / jnp.sum(p, -1, keepdims=True)
+        return jnp.einsum("hqk,hkd->hqd", p, v)
+    f = sm(body, _m1(), (P("x"), P("x"), P("x")), P("x"))
+    return f, (_r(8, 16, 8), _r(8, 16, 8, seed=1), _r(8, 16, 8, seed=2))
+
+
+@kind("layer norm")
+def _():
+    def body(x):
+        mu = jnp.mean(x, -1, keepdims=True)
+        var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+        return (x - mu) * lax.rsqrt(var + 1e-5)
+    return sm(body, _m1(), P("x"), P("x")), (_r(16, 32),)
+
+
+@kind("rotary embedding (sin, cos, slices, concatenate)")
+def _():
+    def body(x):
+        half = x.shape[-1] // 2
+        pos = lax.broadcasted_iota(jnp.float32, x.shape[:-1] + (half,), 0)
+        ang = pos * 0.1
+        a, b = x[..., :half], x[..., half:]
+        return jnp.concatenate([a * jnp.cos(ang) - b * jnp.sin(ang),
+                                a * jnp.sin(ang) + b * jnp.cos(ang)], -1)
+    return sm(body, _m1(), P("x"), P("x")), (_r(16, 8),)
+
+
+@kind("MoE: all_to_all dispatch, expert GEMMs, all_to_all combine")
+def _():
+    def body(x, w):
+        t = lax.all_to_all(x, "x", 0, 0, tiled=True)
+        h = jnp.einsum("etd,edf->etf", t.reshape(w.shape[0], -1, x.shape[-1]),
+                       w)
+        return lax.all_to_all(h.reshape(x.shape[0], -1), "x", 0, 0,
+                              tiled=True)
+    f = sm(body, _m1(), (P("x"), P("x")), P("x"))
+    return f, (_r(64, 16), _r(4, 16, 16, seed=1))
+
+
+@kind("MoE written x @ w[0] after all_to_all")
+def _():
+    def body(x, w):
+        t = lax.all_to_all(x, "x", 0, 0, tiled=True)
+        return lax.all_to_all(t @ w[0], "x", 0, 0, tiled=True)
+    f = sm(body, _m1(), (P("x"), P("x")), P("x"))
+    return f, (_r(64, 16), _r(4, 16, 16, seed=1))
+
+
+@kind("bf16 layer")
+def _():
+    def body(x, w):
+        return lax.psum(x @ w, "x")
+    f = sm(body, _m1(), (P(None, "x"), P("x")), P())
+    return f, (np.asarray(jnp.asarray(_r(256, 64), jnp.bfloat16)),
+               np.asarray(jnp.asarray(_r(64, 32, seed=1), jnp.bfloat16)))
+
+
+@kind("pytree of parameters")
+def _():
+    def body(x, params):
+        return lax.psum(jnp.tanh(x @ params["w"]) @ params["v"], "x")
+    f = sm(body, _m1(), (P(), {"w": P(None, "x"), "v": P("x")}), P())
+    return f, (_r(64, 16), {"w": _r(16, 32, seed=1), "v": _r(32, 8, seed=2)})
+
+
+@kind("dynamic_slice of this rank's chunk")
+def _():
+    def body(x, table):
+        i = lax.axis_index("x")
+        return x + lax.dynamic_slice_in_dim(table, i * 2, 2)
+    f = sm(body, _m1(), (P("x"), P()), P("x"))
+    return f, (_r(8, 4), _r(8, 4, seed=1))
+
+
+@kind("vocab-parallel embedding lookup (take)",
+      xfail="'gather' (indexing with an integer array) is not translated")
+def _():
+    def body(ids, emb):
+        i = lax.axis_index("x")
+        local = ids - i * emb.shape[0]
+        ok = (local >= 0) & (local < emb.shape[0])
+        rows = jnp.take(emb, jnp.clip(local, 0, emb.shape[0] - 1), axis=0)
+        return lax.psum(jnp.where(ok[:, None], rows, 0.0), "x")
+    f = sm(body, _m1(), (P(), P("x")), P())
+    ids = _rng(3).integers(0, 32, size=(8,)).astype(np.int32)
+    return f, (ids, _r(32, 4))
+
+
+@kind("cumsum", xfail="'cumsum' is not translated")
+def _():
+    return sm(lambda x: jnp.cumsum(x, 0), _m1(), P("x"), P("x")), \
+        (_r(8, 4),)
+
+
+@kind("argmax", xfail="'argmax' is not translated")
+def _():
+    f = sm(lambda x: jnp.argmax(x, -1).astype(jnp.float32), _m1(), P("x"),
+           P("x"))
+    return f, (_r(8, 4),)
+
+
+@kind("random numbers", xfail="random primitives are not translated")
+def _():
+    def body(x):
+        k = jax.random.key(0)
+        return x + jax.random.normal(k, x.shape)
+    return sm(body, _m1(), P("x"), P("x")), (_r(8, 4),)
+
+
+def _run(name):
+    build, _ = KINDS[name]
+    f, args = build()
+    res = ojax.run(f, *args, strategy="auto")
+    want = jax.tree_util.tree_leaves(jax.jit(f)(*args))
+    assert len(res.outputs) == len(want)
+    for got, ref in zip(res.outputs, want):
+        ref = np.asarray(ref).astype(np.float64)
+        # bf16: a few ulps of the largest magnitude (a psum of bf16
+        # partial products is summed in f32 here, in bf16 steps by XLA).
+        scale = max(float(np.abs(ref).max()), 1.0)
+        tol = 1e-2 * scale if np.asarray(got).dtype.name == "bfloat16" \
+            else 2e-4 * scale
+        np.testing.assert_allclose(np.asarray(got, np.float64), ref,
+                                   rtol=0, atol=tol)
+    return res
+
+
+def _params():
+    out = []
+    for name, (_, why) in KINDS.items():
+        marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize("name", _params())
+def test_kind_matches_jax(name):
+    _run(name)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_kind_compiles_for_cuda(name, tmp_path):
+    build, _ = KINDS[name]
+    f, args = build()
+    overlap.compile(ojax.lower(f, *args), target="cuda",
+                    output=tmp_path / "k.so")

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <type_traits>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -162,6 +163,11 @@ struct SplitMix64 {
 void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
                   size_t index) {
   SplitMix64 rng{seed + static_cast<uint64_t>(rank) * 1000003ULL + index};
+  // Integers: small values of both signs (-8 .. 7) from the uniform one.
+  auto small = [](auto &out, float value) {
+    out = static_cast<std::remove_reference_t<decltype(out)>>(
+        std::floor(value * 16) - 8);
+  };
   int64_t n = spec.numElements();
   bool allZero = true;
   for (int64_t i = 0; i < n; ++i) {
@@ -182,22 +188,22 @@ void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
     case Elem::F64:
       static_cast<double *>(data)[i] = value;
       break;
-    // Integers: small values of both signs (-8 .. 7), so that sums and
-    // products stay meaningful; i1 is 0 or 1, one per byte.
+    // Integers stay small, so that sums and products mean something; i1
+    // is 0 or 1, one per byte.
     case Elem::I1:
       static_cast<uint8_t *>(data)[i] = value >= 0.5f;
       break;
     case Elem::I8:
-      static_cast<int8_t *>(data)[i] = int8_t(std::floor(value * 16) - 8);
+      small(static_cast<int8_t *>(data)[i], value);
       break;
     case Elem::I16:
-      static_cast<int16_t *>(data)[i] = int16_t(std::floor(value * 16) - 8);
+      small(static_cast<int16_t *>(data)[i], value);
       break;
     case Elem::I32:
-      static_cast<int32_t *>(data)[i] = int32_t(std::floor(value * 16) - 8);
+      small(static_cast<int32_t *>(data)[i], value);
       break;
     case Elem::I64:
-      static_cast<int64_t *>(data)[i] = int64_t(std::floor(value * 16) - 8);
+      small(static_cast<int64_t *>(data)[i], value);
       break;
     }
   }

@@ -109,17 +109,25 @@ def _apply(jax, step, v, wv, tame=False):
     return getattr(lax, step[1])(v, step[2])
 
 
-def make(seed):
-    """(description, build(jax) -> (f, args)) of program `seed`."""
-    rng = np.random.default_rng(seed)
+def _mesh_and_block(rng, unit, hole_rate):
+    """(two_d, mesh axis names, the axes rows are sharded over in a random
+    order, x [rows, cols] with edge values in a `hole_rate` of its
+    elements, w [cols, cols]), drawn from `rng` in this order."""
     two_d = bool(rng.integers(2))
     names = ("a", "b") if two_d else ("tp",)
     shard_axes = tuple(rng.permutation(names)) if two_d else names
-    rows, cols = 8 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
+    rows, cols = unit * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
     x = rng.standard_normal((rows, cols)).astype(np.float32)
-    holes = rng.random(x.shape) < 0.15
+    holes = rng.random(x.shape) < hole_rate
     x[holes] = rng.choice(EDGES, size=int(holes.sum()))
     w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    return two_d, names, shard_axes, x, w
+
+
+def make(seed):
+    """(description, build(jax) -> (f, args)) of program `seed`."""
+    rng = np.random.default_rng(seed)
+    two_d, names, shard_axes, x, w = _mesh_and_block(rng, 8, 0.15)
     steps = []
     for _ in range(int(rng.integers(3, 8))):
         kind = rng.choice(["unary", "binary", "int", "reduce", "dot",
@@ -267,14 +275,7 @@ def make_typed(seed):
     bfloat16 or float16, arguments and result of that type."""
     rng = np.random.default_rng([seed, 16])
     dtype = str(rng.choice(["bfloat16", "float16"]))
-    two_d = bool(rng.integers(2))
-    names = ("a", "b") if two_d else ("tp",)
-    shard_axes = tuple(rng.permutation(names)) if two_d else names
-    rows, cols = 8 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
-    holes = rng.random(x.shape) < 0.1
-    x[holes] = rng.choice(EDGES, size=int(holes.sum()))
-    w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    two_d, names, shard_axes, x, w = _mesh_and_block(rng, 8, 0.1)
     steps = []
     for _ in range(int(rng.integers(2, 6))):
         kind = rng.choice(["unary", "binary", "reduce", "dot", "collective"],
@@ -319,14 +320,7 @@ SHAPES = ["gather", "scatter", "all_to_all", "roll", "stride", "split",
 def make_shapes(seed):
     """(description, build(jax) -> (f, args)) of layout program `seed`."""
     rng = np.random.default_rng([seed, 23])
-    two_d = bool(rng.integers(2))
-    names = ("a", "b") if two_d else ("tp",)
-    shard_axes = tuple(rng.permutation(names)) if two_d else names
-    rows, cols = 32 * int(rng.integers(1, 3)), 4 * int(rng.integers(1, 3))
-    x = rng.standard_normal((rows, cols)).astype(np.float32)
-    holes = rng.random(x.shape) < 0.05
-    x[holes] = rng.choice(EDGES, size=int(holes.sum()))
-    w = (rng.standard_normal((cols, cols)) * 0.3).astype(np.float32)
+    two_d, names, shard_axes, x, w = _mesh_and_block(rng, 32, 0.05)
     steps = []
     for _ in range(int(rng.integers(2, 7))):
         if rng.random() < 0.3:

@@ -158,45 +158,40 @@ Value mlir::overlap::expandUpdateHalo(OpBuilder &b, shard::UpdateHaloOp op,
                   ->getResult(0);
     Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
     Value last = indexConst(b, loc, group - 1);
-    if (lo > 0) {
-      // My last `lo` core rows are the lower halo of the rank above.
-      Value mine = rows(b, loc, t, dim, b.getIndexAttr(core), lo);
+    // One halo: `width` rows at `at` become the `width` rows at `from` of
+    // the neighbour `step` ranks away (-1 below, +1 above), where there is
+    // one.
+    auto exchange = [&](int64_t width, int64_t from, int64_t at, int step) {
+      Value mine = rows(b, loc, t, dim, b.getIndexAttr(from), width);
       Value all = gatherAll(b, loc, mine, grid, axes, group);
-      Value below = arith::MaxSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, r, one), zero);
-      Value theirs = pick(b, loc, all, below);
-      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, r,
-                                        zero);
-      Value now = rows(b, loc, t, dim, b.getIndexAttr(0), lo);
-      Value halo = choose(b, loc, has, theirs, now);
+      Value neighbour =
+          step < 0 ? arith::MaxSIOp::create(
+                         b, loc, arith::SubIOp::create(b, loc, r, one), zero)
+                         .getResult()
+                   : arith::MinSIOp::create(
+                         b, loc, arith::AddIOp::create(b, loc, r, one), last)
+                         .getResult();
+      Value has = arith::CmpIOp::create(
+          b, loc,
+          step < 0 ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, r,
+          step < 0 ? zero : last);
+      Value halo = choose(b, loc, has, pick(b, loc, all, neighbour),
+                          rows(b, loc, t, dim, b.getIndexAttr(at), width));
       SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      offsets[dim] = b.getIndexAttr(at);
       SmallVector<OpFoldResult> sizes, strides(type.getRank(),
                                                b.getIndexAttr(1));
       for (int64_t d : cast<RankedTensorType>(halo.getType()).getShape())
         sizes.push_back(b.getIndexAttr(d));
       t = tensor::InsertSliceOp::create(b, loc, halo, t, offsets, sizes,
                                         strides);
-    }
-    if (hi > 0) {
-      // My first `hi` core rows are the upper halo of the rank below.
-      Value mine = rows(b, loc, t, dim, b.getIndexAttr(lo), hi);
-      Value all = gatherAll(b, loc, mine, grid, axes, group);
-      Value above = arith::MinSIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, r, one), last);
-      Value theirs = pick(b, loc, all, above);
-      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r,
-                                        last);
-      Value now = rows(b, loc, t, dim, b.getIndexAttr(lo + core), hi);
-      Value halo = choose(b, loc, has, theirs, now);
-      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-      offsets[dim] = b.getIndexAttr(lo + core);
-      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                               b.getIndexAttr(1));
-      for (int64_t d : cast<RankedTensorType>(halo.getType()).getShape())
-        sizes.push_back(b.getIndexAttr(d));
-      t = tensor::InsertSliceOp::create(b, loc, halo, t, offsets, sizes,
-                                        strides);
-    }
+    };
+    // The lower halo: the last `lo` core rows of the rank below; the upper
+    // halo: the first `hi` core rows of the rank above.
+    if (lo > 0)
+      exchange(lo, core, 0, -1);
+    if (hi > 0)
+      exchange(hi, lo, lo + core, +1);
   }
   return t;
 }

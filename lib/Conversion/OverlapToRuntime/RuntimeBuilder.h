@@ -262,6 +262,12 @@ private:
   Operation *lastEntryOp = nullptr;
 };
 
+/// target=cuda: a scalar the host thread reads from (memref.load) or writes
+/// to (memref.store) a device buffer in `func` (a JAX while's condition, a
+/// cond's index, a dynamic_slice's start) is staged through a slot on the
+/// host stack, one element at a time (HostScalars.cpp).
+LogicalResult stageHostScalars(func::FuncOp func, RuntimeBuilder &rt);
+
 /// shard.process_multi_index / process_linear_index (what shard-partition
 /// uses to tell ranks apart) and grid_shape in `func`: the rank in the
 /// grid's row-major order is the runtime's rank (ProcessIndices.cpp).

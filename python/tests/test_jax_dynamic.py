@@ -108,14 +108,60 @@ def test_dynamic_slice_clamps_and_update(mesh):
 
 def test_every_unknown_primitive_is_listed(mesh):
     def body(x):
-        a = jnp.cumsum(x, axis=0)
+        a = jnp.round(x)
         b = jnp.sort(x, axis=1)
-        return a + b + jnp.argmax(x, axis=1, keepdims=True).astype(x.dtype)
+        return a + b + lax.top_k(x, 4)[0]
 
     f = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
     with pytest.raises(ojax.UnsupportedError) as err:
         ojax.lower(f, _rand(8, 4))
     text = str(err.value)
     assert "3 primitives" in text, text
-    for name in ("cumsum", "sort", "argmax"):
+    for name in ("round", "sort", "top_k"):
         assert f"'{name}'" in text, text
+
+
+def test_cumulative_and_arg_reductions(mesh):
+    """cumsum, cumprod, cummax, cummin (either direction, f32 and int32),
+    argmax and argmin: the first NaN wins, ties keep the first index."""
+    def body(x):
+        a = (jnp.cumsum(x, 0) + lax.cumprod(x * 0.1 + 1, 1, reverse=True) +
+             lax.cummax(x, 0) - lax.cummin(x, 1, reverse=True))
+        b = jnp.argmax(x, -1).astype(jnp.float32) + \
+            jnp.argmin(x, 0).astype(jnp.float32).sum()
+        i = (x * 3).astype(jnp.int32)
+        c = jnp.cumsum(i, 0).astype(jnp.float32) + \
+            jnp.argmax(i, 0).astype(jnp.float32).sum()
+        return a, b, c
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=P("x"),
+                      out_specs=(P("x"), P("x"), P("x")))
+    x = _rand(16, 6, seed=5)
+    x[3, 2] = np.nan
+    x[5, :] = 1.0
+    x[9, 1] = x[9, 4] = np.nan
+    res = ojax.run(f, x, strategy="none")
+    for got, want in zip(res.outputs, jax.jit(f)(x)):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_gather_takes_rows_clamped_or_filled(mesh):
+    """jnp.take along axis 0 (an embedding lookup, indices out of range
+    giving NaN: JAX's default fill) and along axis 1 in clip mode."""
+    def body(idsf, emb):
+        ids = idsf.astype(jnp.int32) - lax.axis_index("x") * emb.shape[0]
+        return (jnp.take(emb, ids, axis=0),
+                jnp.take(emb, ids % 4 + 2, axis=1, mode="clip"))
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P(), P("x")),
+                      out_specs=(P("x"), P("x")), check_vma=False)
+    ids = np.random.default_rng(3).integers(0, 32, size=(8,)).astype(
+        np.float32)
+    _check_nan(f, ids, _rand(32, 4, seed=6))
+
+
+def _check_nan(f, *args):
+    res = ojax.run(f, *args, strategy="none")
+    for got, want in zip(res.outputs, jax.jit(f)(*args)):
+        np.testing.assert_array_equal(got, np.asarray(want))

@@ -6,7 +6,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from . import _control, _dynamic
+from . import _control, _dynamic, _scans
 from ._emit import (Body, CALL_PRIMITIVES, Emitter, UnsupportedError, Value,
                     _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
@@ -68,7 +68,9 @@ SUPPORTED = sorted(set(_UNARY_F) | set(_BINARY_F) | set(_BINARY_I) |
                        "reduce_min", "iota", "axis_index", "psum",
                        "psum_invariant", "pmax", "pmin", "all_gather",
                        "reduce_scatter", "all_to_all", "clamp", "ppermute",
-                       "dynamic_slice", "dynamic_update_slice"} |
+                       "dynamic_slice", "dynamic_update_slice", "cumsum",
+                       "cumprod", "cummax", "cummin", "argmax", "argmin",
+                       "gather"} |
                    set(CALL_PRIMITIVES) | set(_CONTROL))
 
 
@@ -596,3 +598,9 @@ class Translator:
     p_ppermute = _dynamic.ppermute
     p_dynamic_slice = _dynamic.dynamic_slice
     p_dynamic_update_slice = _dynamic.dynamic_update_slice
+    p_gather = _dynamic.gather
+
+    # -- cumulative and arg reductions (_scans) -----------------------------
+
+    p_cumsum = p_cumprod = p_cummax = p_cummin = _scans.cumulative
+    p_argmax = p_argmin = _scans.arg_best

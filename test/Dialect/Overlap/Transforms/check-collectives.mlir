@@ -58,7 +58,7 @@ func.func @annotation(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 
 shard.grid @tp(shape = 2)
 func.func @broadcast(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'shard.broadcast' op is not lowered by Overlap: Overlap lowers all_reduce, all_gather, reduce_scatter, all_to_all and all_slice (what shard-partition emits), not 'shard.broadcast'}}
+  // expected-error @+1 {{'shard.broadcast' op is not lowered by Overlap: Overlap lowers all_reduce, all_gather, reduce_scatter, all_to_all, all_slice and update_halo (what shard-partition emits), not 'shard.broadcast'}}
   %r = shard.broadcast %x on @tp grid_axes = [0] root = [0] : (tensor<64x32xf32>) -> tensor<64x32xf32>
   return %r : tensor<64x32xf32>
 }

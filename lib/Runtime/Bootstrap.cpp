@@ -446,6 +446,23 @@ static std::string keyFrom(const Env &env, const LauncherVars &l) {
   return "";
 }
 
+bool overlap::bootstrap::bootstrapTimeoutMs(const Env &env, int64_t &ms,
+                                            std::string &error) {
+  ms = 60000;
+  std::optional<std::string> t = lookup(env, "OVERLAP_BOOTSTRAP_TIMEOUT_MS");
+  if (!t)
+    return true;
+  int value = 0;
+  if (!parseCount("OVERLAP_BOOTSTRAP_TIMEOUT_MS", *t, value, error))
+    return false;
+  if (value == 0) {
+    error = "OVERLAP_BOOTSTRAP_TIMEOUT_MS must be positive, got 0";
+    return false;
+  }
+  ms = value;
+  return true;
+}
+
 bool overlap::bootstrap::rendezvousConfig(const Env &env, const Launch &launch,
                                           RendezvousConfig &config,
                                           std::string &error) {
@@ -454,17 +471,8 @@ bool overlap::bootstrap::rendezvousConfig(const Env &env, const Launch &launch,
     config.directory = *dir;
     config.privateDirectory = false;
   }
-  if (std::optional<std::string> t =
-          lookup(env, "OVERLAP_BOOTSTRAP_TIMEOUT_MS")) {
-    int ms = 0;
-    if (!parseCount("OVERLAP_BOOTSTRAP_TIMEOUT_MS", *t, ms, error))
-      return false;
-    if (ms == 0) {
-      error = "OVERLAP_BOOTSTRAP_TIMEOUT_MS must be positive, got 0";
-      return false;
-    }
-    config.timeoutMs = ms;
-  }
+  if (!bootstrapTimeoutMs(env, config.timeoutMs, error))
+    return false;
   if (std::optional<std::string> key = lookup(env, "OVERLAP_BOOTSTRAP_KEY")) {
     config.key = *key;
     return true;

@@ -124,6 +124,24 @@ def _mesh_and_block(rng, unit, hole_rate):
     return two_d, names, shard_axes, x, w
 
 
+def _steps_program(jax, two_d, names, shard_axes, steps, args, tame=False):
+    """(f, args): a shard_map of `steps` (_apply) on the block x sharded by
+    rows over `shard_axes`, with the weight w replicated."""
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    devices = np.array(jax.devices()[:4])
+    mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+
+    def body(v, wv):
+        for step in steps:
+            v = _apply(jax, step, v, wv, tame=tame)
+        return v
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
+                      out_specs=P(shard_axes), check_vma=False)
+    return f, args
+
+
 def make(seed):
     """(description, build(jax) -> (f, args)) of program `seed`."""
     rng = np.random.default_rng(seed)
@@ -137,21 +155,7 @@ def make(seed):
             f"x {x.shape}, steps {steps}")
 
     def build(jax):
-        import jax.numpy as jnp
-        from jax import lax
-        from jax.sharding import Mesh, PartitionSpec as P
-
-        devices = np.array(jax.devices()[:4])
-        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
-
-        def body(v, wv):
-            for step in steps:
-                v = _apply(jax, step, v, wv)
-            return v
-
-        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
-                          out_specs=P(shard_axes), check_vma=False)
-        return f, (x, w)
+        return _steps_program(jax, two_d, names, shard_axes, steps, (x, w))
 
     return desc, build
 
@@ -286,23 +290,12 @@ def make_typed(seed):
 
     def build(jax):
         import jax.numpy as jnp
-        from jax.sharding import Mesh, PartitionSpec as P
-
-        devices = np.array(jax.devices()[:4])
-        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
         dt = getattr(jnp, dtype)
-
-        def body(v, wv):
-            # Tame: one bf16 ulp is 0.4 %; times 10 before a sin it is
-            # a different argument.
-            for step in steps:
-                v = _apply(jax, step, v, wv, tame=True)
-            return v
-
-        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
-                          out_specs=P(shard_axes), check_vma=False)
-        return f, (np.asarray(jnp.asarray(x, dt)),
-                   np.asarray(jnp.asarray(w, dt)))
+        # Tame: one bf16 ulp is 0.4 %; times 10 before a sin it is a
+        # different argument.
+        return _steps_program(jax, two_d, names, shard_axes, steps,
+                              (np.asarray(jnp.asarray(x, dt)),
+                               np.asarray(jnp.asarray(w, dt))), tame=True)
 
     return desc, dtype, build
 

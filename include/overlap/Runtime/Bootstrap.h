@@ -120,6 +120,12 @@ struct RendezvousConfig {
   int64_t timeoutMs = 60000;
 };
 
+/// $OVERLAP_BOOTSTRAP_TIMEOUT_MS, else 60000: how long the processes of a
+/// job may take to meet (the rendezvous, and the exchanges of
+/// overlap_process_gather / _max). A malformed or zero value is an error
+/// naming the variable.
+bool bootstrapTimeoutMs(const Env &env, int64_t &ms, std::string &error);
+
 /// Reads the rendezvous settings for `launch`. Fails (naming the variables it
 /// looked for) when no job key can be found, or on a malformed timeout.
 /// The job key comes from the launcher that gave the rank first, then from

@@ -81,10 +81,6 @@ std::optional<int32_t> runtimeDType(Type type) {
   return std::nullopt;
 }
 
-bool isGemmElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16();
-}
-
 int32_t runtimeReduce(ReductionKind kind) {
   switch (kind) {
   case ReductionKind::Sum:

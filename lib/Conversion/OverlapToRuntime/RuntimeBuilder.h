@@ -52,8 +52,6 @@ FunctionType runtimeFnType(RuntimeFn fn, MLIRContext *ctx);
 /// The runtime's dtype of an element type (f32, f16, bf16, f64, signless
 /// i8/i16/i32/i64), if any.
 std::optional<int32_t> runtimeDType(Type type);
-/// An element type overlap_gemm takes (f32, f16, bf16).
-bool isGemmElementType(Type type);
 /// The runtime's reduction code.
 int32_t runtimeReduce(ReductionKind kind);
 

@@ -67,6 +67,10 @@ Layout contiguous(Value memref) {
   return Layout::AtRunTime;
 }
 
+bool isGemmElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
+
 bool hasByteSizedElements(MemRefType type) {
   return elementBytes(type) > 0;
 }
@@ -116,8 +120,7 @@ bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
   // stays a linalg op (loops on the host, a kernel on a device).
   auto floats = [](Operation *mm) {
     return llvm::all_of(mm->getOperandTypes(), [](Type t) {
-      Type e = getElementTypeOrSelf(t);
-      return e.isF32() || e.isF16() || e.isBF16();
+      return isGemmElementType(getElementTypeOrSelf(t));
     });
   };
   if (auto mm = dyn_cast<linalg::MatmulOp>(op))

@@ -103,19 +103,13 @@ void finalizeAtExit() { overlap_process_finalize(); }
 class Meeting {
 public:
   Meeting(Mpi &mpi, const char *call) : mpi_(mpi), call_(call) {
-    bool present = false;
-    uint64_t ms = 60000;
-    if (!runtime::readEnvUnsigned("OVERLAP_BOOTSTRAP_TIMEOUT_MS", present,
-                                  ms) ||
-        (present && (ms == 0 || ms > uint64_t(INT_MAX)))) {
+    std::string error;
+    if (!bootstrap::bootstrapTimeoutMs(bootstrap::processEnv(), timeoutMs_,
+                                       error)) {
       status_ = fail(OVERLAP_ERROR_INVALID_ARGUMENT,
-                     std::string(call) +
-                         ": OVERLAP_BOOTSTRAP_TIMEOUT_MS must be a positive "
-                         "integer of at most " +
-                         std::to_string(INT_MAX) + " (ms)");
+                     std::string(call) + ": " + error);
       return;
     }
-    timeoutMs_ = present ? int64_t(ms) : 60000;
     deadline_ = host::Clock::now() + std::chrono::milliseconds(timeoutMs_);
   }
 

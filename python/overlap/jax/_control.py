@@ -35,12 +35,6 @@ def _lhs(name: str, n: int) -> str:
     return f"{name} = " if n == 1 else f"{name}:{n} = "
 
 
-def _index(e, value: int) -> str:
-    c = e.fresh("i")
-    e.op(f"{c} = arith.constant {int(value)} : index", loc=False)
-    return c
-
-
 def _body(t, closed, args: Sequence[Value]) -> List[Value]:
     jaxpr = getattr(closed, "jaxpr", closed)
     consts = getattr(closed, "consts", [])
@@ -73,8 +67,8 @@ def scan(t, eqn) -> None:
         shape, et = t.out_of(eqn, eqn.outvars.index(var))
         ys_like.append(Value("", shape, et))
     ys_init = [Value(e.empty(v.shape, v.et), v.shape, v.et) for v in ys_like]
-    lo, hi, one = _index(e, 0), _index(e, length), _index(e, 1)
-    last = _index(e, length - 1) if reverse else None
+    lo, hi, one = e.index(0), e.index(length), e.index(1)
+    last = e.index(length - 1) if reverse else None
     iv = e.fresh("iv")
     carries = _block_args(e, init, "carry")
     stacks = _block_args(e, ys_init, "ys")
@@ -120,14 +114,6 @@ def scan(t, eqn) -> None:
         t.write(var, val)
 
 
-def _scalar(e, v: Value) -> str:
-    """The element of a 0-d (or one-element) tensor."""
-    s = e.fresh("p")
-    idx = ", ".join(_index(e, 0) for _ in v.shape)
-    e.op(f"{s} = tensor.extract {v.name}[{idx}] : {v.type}")
-    return s
-
-
 def while_(t, eqn) -> None:
     e = t.e
     p = eqn.params
@@ -142,7 +128,7 @@ def while_(t, eqn) -> None:
         + ", ".join(f"{a.name} = {v.name}" for a, v in zip(before, init))
         + f") : ({types}) -> ({types}) {{")
     pred, = _body(t, p["cond_jaxpr"], cond_consts + before)
-    flag = _scalar(e, pred)
+    flag = e.scalar(pred)
     e.lines.append(f"    scf.condition({flag}) " +
                    ", ".join(a.name for a in before) +
                    (f" : {types}" if init else ""))
@@ -162,7 +148,7 @@ def cond(t, eqn) -> None:
     branches = eqn.params["branches"]
     index, *ops = (t.read(v) for v in eqn.invars)
     like = [Value("", *t.out_of(eqn, i)) for i in range(len(eqn.outvars))]
-    which = _scalar(e, index)
+    which = e.scalar(index)
     if index.et == "i1":
         wide = e.fresh("p")
         e.op(f"{wide} = arith.extui {which} : i1 to i32")

@@ -19,7 +19,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from ._emit import Value, tensor_type
+from ._emit import Value, _map, tensor_type
 
 
 def group_index(t, names: Sequence[str]) -> str:
@@ -36,7 +36,7 @@ def group_index(t, names: Sequence[str]) -> str:
         if acc is None:
             acc = coord
             continue
-        size = _index(e, e.sizes[i])
+        size = e.index(e.sizes[i])
         mul = e.fresh("m")
         e.op(f"{mul} = arith.muli {acc}, {size} : index")
         add = e.fresh("p")
@@ -45,27 +45,9 @@ def group_index(t, names: Sequence[str]) -> str:
     return acc
 
 
-def _index(e, value: int) -> str:
-    c = e.fresh("k")
-    e.op(f"{c} = arith.constant {int(value)} : index", loc=False)
-    return c
-
-
 def _names(eqn) -> tuple:
     names = eqn.params["axis_name"]
     return (names,) if isinstance(names, str) else tuple(names)
-
-
-def _scalar_tensor(e, scalar: str, et: str) -> Value:
-    """A 0-d tensor holding the SSA scalar `scalar`: a linalg.fill, which
-    with target=cuda is a kernel (tensor.from_elements would be a store of
-    the host thread into device memory)."""
-    empty = e.empty((), et)
-    name = e.fresh("t")
-    t = tensor_type((), et)
-    e.op(f"{name} = linalg.fill ins({scalar} : {et}) outs({empty} : {t}) "
-         f"-> {t}")
-    return Value(name, (), et)
 
 
 def axis_index(t, eqn) -> None:
@@ -73,19 +55,19 @@ def axis_index(t, eqn) -> None:
     acc = group_index(t, _names(eqn))
     cast = t.e.fresh("i")
     t.e.op(f"{cast} = arith.index_cast {acc} : index to {et}")
-    t.write(eqn.outvars[0], _scalar_tensor(t.e, cast, et))
+    t.write(eqn.outvars[0], Value(t.e.fill_with(cast, (), et), (), et))
 
 
 def _select_index(e, idx: str, table: List[int]) -> str:
     """table[idx] for an `index` idx, as a chain of selects (no memory)."""
-    out = _index(e, table[-1])
+    out = e.index(table[-1])
     for k in range(len(table) - 2, -1, -1):
         if table[k] == table[-1]:
             continue
         hit = e.fresh("h")
-        e.op(f"{hit} = arith.cmpi eq, {idx}, {_index(e, k)} : index")
+        e.op(f"{hit} = arith.cmpi eq, {idx}, {e.index(k)} : index")
         sel = e.fresh("s")
-        e.op(f"{sel} = arith.select {hit}, {_index(e, table[k])}, {out} : "
+        e.op(f"{sel} = arith.select {hit}, {e.index(table[k])}, {out} : "
              "index")
         out = sel
     return out
@@ -125,7 +107,8 @@ def ppermute(t, eqn) -> None:
         flag = e.fresh("f")
         e.op(f"{flag} = arith.index_cast {has} : index to i1")
         out = e.elementwise(
-            [_scalar_tensor(e, flag, "i1"), out], x.shape, x.et,
+            [Value(e.fill_with(flag, (), "i1"), (), "i1"), out], x.shape,
+            x.et,
             lambda a, b: b.select(a[0], a[1], b.const(0, x.et), x.et))
     t.write(eqn.outvars[0], out)
 
@@ -137,12 +120,11 @@ def _starts(t, eqn, operand: Value, first: int, sizes) -> List[str]:
     starts = []
     for d, var in enumerate(eqn.invars[first:first + len(operand.shape)]):
         v = t.read(var)
-        s = e.fresh("st")
-        e.op(f"{s} = tensor.extract {v.name}[] : {v.type}")
+        s = e.scalar(v)
         i = e.fresh("st")
         e.op(f"{i} = arith.index_cast {s} : {v.et} to index")
-        lo = _index(e, 0)
-        hi = _index(e, operand.shape[d] - sizes[d])
+        lo = e.index(0)
+        hi = e.index(operand.shape[d] - sizes[d])
         c = e.fresh("st")
         e.op(f"{c} = arith.maxsi {i}, {lo} : index")
         c2 = e.fresh("st")
@@ -208,8 +190,8 @@ def gather(t, eqn) -> None:
     mode = str(eqn.params.get("mode", ""))
     fill = "FILL" in mode
     n = len(shape)
-    idx_map = _map_text(n, [f"d{p}" for p in batch_pos] + ["0"])
-    out_map = _map_text(n, [f"d{p}" for p in range(n)])
+    idx_map = _map(n, [f"d{p}" for p in batch_pos] + ["0"])
+    out_map = _map(n, [f"d{p}" for p in range(n)])
 
     def body(args, b):
         raw = b(f"arith.index_cast {args[0]} : {indices.et} to index")
@@ -238,8 +220,3 @@ def gather(t, eqn) -> None:
     t.write(eqn.outvars[0],
             e.generic([indices], [idx_map], shape, et, out_map,
                       ["parallel"] * n, body))
-
-
-def _map_text(n: int, results) -> str:
-    dims = ", ".join(f"d{i}" for i in range(n))
-    return f"affine_map<({dims}) -> ({', '.join(results)})>"

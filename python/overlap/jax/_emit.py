@@ -7,7 +7,8 @@ bf16 (one rounding per primitive, as XLA does on CPU), ``dot_general`` is a
 ``linalg.generic`` in the contraction form ``overlap-raise`` normalizes
 (``acc + ext(a) * ext(b)``, accumulating in f32 for f16 and bf16 and
 rounding once), collectives are ``shard`` ops on one grid named after the
-mesh. Calls (``jit``, ``custom_jvp_call``, ...) are inlined.
+mesh. Calls (``jit``, ``custom_jvp_call``, ...) are inlined; loops and
+branches become scf ops (``_control``).
 
 This module knows jaxprs and MLIR text only; ``overlap.jax`` drives it.
 """
@@ -124,9 +125,10 @@ def _is_literal(v) -> bool:
 _CALL_PARAMS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
 
 #: The primitives whose sub-jaxpr is a plain call: run once, in place, with
-#: the equation's operands. Any other primitive that carries a jaxpr (scan,
-#: while, cond, custom_linear_solve, ...) means something else (a loop, a
-#: branch) and is refused by name: inlining it would run a loop's body once.
+#: the equation's operands. scan, while and cond are loops and branches
+#: (_control.py); any other primitive that carries a jaxpr
+#: (custom_linear_solve, ...) is refused by name: inlining it would compute
+#: something else.
 CALL_PRIMITIVES = ("jit", "pjit", "closed_call", "core_call",
                    "custom_jvp_call", "custom_vjp_call",
                    "custom_vjp_call_jaxpr", "remat", "remat2", "checkpoint")
@@ -186,13 +188,35 @@ class Emitter:
         return Value(name, shape, et)
 
     def fill(self, value, shape, et) -> str:
+        """A tensor of `value` (a Python number)."""
         c = self.fresh("s")
         self.op(f"{c} = arith.constant {_hex_scalar(value, et)} : {et}")
+        return self.fill_with(c, shape, et)
+
+    def fill_with(self, scalar: str, shape, et) -> str:
+        """A tensor of the SSA scalar `scalar`: a linalg.fill, which with
+        target=cuda is a kernel (tensor.from_elements would be a store of
+        the host thread into device memory)."""
         e = self.empty(shape, et)
         f = self.fresh("f")
         t = tensor_type(shape, et)
-        self.op(f"{f} = linalg.fill ins({c} : {et}) outs({e} : {t}) -> {t}")
+        self.op(f"{f} = linalg.fill ins({scalar} : {et}) outs({e} : {t}) "
+                f"-> {t}")
         return f
+
+    def index(self, value: int) -> str:
+        """An `index` constant."""
+        c = self.fresh("i")
+        self.op(f"{c} = arith.constant {int(value)} : index", loc=False)
+        return c
+
+    def scalar(self, v: Value) -> str:
+        """The element of a 0-d (or one-element) tensor `v`, as an SSA
+        scalar (read by the host thread: staged with target=cuda)."""
+        s = self.fresh("p")
+        idx = ", ".join(self.index(0) for _ in v.shape)
+        self.op(f"{s} = tensor.extract {v.name}[{idx}] : {v.type}")
+        return s
 
     def generic(self, ins: Sequence[Value], in_maps: Sequence[str],
                 out_shape, out_et: str, out_map: str, iterators: Sequence[str],

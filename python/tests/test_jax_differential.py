@@ -38,6 +38,15 @@ LOOP_KNOWN = {
 #: tolerance is a few ulps of the type: 3e-2 (bf16), 1e-2 (f16).
 TYPED_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_TYPED", "40"))
 TYPED_TOLERANCE = {"bfloat16": 3e-2, "float16": 1e-2}
+#: Typed seeds past TYPED_COUNT that met a difference, run (or skipped with
+#: the reason) every time.
+TYPED_REGRESSIONS = [827]
+#: Checked against float64 by hand (2026-11-27, 1,000 typed programs).
+TYPED_KNOWN = {
+    827: "f16 psum then rsqrt of a sum near zero: XLA's CPU all-reduce adds "
+         "in f16 steps (1.5e-2 from the float64 result), Overlap in f32 "
+         "rounded once (2.3e-4): the oracle is the less exact one",
+}
 #: Layout programs (jax_programs.make_shapes: all_gather, psum_scatter,
 #: all_to_all over axes in any order, slices, concatenate, split,
 #: transposes, broadcasts, iota, axis_index); OVERLAP_DIFFERENTIAL_SHAPES.
@@ -112,8 +121,11 @@ def test_random_loop_program_matches_jax(seed):
     check(*jax_programs.make_loop(seed))
 
 
-@pytest.mark.parametrize("seed", range(TYPED_COUNT))
+@pytest.mark.parametrize("seed", sorted(set(range(TYPED_COUNT)) |
+                                        set(TYPED_REGRESSIONS)))
 def test_random_typed_program_matches_jax(seed):
+    if seed in TYPED_KNOWN:
+        pytest.skip(TYPED_KNOWN[seed])
     desc, dtype, build = jax_programs.make_typed(seed)
     check(desc, build, tol=TYPED_TOLERANCE[dtype])
 

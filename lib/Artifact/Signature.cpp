@@ -102,7 +102,9 @@ std::optional<uint64_t> BufferSpec::checkedBytes() const {
 static std::string joinShape(const std::vector<int64_t> &shape) {
   std::string s;
   for (size_t d = 0; d < shape.size(); ++d)
-    s += (d ? "x" : "") + std::to_string(shape[d]);
+    s += (d ? "x" : "") + (shape[d] == kDynamicExtent
+                               ? std::string("?")
+                               : std::to_string(shape[d]));
   return s;
 }
 
@@ -113,17 +115,31 @@ std::string BufferSpec::typeString() const {
 
 std::optional<int64_t> GridSpec::checkedSize() const {
   int64_t n = 1;
-  for (int64_t d : shape)
+  int dynamic = 0;
+  for (int64_t d : shape) {
+    if (d == kDynamicExtent && ++dynamic == 1)
+      continue;
     if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxGridSize)
       return std::nullopt;
+  }
   return n;
 }
 
 int64_t GridSpec::size() const {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (d != kDynamicExtent)
+      n *= d;
   return n;
+}
+
+bool GridSpec::isDynamic() const {
+  return std::find(shape.begin(), shape.end(), kDynamicExtent) !=
+         shape.end();
+}
+
+bool GridSpec::fits(int64_t ranks) const {
+  return isDynamic() ? ranks > 0 && ranks % size() == 0 : ranks == size();
 }
 
 std::string cInterfaceSymbol(std::string_view name) {
@@ -249,15 +265,16 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       grid.name = std::string(item[1]);
       if (item.size() == 3) {
         for (std::string_view extent : split(item[2], 'x')) {
-          int64_t value;
-          if (!parseExtent(extent, value))
+          int64_t value = kDynamicExtent;
+          if (extent != "?" && !parseExtent(extent, value))
             return fail("bad grid shape '" + std::string(item[2]) + "'");
           grid.shape.push_back(value);
         }
       }
       if (!grid.checkedSize())
         return fail("grid '" + grid.name + "' has more than " +
-                    std::to_string(kMaxGridSize) + " devices");
+                    std::to_string(kMaxGridSize) +
+                    " devices or more than one dynamic extent");
       sig.grids.push_back(std::move(grid));
     } else if (key == "arg" || key == "result") {
       BufferSpec spec;
@@ -302,14 +319,16 @@ std::string signatureDifference(const Signature &program,
   // The distinct sizes: what the ranks must number (a program lists only
   // the grids its entry uses, which may be fewer than its module has).
   auto sizes = [](const Signature &sig) {
-    std::vector<int64_t> out;
+    std::vector<std::string> out;
     for (const GridSpec &grid : sig.grids)
-      out.push_back(grid.size());
+      out.push_back(grid.isDynamic() ? "a multiple of " +
+                                           std::to_string(grid.size())
+                                     : std::to_string(grid.size()));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     std::string s;
-    for (int64_t size : out)
-      s += (s.empty() ? "" : ", ") + std::to_string(size);
+    for (const std::string &size : out)
+      s += (s.empty() ? "" : ", ") + size;
     return s.empty() ? std::string("none") : s;
   };
   if (sizes(program) != sizes(reference))
@@ -335,18 +354,27 @@ std::string signatureDifference(const Signature &program,
 
 bool checkRanks(const Signature &sig, int ranks, std::string &error) {
   for (const GridSpec &grid : sig.grids) {
-    if (grid.size() != ranks) {
-      error = "--ranks " + std::to_string(ranks) + " but grid @" + grid.name +
-              " has " + std::to_string(grid.size()) +
+    if (grid.fits(ranks))
+      continue;
+    if (grid.isDynamic())
+      error = "--ranks " + std::to_string(ranks) + " but grid @" +
+              grid.name + " (" + joinShape(grid.shape) +
+              ") has its static extents on " + std::to_string(grid.size()) +
+              " devices; the number of ranks must be a multiple of that";
+    else
+      error = "--ranks " + std::to_string(ranks) + " but grid @" +
+              grid.name + " has " + std::to_string(grid.size()) +
               " devices; the number of ranks must equal the grid's size";
-      return false;
-    }
+    return false;
   }
   return true;
 }
 
 int defaultRanks(const Signature &sig) {
-  return sig.grids.empty() ? 1 : static_cast<int>(sig.grids.front().size());
+  for (const GridSpec &grid : sig.grids)
+    if (!grid.isDynamic())
+      return static_cast<int>(grid.size());
+  return sig.grids.empty() ? 1 : static_cast<int>(2 * sig.grids.front().size());
 }
 
 } // namespace artifact

@@ -233,8 +233,10 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
         options.entry.empty() ? soleEntry(module, why)
                               : FailureOr<std::string>(options.entry);
     FailureOr<artifact::Signature> sig = failure();
-    if (succeeded(entryName))
+    if (succeeded(entryName)) {
+      boxEntryScalars(module, *entryName);
       sig = describeEntry(module, *entryName, "overlap-exec", why);
+    }
     // A signature that describes the entry but cannot be written as one
     // (a name that would add a line to the text, a buffer no machine
     // holds) is an error: the library would be refused by every loader.

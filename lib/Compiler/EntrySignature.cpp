@@ -6,7 +6,9 @@
 
 #include "overlap/Compiler/EntrySignature.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
@@ -125,13 +127,16 @@ gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
       continue;
     artifact::GridSpec spec;
     spec.name = grid.getSymName().str();
-    for (int64_t extent : grid.getShape()) {
-      if (ShapedType::isDynamic(extent)) {
-        error = "grid @" + spec.name + " has a dynamic extent; " +
-                runner.str() + " needs static grids";
-        return failure();
-      }
-      spec.shape.push_back(extent);
+    for (int64_t extent : grid.getShape())
+      spec.shape.push_back(ShapedType::isDynamic(extent)
+                               ? artifact::kDynamicExtent
+                               : extent);
+    if (!spec.checkedSize()) {
+      error = "grid @" + spec.name +
+              " has more than one dynamic extent or too many devices; " +
+              runner.str() +
+              " sets one dynamic extent from the number of ranks";
+      return failure();
     }
     grids.push_back(std::move(spec));
   }
@@ -167,6 +172,65 @@ FailureOr<artifact::Signature> describeEntry(ModuleOp module, llvm::StringRef en
     return failure();
   sig->grids = std::move(*grids);
   return sig;
+}
+
+static bool isScalar(Type type) {
+  return isa<IntegerType, FloatType, IndexType>(type);
+}
+
+bool boxEntryScalars(ModuleOp module, llvm::StringRef entry) {
+  auto func = module.lookupSymbol<func::FuncOp>(entry);
+  if (!func || func.isExternal())
+    return false;
+  FunctionType type = func.getFunctionType();
+  if (llvm::none_of(type.getInputs(), isScalar) &&
+      llvm::none_of(type.getResults(), isScalar))
+    return false;
+  if (!SymbolTable::symbolKnownUseEmpty(func, module))
+    return false;
+  MLIRContext *ctx = module.getContext();
+  ctx->getOrLoadDialect<tensor::TensorDialect>();
+  ctx->getOrLoadDialect<arith::ArithDialect>();
+  OpBuilder b(ctx);
+  auto boxed = [&](Type t) -> Type {
+    if (!isScalar(t))
+      return t;
+    return RankedTensorType::get(
+        {}, isa<IndexType>(t) ? IntegerType::get(ctx, 64) : t);
+  };
+  Block &body = func.getBody().front();
+  b.setInsertionPointToStart(&body);
+  for (BlockArgument arg : body.getArguments()) {
+    Type t = arg.getType();
+    if (!isScalar(t))
+      continue;
+    arg.setType(boxed(t));
+    auto extract = tensor::ExtractOp::create(b, arg.getLoc(), arg, ValueRange{});
+    Value v = extract;
+    if (isa<IndexType>(t))
+      v = arith::IndexCastOp::create(b, arg.getLoc(), t, v);
+    arg.replaceAllUsesExcept(v, extract);
+  }
+  func.walk([&](func::ReturnOp ret) {
+    b.setInsertionPoint(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      Type t = v.getType();
+      if (!isScalar(t))
+        continue;
+      if (isa<IndexType>(t))
+        v = arith::IndexCastOp::create(b, ret.getLoc(), b.getI64Type(), v);
+      operand.set(tensor::FromElementsOp::create(
+          b, ret.getLoc(), cast<RankedTensorType>(boxed(t)), ValueRange{v}));
+    }
+  });
+  SmallVector<Type> inputs, results;
+  for (Type t : type.getInputs())
+    inputs.push_back(boxed(t));
+  for (Type t : type.getResults())
+    results.push_back(boxed(t));
+  func.setFunctionType(FunctionType::get(ctx, inputs, results));
+  return true;
 }
 
 /// Why `name` cannot be a word of the signature's text (parseSignature

@@ -277,9 +277,11 @@ int Session::runRanks() {
       return error("--ranks " + std::to_string(o.ranks) + ", but " + job);
     ranks = size_;
     for (const run::GridSpec &grid : sig.grids)
-      if (grid.size() != ranks)
+      if (!grid.fits(ranks))
         return error(job + " but grid @" + grid.name + " of @" + sig.name +
-                     " has " + std::to_string(grid.size()) +
+                     (grid.isDynamic() ? " needs a multiple of "
+                                       : " has ") +
+                     std::to_string(grid.size()) +
                      " devices: start as many (mpirun -np " +
                      std::to_string(grid.size()) + ")");
     if (backend == "cuda" || refBackend == "cuda")

@@ -220,14 +220,23 @@ class Signature:
     """The signature embedded in a compiled library (overlapProgramSignature)."""
     entry: str
     target: str
-    #: (name, shape) of each shard.grid.
+    #: (name, shape) of each shard.grid; -1 for the extent a run sets
+    #: from its number of ranks.
     grids: List[Tuple[str, Tuple[int, ...]]]
     args: List[Buffer]
     results: List[Buffer]
 
     @property
     def ranks(self) -> int:
-        return int(np.prod(self.grids[0][1])) if self.grids else 1
+        """The default rank count (as the C++ run::defaultRanks): the
+        first static grid's size; with dynamic grids only, the first with
+        its dynamic extent 2; 1 without a grid."""
+        def size(shape):
+            return int(np.prod([d for d in shape if d != -1]))
+        for _, shape in self.grids:
+            if -1 not in shape:
+                return size(shape)
+        return 2 * size(self.grids[0][1]) if self.grids else 1
 
 
 def signature(program: Union[str, os.PathLike]) -> Signature:
@@ -250,8 +259,9 @@ def signature(program: Union[str, os.PathLike]) -> Signature:
         elif words[0] == "target":
             sig.target = words[1]
         elif words[0] == "grid":
-            sig.grids.append((words[1],
-                              tuple(int(d) for d in words[2].split("x"))))
+            sig.grids.append((words[1], tuple(
+                -1 if d == "?" else int(d)
+                for d in (words[2].split("x") if len(words) > 2 else []))))
         elif words[0] in ("arg", "result"):
             buf = Buffer(words[1], words[2], "inout" in words[3:])
             (sig.args if words[0] == "arg" else sig.results).append(buf)

@@ -20,12 +20,18 @@ it is declined), or "-" (not reached). expected.json beside the corpus
 records the outcomes; test_shard_corpus.py fails when a stage that was ok
 is not. `python python/tests/shard_corpus.py [--update]` prints the table
 (and rewrites expected.json), with the counts docs/forms.md gives.
+
+`python python/tests/shard_corpus.py --files F.mlir...` runs the same
+stages on test files from elsewhere (upstream's own
+mlir/test/Dialect/Shard/*.mlir, say, which are not in this project): each
+function becomes its own module, with the chunk's grids, the private
+declarations and the functions it calls, as a user who tries one of them
+would write it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -69,6 +75,73 @@ def cases() -> List[Tuple[str, str, bool]]:
     return out
 
 
+def _functions(chunk: str) -> Dict[str, str]:
+    """The chunk's functions with bodies, by name (each a whole text,
+    comments dropped)."""
+    text = "\n".join(l.split("//")[0] for l in chunk.splitlines())
+    found = {}
+    for m in re.finditer(r"func\.func\s+(?:(?:public|private|nested)\s+)?"
+                         r"@([\w$.]+)\s*\(", text):
+        i, depth = m.end(), 1
+        while i < len(text) and depth:  # the argument list
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        while i < len(text):  # results and attributes, then the body
+            c = text[i]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            elif c == "{" and depth == 0:
+                if not text[:i].rstrip().endswith("attributes"):
+                    break
+                braces = 0  # the function's attribute dictionary
+                while i < len(text):
+                    braces += {"{": 1, "}": -1}.get(text[i], 0)
+                    if braces == 0:
+                        break
+                    i += 1
+            elif c == "\n" and depth == 0 and re.match(
+                    r"\s*(func\.func|shard\.grid|\}|module|#|$)",
+                    text[i + 1:]):
+                i = len(text)  # a declaration
+            i += 1
+        if i >= len(text):
+            continue
+        depth, j = 0, i
+        while j < len(text):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        found[m.group(1)] = text[m.start():j + 1]
+    return found
+
+
+def split_functions(path: Path) -> List[Tuple[str, str, bool]]:
+    """One module per function of `path` (its "// -----" chunks): the
+    chunk's grids and private declarations, the function and those it
+    calls."""
+    out = []
+    for chunk in path.read_text().split("// -----"):
+        header = [l.strip() for l in chunk.splitlines()
+                  if re.match(r"\s*(shard\.grid|#\w+ = )", l) or
+                  re.match(r"\s*func\.func\s+private\b[^{]*$", l)]
+        funcs = _functions(chunk)
+        for name, text in funcs.items():
+            need, todo = [name], [name]
+            while todo:
+                for callee in re.findall(r"call @([\w$.]+)",
+                                         funcs[todo.pop()]):
+                    if callee in funcs and callee not in need:
+                        need.append(callee)
+                        todo.append(callee)
+            body = "\n".join(header + [funcs[n] for n in need])
+            out.append((f"{path.parent.name}/{path.stem}:{name}",
+                        body + "\n", False))
+    return out
+
+
 def _first_error(text: str) -> str:
     for line in text.splitlines():
         if "error:" in line:
@@ -78,17 +151,10 @@ def _first_error(text: str) -> str:
     return (lines[-1] if lines else "failed")[:200]
 
 
-def _grid_size(text: str) -> int:
-    sizes = [math.prod(int(d) for d in m.split("x"))
-             for m in re.findall(r"shard\.grid @\w+\(shape = ([0-9x]+)\)",
-                                 text)]
-    return sizes[0] if sizes else 1
-
-
 def run_case(name: str, text: str, partitioned: bool, t: Dict[str, str],
              work: Path) -> Dict[str, str]:
     out = {s: "-" for s in STAGES}
-    stem = name.replace(":", "_")
+    stem = name.replace(":", "_").replace("/", "_")
     src = work / f"{stem}.mlir"
     src.write_text(text)
     part = work / f"{stem}.part.mlir"
@@ -123,8 +189,8 @@ def run_case(name: str, text: str, partitioned: bool, t: Dict[str, str],
         out[target] = "ok" if r.returncode == 0 else _first_error(r.stderr)
     if out["host"] != "ok":
         return out
-    r = call([t["overlap-run"], str(part),
-              f"--ranks={_grid_size(part.read_text())}"])
+    # overlap-run runs the entry's grid (its size, or a dynamic extent 2).
+    r = call([t["overlap-run"], str(part)])
     tail = r.stdout.strip().splitlines()[-1:] if r.stdout.strip() else []
     if r.returncode == 0 and tail == ["OK"] and \
             "bit-identical: yes" in r.stdout:
@@ -138,11 +204,11 @@ def run_case(name: str, text: str, partitioned: bool, t: Dict[str, str],
     return out
 
 
-def run_all() -> Dict[str, Dict[str, str]]:
+def run_all(chosen=None) -> Dict[str, Dict[str, str]]:
     t = tools()
     results = {}
     with tempfile.TemporaryDirectory(prefix="overlap-corpus-") as d:
-        for name, text, partitioned in cases():
+        for name, text, partitioned in (chosen or cases()):
             results[name] = run_case(name, text, partitioned, t, Path(d))
     return results
 
@@ -157,6 +223,19 @@ def counts(results: Dict[str, Dict[str, str]]) -> str:
 
 
 def main(argv):
+    if "--files" in argv:
+        files = [Path(a) for a in argv[argv.index("--files") + 1:]]
+        chosen = [c for f in files for c in split_functions(f)]
+        results = run_all(chosen)
+        for name, r in results.items():
+            print(f"{name:55s} " + " | ".join(f"{s}: {r[s]}"
+                                              for s in STAGES))
+        for f in files:
+            mine = {k: v for k, v in results.items()
+                    if k.split(":")[0] == f"{f.parent.name}/{f.stem}"}
+            print(f"{f}: {counts(mine)}")
+        print("all: " + counts(results))
+        return
     results = run_all()
     for name, r in results.items():
         print(f"{name:55s} " + " | ".join(f"{s}: {r[s]}" for s in STAGES))

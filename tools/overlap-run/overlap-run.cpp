@@ -65,8 +65,9 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
                                cl::Required, cl::cat(category));
 cl::opt<int> ranks("ranks",
                    cl::desc("Number of ranks (threads); must equal the size "
-                            "of the module's grid"),
-                   cl::Required, cl::cat(category));
+                            "of the entry's grid (default: that size; a "
+                            "grid with a dynamic extent takes it from here)"),
+                   cl::init(0), cl::cat(category));
 cl::opt<std::string> entry("entry",
                            cl::desc("Function to run (default: the only "
                                     "public function with a body)"),
@@ -169,7 +170,7 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return 2;
 
-  if (ranks < 1 || ranks > 1024)
+  if (ranks.getNumOccurrences() && (ranks < 1 || ranks > 1024))
     return usageOrCompileError("--ranks " + llvm::Twine(ranks) +
                                ": give 1 to 1024 ranks");
   if (optLevel > 3)
@@ -216,10 +217,13 @@ int main(int argc, char **argv) {
   if (failed(entryName))
     return 2;
   std::string error;
+  compiler::boxEntryScalars(*parsed, *entryName);
   FailureOr<run::Signature> sig =
       compiler::describeEntry(*parsed, *entryName, kTool, error);
   if (failed(sig))
     return usageOrCompileError(error);
+  if (!ranks.getNumOccurrences())
+    ranks = run::defaultRanks(*sig);
   if (!run::checkRanks(*sig, ranks, error))
     return usageOrCompileError(error);
 
@@ -245,6 +249,7 @@ int main(int argc, char **argv) {
       failed(compiler::selectEntry(*referenceProgram.module, *entryName, kTool,
                                    llvm::errs())))
     return 2;
+  compiler::boxEntryScalars(*referenceProgram.module, *entryName);
   overlapProgram.module = std::move(parsed);
   if (failed(
           compileAndJit(overlapProgram, overlapOptions, "overlap", *entryName)))

@@ -66,14 +66,25 @@ struct BufferSpec {
 };
 
 /// A `shard.grid` of the module: the program splits its process groups from
-/// the world's ranks by grid coordinates, so it runs on size() ranks.
+/// the world's ranks by grid coordinates, so it runs on size() ranks. One
+/// extent may be dynamic (kDynamicExtent, "?" in the text): the run sets
+/// it from the number of ranks.
 struct GridSpec {
   std::string name;
   std::vector<int64_t> shape;
+  /// The product of the extents; with a dynamic one, of the static ones.
   int64_t size() const;
-  /// size(), or nullopt above kMaxGridSize (or on overflow).
+  /// size(), or nullopt above kMaxGridSize, on overflow, or with more than
+  /// one dynamic extent.
   std::optional<int64_t> checkedSize() const;
+  bool isDynamic() const;
+  /// Whether `ranks` ranks make this grid (its size, or a multiple of it
+  /// when an extent is dynamic).
+  bool fits(int64_t ranks) const;
 };
+
+/// A grid extent set at run time ("?").
+constexpr int64_t kDynamicExtent = -1;
 
 /// The most devices a grid of a signature may have (a rank count is an
 /// int).
@@ -127,13 +138,14 @@ std::string signatureDifference(const Signature &program,
                                 const Signature &reference,
                                 bool compareTargets = true);
 
-/// Every grid's size must be the number of ranks. On failure returns false
-/// with the message in `error`.
+/// Every grid must fit the number of ranks (GridSpec::fits). On failure
+/// returns false with the message in `error`.
 bool checkRanks(const Signature &sig, int ranks, std::string &error);
 
 
-/// The rank count the signature asks for: the size of its first grid, or 1
-/// without a grid.
+/// The rank count the signature asks for: the size of its first static
+/// grid; with dynamic grids only, the first one with its dynamic extent 2
+/// (the smallest that communicates); 1 without a grid.
 int defaultRanks(const Signature &sig);
 
 } // namespace artifact

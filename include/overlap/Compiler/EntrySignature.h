@@ -62,6 +62,15 @@ FailureOr<::overlap::artifact::Signature> describeEntry(ModuleOp module,
                                                    llvm::StringRef runner,
                                                    std::string &error);
 
+/// The entry `entry`'s scalar arguments and results (integers, floats,
+/// index) become 0-d tensors (index as i64), so that it is called as
+/// every runner calls an entry, with buffers only: a scalar is passed and
+/// returned as a rank-0 buffer, which the signature then describes. Done
+/// when a runnable artifact is emitted (--emit=obj/so, overlap-run); a
+/// module that calls its entry itself keeps its scalars (and the runners
+/// then say they take buffers only). Returns whether anything changed.
+bool boxEntryScalars(ModuleOp module, llvm::StringRef entry);
+
 /// The longest entry or grid name a signature carries, and the largest
 /// buffer (16 TiB, beyond any device) of an entry that gets one.
 constexpr size_t kMaxSignatureName = 256;

@@ -1,8 +1,8 @@
 //===- ProcessIndices.cpp - Ranks for shard's process indices ---*- C++ -*-===//
 //
 // Part of convert-overlap-to-runtime: shard.process_multi_index,
-// process_linear_index and grid_shape become the runtime's rank and
-// constants.
+// process_linear_index and grid_shape become the runtime's rank, its
+// number of ranks and constants.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,18 +26,19 @@ using namespace mlir::overlap::runtime_lowering;
 LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
     func::FuncOp func, RuntimeBuilder &rt, SymbolTableCollection &symbols) {
   // One walk: the multi-indices to rewrite, and every index op's grid,
-  // which must be static (the runtime's world is the grid's devices).
-  bool any = false;
+  // which may have one dynamic extent (the runtime's world is the grid's
+  // devices, so that extent is the world size over the static ones).
   SmallVector<Operation *> multi;
   WalkResult checked = func.walk([&](Operation *op) {
-    if (!isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp>(op))
+    if (!isa<shard::ProcessMultiIndexOp, shard::ProcessLinearIndexOp,
+             shard::GridShapeOp>(op))
       return WalkResult::advance();
-    any = true;
     auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
     auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-    if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic)) {
+    if (!grid || llvm::count_if(grid.getShape(), ShapedType::isDynamic) > 1) {
       op->emitOpError() << "cannot be lowered: grid " << gridSym
-                        << " is missing or has a dynamic shape";
+                        << " is missing or has more than one dynamic "
+                           "extent (a run knows only the number of ranks)";
       return WalkResult::interrupt();
     }
     if (isa<shard::ProcessMultiIndexOp>(op))
@@ -46,16 +47,16 @@ LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
   });
   if (checked.wasInterrupted())
     return failure();
-  if (!any)
-    return success();
-  // Only these ops and what the patterns make of them are rewritten (and
-  // folded: grid_shape of a static grid is constants).
-  RewritePatternSet patterns(func.getContext());
-  shard::populateProcessMultiIndexOpLoweringPatterns(patterns, symbols);
-  (void)applyOpPatternsGreedily(
-      multi, std::move(patterns),
-      GreedyRewriteConfig().setStrictness(
-          GreedyRewriteStrictness::ExistingAndNewOps));
+  if (!multi.empty()) {
+    // Only these ops and what the patterns make of them are rewritten
+    // (grid_shape ops for the extents of a dynamic grid among them).
+    RewritePatternSet patterns(func.getContext());
+    shard::populateProcessMultiIndexOpLoweringPatterns(patterns, symbols);
+    (void)applyOpPatternsGreedily(
+        multi, std::move(patterns),
+        GreedyRewriteConfig().setStrictness(
+            GreedyRewriteStrictness::ExistingAndNewOps));
+  }
   // What the patterns replaced is left without uses; one still used was
   // not lowered.
   WalkResult left = func.walk([&](shard::ProcessMultiIndexOp op) {
@@ -69,22 +70,34 @@ LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
   });
   if (left.wasInterrupted())
     return failure();
-  // The grid's extents (static) as constants.
+  // The grid's extents: constants, and the dynamic one (at most one) the
+  // number of ranks over the product of the others.
   SmallVector<shard::GridShapeOp> shapes;
   func.walk([&](shard::GridShapeOp op) { shapes.push_back(op); });
   for (shard::GridShapeOp op : shapes) {
     auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
         op, op.getGridAttr());
-    if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
-      continue;
     OpBuilder &b = rt.builder();
     b.setInsertionPoint(op);
+    Location loc = op.getLoc();
     ArrayRef<shard::GridAxis> axes = op.getAxes();
     SmallVector<Value> extents;
     for (size_t i = 0; i < op->getNumResults(); ++i) {
       int64_t axis = axes.empty() ? int64_t(i) : int64_t(axes[i]);
-      extents.push_back(arith::ConstantIndexOp::create(
-          b, op.getLoc(), grid.getShape()[axis]));
+      int64_t extent = grid.getShape()[axis];
+      if (!ShapedType::isDynamic(extent)) {
+        extents.push_back(arith::ConstantIndexOp::create(b, loc, extent));
+        continue;
+      }
+      int64_t others = 1;
+      for (int64_t e : grid.getShape())
+        if (!ShapedType::isDynamic(e))
+          others *= e;
+      Value size = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          rt.call(loc, RuntimeFn::overlap_context_size, rt.ctx));
+      extents.push_back(arith::DivUIOp::create(
+          b, loc, size, arith::ConstantIndexOp::create(b, loc, others)));
     }
     op->replaceAllUsesWith(extents);
     op->erase();

@@ -219,7 +219,7 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                             ValueRange{a, op.getB()}, ValueRange{c})
                             .getResult(0);
         if (rounded)
-          product = convertFloatInto(rewriter, op.getLoc(), product, slot);
+          product = convertElementsInto(rewriter, op.getLoc(), product, slot);
         return AllReduceOp::create(rewriter, op.getLoc(), slot.getType(),
                                    product, op.getGridAttr(),
                                    op.getGridAxesAttr(),
@@ -263,7 +263,7 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
         Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
         Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
         if (outElem != elem)
-          packed = convertFloatInto(rewriter, op.getLoc(), packed,
+          packed = convertElementsInto(rewriter, op.getLoc(), packed,
                                     tb.empty({group * q, n}, outElem));
         return ReduceScatterOp::create(
                    rewriter, op.getLoc(), slot.getType(), packed, slot,

@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
-#include "overlap/Dialect/Overlap/Transforms/UpdateHalo.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "Raise.h"
@@ -37,12 +36,6 @@ using namespace mlir::overlap;
 namespace {
 
 constexpr llvm::StringLiteral kPass = "overlap-lower-collectives";
-
-bool isRuntimeElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
-         type.isSignlessInteger(8) || type.isSignlessInteger(16) ||
-         type.isSignlessInteger(32) || type.isSignlessInteger(64);
-}
 
 std::optional<ReductionKind> reductionOf(shard::ReductionKind kind) {
   switch (kind) {
@@ -74,15 +67,26 @@ StringRef collectiveName(Operation *op) {
 
 } // namespace
 
+bool mlir::overlap::isRuntimeElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
+         type.isSignlessInteger(8) || type.isSignlessInteger(16) ||
+         type.isSignlessInteger(32) || type.isSignlessInteger(64);
+}
+
 std::string mlir::overlap::whyNotLowered(Operation *op,
                                          SymbolTableCollection &symbols) {
-  if (auto halo = dyn_cast<shard::UpdateHaloOp>(op))
-    return whyNotExpanded(halo, symbols);
+  if (isExpandedCollective(op)) {
+    std::string why = whyNotExpanded(op, symbols);
+    return why.empty() ? "it is written with other collectives by "
+                         "overlap-expand-collectives, which did not run "
+                         "before"
+                       : why;
+  }
   if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
            shard::AllToAllOp, shard::AllSliceOp>(op))
     return "Overlap lowers all_reduce, all_gather, reduce_scatter, "
-           "all_to_all, all_slice and update_halo (what shard-partition "
-           "emits), not '" +
+           "all_to_all, all_slice, and broadcast, gather, scatter, reduce, "
+           "shift and update_halo written with them; not '" +
            op->getName().getStringRef().str() + "'";
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -152,7 +156,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     // Converted first, so that the reduction runs in the result type.
     Value input = allReduce.getInput();
     if (getElementTypeOrSelf(input.getType()) != resultType.getElementType())
-      input = convertFloatInto(
+      input = convertElementsInto(
           b, loc, input,
           tensor::EmptyOp::create(b, loc, resultType.getShape(),
                                   resultType.getElementType()));
@@ -235,21 +239,8 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     return tensor::CollapseShapeOp::create(b, loc, resultType, laid, merge);
   }
   auto slice = cast<shard::AllSliceOp>(op);
-  // The group rank: the rank's coordinates on the axes, row-major (as
-  // shard numbers the ranks of a group).
   auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridAttr);
-  ArrayRef<int16_t> axes = axesAttr.asArrayRef();
-  SmallVector<Type> indexTypes(axes.size(), b.getIndexType());
-  auto coords = shard::ProcessMultiIndexOp::create(
-      b, loc, indexTypes, gridAttr.getValue(), axesAttr);
-  Value groupRank = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [i, axis] : llvm::enumerate(axes)) {
-    Value extent =
-        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
-    groupRank = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, groupRank, extent),
-        coords->getResult(i));
-  }
+  Value groupRank = groupRankOf(b, loc, grid, axesAttr.asArrayRef());
   int64_t axis = slice.getSliceAxis().getSExtValue();
   int64_t part = resultType.getDimSize(axis);
   SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
@@ -270,17 +261,6 @@ struct OverlapLowerCollectivesPass
   void runOnOperation() override {
     SymbolTableCollection symbols;
     OpBuilder b(&getContext());
-    // update_halo first: it becomes all_gathers, lowered below.
-    SmallVector<shard::UpdateHaloOp> halos;
-    getOperation().walk([&](shard::UpdateHaloOp op) { halos.push_back(op); });
-    for (shard::UpdateHaloOp op : halos) {
-      if (!whyNotExpanded(op, symbols).empty())
-        continue; // overlap-check-collectives says why
-      b.setInsertionPoint(op);
-      Value replacement = expandUpdateHalo(b, op, symbols);
-      op.getResult().replaceAllUsesWith(replacement);
-      op->erase();
-    }
     SmallVector<Operation *> collectives;
     getOperation().walk([&](Operation *op) {
       if (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,

@@ -33,6 +33,24 @@ std::string whyNotFusable(linalg::BatchMatmulOp matmul);
 /// unfused) to one unsplit Overlap collective; empty when it can.
 std::string whyNotLowered(Operation *op, SymbolTableCollection &symbols);
 
+/// An element type the runtime's collectives take (f32, f16, bf16, f64,
+/// i8, i16, i32, i64).
+bool isRuntimeElementType(Type type);
+
+/// The shard ops overlap-expand-collectives writes with other collectives
+/// (rooted, shift, update_halo), and send/recv, which it refuses.
+bool isExpandedCollective(Operation *op);
+
+/// Why overlap-expand-collectives cannot write `op` (an
+/// isExpandedCollective op) with the collectives the runtime has; empty
+/// when it can.
+std::string whyNotExpanded(Operation *op, SymbolTableCollection &symbols);
+
+/// `op`'s replacement, built at `b`'s insertion point (whyNotExpanded(op)
+/// must be empty).
+Value expandCollective(OpBuilder &b, Operation *op,
+                       SymbolTableCollection &symbols);
+
 /// A missed remark on `op`: not raised, and why.
 void remarkNotRaised(Operation *op, StringRef why);
 

@@ -53,20 +53,40 @@ linalg::GenericOp mlir::overlap::elementwiseGeneric(
                                    iterators, body);
 }
 
-Value mlir::overlap::convertFloatInto(OpBuilder &b, Location loc, Value value,
-                                      Value into) {
-  Type from = getElementTypeOrSelf(value.getType());
+/// `v` as a `to`: floats widen or round, integers sign-extend or
+/// truncate (shard's integers are signless; sign extension keeps negative
+/// values), and between the two kinds the signed conversions.
+static Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  unsigned fromBits = from.getIntOrFloatBitWidth();
+  unsigned toBits = to.getIntOrFloatBitWidth();
+  if (isa<FloatType>(from) && isa<FloatType>(to)) {
+    if (fromBits == toBits) // f16 <-> bf16: through f32, exact on the way
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    if (v.getType().getIntOrFloatBitWidth() < toBits)
+      return arith::ExtFOp::create(b, loc, to, v);
+    return arith::TruncFOp::create(b, loc, to, v);
+  }
+  if (isa<IntegerType>(from) && isa<IntegerType>(to)) {
+    if (fromBits < toBits)
+      return arith::ExtSIOp::create(b, loc, to, v);
+    return arith::TruncIOp::create(b, loc, to, v);
+  }
+  if (isa<IntegerType>(from))
+    return arith::SIToFPOp::create(b, loc, to, v);
+  return arith::FPToSIOp::create(b, loc, to, v);
+}
+
+Value mlir::overlap::convertElementsInto(OpBuilder &b, Location loc,
+                                         Value value, Value into) {
   Type to = getElementTypeOrSelf(into.getType());
-  bool widen = from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth();
   return elementwiseGeneric(
              b, loc, value, into,
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value converted =
-                   widen ? arith::ExtFOp::create(nb, nloc, to, args[0])
-                               .getResult()
-                         : arith::TruncFOp::create(nb, nloc, to, args[0])
-                               .getResult();
-               linalg::YieldOp::create(nb, nloc, converted);
+               linalg::YieldOp::create(
+                   nb, nloc, convertScalar(nb, nloc, args[0], to));
              })
       .getResult(0);
 }
@@ -78,4 +98,80 @@ bool mlir::overlap::isPlainElementwise(linalg::GenericOp op) {
                       [](AffineMap m) { return m.isIdentity(); }) &&
          op.getBlock()->getOps<linalg::IndexOp>().empty() &&
          op.getBlock()->getArgument(1).use_empty();
+}
+
+Value mlir::overlap::groupRankOf(OpBuilder &b, Location loc,
+                                 shard::GridOp grid, ArrayRef<int16_t> axes) {
+  SmallVector<Type> indexTypes(axes.size(), b.getIndexType());
+  auto coords = shard::ProcessMultiIndexOp::create(
+      b, loc, indexTypes, grid.getSymName(), axes);
+  Value rank = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    Value extent =
+        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
+    rank = arith::AddIOp::create(b, loc,
+                                 arith::MulIOp::create(b, loc, rank, extent),
+                                 coords->getResult(i));
+  }
+  return rank;
+}
+
+Value mlir::overlap::stackGroup(OpBuilder &b, Location loc, Value part,
+                                shard::GridOp grid, ArrayRef<int16_t> axes,
+                                int64_t group) {
+  auto type = cast<RankedTensorType>(part.getType());
+  part = linalg::CopyOp::create(
+             b, loc, part,
+             tensor::EmptyOp::create(b, loc, type.getShape(),
+                                     type.getElementType())
+                 .getResult())
+             .getResult(0);
+  SmallVector<int64_t> unit = {1}, stacked = {group};
+  unit.append(type.getShape().begin(), type.getShape().end());
+  stacked.append(type.getShape().begin(), type.getShape().end());
+  SmallVector<ReassociationIndices> assoc = {{0, 1}};
+  for (int64_t d = 2; d <= type.getRank(); ++d)
+    assoc.push_back({d});
+  if (type.getRank() == 0)
+    assoc = {};
+  Value one = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(unit, type.getElementType()), part, assoc);
+  return shard::AllGatherOp::create(
+      b, loc, RankedTensorType::get(stacked, type.getElementType()),
+      FlatSymbolRefAttr::get(grid.getSymNameAttr()),
+      b.getDenseI16ArrayAttr(axes), one, b.getIndexAttr(0));
+}
+
+Value mlir::overlap::pickBlock(OpBuilder &b, Location loc, Value stacked,
+                               Value k) {
+  auto type = cast<RankedTensorType>(stacked.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = k;
+  sizes.push_back(b.getIndexAttr(1));
+  for (int64_t d : type.getShape().drop_front())
+    sizes.push_back(b.getIndexAttr(d));
+  auto partType = RankedTensorType::get(type.getShape().drop_front(),
+                                        type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, partType, stacked, offsets,
+                                        sizes, strides);
+}
+
+Value mlir::overlap::selectTensor(OpBuilder &b, Location loc, Value cond,
+                                  Value a, Value other) {
+  auto type = cast<RankedTensorType>(a.getType());
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                       type.getElementType());
+  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{a, other}, ValueRange{init},
+             ArrayRef<AffineMap>{id, id, id}, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value v = arith::SelectOp::create(nb, nl, cond, args[0],
+                                                 args[1]);
+               linalg::YieldOp::create(nb, nl, v);
+             })
+      .getResult(0);
 }

@@ -3,7 +3,8 @@
 // Builders the Transforms passes share: permutations and transposes,
 // elementwise linalg.generic ops on identity maps, float conversions, and
 // the one-input elementwise op that can move across reshapes and
-// collectives. Private to the Transforms library.
+// collectives, and the group builders the collectives written with other
+// collectives share. Private to the Transforms library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define OVERLAP_LIB_DIALECT_OVERLAP_TRANSFORMS_TENSORBUILDERS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir {
@@ -36,14 +38,35 @@ linalg::GenericOp elementwiseGeneric(
     OpBuilder &b, Location loc, Value input, Value init,
     function_ref<void(OpBuilder &, Location, ValueRange)> body = nullptr);
 
-/// `value` converted elementwise (arith.extf or arith.truncf) to the float
-/// element type of `into`, written into `into`.
-Value convertFloatInto(OpBuilder &b, Location loc, Value value, Value into);
+/// `value` converted elementwise to the element type of `into`, written
+/// into `into`: floats widen or round, integers sign-extend or truncate,
+/// and between the two the signed conversions.
+Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value into);
 
 /// An elementwise linalg.generic of one input that reads neither indices
 /// nor its init: it computes the same values on any reshaping or
 /// redistribution of its input.
 bool isPlainElementwise(linalg::GenericOp op);
+
+/// The calling rank's index in its group on `axes` of `grid`: its
+/// coordinates on the axes, row-major in the order the axes are listed (as
+/// shard numbers the ranks of a group and its collectives order blocks).
+Value groupRankOf(OpBuilder &b, Location loc, shard::GridOp grid,
+                  ArrayRef<int16_t> axes);
+
+/// Every group rank's `part` stacked along a new leading dimension
+/// ([group, ...part's shape]) by one shard.all_gather; `part` is copied
+/// into a fresh tensor first, since one collective call takes one
+/// contiguous buffer.
+Value stackGroup(OpBuilder &b, Location loc, Value part, shard::GridOp grid,
+                 ArrayRef<int16_t> axes, int64_t group);
+
+/// `stacked[k]` (k an index value) with the leading dimension dropped.
+Value pickBlock(OpBuilder &b, Location loc, Value stacked, Value k);
+
+/// `cond ? a : other` on whole tensors (`cond` a scalar i1).
+Value selectTensor(OpBuilder &b, Location loc, Value cond, Value a,
+                   Value other);
 
 } // namespace overlap
 } // namespace mlir

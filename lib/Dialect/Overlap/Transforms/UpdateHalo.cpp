@@ -15,6 +15,8 @@
 
 #include "overlap/Dialect/Overlap/Transforms/UpdateHalo.h"
 
+#include "TensorBuilders.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -70,68 +72,6 @@ Value rows(OpBuilder &b, Location loc, Value t, int64_t dim, OpFoldResult at,
   return tensor::ExtractSliceOp::create(b, loc, t, offsets, sizes, strides);
 }
 
-/// Every group rank's `part` stacked along a new leading dim: [g, ...].
-Value gatherAll(OpBuilder &b, Location loc, Value part, shard::GridOp grid,
-                shard::GridAxesAttr axes, int64_t group) {
-  auto type = cast<RankedTensorType>(part.getType());
-  // A copy into a fresh tensor: the rows of a dimension other than the
-  // first are strided in the buffer, and one collective call takes one
-  // contiguous buffer.
-  part = linalg::CopyOp::create(
-             b, loc, part,
-             tensor::EmptyOp::create(b, loc, type.getShape(),
-                                     type.getElementType())
-                 .getResult())
-             .getResult(0);
-  SmallVector<int64_t> unit = {1}, stacked = {group};
-  unit.append(type.getShape().begin(), type.getShape().end());
-  stacked.append(type.getShape().begin(), type.getShape().end());
-  SmallVector<ReassociationIndices> assoc = {{0, 1}};
-  for (int64_t d = 2; d <= type.getRank(); ++d)
-    assoc.push_back({d});
-  if (type.getRank() == 0)
-    assoc = {};
-  Value one = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(unit, type.getElementType()), part, assoc);
-  return shard::AllGatherOp::create(
-      b, loc, RankedTensorType::get(stacked, type.getElementType()),
-      FlatSymbolRefAttr::get(grid.getSymNameAttr()), axes, one,
-      b.getIndexAttr(0));
-}
-
-/// `stacked[k]` as a block of the part's shape (k an index value).
-Value pick(OpBuilder &b, Location loc, Value stacked, Value k) {
-  auto type = cast<RankedTensorType>(stacked.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = k;
-  sizes.push_back(b.getIndexAttr(1));
-  for (int64_t d : type.getShape().drop_front())
-    sizes.push_back(b.getIndexAttr(d));
-  auto partType = RankedTensorType::get(type.getShape().drop_front(),
-                                        type.getElementType());
-  return tensor::ExtractSliceOp::create(b, loc, partType, stacked, offsets,
-                                        sizes, strides);
-}
-
-/// `cond ? a : b` elementwise, `cond` a scalar i1 (used in the body).
-Value choose(OpBuilder &b, Location loc, Value cond, Value a, Value other) {
-  auto type = cast<RankedTensorType>(a.getType());
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                       type.getElementType());
-  AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-  SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                             utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, type, ValueRange{a, other}, ValueRange{init},
-             ArrayRef<AffineMap>{id, id, id}, iterators,
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value v = arith::SelectOp::create(nb, nl, cond, args[0],
-                                                 args[1]);
-               linalg::YieldOp::create(nb, nl, v);
-             })
-      .getResult(0);
-}
 } // namespace
 
 Value mlir::overlap::expandUpdateHalo(OpBuilder &b, shard::UpdateHaloOp op,
@@ -163,7 +103,7 @@ Value mlir::overlap::expandUpdateHalo(OpBuilder &b, shard::UpdateHaloOp op,
     // one.
     auto exchange = [&](int64_t width, int64_t from, int64_t at, int step) {
       Value mine = rows(b, loc, t, dim, b.getIndexAttr(from), width);
-      Value all = gatherAll(b, loc, mine, grid, axes, group);
+      Value all = stackGroup(b, loc, mine, grid, axes.asArrayRef(), group);
       Value neighbour =
           step < 0 ? arith::MaxSIOp::create(
                          b, loc, arith::SubIOp::create(b, loc, r, one), zero)
@@ -175,7 +115,7 @@ Value mlir::overlap::expandUpdateHalo(OpBuilder &b, shard::UpdateHaloOp op,
           b, loc,
           step < 0 ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, r,
           step < 0 ? zero : last);
-      Value halo = choose(b, loc, has, pick(b, loc, all, neighbour),
+      Value halo = selectTensor(b, loc, has, pickBlock(b, loc, all, neighbour),
                           rows(b, loc, t, dim, b.getIndexAttr(at), width));
       SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
       offsets[dim] = b.getIndexAttr(at);

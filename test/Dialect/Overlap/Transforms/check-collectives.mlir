@@ -57,8 +57,17 @@ func.func @annotation(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 // -----
 
 shard.grid @tp(shape = 2)
-func.func @broadcast(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'shard.broadcast' op is not lowered by Overlap: Overlap lowers all_reduce, all_gather, reduce_scatter, all_to_all, all_slice and update_halo (what shard-partition emits), not 'shard.broadcast'}}
+func.func @send(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.send' op is not lowered by Overlap: point-to-point 'shard.send' is not lowered: every rank of an SPMD program runs it with the same peer, which pairs no sender with a receiver; write the exchange as shard.shift}}
+  %r = shard.send %x on @tp grid_axes = [0] destination = [1] : (tensor<64x32xf32>) -> tensor<64x32xf32>
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+func.func @broadcast_not_expanded(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.broadcast' op is not lowered by Overlap: it is written with other collectives by overlap-expand-collectives, which did not run before}}
   %r = shard.broadcast %x on @tp grid_axes = [0] root = [0] : (tensor<64x32xf32>) -> tensor<64x32xf32>
   return %r : tensor<64x32xf32>
 }

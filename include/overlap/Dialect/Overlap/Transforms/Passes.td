@@ -45,6 +45,54 @@ def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
+                                    "ModuleOp"> {
+  let summary = "Write the shard ops without a runtime call of their own "
+                "with the collectives the runtime has";
+  let description = [{
+    Runs first in `overlap-pipeline`, so that `overlap-raise` sees what
+    the ops became (a `shard.reduce` of a matmul's product is fused like
+    the all-reduce it is written as).
+
+    - `shard.reduce`: `shard.all_reduce` (the root's result on every rank;
+      the others' is undefined, so any value is right).
+    - `shard.gather`: `shard.all_gather` along `gather_axis`, likewise.
+    - `shard.broadcast`: every rank's input stacked by one all-gather
+      (`[group, ...]`), and the root's block kept.
+    - `shard.scatter`: the broadcast, then `shard.all_slice` along
+      `scatter_axis`.
+    - `shard.shift`: along `shift_axis` the rank at `i` takes the input of
+      the rank at `i - offset` (modulo the axis with `rotate`; without it a
+      rank with no such source keeps its own input): a stack along that
+      axis and one block.
+    - `shard.update_halo`: per split dimension, the boundary rows stacked
+      and the neighbours' taken.
+
+    The stacks move the group size times the data of a rooted or
+    neighbour exchange: the price of needing no rooted or point-to-point
+    runtime call. `shard.send` / `shard.recv` are left alone (every rank of
+    an SPMD program runs them with the same peer, which pairs no sender
+    with a receiver); so is an op with a dynamic shape or grid, which
+    `overlap-check-collectives` then refuses with the reason.
+
+    Before:
+    ```mlir
+    %r = shard.broadcast %x on @tp grid_axes = [0] root = [1]
+        : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    After (`@tp` of 2 ranks):
+    ```mlir
+    %s = shard.all_gather %x1 on @tp grid_axes = [0] gather_axis = 0
+        : tensor<1x4x8xf32> -> tensor<2x4x8xf32>
+    %r = tensor.extract_slice %s[1, 0, 0] [1, 4, 8] [1, 1, 1]
+        : tensor<2x4x8xf32> to tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {
   let summary = "Lower the shard collectives overlap-raise left alone to "
                 "unsplit Overlap collectives";

@@ -117,13 +117,15 @@ FailureOr<std::vector<artifact::GridSpec>>
 gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
         func::FuncOp entry) {
   std::vector<artifact::GridSpec> grids;
-  // Only the grids the entry uses when it uses any (upstream's test
-  // modules declare grids of several sizes, one per function).
+  // With an entry, only the grids it (or a function it calls) names:
+  // upstream's test modules declare grids of several sizes, one per
+  // function, and a partitioned function that communicates nowhere names
+  // none (it runs on one rank).
   llvm::StringSet<> used;
   if (entry)
     used = gridsUsedBy(module, entry);
   for (auto grid : module.getOps<shard::GridOp>()) {
-    if (!used.empty() && !used.contains(grid.getSymName()))
+    if (entry && !used.contains(grid.getSymName()))
       continue;
     artifact::GridSpec spec;
     spec.name = grid.getSymName().str();

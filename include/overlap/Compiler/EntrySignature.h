@@ -45,7 +45,9 @@ FailureOr<::overlap::artifact::Signature>
 signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
 
 /// The module's `shard.grid`s (with `entry`, only those it or a function it
-/// calls names, when it names any); a grid with a dynamic extent is an error.
+/// calls names: none for an entry that communicates nowhere); a grid with
+/// more than one dynamic extent is an error (a run sets one from its
+/// number of ranks).
 FailureOr<std::vector<::overlap::artifact::GridSpec>>
 gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
         func::FuncOp entry = {});

@@ -1,0 +1,64 @@
+//===- SignatureGridTest.cpp - Grids with a dynamic extent ---------------===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Artifact/Signature.h"
+
+#include <gtest/gtest.h>
+
+using namespace overlap::artifact;
+
+namespace {
+
+/// A signature with `grids` ("grid NAME SHAPE" lines), through its text.
+Signature parsed(const std::string &grids) {
+  Signature base;
+  base.name = "f";
+  base.symbol = cInterfaceSymbol("f");
+  base.target = "host";
+  Signature sig;
+  std::string error;
+  EXPECT_TRUE(parseSignature(formatSignature(base) + grids, sig, error))
+      << error;
+  return sig;
+}
+
+TEST(SignatureGrid, ADynamicExtentRoundTrips) {
+  Signature sig = parsed("grid g 2x?\n");
+  ASSERT_EQ(sig.grids.size(), 1u);
+  EXPECT_EQ(sig.grids[0].shape, (std::vector<int64_t>{2, kDynamicExtent}));
+  EXPECT_NE(formatSignature(sig).find("grid g 2x?\n"), std::string::npos);
+}
+
+TEST(SignatureGrid, RanksFillTheDynamicExtent) {
+  Signature sig = parsed("grid g 2x?\n");
+  std::string error;
+  EXPECT_TRUE(checkRanks(sig, 6, error)) << error;
+  EXPECT_FALSE(checkRanks(sig, 5, error));
+  EXPECT_NE(error.find("must be a multiple of that"), std::string::npos)
+      << error;
+  // Without --ranks: the dynamic extent 2.
+  EXPECT_EQ(defaultRanks(sig), 4);
+  // A static grid beside it sets the default.
+  EXPECT_EQ(defaultRanks(parsed("grid g 2x?\ngrid h 3\n")), 3);
+}
+
+TEST(SignatureGrid, TwoDynamicExtentsAreRefused) {
+  Signature sig;
+  std::string error;
+  Signature base = parsed("");
+  EXPECT_FALSE(parseSignature(formatSignature(base) + "grid g ?x?\n", sig,
+                              error));
+  EXPECT_NE(error.find("more than one dynamic extent"), std::string::npos)
+      << error;
+}
+
+TEST(SignatureGrid, AnEntryWithoutGridsMatchesAnyReference) {
+  Signature program = parsed("grid g 4\n"), reference = parsed("");
+  EXPECT_EQ(signatureDifference(program, reference), "");
+  EXPECT_NE(signatureDifference(program, parsed("grid g 2\n")), "");
+}
+
+} // namespace

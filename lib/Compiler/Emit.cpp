@@ -15,7 +15,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
@@ -25,6 +24,11 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -236,6 +240,56 @@ createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
   return tm;
 }
 
+/// Host glue (every function but the loop kernels of
+/// overlap-outline-loops): runtime calls in program order, whose time is
+/// the calls'. It is kept out of LLVM's optimizations and compiled by the
+/// fast instruction selector (optnone), whose cost is linear in its size;
+/// the loop kernels, small and shared, get the whole -O level.
+static void markHostGlue(llvm::Module &module) {
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration() || f.getName().starts_with("__overlap_loops_"))
+      continue;
+    f.addFnAttr(llvm::Attribute::OptimizeNone);
+    f.addFnAttr(llvm::Attribute::NoInline);
+    f.removeFnAttr(llvm::Attribute::AlwaysInline);
+  }
+}
+
+llvm::Error optimizeHostModule(llvm::Module &module, unsigned optLevel,
+                               llvm::TargetMachine *tm) {
+  if (optLevel > 0)
+    markHostGlue(module);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  // -time-passes (LLVM's option) reports these passes' times.
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::StandardInstrumentations instrumentations(module.getContext(),
+                                                  /*DebugLogging=*/false);
+  instrumentations.registerCallbacks(callbacks, &mam);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(tm, tuning, std::nullopt, &callbacks);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager passes =
+      optLevel == 0 ? builder.buildO0DefaultPipeline(level)
+                    : builder.buildPerModuleDefaultPipeline(level);
+  passes.run(module, mam);
+  return llvm::Error::success();
+}
+
 std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
                                                 llvm::LLVMContext &context,
                                                 llvm::TargetMachine &tm,
@@ -248,8 +302,7 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
     return nullptr;
   }
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
-  auto optimize = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &tm);
-  if (llvm::Error err = optimize(llvmModule.get())) {
+  if (llvm::Error err = optimizeHostModule(*llvmModule, optLevel, &tm)) {
     errs << "LLVM optimization failed: " << llvm::toString(std::move(err))
          << "\n";
     return nullptr;

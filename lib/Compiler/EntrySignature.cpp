@@ -119,13 +119,21 @@ gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
   std::vector<artifact::GridSpec> grids;
   // With an entry, only the grids it (or a function it calls) names:
   // upstream's test modules declare grids of several sizes, one per
-  // function, and a partitioned function that communicates nowhere names
-  // none (it runs on one rank).
+  // function. An entry that names none (a partitioned function that
+  // communicates nowhere) runs on the module's grids when they all have
+  // one shape, else on one rank.
   llvm::StringSet<> used;
-  if (entry)
+  bool all = !entry;
+  if (entry) {
     used = gridsUsedBy(module, entry);
+    if (used.empty()) {
+      auto ops = module.getOps<shard::GridOp>();
+      all = llvm::all_equal(llvm::map_range(
+          ops, [](shard::GridOp g) { return g.getShape(); }));
+    }
+  }
   for (auto grid : module.getOps<shard::GridOp>()) {
-    if (entry && !used.contains(grid.getSymName()))
+    if (!all && !used.contains(grid.getSymName()))
       continue;
     artifact::GridSpec spec;
     spec.name = grid.getSymName().str();

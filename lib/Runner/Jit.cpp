@@ -14,7 +14,6 @@
 #include "overlap/Runtime/overlap_runtime_process.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/FileSystem.h"
@@ -71,8 +70,9 @@ llvm::Expected<std::unique_ptr<ExecutionEngine>>
 mlir::overlap::runner::createJit(ModuleOp module, unsigned optLevel) {
   compiler::initializeNativeTarget();
   ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
-  engineOptions.transformer = transformer;
+  engineOptions.transformer = [optLevel](llvm::Module *module) {
+    return compiler::optimizeHostModule(*module, optLevel, nullptr);
+  };
   engineOptions.jitCodeGenOptLevel = optLevel == 0
                                          ? llvm::CodeGenOptLevel::None
                                          : llvm::CodeGenOptLevel::Default;

@@ -67,7 +67,10 @@ def test_option_values_cannot_splice_passes(compiler_api, option, tmp_path):
 
 
 def test_unrepresentable_names_are_refused(compiler_api, tmp_path):
-    grid = ('shard.grid @"tp\\0Aarg arg9 4xf32"(shape = 2)\n' + ONE)
+    # A grid the entry uses (one it does not name is not in the signature).
+    grid = ('shard.grid @"tp\\0Aarg arg9 4xf32"(shape = 2)\n' + ONE.replace(
+        "  return %x", '  %r = shard.all_reduce %x on @"tp\\0Aarg arg9 4xf32" '
+        'grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>\n  return %r'))
     with pytest.raises(overlap.CompileError,
                        match=r"stage 'signature': grid @\"tp\\0Aarg arg9"):
         overlap.compile(grid, output=tmp_path / "g.so")

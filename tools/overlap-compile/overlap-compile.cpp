@@ -19,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -110,6 +111,9 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  // --mlir-timing: one report of every stage's passes (LLVM's own
+  // -time-passes reports its optimization and code generation).
+  registerDefaultTimingManagerCLOptions();
   compiler::registerRemarkCLOptions(category);
   // --profile, --strategy, --target, ...: CompileOptions.def's rows.
   compiler::registerCompileCLOptions(category);
@@ -147,9 +151,15 @@ int main(int argc, char **argv) {
   if (!module)
     return fail("stage 'parse': cannot parse " + inputFile);
 
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope stages = timing.getRootScope();
   llvm::Expected<compiler::Artifact> artifact = compiler::compileModule(
-      *module, defaultOutput(), options, stopAfter,
-      [](PassManager &pm) { return applyPassManagerCLOptions(pm); });
+      *module, defaultOutput(), options, stopAfter, [&](PassManager &pm) {
+        if (timing.isEnabled())
+          pm.enableTiming(stages);
+        return applyPassManagerCLOptions(pm);
+      });
   if (!artifact)
     return fail(llvm::toString(artifact.takeError()));
   for (const std::string &warning : artifact->warnings)

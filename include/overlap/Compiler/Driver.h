@@ -70,8 +70,15 @@ std::unique_ptr<llvm::TargetMachine>
 createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
                         llvm::raw_ostream &errs);
 
+/// Optimizes host LLVM IR at `optLevel` (0 to 3): the loop kernels of
+/// overlap-outline-loops at that level, every other function (the host
+/// glue: runtime calls) with optnone, so that compile time stays linear in
+/// the program's size. LLVM's -time-passes reports the passes.
+llvm::Error optimizeHostModule(llvm::Module &module, unsigned optLevel,
+                               llvm::TargetMachine *tm);
+
 /// Translates an LLVM-dialect module to LLVM IR for `tm`'s triple and data
-/// layout and optimizes it at `optLevel` (0 to 3).
+/// layout and optimizes it at `optLevel` (0 to 3) (optimizeHostModule).
 std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
                                                 llvm::LLVMContext &context,
                                                 llvm::TargetMachine &tm,

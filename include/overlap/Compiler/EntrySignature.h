@@ -45,7 +45,8 @@ FailureOr<::overlap::artifact::Signature>
 signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
 
 /// The module's `shard.grid`s (with `entry`, only those it or a function it
-/// calls names: none for an entry that communicates nowhere); a grid with
+/// calls names; for an entry that names none, all when they have one
+/// shape, else none: it runs on one rank); a grid with
 /// more than one dynamic extent is an error (a run sets one from its
 /// number of ranks).
 FailureOr<std::vector<::overlap::artifact::GridSpec>>

@@ -148,6 +148,82 @@ def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapOutlineLoops : Pass<"overlap-outline-loops", "ModuleOp"> {
+  let summary = "Move each linalg op left on buffers into a shared, "
+                "never-inlined function";
+  let description = [{
+    Runs in the compiler's host `llvm` stage, before
+    `convert-linalg-to-loops`. Every linalg op on buffers that would
+    become a loop nest in place (the fills, copies and elementwise
+    generics of every layer) becomes a call of a private function that
+    holds the op alone (`no_inline`); ops that differ only in their
+    operands share one function (constants the op reads are cloned in;
+    other values it reads are arguments). A model of N identical layers
+    then has N calls and one loop nest per kind of op, and every function
+    LLVM optimizes is the size of one op, so compile time and code size
+    grow linearly in the layers (LLVM's InstCombine and SLP vectorizer
+    cost more than linearly in the size of one function).
+
+    Before:
+    ```mlir
+    func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
+      %z = arith.constant 0.0 : f32
+      linalg.fill ins(%z : f32) outs(%a : memref<64x32xf32>)
+      linalg.fill ins(%z : f32) outs(%b : memref<64x32xf32>)
+      return
+    }
+    ```
+    After:
+    ```mlir
+    func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
+      %z = arith.constant 0.0 : f32
+      call @__overlap_loops_0(%z, %a) : (f32, memref<64x32xf32>) -> ()
+      call @__overlap_loops_0(%z, %b) : (f32, memref<64x32xf32>) -> ()
+      return
+    }
+    func.func private @__overlap_loops_0(%v: f32, %m: memref<64x32xf32>)
+        attributes {no_inline} {
+      linalg.fill ins(%v : f32) outs(%m : memref<64x32xf32>)
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def OverlapShareGpuKernels : Pass<"overlap-share-gpu-kernels", "ModuleOp"> {
+  let summary = "Keep one gpu.module of each kind and launch it for all";
+  let description = [{
+    Runs in the compiler's cuda `kernels` stage, after
+    `gpu-kernel-outlining` and `nvvm-attach-target`. Outlining makes one
+    `gpu.module` per launch, so a model of N identical layers has N copies
+    of each kernel and `gpu-module-to-binary` compiles every one (80 % of
+    the compile time of 48 layers). Modules that are the same but for their
+    name are kept once; the `gpu.launch_func` ops of the others launch the
+    kept one.
+
+    Before:
+    ```mlir
+    gpu.module @model_kernel [#nvvm.target<chip = "sm_90a">] {
+      gpu.func @model_kernel(%m: memref<64xf32>) kernel { ... }
+    }
+    gpu.module @model_kernel_0 [#nvvm.target<chip = "sm_90a">] {
+      gpu.func @model_kernel(%m: memref<64xf32>) kernel { ... }
+    }
+    gpu.launch_func @model_kernel::@model_kernel ... args(%a : memref<64xf32>)
+    gpu.launch_func @model_kernel_0::@model_kernel ... args(%b : memref<64xf32>)
+    ```
+    After:
+    ```mlir
+    gpu.module @model_kernel [#nvvm.target<chip = "sm_90a">] {
+      gpu.func @model_kernel(%m: memref<64xf32>) kernel { ... }
+    }
+    gpu.launch_func @model_kernel::@model_kernel ... args(%a : memref<64xf32>)
+    gpu.launch_func @model_kernel::@model_kernel ... args(%b : memref<64xf32>)
+    ```
+  }];
+}
+
 def OverlapLowerDeallocations : Pass<"overlap-lower-deallocations"> {
   let summary = "Lower bufferization.dealloc to scalar alias checks and "
                 "memref.dealloc";

@@ -245,9 +245,25 @@ createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
 /// the calls'. It is kept out of LLVM's optimizations and compiled by the
 /// fast instruction selector (optnone), whose cost is linear in its size;
 /// the loop kernels, small and shared, get the whole -O level.
-static void markHostGlue(llvm::Module &module) {
+///
+/// Calls between the program's functions bind inside the library: the
+/// loop kernels are internal, and every other defined function is
+/// protected (still exported, never interposed). An entry named like a
+/// C library function (JAX names it after the Python function: `cos`,
+/// `exp`) would otherwise be called through the PLT and reach libm's.
+static void markHostGlue(llvm::Module &module, bool optimizeKernelsOnly) {
   for (llvm::Function &f : module) {
-    if (f.isDeclaration() || f.getName().starts_with("__overlap_loops_"))
+    if (f.isDeclaration())
+      continue;
+    if (f.getName().starts_with("__overlap_loops_")) {
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      continue;
+    }
+    if (f.hasDefaultVisibility() && !f.hasLocalLinkage()) {
+      f.setVisibility(llvm::GlobalValue::ProtectedVisibility);
+      f.setDSOLocal(true);
+    }
+    if (!optimizeKernelsOnly)
       continue;
     f.addFnAttr(llvm::Attribute::OptimizeNone);
     f.addFnAttr(llvm::Attribute::NoInline);
@@ -257,8 +273,7 @@ static void markHostGlue(llvm::Module &module) {
 
 llvm::Error optimizeHostModule(llvm::Module &module, unsigned optLevel,
                                llvm::TargetMachine *tm) {
-  if (optLevel > 0)
-    markHostGlue(module);
+  markHostGlue(module, optLevel > 0);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

@@ -157,7 +157,8 @@ def OverlapOutlineLoops : Pass<"overlap-outline-loops", "ModuleOp"> {
     become a loop nest in place (the fills, copies and elementwise
     generics of every layer) becomes a call of a private function that
     holds the op alone (`no_inline`); ops that differ only in their
-    operands share one function (constants the op reads are cloned in;
+    buffers share one function (constants the op reads, a fill's value
+    among them, are cloned in, so that LLVM sees a zero fill as a memset;
     other values it reads are arguments). A model of N identical layers
     then has N calls and one loop nest per kind of op, and every function
     LLVM optimizes is the size of one op, so compile time and code size
@@ -177,13 +178,14 @@ def OverlapOutlineLoops : Pass<"overlap-outline-loops", "ModuleOp"> {
     ```mlir
     func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
       %z = arith.constant 0.0 : f32
-      call @__overlap_loops_0(%z, %a) : (f32, memref<64x32xf32>) -> ()
-      call @__overlap_loops_0(%z, %b) : (f32, memref<64x32xf32>) -> ()
+      call @__overlap_loops_0(%a) : (memref<64x32xf32>) -> ()
+      call @__overlap_loops_0(%b) : (memref<64x32xf32>) -> ()
       return
     }
-    func.func private @__overlap_loops_0(%v: f32, %m: memref<64x32xf32>)
+    func.func private @__overlap_loops_0(%m: memref<64x32xf32>)
         attributes {no_inline} {
-      linalg.fill ins(%v : f32) outs(%m : memref<64x32xf32>)
+      %z = arith.constant 0.0 : f32
+      linalg.fill ins(%z : f32) outs(%m : memref<64x32xf32>)
       return
     }
     ```

@@ -31,7 +31,7 @@
 // SCHED: overlap.stream compute
 // SCHED: overlap.stream comm
 
-// LLVM-DAG: define void @_mlir_ciface_mar(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr {{.*}})
+// LLVM-DAG: define protected void @_mlir_ciface_mar(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, ptr {{.*}})
 // LLVM-DAG: declare {{.*}} @overlap_gemm(
 
 // OBJ: T _mlir_ciface_mar

@@ -81,3 +81,16 @@ def assert_picture(path, min_bytes=10_000, min_w=600, min_h=300):
     w, h = png_size(path)
     assert w >= min_w and h >= min_h, f"{path}: {w}x{h}"
     return w, h
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_under_pytest(tmp_path_factory):
+    """What the library writes to the temporary directory when a test
+    gives no path (overlap.compile's default output, overlap.jax's
+    libraries) goes under pytest's base temp, which pytest prunes, not
+    into /tmp, where it stayed."""
+    import tempfile
+    old = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
+    yield
+    tempfile.tempdir = old

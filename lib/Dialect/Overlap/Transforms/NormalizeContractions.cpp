@@ -19,6 +19,7 @@
 #include <functional>
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
@@ -686,8 +687,67 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
 
 } // namespace
 
+namespace {
+
+/// The constant a `linalg.fill` of a whole `tensor.empty` writes, or null.
+Attribute filledConstant(Value v) {
+  auto fill = v.getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.hasPureTensorSemantics() ||
+      !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    return {};
+  Attribute value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return {};
+  return value;
+}
+
+/// `scf.if %rank0 { yield %zeros } else { yield <zeros again> }`: what
+/// shard-partition emits for the accumulator of a matmul whose sum is
+/// partial (the init on one rank, zeros on the others) when the init is
+/// itself a fill of zeros. Both branches give the same tensor, so the
+/// result is the then-branch's (when it is defined above the if; a new
+/// fill otherwise). Without it every layer's accumulator has a dynamic
+/// layout and an ownership known only at run time after bufferization.
+struct FoldBranchesOfEqualFills : OpRewritePattern<scf::IfOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(scf::IfOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getNumResults() == 0 || op.getElseRegion().empty())
+      return failure();
+    bool changed = false;
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      if (result.use_empty())
+        continue;
+      Value a = op.thenYield().getOperand(i), b = op.elseYield().getOperand(i);
+      Attribute x = filledConstant(a), y = filledConstant(b);
+      if (!x || x != y || a.getType() != b.getType() ||
+          a.getType() != result.getType())
+        continue;
+      Value same = a;
+      if (op->isAncestor(a.getDefiningOp())) {
+        rewriter.setInsertionPoint(op);
+        Operation *fill = a.getDefiningOp();
+        Operation *init =
+            rewriter.clone(*cast<linalg::FillOp>(fill).getOutputs()[0]
+                                .getDefiningOp());
+        Value scalar = arith::ConstantOp::create(
+            rewriter, op.getLoc(), cast<TypedAttr>(x));
+        same = linalg::FillOp::create(rewriter, op.getLoc(), scalar,
+                                      init->getResult(0))
+                   .getResult(0);
+      }
+      rewriter.replaceAllUsesWith(result, same);
+      changed = true;
+    }
+    return success(changed);
+  }
+};
+
+} // namespace
+
 void mlir::overlap::populateNormalizeContractionPatterns(
     RewritePatternSet &patterns) {
+  patterns.add<FoldBranchesOfEqualFills>(patterns.getContext());
   patterns.add<NormalizeContraction, SinkLayout<shard::AllReduceOp>,
                SinkLayout<shard::ReduceScatterOp>,
                HoistLayoutThroughGather<tensor::CollapseShapeOp>,

@@ -14,7 +14,8 @@
 // AUTO: remark: {{.*}}Remark="tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
-// CHECK: %[[C:.*]] = scf.if
+// CHECK-NOT: scf.if
+// CHECK: %[[C:.*]] = linalg.fill
 // CHECK: overlap.tiles %[[C]] : tensor<512x64xf32> (%[[C0:.*]] = [0, 0] [256, 64], %{{.*}} = [256, 0] [256, 64])
 // CHECK: %[[A0:.*]] = tensor.extract_slice %[[H]][0, 0] [256, 64] [1, 1]
 // CHECK: %[[P0:.*]] = linalg.matmul ins(%[[A0]], %arg2 {{.*}} outs(%[[C0]]

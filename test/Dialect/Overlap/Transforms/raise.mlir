@@ -4,10 +4,14 @@ shard.grid @tp(shape = 4)
 
 // What upstream sharding-propagation + shard-partition + canonicalize emit
 // for a row-parallel matmul: the accumulator comes out of an scf.if that
-// keeps the init on rank 0 and zeros it elsewhere. The fused op keeps each
-// rank's own C.
+// keeps the init on rank 0 and zeros it elsewhere. When the init is itself
+// zeros, both branches are the same fill and the if goes (every layer's
+// accumulator would otherwise have a dynamic layout and an ownership known
+// only at run time after bufferization).
 // CHECK-LABEL: func.func @upstream_row_parallel
-// CHECK: %[[C:.*]] = scf.if
+// CHECK-NOT: scf.if
+// CHECK: %[[C:.*]] = linalg.fill
+// CHECK-NOT: scf.if
 // CHECK-NOT: linalg.matmul ins(%arg0
 // CHECK: %[[R:.*]] = overlap.matmul_all_reduce %arg0, %arg1, %[[C]] on @tp grid_axes = [0] : tensor<512x64xf32>, tensor<64x64xf32>, tensor<512x64xf32> -> tensor<512x64xf32>
 // CHECK-NOT: shard.all_reduce
@@ -21,6 +25,32 @@ func.func @upstream_row_parallel(%arg0: tensor<512x64xf32>, %arg1: tensor<64x64x
   %5 = arith.cmpi eq, %idx, %c0 : index
   %6 = scf.if %5 -> (tensor<512x64xf32>) {
     scf.yield %4 : tensor<512x64xf32>
+  } else {
+    %8 = tensor.empty() : tensor<512x64xf32>
+    %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<512x64xf32>) -> tensor<512x64xf32>
+    scf.yield %9 : tensor<512x64xf32>
+  }
+  %7 = linalg.matmul ins(%arg0, %arg1 : tensor<512x64xf32>, tensor<64x64xf32>) outs(%6 : tensor<512x64xf32>) -> tensor<512x64xf32>
+  %all_reduce = shard.all_reduce %7 on @tp grid_axes = [0] : tensor<512x64xf32> -> tensor<512x64xf32>
+  return %all_reduce : tensor<512x64xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// An init other than zeros (a bias on rank 0): the if stays, and the fused
+// op keeps each rank's own C.
+// CHECK-LABEL: func.func @upstream_row_parallel_bias
+// CHECK: %[[C:.*]] = scf.if
+// CHECK: overlap.matmul_all_reduce %arg0, %arg1, %[[C]] on @tp
+func.func @upstream_row_parallel_bias(%arg0: tensor<512x64xf32>, %arg1: tensor<64x64xf32>, %bias: tensor<512x64xf32>) -> tensor<512x64xf32> {
+  %c0 = arith.constant 0 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %idx = shard.process_multi_index on @tp axes = [0] : index
+  %5 = arith.cmpi eq, %idx, %c0 : index
+  %6 = scf.if %5 -> (tensor<512x64xf32>) {
+    scf.yield %bias : tensor<512x64xf32>
   } else {
     %8 = tensor.empty() : tensor<512x64xf32>
     %9 = linalg.fill ins(%cst : f32) outs(%8 : tensor<512x64xf32>) -> tensor<512x64xf32>

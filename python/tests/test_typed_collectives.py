@@ -121,3 +121,48 @@ func.func @f(%a: tensor<8x4xi32>, %b: tensor<4x8xi32>) -> tensor<8x8xi32> {{
     want = sum(a[r] @ b[r] for r in range(RANKS))
     for row in res.outputs:
         np.testing.assert_array_equal(row[0], want)
+
+
+@pytest.mark.parametrize("kind", ["gather", "max", "min", "sum",
+                                  "all_to_all", "reduce_scatter"])
+def test_boolean_collectives_run_on_bytes(kind, tmp_path):
+    """i1 (masks, JAX's booleans): the collective runs on bytes. max is
+    or, min is and, a sum keeps its low bit (i1 arithmetic wraps: the
+    parity); the others move the values. They were refused ("its element
+    type i1 is not one the runtime's collectives take")."""
+    rng = np.random.default_rng(11)
+    xs = rng.integers(0, 2, size=(RANKS, 4, 2)).astype(np.bool_)
+    t = "tensor<4x2xi1>"
+    op = {
+        "gather": (f"shard.all_gather %x on @g grid_axes = [0] gather_axis "
+                   f"= 0 : {t} -> tensor<16x2xi1>"),
+        "max": (f"shard.all_reduce %x on @g grid_axes = [0] reduction = max "
+                f": {t} -> {t}"),
+        "min": (f"shard.all_reduce %x on @g grid_axes = [0] reduction = min "
+                f": {t} -> {t}"),
+        "sum": f"shard.all_reduce %x on @g grid_axes = [0] : {t} -> {t}",
+        "all_to_all": (f"shard.all_to_all %x on @g grid_axes = [0] "
+                       f"split_axis = 0 concat_axis = 0 : {t} -> {t}"),
+        "reduce_scatter": (f"shard.reduce_scatter %x on @g grid_axes = [0] "
+                           f"reduction = max scatter_axis = 0 : {t} -> "
+                           f"tensor<1x2xi1>"),
+    }[kind]
+    out = {"gather": "tensor<16x2xi1>",
+           "reduce_scatter": "tensor<1x2xi1>"}.get(kind, t)
+    mlir = f"""
+shard.grid @g(shape = {RANKS})
+func.func @f(%x: {t}) -> {out} {{
+  %r = {op}
+  return %r : {out}
+}}"""
+    got = _run(mlir, xs, tmp_path)
+    for r in range(RANKS):
+        want = {
+            "gather": np.concatenate(xs, axis=0),
+            "max": np.any(xs, axis=0),
+            "min": np.all(xs, axis=0),
+            "sum": (xs.sum(axis=0) % 2).astype(np.bool_),
+            "all_to_all": np.concatenate([x[r:r + 1] for x in xs], axis=0),
+            "reduce_scatter": np.any(xs, axis=0)[r:r + 1],
+        }[kind]
+        np.testing.assert_array_equal(got[r], want, err_msg=f"rank {r}")

@@ -18,6 +18,10 @@
 //                     else a rank with no such source keeps its own
 //                     input): a stack along that axis and one block.
 //   update_halo       UpdateHalo.cpp.
+//   i1 collectives    all_reduce, all_gather, reduce_scatter, all_to_all
+//                     of booleans run on bytes (zero-extended, so max is
+//                     or, min is and, and a sum keeps its low bit, as i1
+//                     arithmetic wraps) and are truncated back.
 //
 // The stacks move the group size times the data a rooted or neighbour
 // exchange would: the price of needing no rooted or point-to-point call.
@@ -35,6 +39,7 @@
 #include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -162,6 +167,37 @@ Value expandShift(OpBuilder &b, shard::ShiftOp op, shard::GridOp grid) {
   return selectTensor(b, loc, has, pickBlock(b, loc, all, clamped), input);
 }
 
+/// A collective the runtime lowers, on i1 tensors: it runs on i8.
+bool isBooleanCollective(Operation *op) {
+  if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+           shard::AllToAllOp>(op))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.hasStaticShape() && out.hasStaticShape() &&
+         in.getElementType().isSignlessInteger(1) &&
+         out.getElementType().isSignlessInteger(1);
+}
+
+/// `v` (an i1 or i8 tensor) as the other, elementwise: zero-extension
+/// up, truncation down.
+Value castBooleans(OpBuilder &b, Location loc, Value v, Type elem) {
+  auto type = cast<RankedTensorType>(v.getType());
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), elem).getResult();
+  return elementwiseGeneric(
+             b, loc, v, init,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value c = elem.isSignlessInteger(1)
+                             ? arith::TruncIOp::create(nb, nl, elem, args[0])
+                                   .getResult()
+                             : arith::ExtUIOp::create(nb, nl, elem, args[0])
+                                   .getResult();
+               linalg::YieldOp::create(nb, nl, c);
+             })
+      .getResult(0);
+}
+
 } // namespace
 
 bool mlir::overlap::isExpandedCollective(Operation *op) {
@@ -261,6 +297,25 @@ struct OverlapExpandCollectivesPass
           isa<RankedTensorType>(op->getResult(0).getType()))
         ops.push_back(op);
     });
+    // Collectives of booleans: the same collective on bytes.
+    SmallVector<Operation *> booleans;
+    getOperation().walk([&](Operation *op) {
+      if (isBooleanCollective(op))
+        booleans.push_back(op);
+    });
+    for (Operation *op : booleans) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      Type i8 = b.getI8Type();
+      Value input = castBooleans(b, loc, op->getOperand(0), i8);
+      Operation *bytes = b.clone(*op);
+      bytes->setOperand(0, input);
+      auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+      bytes->getResult(0).setType(resultType.clone(i8));
+      op->getResult(0).replaceAllUsesWith(
+          castBooleans(b, loc, bytes->getResult(0), b.getI1Type()));
+      op->erase();
+    }
     for (Operation *op : ops) {
       if (!whyNotExpanded(op, symbols).empty())
         continue; // overlap-check-collectives says why

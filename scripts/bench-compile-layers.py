@@ -144,37 +144,34 @@ def main(argv):
     compile_tool, opt, cuda = tools()
     with tempfile.TemporaryDirectory(prefix="overlap-bench-layers-") as d:
         work = Path(d)
+        def growth(spec, cost, what, unit, after_a, after_b):
+            """cost(partitioned module) for A and B layers; exits 1 when
+            B's is more than F times A's."""
+            a, b, limit = int(spec[0]), int(spec[1]), float(spec[2])
+            got = {n: cost(partitioned(n, args, work, opt)) for n in (a, b)}
+            ratio = got[b] / got[a]
+            print(f"{what}: {a} layers {got[a]:{unit}}{after_a}, {b} "
+                  f"layers {got[b]:{unit}}{after_b}: {ratio:.2f}x (linear "
+                  f"{b / a:.1f}x, limit {limit}x)")
+            return 0 if ratio <= limit else 1
+
+        def ops(part):
+            out = work / (part.stem + ".llvm.mlir")
+            measured([compile_tool, str(part), "--emit=mlir", "-o", str(out)])
+            return sum(1 for line in out.read_text().splitlines()
+                       if " = " in line or line.strip().startswith(
+                           ("llvm.", "func.")))
+
+        def seconds(part):
+            return min(measured(compile_cmd(compile_tool, part, "host",
+                                            work))[0] for _ in range(3))
+
         if args.check_ir_growth:
-            a, b, limit = int(args.check_ir_growth[0]), \
-                int(args.check_ir_growth[1]), float(args.check_ir_growth[2])
-            count = {}
-            for n in (a, b):
-                part = partitioned(n, args, work, opt)
-                out = work / f"layers{n}.llvm.mlir"
-                measured([compile_tool, str(part), "--emit=mlir", "-o",
-                          str(out)])
-                count[n] = sum(1 for line in out.read_text().splitlines()
-                               if " = " in line or line.strip().startswith(
-                                   ("llvm.", "func.")))
-            growth = count[b] / count[a]
-            print(f"host LLVM dialect: {a} layers {count[a]} ops, {b} "
-                  f"layers {count[b]}: {growth:.2f}x (linear {b / a:.1f}x, "
-                  f"limit {limit}x)")
-            return 0 if growth <= limit else 1
+            return growth(args.check_ir_growth, ops, "host LLVM dialect",
+                          "d", " ops", "")
         if args.check_growth:
-            a, b, limit = int(args.check_growth[0]), \
-                int(args.check_growth[1]), float(args.check_growth[2])
-            best = {}
-            for n in (a, b):
-                part = partitioned(n, args, work, opt)
-                best[n] = min(measured(compile_cmd(compile_tool, part, "host",
-                                                   work))[0]
-                              for _ in range(3))
-            growth = best[b] / best[a]
-            print(f"host compile: {a} layers {best[a]:.2f} s, {b} layers "
-                  f"{best[b]:.2f} s: {growth:.2f}x (linear {b / a:.1f}x, "
-                  f"limit {limit}x)")
-            return 0 if growth <= limit else 1
+            return growth(args.check_growth, seconds, "host compile", ".2f",
+                          " s", " s")
         print("| layers | target | wall (s) | peak memory (MB) |")
         print("|---|---|---|---|")
         for n in args.layers:

@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/UpdateHalo.h"
@@ -39,7 +40,6 @@
 #include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -69,13 +69,6 @@ ArrayRef<int16_t> axesOf(Operation *op) {
   return {};
 }
 
-int64_t groupSize(shard::GridOp grid, ArrayRef<int16_t> axes) {
-  int64_t size = 1;
-  for (int16_t axis : axes)
-    size *= grid.getShape()[axis];
-  return size;
-}
-
 /// The root's static in-group multi-index (dynamic entries as
 /// ShapedType::kDynamic) of a rooted op.
 std::optional<ArrayRef<int64_t>> rootOf(Operation *op) {
@@ -100,36 +93,30 @@ Value linearRoot(OpBuilder &b, Location loc, Operation *op,
   ArrayRef<int64_t> root = *rootOf(op);
   ValueRange dynamic = rootValuesOf(op);
   ArrayRef<int16_t> axes = axesOf(op);
-  Value linear = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> coords;
   for (auto [i, axis] : llvm::enumerate(axes)) {
-    int64_t extent = grid.getShape()[axis];
-    Value coord;
-    if (ShapedType::isDynamic(root[i])) {
-      coord = dynamic.front();
-      dynamic = dynamic.drop_front();
-      coord = arith::MaxSIOp::create(
-          b, loc,
-          arith::MinSIOp::create(
-              b, loc, coord,
-              arith::ConstantIndexOp::create(b, loc, extent - 1)),
-          arith::ConstantIndexOp::create(b, loc, 0));
-    } else {
-      coord = arith::ConstantIndexOp::create(b, loc, root[i]);
+    if (!ShapedType::isDynamic(root[i])) {
+      coords.push_back(arith::ConstantIndexOp::create(b, loc, root[i]));
+      continue;
     }
-    linear = arith::AddIOp::create(
+    Value coord = dynamic.front();
+    dynamic = dynamic.drop_front();
+    coords.push_back(arith::MaxSIOp::create(
         b, loc,
-        arith::MulIOp::create(b, loc, linear,
-                              arith::ConstantIndexOp::create(b, loc, extent)),
-        coord);
+        arith::MinSIOp::create(
+            b, loc, coord,
+            arith::ConstantIndexOp::create(b, loc,
+                                           grid.getShape()[axis] - 1)),
+        arith::ConstantIndexOp::create(b, loc, 0)));
   }
-  return linear;
+  return linearInGroup(b, loc, grid, axes, coords);
 }
 
 /// The root's block of every rank's `input`: what a broadcast gives.
 Value broadcastFromRoot(OpBuilder &b, Location loc, Operation *op,
                         Value input, shard::GridOp grid) {
   ArrayRef<int16_t> axes = axesOf(op);
-  Value all = stackGroup(b, loc, input, grid, axes, groupSize(grid, axes));
+  Value all = stackGroup(b, loc, input, grid, axes, getGroupSize(grid, axes));
   return pickBlock(b, loc, all, linearRoot(b, loc, op, grid));
 }
 
@@ -179,23 +166,12 @@ bool isBooleanCollective(Operation *op) {
          out.getElementType().isSignlessInteger(1);
 }
 
-/// `v` (an i1 or i8 tensor) as the other, elementwise: zero-extension
-/// up, truncation down.
+/// `v` (an i1 or i8 tensor) as the other (zero-extension up, truncation
+/// down).
 Value castBooleans(OpBuilder &b, Location loc, Value v, Type elem) {
   auto type = cast<RankedTensorType>(v.getType());
-  Value init =
-      tensor::EmptyOp::create(b, loc, type.getShape(), elem).getResult();
-  return elementwiseGeneric(
-             b, loc, v, init,
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value c = elem.isSignlessInteger(1)
-                             ? arith::TruncIOp::create(nb, nl, elem, args[0])
-                                   .getResult()
-                             : arith::ExtUIOp::create(nb, nl, elem, args[0])
-                                   .getResult();
-               linalg::YieldOp::create(nb, nl, c);
-             })
-      .getResult(0);
+  return convertElementsInto(
+      b, loc, v, tensor::EmptyOp::create(b, loc, type.getShape(), elem));
 }
 
 } // namespace
@@ -238,7 +214,7 @@ std::string mlir::overlap::whyNotExpanded(Operation *op,
   }
   if (auto scatter = dyn_cast<shard::ScatterOp>(op)) {
     int64_t dim = scatter.getScatterAxis().getSExtValue();
-    int64_t group = groupSize(grid, axes);
+    int64_t group = getGroupSize(grid, axes);
     if (dim < 0 || dim >= input.getRank() ||
         input.getDimSize(dim) % group != 0)
       return "its scatter dimension does not split into " +
@@ -291,18 +267,15 @@ struct OverlapExpandCollectivesPass
   void runOnOperation() override {
     SymbolTableCollection symbols;
     OpBuilder b(&getContext());
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isExpandedCollective(op) && op->getNumResults() == 1 &&
-          isa<RankedTensorType>(op->getResult(0).getType()))
-        ops.push_back(op);
-    });
-    // Collectives of booleans: the same collective on bytes.
-    SmallVector<Operation *> booleans;
+    SmallVector<Operation *> ops, booleans;
     getOperation().walk([&](Operation *op) {
       if (isBooleanCollective(op))
         booleans.push_back(op);
+      else if (isExpandedCollective(op) && op->getNumResults() == 1 &&
+               isa<RankedTensorType>(op->getResult(0).getType()))
+        ops.push_back(op);
     });
+    // Collectives of booleans: the same collective on bytes.
     for (Operation *op : booleans) {
       b.setInsertionPoint(op);
       Location loc = op->getLoc();

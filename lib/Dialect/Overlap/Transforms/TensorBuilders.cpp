@@ -55,7 +55,8 @@ linalg::GenericOp mlir::overlap::elementwiseGeneric(
 
 /// `v` as a `to`: floats widen or round, integers sign-extend or
 /// truncate (shard's integers are signless; sign extension keeps negative
-/// values), and between the two kinds the signed conversions.
+/// values; i1 is a boolean and zero-extends), and between the two kinds
+/// the signed conversions.
 static Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
@@ -70,6 +71,8 @@ static Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return arith::TruncFOp::create(b, loc, to, v);
   }
   if (isa<IntegerType>(from) && isa<IntegerType>(to)) {
+    if (fromBits < toBits && from.isSignlessInteger(1))
+      return arith::ExtUIOp::create(b, loc, to, v); // a boolean: 0 or 1
     if (fromBits < toBits)
       return arith::ExtSIOp::create(b, loc, to, v);
     return arith::TruncIOp::create(b, loc, to, v);
@@ -100,20 +103,25 @@ bool mlir::overlap::isPlainElementwise(linalg::GenericOp op) {
          op.getBlock()->getArgument(1).use_empty();
 }
 
+Value mlir::overlap::linearInGroup(OpBuilder &b, Location loc,
+                                   shard::GridOp grid, ArrayRef<int16_t> axes,
+                                   ValueRange coords) {
+  Value rank = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [axis, coord] : llvm::zip_equal(axes, coords)) {
+    Value extent =
+        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
+    rank = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, rank, extent), coord);
+  }
+  return rank;
+}
+
 Value mlir::overlap::groupRankOf(OpBuilder &b, Location loc,
                                  shard::GridOp grid, ArrayRef<int16_t> axes) {
   SmallVector<Type> indexTypes(axes.size(), b.getIndexType());
   auto coords = shard::ProcessMultiIndexOp::create(
       b, loc, indexTypes, grid.getSymName(), axes);
-  Value rank = arith::ConstantIndexOp::create(b, loc, 0);
-  for (auto [i, axis] : llvm::enumerate(axes)) {
-    Value extent =
-        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
-    rank = arith::AddIOp::create(b, loc,
-                                 arith::MulIOp::create(b, loc, rank, extent),
-                                 coords->getResult(i));
-  }
-  return rank;
+  return linearInGroup(b, loc, grid, axes, coords->getResults());
 }
 
 Value mlir::overlap::stackGroup(OpBuilder &b, Location loc, Value part,

@@ -39,14 +39,19 @@ linalg::GenericOp elementwiseGeneric(
     function_ref<void(OpBuilder &, Location, ValueRange)> body = nullptr);
 
 /// `value` converted elementwise to the element type of `into`, written
-/// into `into`: floats widen or round, integers sign-extend or truncate,
-/// and between the two the signed conversions.
+/// into `into`: floats widen or round, integers sign-extend (i1
+/// zero-extends) or truncate, and between the two the signed conversions.
 Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value into);
 
 /// An elementwise linalg.generic of one input that reads neither indices
 /// nor its init: it computes the same values on any reshaping or
 /// redistribution of its input.
 bool isPlainElementwise(linalg::GenericOp op);
+
+/// The index in a group on `axes` of `grid` of the rank at `coords` (one
+/// per axis): row-major in the order the axes are listed.
+Value linearInGroup(OpBuilder &b, Location loc, shard::GridOp grid,
+                    ArrayRef<int16_t> axes, ValueRange coords);
 
 /// The calling rank's index in its group on `axes` of `grid`: its
 /// coordinates on the axes, row-major in the order the axes are listed (as

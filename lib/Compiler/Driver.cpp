@@ -8,6 +8,7 @@
 
 #include "overlap/Compiler/Driver.h"
 #include "overlap/Compiler/EntrySignature.h"
+#include "overlap/Compiler/Input.h"
 #include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
@@ -234,6 +235,8 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
                               : FailureOr<std::string>(options.entry);
     FailureOr<artifact::Signature> sig = failure();
     if (succeeded(entryName)) {
+      if (failed(repairInput(module)))
+        return error("stage 'input' (the entry signatures) failed");
       boxEntryScalars(module, *entryName);
       sig = describeEntry(module, *entryName, "overlap-exec", why);
     }

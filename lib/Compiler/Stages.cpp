@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Stages.h"
+#include "overlap/Compiler/Input.h"
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 
@@ -223,6 +224,7 @@ static void addHostToLLVM(OpPassManager &pm,
 /// without them unchanged.
 static void addInputNormalization(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createOverlapTosaZeroPoints());
   func.addPass(tosa::createTosaToLinalgNamed());
   func.addPass(tosa::createTosaToLinalg());
   func.addPass(createTosaToArithPass());
@@ -370,36 +372,12 @@ std::string describePipeline(const CompileOptions &options) {
   return printPipeline(pm);
 }
 
-/// A public function that takes or returns a `!shard.sharding` (upstream's
-/// partition tests return one from shard.get_sharding): a compile-time
-/// description of a layout with no value at run time. Said here, with the
-/// function and the position, rather than as an LLVM translation failure.
-static LogicalResult checkShardingValues(ModuleOp module) {
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (!func.isPublic() || func.isExternal())
-      continue;
-    FunctionType type = func.getFunctionType();
-    for (auto [what, types] :
-         {std::pair<const char *, ArrayRef<Type>>{"argument", type.getInputs()},
-          {"result", type.getResults()}})
-      for (auto [i, t] : llvm::enumerate(types))
-        if (isa<shard::ShardingType>(t))
-          return func.emitError()
-                 << "@" << func.getSymName() << " has a !shard.sharding as "
-                 << what << " " << i
-                 << ": a sharding describes a layout at compile time and has "
-                    "no value at run time; drop it from the signature (a "
-                    "program can still use shard.get_sharding inside)";
-  }
-  return success();
-}
-
 LogicalResult runStages(ModuleOp module, const CompileOptions &options,
                         llvm::StringRef stopAfter, llvm::StringRef tool,
                         llvm::raw_ostream &errs,
                         function_ref<LogicalResult(PassManager &)> configure) {
   std::string prefix = tool.empty() ? "" : (tool + ": error: ").str();
-  if (failed(checkShardingValues(module))) {
+  if (failed(repairInput(module))) {
     errs << prefix << "stage 'input' (the entry signatures) failed\n";
     return failure();
   }

@@ -20,6 +20,7 @@
 #include "overlap/Compiler/Driver.h"
 #include "overlap/Runner/Jit.h"
 #include "overlap/Compiler/EntrySignature.h"
+#include "overlap/Compiler/Input.h"
 #include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Run.h"
@@ -217,6 +218,8 @@ int main(int argc, char **argv) {
   if (failed(entryName))
     return 2;
   std::string error;
+  if (failed(compiler::repairInput(*parsed)))
+    return 2;
   compiler::boxEntryScalars(*parsed, *entryName);
   FailureOr<run::Signature> sig =
       compiler::describeEntry(*parsed, *entryName, kTool, error);

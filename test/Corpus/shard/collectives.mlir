@@ -159,3 +159,45 @@ func.func @tosa_mlp_f32(%x: tensor<1x256x64xf32>, %w1: tensor<1x64x64xf32>, %w2:
   return %r : tensor<1x256x64xf32>
 }
 
+
+// -----
+
+// Zero points as arguments (upstream's sharding-propagation examples pass
+// them so): (A - a_zp) x (B - b_zp) as TOSA defines it, batch split.
+shard.grid @g2(shape = 2)
+
+func.func @tosa_matmul_zero_point_args_f32(%a: tensor<2x16x8xf32>, %b: tensor<2x8x32xf32>, %zp: tensor<1xf32>) -> tensor<2x16x32xf32> {
+  %s = shard.sharding @g2 split_axes = [[0]] : !shard.sharding
+  %0 = shard.shard %a to %s annotate_for_users : tensor<2x16x8xf32>
+  %1 = shard.shard %b to %s annotate_for_users : tensor<2x8x32xf32>
+  %c = tosa.matmul %0, %1, %zp, %zp : (tensor<2x16x8xf32>, tensor<2x8x32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x16x32xf32>
+  %2 = shard.shard %c to %s : tensor<2x16x32xf32>
+  %3 = shard.shard %2 to %s annotate_for_users : tensor<2x16x32xf32>
+  return %3 : tensor<2x16x32xf32>
+}
+
+// -----
+
+// corpus: partitioned. Integer zero points given at run time: i8 operands
+// minus their zero points in i32, accumulated in i32, on each rank's batch.
+shard.grid @g2(shape = 2)
+
+func.func @tosa_matmul_zero_point_args_i8(%a: tensor<1x4x8xi8>, %b: tensor<1x8x4xi8>, %azp: tensor<1xi8>, %bzp: tensor<1xi8>) -> tensor<1x4x4xi32> {
+  %c = tosa.matmul %a, %b, %azp, %bzp : (tensor<1x4x8xi8>, tensor<1x8x4xi8>, tensor<1xi8>, tensor<1xi8>) -> tensor<1x4x4xi32>
+  return %c : tensor<1x4x4xi32>
+}
+
+// -----
+
+// What upstream's shard-partition makes of a tosa.matmul annotated on its
+// result (MLIR 22): split operands, the unsplit result type. Declined
+// with the reason.
+shard.grid @g24(shape = 2x4)
+
+func.func @tosa_matmul_split_result(%a: tensor<2x16x8xf32>, %b: tensor<2x8x32xf32>) -> tensor<2x16x32xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %c = tosa.matmul %a, %b, %zp, %zp : (tensor<2x16x8xf32>, tensor<2x8x32xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x16x32xf32>
+  %s = shard.sharding @g24 split_axes = [[0], [1]] : !shard.sharding
+  %r = shard.shard %c to %s : tensor<2x16x32xf32>
+  return %r : tensor<2x16x32xf32>
+}

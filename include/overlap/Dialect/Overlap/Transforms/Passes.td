@@ -45,6 +45,43 @@ def OverlapRaise : Pass<"overlap-raise", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapTosaZeroPoints : Pass<"overlap-tosa-zero-points"> {
+  let summary = "Lower a tosa.matmul whose zero points are not constants, "
+                "and refuse one whose result type its operands contradict";
+  let description = [{
+    Upstream's `tosa-to-linalg-named` lowers a `tosa.matmul` only when its
+    zero points are constants; upstream's own sharding examples pass them
+    as function arguments. This pass writes such a matmul as TOSA defines
+    it, `(A - a_zp) x (B - b_zp)`: each operand minus its one-element zero
+    point (integers widened to the accumulator's type first, floats in
+    their own type: TOSA's float zero points are 0, so the operands stay
+    what they were), then `linalg.batch_matmul` into a zero fill. A
+    matmul with constant zero points is left to upstream's pass.
+
+    A `tosa.matmul` whose static result shape its operands contradict is
+    an error that says so: upstream's `shard-partition` (MLIR 22) splits
+    the operands of a sharded `tosa.matmul` and leaves its result type
+    unsplit, and no lowering can run that program as written.
+
+    Before:
+    ```mlir
+    %0 = tosa.matmul %a, %b, %zp, %zp
+        : (tensor<2x16x8xf32>, tensor<2x8x32xf32>, tensor<1xf32>,
+           tensor<1xf32>) -> tensor<2x16x32xf32>
+    ```
+    After:
+    ```mlir
+    %a0 = linalg.generic ... ins(%a, %zp) ... { arith.subf }
+    %b0 = linalg.generic ... ins(%b, %zp) ... { arith.subf }
+    %f = linalg.fill ins(%cst : f32) outs(%e : tensor<2x16x32xf32>)
+    %0 = linalg.batch_matmul ins(%a0, %b0 : ...) outs(%f : ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
                                     "ModuleOp"> {
   let summary = "Write the shard ops without a runtime call of their own "

@@ -1,0 +1,150 @@
+//===- Input.cpp - What the compile repairs in its input --------*- C++ -*-===//
+//
+// See Input.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Compiler/Input.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/BitVector.h"
+
+using namespace mlir;
+
+namespace mlir {
+namespace overlap {
+namespace compiler {
+
+/// A public function that takes or returns a `!shard.sharding` (upstream's
+/// partition tests return one from shard.get_sharding): a compile-time
+/// description of a layout with no value at run time. Such results, and
+/// such arguments nothing uses, are dropped from the compiled signature
+/// with a warning that names them; a sharding argument the body uses, or a
+/// function that is also called in the module (its callers would lose a
+/// result), is an error with the function and the position rather than an
+/// LLVM translation failure.
+static LogicalResult dropShardingValues(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic() || func.isExternal())
+      continue;
+    FunctionType type = func.getFunctionType();
+    auto isSharding = [](Type t) { return isa<shard::ShardingType>(t); };
+    if (llvm::none_of(type.getInputs(), isSharding) &&
+        llvm::none_of(type.getResults(), isSharding))
+      continue;
+    auto refuse = [&](const char *what, unsigned i, const char *why) {
+      return func.emitError()
+             << "@" << func.getSymName() << " has a !shard.sharding as "
+             << what << " " << i << ", which " << why
+             << ": a sharding describes a layout at compile time and has no "
+                "value at run time; drop it from the signature (a program "
+                "can still use shard.get_sharding inside)";
+    };
+    bool called = !SymbolTable::symbolKnownUseEmpty(func, module);
+    llvm::BitVector args(type.getNumInputs()), results(type.getNumResults());
+    for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+      if (!isSharding(t))
+        continue;
+      if (!func.getArgument(i).use_empty())
+        return refuse("argument", i, "the body uses");
+      if (called)
+        return refuse("argument", i, "its callers in the module pass");
+      args.set(i);
+    }
+    for (auto [i, t] : llvm::enumerate(type.getResults())) {
+      if (!isSharding(t))
+        continue;
+      if (called)
+        return refuse("result", i, "its callers in the module take");
+      results.set(i);
+    }
+    InFlightDiagnostic warning = func.emitWarning();
+    warning << "@" << func.getSymName()
+            << ": dropped from the compiled signature, as a sharding has no "
+               "value at run time:";
+    for (unsigned i : args.set_bits())
+      warning << " argument " << i;
+    for (unsigned i : results.set_bits())
+      warning << " result " << i;
+    warning.report();
+    func.walk([&](func::ReturnOp ret) { ret->eraseOperands(results); });
+    if (failed(func.eraseArguments(args)) || failed(func.eraseResults(results)))
+      return func.emitError() << "cannot drop the sharding values of @"
+                              << func.getSymName();
+  }
+  return success();
+}
+
+/// The public, uncalled function whose returns are the only users of
+/// `value`, if it is one.
+static func::FuncOp returnedOnlyByEntry(Value value, ModuleOp module) {
+  auto func = value.getParentRegion()->getParentOfType<func::FuncOp>();
+  if (!func || !func.isPublic() || !func->getParentOp() ||
+      func->getParentOp() != module.getOperation() ||
+      !SymbolTable::symbolKnownUseEmpty(func, module))
+    return {};
+  for (Operation *user : value.getUsers())
+    if (!isa<func::ReturnOp>(user) || user->getParentOp() != func)
+      return {};
+  return func;
+}
+
+static LogicalResult repairTosaMatmulResults(ModuleOp module) {
+  SmallVector<tosa::MatMulOp> matmuls;
+  module.walk([&](tosa::MatMulOp op) { matmuls.push_back(op); });
+  for (tosa::MatMulOp op : matmuls) {
+    auto a = dyn_cast<RankedTensorType>(op.getA().getType());
+    auto b = dyn_cast<RankedTensorType>(op.getB().getType());
+    auto result = dyn_cast<RankedTensorType>(op.getType());
+    if (!a || !b || !result || a.getRank() != 3 || b.getRank() != 3 ||
+        result.getRank() != 3)
+      continue;
+    SmallVector<int64_t> shape(result.getShape());
+    int64_t want[3] = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
+    bool differs = false;
+    for (int d = 0; d < 3; ++d) {
+      if (ShapedType::isDynamic(want[d]) ||
+          ShapedType::isDynamic(shape[d]) || want[d] == shape[d])
+        continue;
+      shape[d] = want[d];
+      differs = true;
+    }
+    if (!differs)
+      continue;
+    func::FuncOp func = returnedOnlyByEntry(op.getResult(), module);
+    if (!func)
+      continue; // overlap-tosa-zero-points says why it cannot run.
+    RankedTensorType repaired = result.clone(shape);
+    op.getResult().setType(repaired);
+    SmallVector<Type> results(func.getResultTypes());
+    SmallVector<unsigned> changed;
+    for (OpOperand &use : op.getResult().getUses()) {
+      results[use.getOperandNumber()] = repaired;
+      changed.push_back(use.getOperandNumber());
+    }
+    func.setFunctionType(FunctionType::get(
+        module.getContext(), func.getArgumentTypes(), results));
+    InFlightDiagnostic warning = op.emitWarning();
+    warning << "result type " << result
+            << " contradicts the operands (upstream's shard-partition splits "
+               "a tosa.matmul's operands and leaves its result unsplit): it "
+               "is the operands' "
+            << repaired << ", and so is @" << func.getSymName() << "'s";
+    for (unsigned i : changed)
+      warning << " result " << i;
+  }
+  return success();
+}
+
+LogicalResult repairInput(ModuleOp module) {
+  if (failed(dropShardingValues(module)))
+    return failure();
+  return repairTosaMatmulResults(module);
+}
+
+} // namespace compiler
+} // namespace overlap
+} // namespace mlir

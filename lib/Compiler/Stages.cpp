@@ -212,6 +212,9 @@ static void addHostToLLVM(OpPassManager &pm,
   if (beforeFuncs)
     beforeFuncs();
   pm.addPass(createConvertFuncToLLVMPass());
+  // Before cf-to-llvm, whose cf.assert prints to stdout (lost when stdout
+  // is buffered and the program aborts).
+  pm.addPass(createOverlapAssertToStderr());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -144,4 +144,34 @@ def OverlapExpandArith : Pass<"overlap-expand-arith"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def OverlapAssertToStderr : Pass<"overlap-assert-to-stderr", "ModuleOp"> {
+  let summary = "Make a failed cf.assert write its message to stderr";
+  let description = [{
+    Every host `cf.assert` (the run-time checks the compiler inserts: a
+    dynamic size the group size does not divide, a buffer that is not
+    contiguous, a failed device allocation) becomes a branch to a block
+    that writes `overlap: run-time check failed: <message>` to file
+    descriptor 2 with `write` and calls `abort`. Upstream's
+    `convert-cf-to-llvm` prints the message with `puts`: to stdout, which
+    is buffered when it is a pipe or a file, so the abort that follows
+    lost it and a run ended in "Aborted" with no reason. Kernels in a
+    `gpu.module` are left alone.
+
+    ```mlir
+    // before
+    cf.assert %ok, "overlap_alloc_async: cannot allocate ..."
+    // after
+    cf.cond_br %ok, ^bb1, ^bb2
+  ^bb2:
+    %m = llvm.mlir.addressof @overlap_assert_msg_0 : !llvm.ptr
+    llvm.call @write(%c2, %m, %len) : (i32, !llvm.ptr, i64) -> i64
+    llvm.call @abort() : () -> ()
+    llvm.unreachable
+  ^bb1:
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cf::ControlFlowDialect"];
+}
+
 #endif // OVERLAP_CONVERSION_PASSES_TD

@@ -114,33 +114,33 @@ public:
       return gemm(op, stream, bm.getInputs()[0], bm.getInputs()[1],
                   bm.getOutputs()[0], /*batched=*/true);
     if (auto ar = dyn_cast<AllReduceOp>(op))
-      return collective(
-          op, stream, RuntimeFn::overlap_all_reduce, ar.getInput(),
-          ar.getInput(), ar.getReduction(),
-          cast<MemRefType>(ar.getInput().getType()).getNumElements());
+      return collective(op, stream, RuntimeFn::overlap_all_reduce,
+                        ar.getInput(), ar.getInput(), ar.getReduction(),
+                        numElements(loc, ar.getInput()));
     if (auto rs = dyn_cast<ReduceScatterOp>(op))
-      return collective(
-          op, stream, RuntimeFn::overlap_reduce_scatter, rs.getInput(),
-          rs.getInit(), rs.getReduction(),
-          cast<MemRefType>(rs.getInit().getType()).getNumElements());
+      return collective(op, stream, RuntimeFn::overlap_reduce_scatter,
+                        rs.getInput(), rs.getInit(), rs.getReduction(),
+                        numElements(loc, rs.getInit()));
     if (auto ag = dyn_cast<AllGatherOp>(op))
-      return collective(
-          op, stream, RuntimeFn::overlap_all_gather, ag.getInput(),
-          ag.getInit(), std::nullopt,
-          cast<MemRefType>(ag.getInput().getType()).getNumElements());
+      return collective(op, stream, RuntimeFn::overlap_all_gather,
+                        ag.getInput(), ag.getInit(), std::nullopt,
+                        numElements(loc, ag.getInput()));
     if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-      // The runtime's count is per peer: one of the G blocks.
+      // The runtime's count is per peer: one of the G blocks (a dynamic
+      // size was checked to divide where it was cut, overlap-lower-
+      // collectives).
       int64_t group = groupSizeOf(op, symbols);
       auto type = cast<MemRefType>(a2a.getInput().getType());
-      if (ShapedType::isDynamic(group) || !type.hasStaticShape() ||
-          type.getNumElements() % group != 0)
+      if (ShapedType::isDynamic(group) ||
+          (type.hasStaticShape() && type.getNumElements() % group != 0))
         return op->emitOpError()
                << "cannot be lowered to overlap_all_to_all: it needs a static "
-                  "group size that divides the static input into equal "
-                  "blocks";
+                  "group size that divides the input into equal blocks";
+      Value count = arith::DivUIOp::create(
+          builder(), loc, numElements(loc, a2a.getInput()),
+          rt.i64(loc, group));
       return collective(op, stream, RuntimeFn::overlap_all_to_all,
-                        a2a.getInput(), a2a.getInit(), std::nullopt,
-                        type.getNumElements() / group);
+                        a2a.getInput(), a2a.getInit(), std::nullopt, count);
     }
     if (auto sig = dyn_cast<SignalOp>(op)) {
       rt.status(loc, RuntimeFn::overlap_signal,
@@ -319,7 +319,8 @@ public:
                << " bytes; device allocations (target=cuda) give 256";
       b.setInsertionPoint(alloc);
       FailureOr<Value> buffer =
-          deviceAlloc(alloc, alloc.getType(), enclosingStream(alloc));
+          deviceAlloc(alloc, alloc.getType(), enclosingStream(alloc),
+                      alloc.getDynamicSizes());
       if (failed(buffer))
         return failure();
       alloc.replaceAllUsesWith(*buffer);
@@ -386,32 +387,53 @@ public:
 private:
   /// overlap_alloc_async of a buffer of `type` for `op`, at the insertion
   /// point: stream-ordered on `stream`, or usable on every stream (none).
+  /// `dynamicSizes` are the index values of the dynamic dims of `type`, in
+  /// order (memref.alloc's operands).
   FailureOr<Value> deviceAlloc(Operation *op, MemRefType type,
-                               std::optional<int32_t> stream) {
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        !hasByteSizedElements(type) || type.getMemorySpace())
+                               std::optional<int32_t> stream,
+                               ValueRange dynamicSizes = {}) {
+    if (!type.getLayout().isIdentity() || !hasByteSizedElements(type) ||
+        type.getMemorySpace() ||
+        static_cast<int64_t>(dynamicSizes.size()) != type.getNumDynamicDims())
       return op->emitOpError()
-             << "cannot be lowered for target=cuda: device buffers need a "
-                "static shape, an identity layout, the default memory space "
-                "and integer or float elements of whole bytes (i1: one byte), "
-                "got "
+             << "cannot be lowered for target=cuda: device buffers need an "
+                "identity layout, the default memory space, integer or float "
+                "elements of whole bytes (i1: one byte) and their dynamic "
+                "sizes, got "
              << type;
     OpBuilder &b = rt.builder();
     Location loc = op->getLoc();
-    int64_t bytes = type.getNumElements() * elementBytes(type);
+    // The sizes as i64, and the bytes: constants, or their product at run
+    // time.
+    SmallVector<Value> sizes;
+    for (int64_t d = 0, dyn = 0; d < type.getRank(); ++d)
+      sizes.push_back(type.isDynamicDim(d)
+                          ? rt.indexToI64(loc, dynamicSizes[dyn++])
+                          : rt.i64(loc, type.getDimSize(d)));
+    std::string what = type.hasStaticShape()
+                           ? std::to_string(type.getNumElements() *
+                                            elementBytes(type)) +
+                                 " bytes"
+                           : std::string("the bytes");
+    Value bytes = rt.i64(loc, elementBytes(type));
+    if (type.hasStaticShape())
+      bytes = rt.i64(loc, type.getNumElements() * elementBytes(type));
+    else
+      for (Value size : sizes)
+        bytes = arith::MulIOp::create(b, loc, bytes, size);
     Value slot =
         LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), rt.i64(loc, 1));
-    Value status = rt.call(
-        loc, RuntimeFn::overlap_alloc_async,
-        {rt.ctx, rt.i32(loc, stream ? *stream : -1), rt.i64(loc, bytes), slot});
+    Value status =
+        rt.call(loc, RuntimeFn::overlap_alloc_async,
+                {rt.ctx, rt.i32(loc, stream ? *stream : -1), bytes, slot});
     // A failed allocation must not reach a kernel (a fault there poisons
     // the CUDA context): stop here, naming the size.
     assertSuccess(loc, status,
-                  "overlap_alloc_async: cannot allocate " +
-                      std::to_string(bytes) + " bytes of device memory for " +
+                  "overlap_alloc_async: cannot allocate " + what +
+                      " of device memory for " +
                       llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
-    return memrefFromPointer(loc, ptr, type);
+    return memrefFromPointer(loc, ptr, type, sizes);
   }
 
   /// overlap_free_async of the allocation behind `memref`, after the work
@@ -425,9 +447,10 @@ private:
               {rt.ctx, rt.i32(loc, stream ? *stream : -1), ptr});
   }
 
-  /// A memref of `type` (static, identity layout) over `ptr`, as the LLVM
-  /// descriptor the memref lowering will see through the cast.
-  Value memrefFromPointer(Location loc, Value ptr, MemRefType type) {
+  /// A memref of `type` (identity layout, of `sizes` as i64) over `ptr`, as
+  /// the LLVM descriptor the memref lowering will see through the cast.
+  Value memrefFromPointer(Location loc, Value ptr, MemRefType type,
+                          ArrayRef<Value> sizes) {
     OpBuilder &b = rt.builder();
     MLIRContext *ctx = b.getContext();
     Type i64 = b.getI64Type();
@@ -443,14 +466,21 @@ private:
     desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
     desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, 0),
                                        ArrayRef<int64_t>{2});
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    (void)type.getStridesAndOffset(strides, offset);
+    // Row-major strides: constants while the sizes inside are static.
+    SmallVector<Value> strides(rank);
+    int64_t staticStride = 1;
+    Value stride; // once a size inside is dynamic
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      strides[d] = stride ? stride : rt.i64(loc, staticStride);
+      if (!stride && !type.isDynamicDim(d))
+        staticStride *= type.getDimSize(d);
+      else
+        stride = arith::MulIOp::create(b, loc, strides[d], sizes[d]);
+    }
     for (int64_t d = 0; d < rank; ++d) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc,
-                                         rt.i64(loc, type.getDimSize(d)),
+      desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[d],
                                          ArrayRef<int64_t>{3, d});
-      desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, strides[d]),
+      desc = LLVM::InsertValueOp::create(b, loc, desc, strides[d],
                                          ArrayRef<int64_t>{4, d});
     }
     return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
@@ -549,10 +579,28 @@ private:
     return true;
   }
 
+  /// The elements of `memref` as an i64: a constant, or the product of its
+  /// run-time sizes.
+  Value numElements(Location loc, Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (type.hasStaticShape())
+      return rt.i64(loc, type.getNumElements());
+    OpBuilder &b = builder();
+    Value count = rt.i64(loc, 1);
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      Value size =
+          type.isDynamicDim(d)
+              ? rt.indexToI64(loc, memref::DimOp::create(b, loc, memref, d))
+              : rt.i64(loc, type.getDimSize(d));
+      count = arith::MulIOp::create(b, loc, count, size);
+    }
+    return count;
+  }
+
   FailureOr<bool> collective(Operation *op, int32_t stream, RuntimeFn fn,
                              Value src, Value dst,
                              std::optional<ReductionKind> reduction,
-                             int64_t count) {
+                             Value count) {
     Location loc = op->getLoc();
     for (Value v : {src, dst}) {
       Layout dense = contiguous(v);
@@ -583,7 +631,7 @@ private:
       args.push_back(rt.i32(loc, runtimeReduce(*reduction)));
     args.push_back(rt.buffer(loc, src).ptr);
     args.push_back(rt.buffer(loc, dst).ptr);
-    args.push_back(rt.i64(loc, count));
+    args.push_back(count);
     rt.status(loc, fn, args);
     return true;
   }

@@ -133,17 +133,36 @@ public:
     auto type = cast<MemRefType>(memref.getType());
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     Value ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    // The row-major stride of dim d: a constant while the sizes inside it
+    // are static, then the product of the run-time sizes.
     int64_t expected = 1;
+    Value expectedAtRunTime;
     for (int64_t d = type.getRank() - 1; d >= 0; --d) {
       if (type.getDimSize(d) != 1) {
-        Value want = arith::ConstantIndexOp::create(b, loc, expected);
+        Value want = expectedAtRunTime
+                         ? expectedAtRunTime
+                         : arith::ConstantIndexOp::create(b, loc, expected);
         Value eq = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          meta.getStrides()[d], want);
+        if (type.isDynamicDim(d)) // a size-1 dim has any stride
+          eq = arith::OrIOp::create(
+              b, loc, eq,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                    meta.getSizes()[d],
+                                    arith::ConstantIndexOp::create(b, loc, 1)));
         ok = arith::AndIOp::create(b, loc, ok, eq);
       }
       if (innerOnly)
         break;
-      expected *= type.getDimSize(d);
+      if (type.isDynamicDim(d) || expectedAtRunTime) {
+        Value from = expectedAtRunTime
+                         ? expectedAtRunTime
+                         : arith::ConstantIndexOp::create(b, loc, expected);
+        expectedAtRunTime =
+            arith::MulIOp::create(b, loc, from, meta.getSizes()[d]);
+      } else {
+        expected *= type.getDimSize(d);
+      }
     }
     cf::AssertOp::create(b, loc, ok, message);
   }

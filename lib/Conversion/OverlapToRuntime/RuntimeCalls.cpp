@@ -48,20 +48,24 @@ Layout unitInnerStride(Value memref) {
 
 Layout contiguous(Value memref) {
   auto type = cast<MemRefType>(memref.getType());
-  if (!type.hasStaticShape())
-    return Layout::No;
-  if (memref::isStaticShapeAndContiguousRowMajor(type))
+  // The identity layout is row-major whatever the sizes.
+  if (type.getLayout().isIdentity() ||
+      (type.hasStaticShape() &&
+       memref::isStaticShapeAndContiguousRowMajor(type)))
     return Layout::Yes;
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)))
     return Layout::No;
-  // Known strides that differ from the row-major ones rule it out.
+  // Known strides that differ from the row-major ones rule it out (up to
+  // the innermost dynamic size, past which they are run-time values).
   int64_t expected = 1;
   for (int64_t d = type.getRank() - 1; d >= 0; --d) {
     if (type.getDimSize(d) != 1 && !ShapedType::isDynamic(strides[d]) &&
         strides[d] != expected)
       return Layout::No;
+    if (type.isDynamicDim(d))
+      break;
     expected *= type.getDimSize(d);
   }
   return Layout::AtRunTime;

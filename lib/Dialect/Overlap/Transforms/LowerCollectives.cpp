@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -90,9 +92,8 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
            op->getName().getStringRef().str() + "'";
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!input || !result || !input.hasStaticShape() || !result.hasStaticShape())
-    return "a shape is dynamic; the runtime's collectives take static "
-           "element counts";
+  if (!input || !result)
+    return "it is not on ranked tensors";
   if (!isa<shard::AllSliceOp>(op)) {
     for (Type type : {input.getElementType(), result.getElementType()})
       if (!isRuntimeElementType(type))
@@ -128,8 +129,10 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
     cut = exchange.getSplitAxis().getSExtValue();
   else if (auto slice = dyn_cast<shard::AllSliceOp>(op))
     cut = slice.getSliceAxis().getSExtValue();
+  // A dynamic size is checked where it is known, at run time.
   if (cut && (*cut < 0 || *cut >= input.getRank() ||
-              input.getDimSize(*cut) % group != 0))
+              (!input.isDynamicDim(*cut) &&
+               input.getDimSize(*cut) % group != 0)))
     return "dimension " + std::to_string(*cut) + " (" +
            (*cut >= 0 && *cut < input.getRank()
                 ? std::to_string(input.getDimSize(*cut))
@@ -142,7 +145,58 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
 
 namespace {
 
-/// Rewrites one collective; the caller checked whyNotLowered.
+/// `size` times `k` (or divided by it), folded when `size` is static.
+OpFoldResult scaleSize(OpBuilder &b, Location loc, OpFoldResult size,
+                       int64_t k, bool divide) {
+  if (std::optional<int64_t> c = getConstantIntValue(size))
+    return b.getIndexAttr(divide ? *c / k : *c * k);
+  Value v = getValueOrCreateConstantIndexOp(b, loc, size);
+  Value kv = arith::ConstantIndexOp::create(b, loc, k);
+  return divide ? arith::DivUIOp::create(b, loc, v, kv).getResult()
+                : arith::MulIOp::create(b, loc, v, kv).getResult();
+}
+
+/// A dynamic `size` that is cut into `group` equal blocks: a run-time
+/// check that it divides (the static case is checked by whyNotLowered).
+void assertDivisible(OpBuilder &b, Location loc, OpFoldResult size,
+                     int64_t group, StringRef what) {
+  if (getConstantIntValue(size) || group == 1)
+    return;
+  Value v = getValueOrCreateConstantIndexOp(b, loc, size);
+  Value rem = arith::RemUIOp::create(
+      b, loc, v, arith::ConstantIndexOp::create(b, loc, group));
+  Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                   arith::ConstantIndexOp::create(b, loc, 0));
+  cf::AssertOp::create(
+      b, loc, ok,
+      (what + ": the dimension cut into one block per rank is not divisible "
+              "by the group size " +
+       std::to_string(group))
+          .str());
+}
+
+/// A tile collective of `rows` into a new tensor of `sizes`: without an
+/// init when the sizes are static (bufferization allocates the result),
+/// else into a tensor.empty of those sizes.
+template <typename OpT, typename... Extra>
+Value collectiveInto(OpBuilder &b, Location loc, Value rows,
+                     ArrayRef<OpFoldResult> sizes, FlatSymbolRefAttr grid,
+                     DenseI16ArrayAttr axes, Extra... extra) {
+  Type elem = getElementTypeOrSelf(rows.getType());
+  auto init = tensor::EmptyOp::create(b, loc, sizes, elem);
+  if (init.getType().hasStaticShape()) {
+    Type type = init.getType();
+    init->erase();
+    return OpT::create(b, loc, type, rows, Value(), grid, axes, extra...)
+        .getResult();
+  }
+  return OpT::create(b, loc, init.getType(), rows, init.getResult(), grid,
+                     axes, extra...)
+      .getResult();
+}
+
+/// Rewrites one collective; the caller checked whyNotLowered. Sizes that
+/// are dynamic are read from the input at run time (tensor.dim).
 Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   Location loc = op->getLoc();
   auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
@@ -151,6 +205,18 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   int64_t group = groupSizeOf(op, symbols);
   auto gridAttr = op->getAttrOfType<FlatSymbolRefAttr>("grid");
   auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  std::string what = (op->getName().getStringRef() + " at ").str();
+  {
+    llvm::raw_string_ostream os(what);
+    os << loc;
+  }
+  // The op's own result type where it is more static than what was built
+  // (a tensor<5x?xf32> result that is 5x24 here), or less.
+  auto asResult = [&](Value v) {
+    return v.getType() == resultType
+               ? v
+               : tensor::CastOp::create(b, loc, resultType, v).getResult();
+  };
 
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     // Converted first, so that the reduction runs in the result type.
@@ -158,45 +224,43 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     if (getElementTypeOrSelf(input.getType()) != resultType.getElementType())
       input = convertElementsInto(
           b, loc, input,
-          tensor::EmptyOp::create(b, loc, resultType.getShape(),
+          tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, input),
                                   resultType.getElementType()));
-    return AllReduceOp::create(
-               b, loc, resultType, input, gridAttr, axesAttr,
-               ReductionKindAttr::get(b.getContext(),
-                                      *reductionOf(allReduce.getReduction())))
-        .getResult();
+    return asResult(
+        AllReduceOp::create(
+            b, loc, input.getType(), input, gridAttr, axesAttr,
+            ReductionKindAttr::get(b.getContext(),
+                                   *reductionOf(allReduce.getReduction())))
+            .getResult());
   }
   // A collective on rows of `input` with dim `axis` moved to the front,
-  // `rowsOut` rows out per row in (x G for a gather, / G for a scatter);
-  // its result is moved back.
-  auto alongRows = [&](Value input, int64_t axis, auto rowsOut, auto build) {
+  // `group` times the rows out per row in (a gather) or 1/group (a
+  // scatter); its result is moved back.
+  auto alongRows = [&](Value input, int64_t axis, bool scatter, auto build) {
     SmallVector<int64_t> perm = axisFirst(axis, rank);
     Value rows = transposeTensor(b, loc, input, perm);
-    auto rowsType = cast<RankedTensorType>(rows.getType());
-    SmallVector<int64_t> shape(rowsType.getShape());
-    shape[0] = rowsOut(shape[0]);
-    return transposeTensor(b, loc, build(rows, rowsType.clone(shape)),
-                           invertPermutation(perm));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
+    if (scatter)
+      assertDivisible(b, loc, sizes[0], group, what);
+    sizes[0] = scaleSize(b, loc, sizes[0], group, scatter);
+    return asResult(transposeTensor(b, loc, build(rows, sizes),
+                                    invertPermutation(perm)));
   };
   if (auto gather = dyn_cast<shard::AllGatherOp>(op))
-    return alongRows(
-        gather.getInput(), gather.getGatherAxis().getSExtValue(),
-        [&](int64_t rows) { return rows * group; },
-        [&](Value rows, Type type) -> Value {
-          return AllGatherOp::create(b, loc, type, rows, Value(), gridAttr,
-                                     axesAttr)
-              .getResult();
-        });
+    return alongRows(gather.getInput(), gather.getGatherAxis().getSExtValue(),
+                     /*scatter=*/false,
+                     [&](Value rows, ArrayRef<OpFoldResult> sizes) {
+                       return collectiveInto<AllGatherOp>(
+                           b, loc, rows, sizes, gridAttr, axesAttr);
+                     });
   if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
     return alongRows(
         scatter.getInput(), scatter.getScatterAxis().getSExtValue(),
-        [&](int64_t rows) { return rows / group; },
-        [&](Value rows, Type type) -> Value {
-          return ReduceScatterOp::create(
-                     b, loc, type, rows, Value(), gridAttr, axesAttr,
-                     ReductionKindAttr::get(
-                         b.getContext(), *reductionOf(scatter.getReduction())))
-              .getResult();
+        /*scatter=*/true, [&](Value rows, ArrayRef<OpFoldResult> sizes) {
+          return collectiveInto<ReduceScatterOp>(
+              b, loc, rows, sizes, gridAttr, axesAttr,
+              ReductionKindAttr::get(b.getContext(),
+                                     *reductionOf(scatter.getReduction())));
         });
   if (auto exchange = dyn_cast<shard::AllToAllOp>(op)) {
     int64_t split = exchange.getSplitAxis().getSExtValue();
@@ -205,19 +269,25 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     // rank j is block j of the exchanged rows.
     SmallVector<int64_t> perm = axisFirst(split, rank);
     Value rows = transposeTensor(b, loc, exchange.getInput(), perm);
-    Value received = AllToAllOp::create(b, loc, rows.getType(), rows, Value(),
-                                        gridAttr, axesAttr)
-                         .getResult();
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
+    assertDivisible(b, loc, sizes[0], group, what);
+    Value received = collectiveInto<AllToAllOp>(b, loc, rows, sizes, gridAttr,
+                                                axesAttr);
     // [G * s, rest...] -> [G, s, rest...]: dim 0 is the sender, dim 1 the
     // split axis' local part, dims 2.. the other input dims in order.
-    auto rowsType = cast<RankedTensorType>(rows.getType());
-    SmallVector<int64_t> blocks = {group, rowsType.getDimSize(0) / group};
-    llvm::append_range(blocks, rowsType.getShape().drop_front());
+    SmallVector<OpFoldResult> blocks = {b.getIndexAttr(group),
+                                        scaleSize(b, loc, sizes[0], group,
+                                                  /*divide=*/true)};
+    llvm::append_range(blocks, ArrayRef<OpFoldResult>(sizes).drop_front());
     SmallVector<ReassociationIndices> split2 = {{0, 1}};
     for (int64_t d = 2; d <= rank; ++d)
       split2.push_back({d});
+    auto [blockShape, blockDynamic] = decomposeMixedValues(blocks);
+    (void)blockDynamic;
     Value blocked = tensor::ExpandShapeOp::create(
-        b, loc, rowsType.clone(blocks), received, split2);
+        b, loc,
+        RankedTensorType::get(blockShape, resultType.getElementType()),
+        received, split2, blocks);
     // Input order again, with the sender just before the concat axis, so
     // that collapsing the two concatenates the blocks in rank order.
     SmallVector<int64_t> order;
@@ -236,23 +306,25 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
         merge.push_back({pos++});
       }
     }
-    return tensor::CollapseShapeOp::create(b, loc, resultType, laid, merge);
+    return asResult(tensor::CollapseShapeOp::create(b, loc, laid, merge));
   }
   auto slice = cast<shard::AllSliceOp>(op);
   auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridAttr);
   Value groupRank = groupRankOf(b, loc, grid, axesAttr.asArrayRef());
   int64_t axis = slice.getSliceAxis().getSExtValue();
-  int64_t part = resultType.getDimSize(axis);
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(b, loc, slice.getInput());
+  assertDivisible(b, loc, sizes[axis], group, what);
+  sizes[axis] = scaleSize(b, loc, sizes[axis], group, /*divide=*/true);
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+      strides(rank, b.getIndexAttr(1));
   offsets[axis] =
-      arith::MulIOp::create(b, loc, groupRank,
-                            arith::ConstantIndexOp::create(b, loc, part))
+      arith::MulIOp::create(
+          b, loc, groupRank,
+          getValueOrCreateConstantIndexOp(b, loc, sizes[axis]))
           .getResult();
-  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
-  for (int64_t d : resultType.getShape())
-    sizes.push_back(b.getIndexAttr(d));
-  return tensor::ExtractSliceOp::create(b, loc, resultType, slice.getInput(),
-                                        offsets, sizes, strides);
+  return asResult(tensor::ExtractSliceOp::create(b, loc, slice.getInput(),
+                                                 offsets, sizes, strides));
 }
 
 struct OverlapLowerCollectivesPass

@@ -32,10 +32,11 @@ Value mlir::overlap::transposeTensor(OpBuilder &b, Location loc, Value value,
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return value;
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> shape;
+  // Dynamic sizes are read from `value` (tensor.dim).
+  SmallVector<OpFoldResult> from = tensor::getMixedSizes(b, loc, value), sizes;
   for (int64_t p : perm)
-    shape.push_back(type.getDimSize(p));
-  Value init = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+    sizes.push_back(from[p]);
+  Value init = tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
   return linalg::TransposeOp::create(b, loc, value, init, perm)->getResult(0);
 }
 

@@ -157,8 +157,11 @@ def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {
       pattern; no communication).
 
     Element types are those the runtime's collectives take (f32, f16,
-    bf16); shapes and the group size are static. A collective outside
-    that is left for `overlap-check-collectives`, which says why.
+    bf16, f64, i8, i16, i32, i64); the group size is static. Dynamic
+    sizes are read from the input at run time (`tensor.dim`), and a
+    dynamic dimension cut into one block per rank is checked to divide by
+    the group size there (`cf.assert`). A collective outside that is left
+    for `overlap-check-collectives`, which says why.
 
     Before:
     ```mlir
@@ -182,7 +185,8 @@ def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::cf::ControlFlowDialect"];
 }
 
 def OverlapOutlineLoops : Pass<"overlap-outline-loops", "ModuleOp"> {

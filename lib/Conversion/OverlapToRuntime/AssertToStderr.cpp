@@ -1,0 +1,87 @@
+//===- AssertToStderr.cpp - Failed run-time checks say why ------*- C++ -*-===//
+//
+// overlap-assert-to-stderr (Passes.td): cf.assert as a branch to a block
+// that writes the message to stderr (write(2, ...)) and aborts. Upstream's
+// cf-to-llvm lowering prints it with puts: to stdout, buffered when stdout
+// is a pipe or a file, and lost at the abort that follows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Conversion/Passes.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir {
+namespace overlap {
+#define GEN_PASS_DEF_OVERLAPASSERTTOSTDERR
+#include "overlap/Conversion/Passes.h.inc"
+} // namespace overlap
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+struct OverlapAssertToStderrPass
+    : public mlir::overlap::impl::OverlapAssertToStderrBase<
+          OverlapAssertToStderrPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<cf::AssertOp> asserts;
+    module.walk([&](cf::AssertOp op) {
+      if (!op->getParentOfType<gpu::GPUModuleOp>())
+        asserts.push_back(op);
+    });
+    if (asserts.empty())
+      return;
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    Type ptr = LLVM::LLVMPointerType::get(module.getContext());
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto write = LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
+    auto abort = LLVM::lookupOrCreateFn(b, module, "abort", {},
+                                        LLVM::LLVMVoidType::get(&getContext()));
+    if (failed(write) || failed(abort)) {
+      module.emitError() << "overlap-assert-to-stderr: the module declares "
+                            "'write' or 'abort' with another signature";
+      return signalPassFailure();
+    }
+    // One global per distinct message.
+    llvm::StringMap<std::string> names;
+    for (auto [i, op] : llvm::enumerate(asserts)) {
+      Location loc = op.getLoc();
+      std::string text = ("overlap: run-time check failed: " + op.getMsg() +
+                          "\n")
+                             .str();
+      Block *before = op->getBlock();
+      Block *after = before->splitBlock(op->getIterator());
+      Block *fail = b.createBlock(after);
+      b.setInsertionPointToEnd(before);
+      cf::CondBranchOp::create(b, loc, op.getArg(), after, fail);
+      b.setInsertionPointToEnd(fail);
+      auto [it, fresh] =
+          names.try_emplace(text, "overlap_assert_msg_" + std::to_string(i));
+      Value msg;
+      if (fresh) {
+        msg = LLVM::createGlobalString(loc, b, it->second, text,
+                                       LLVM::Linkage::Internal);
+      } else {
+        auto global = module.lookupSymbol<LLVM::GlobalOp>(it->second);
+        msg = LLVM::AddressOfOp::create(b, loc, global);
+      }
+      Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
+      Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());
+      LLVM::CallOp::create(b, loc, *write, ValueRange{fd, msg, len});
+      LLVM::CallOp::create(b, loc, *abort, ValueRange{});
+      LLVM::UnreachableOp::create(b, loc);
+      op->erase();
+    }
+  }
+};
+
+} // namespace

@@ -115,9 +115,8 @@ std::string BufferSpec::typeString() const {
 
 std::optional<int64_t> GridSpec::checkedSize() const {
   int64_t n = 1;
-  int dynamic = 0;
   for (int64_t d : shape) {
-    if (d == kDynamicExtent && ++dynamic == 1)
+    if (d == kDynamicExtent)
       continue;
     if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxGridSize)
       return std::nullopt;
@@ -273,8 +272,7 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       }
       if (!grid.checkedSize())
         return fail("grid '" + grid.name + "' has more than " +
-                    std::to_string(kMaxGridSize) +
-                    " devices or more than one dynamic extent");
+                    std::to_string(kMaxGridSize) + " devices");
       sig.grids.push_back(std::move(grid));
     } else if (key == "arg" || key == "result") {
       BufferSpec spec;

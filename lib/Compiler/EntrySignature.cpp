@@ -142,10 +142,8 @@ gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
                                ? artifact::kDynamicExtent
                                : extent);
     if (!spec.checkedSize()) {
-      error = "grid @" + spec.name +
-              " has more than one dynamic extent or too many devices; " +
-              runner.str() +
-              " sets one dynamic extent from the number of ranks";
+      error = "grid @" + spec.name + " has more devices than " +
+              runner.str() + " runs";
       return failure();
     }
     grids.push_back(std::move(spec));

@@ -45,14 +45,21 @@ TEST(SignatureGrid, RanksFillTheDynamicExtent) {
   EXPECT_EQ(defaultRanks(parsed("grid g 2x?\ngrid h 3\n")), 3);
 }
 
-TEST(SignatureGrid, TwoDynamicExtentsAreRefused) {
-  Signature sig;
+TEST(SignatureGrid, SeveralDynamicExtents) {
+  // The first dynamic extent takes the ranks the static ones leave, any
+  // other is 1: 3x?x? fits every multiple of 3, and runs 6 ranks without
+  // --ranks.
+  Signature sig = parsed("grid g 3x?x?\n");
+  ASSERT_EQ(sig.grids.size(), 1u);
+  EXPECT_EQ(sig.grids[0].size(), 3);
+  EXPECT_TRUE(sig.grids[0].fits(3));
+  EXPECT_TRUE(sig.grids[0].fits(12));
+  EXPECT_FALSE(sig.grids[0].fits(4));
+  EXPECT_EQ(defaultRanks(sig), 6);
+  Signature again;
   std::string error;
-  Signature base = parsed("");
-  EXPECT_FALSE(parseSignature(formatSignature(base) + "grid g ?x?\n", sig,
-                              error));
-  EXPECT_NE(error.find("more than one dynamic extent"), std::string::npos)
-      << error;
+  EXPECT_TRUE(parseSignature(formatSignature(sig), again, error)) << error;
+  EXPECT_EQ(formatSignature(again), formatSignature(sig));
 }
 
 TEST(SignatureGrid, AnEntryWithoutGridsMatchesAnyReference) {

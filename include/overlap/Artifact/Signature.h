@@ -66,16 +66,16 @@ struct BufferSpec {
 };
 
 /// A `shard.grid` of the module: the program splits its process groups from
-/// the world's ranks by grid coordinates, so it runs on size() ranks. One
-/// extent may be dynamic (kDynamicExtent, "?" in the text): the run sets
-/// it from the number of ranks.
+/// the world's ranks by grid coordinates, so it runs on size() ranks.
+/// Extents may be dynamic (kDynamicExtent, "?" in the text): the run sets
+/// the first one to the number of ranks over size(), and any other to 1
+/// (docs/forms.md, "Grids with dynamic extents").
 struct GridSpec {
   std::string name;
   std::vector<int64_t> shape;
-  /// The product of the extents; with a dynamic one, of the static ones.
+  /// The product of the extents; with dynamic ones, of the static ones.
   int64_t size() const;
-  /// size(), or nullopt above kMaxGridSize, on overflow, or with more than
-  /// one dynamic extent.
+  /// size(), or nullopt above kMaxGridSize or on overflow.
   std::optional<int64_t> checkedSize() const;
   bool isDynamic() const;
   /// Whether `ranks` ranks make this grid (its size, or a multiple of it

@@ -46,9 +46,8 @@ signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
 
 /// The module's `shard.grid`s (with `entry`, only those it or a function it
 /// calls names; for an entry that names none, all when they have one
-/// shape, else none: it runs on one rank); a grid with
-/// more than one dynamic extent is an error (a run sets one from its
-/// number of ranks).
+/// shape, else none: it runs on one rank). Dynamic extents are "?" (a
+/// run sets the first from its number of ranks, the others to 1).
 FailureOr<std::vector<::overlap::artifact::GridSpec>>
 gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
         func::FuncOp entry = {});

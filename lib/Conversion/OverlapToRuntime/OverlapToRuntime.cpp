@@ -131,14 +131,28 @@ public:
       // collectives).
       int64_t group = groupSizeOf(op, symbols);
       auto type = cast<MemRefType>(a2a.getInput().getType());
-      if (ShapedType::isDynamic(group) ||
-          (type.hasStaticShape() && type.getNumElements() % group != 0))
+      if (!ShapedType::isDynamic(group) && type.hasStaticShape() &&
+          type.getNumElements() % group != 0)
         return op->emitOpError()
-               << "cannot be lowered to overlap_all_to_all: it needs a static "
-                  "group size that divides the input into equal blocks";
-      Value count = arith::DivUIOp::create(
-          builder(), loc, numElements(loc, a2a.getInput()),
-          rt.i64(loc, group));
+               << "cannot be lowered to overlap_all_to_all: the group size "
+               << group << " does not divide the input into equal blocks";
+      Value count;
+      if (!ShapedType::isDynamic(group) && type.hasStaticShape()) {
+        count = rt.i64(loc, type.getNumElements() / group);
+      } else {
+        // On a grid with dynamic extents the group's size at run time.
+        Value size = rt.i64(loc, group);
+        if (ShapedType::isDynamic(group)) {
+          FailureOr<Value> g = groups.get(rt, op, symbols);
+          if (failed(g))
+            return failure();
+          size = arith::ExtSIOp::create(
+              builder(), loc, builder().getI64Type(),
+              rt.call(loc, RuntimeFn::overlap_group_size, *g));
+        }
+        count = arith::DivUIOp::create(builder(), loc,
+                                       numElements(loc, a2a.getInput()), size);
+      }
       return collective(op, stream, RuntimeFn::overlap_all_to_all,
                         a2a.getInput(), a2a.getInit(), std::nullopt, count);
     }
@@ -410,11 +424,11 @@ private:
       sizes.push_back(type.isDynamicDim(d)
                           ? rt.indexToI64(loc, dynamicSizes[dyn++])
                           : rt.i64(loc, type.getDimSize(d)));
-    std::string what = type.hasStaticShape()
-                           ? std::to_string(type.getNumElements() *
-                                            elementBytes(type)) +
-                                 " bytes"
-                           : std::string("the bytes");
+    std::string what =
+        type.hasStaticShape()
+            ? std::to_string(type.getNumElements() * elementBytes(type)) +
+                  " bytes of device memory for "
+            : std::string("device memory (sizes known at run time) for ");
     Value bytes = rt.i64(loc, elementBytes(type));
     if (type.hasStaticShape())
       bytes = rt.i64(loc, type.getNumElements() * elementBytes(type));
@@ -430,7 +444,6 @@ private:
     // the CUDA context): stop here, naming the size.
     assertSuccess(loc, status,
                   "overlap_alloc_async: cannot allocate " + what +
-                      " of device memory for " +
                       llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
     return memrefFromPointer(loc, ptr, type, sizes);

@@ -35,10 +35,9 @@ LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
       return WalkResult::advance();
     auto gridSym = op->getAttrOfType<FlatSymbolRefAttr>("grid");
     auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(op, gridSym);
-    if (!grid || llvm::count_if(grid.getShape(), ShapedType::isDynamic) > 1) {
+    if (!grid) {
       op->emitOpError() << "cannot be lowered: grid " << gridSym
-                        << " is missing or has more than one dynamic "
-                           "extent (a run knows only the number of ranks)";
+                        << " is missing";
       return WalkResult::interrupt();
     }
     if (isa<shard::ProcessMultiIndexOp>(op))
@@ -70,8 +69,8 @@ LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
   });
   if (left.wasInterrupted())
     return failure();
-  // The grid's extents: constants, and the dynamic one (at most one) the
-  // number of ranks over the product of the others.
+  // The grid's extents: constants, and the dynamic ones from the number
+  // of ranks (gridExtents).
   SmallVector<shard::GridShapeOp> shapes;
   func.walk([&](shard::GridShapeOp op) { shapes.push_back(op); });
   for (shard::GridShapeOp op : shapes) {
@@ -81,24 +80,11 @@ LogicalResult mlir::overlap::runtime_lowering::lowerProcessIndices(
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     ArrayRef<shard::GridAxis> axes = op.getAxes();
+    SmallVector<Value> all =
+        gridExtents(rt, loc, grid.getShape(), b.getIndexType());
     SmallVector<Value> extents;
-    for (size_t i = 0; i < op->getNumResults(); ++i) {
-      int64_t axis = axes.empty() ? int64_t(i) : int64_t(axes[i]);
-      int64_t extent = grid.getShape()[axis];
-      if (!ShapedType::isDynamic(extent)) {
-        extents.push_back(arith::ConstantIndexOp::create(b, loc, extent));
-        continue;
-      }
-      int64_t others = 1;
-      for (int64_t e : grid.getShape())
-        if (!ShapedType::isDynamic(e))
-          others *= e;
-      Value size = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          rt.call(loc, RuntimeFn::overlap_context_size, rt.ctx));
-      extents.push_back(arith::DivUIOp::create(
-          b, loc, size, arith::ConstantIndexOp::create(b, loc, others)));
-    }
+    for (size_t i = 0; i < op->getNumResults(); ++i)
+      extents.push_back(all[axes.empty() ? int64_t(i) : int64_t(axes[i])]);
     op->replaceAllUsesWith(extents);
     op->erase();
   }

@@ -97,6 +97,49 @@ int32_t runtimeReduce(ReductionKind kind) {
   llvm_unreachable("unknown reduction");
 }
 
+SmallVector<Value> gridExtents(RuntimeBuilder &rt, Location loc,
+                               ArrayRef<int64_t> shape, Type type) {
+  OpBuilder &b = rt.builder();
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
+  };
+  int64_t others = 1;
+  for (int64_t e : shape)
+    if (!ShapedType::isDynamic(e))
+      others *= e;
+  SmallVector<Value> extents;
+  bool first = true;
+  for (int64_t e : shape) {
+    if (!ShapedType::isDynamic(e)) {
+      extents.push_back(constant(e));
+      continue;
+    }
+    if (!first) {
+      extents.push_back(constant(1));
+      continue;
+    }
+    first = false;
+    Value size = rt.call(loc, RuntimeFn::overlap_context_size, rt.ctx);
+    if (size.getType() != type)
+      size = arith::IndexCastOp::create(b, loc, type, size);
+    extents.push_back(arith::DivUIOp::create(b, loc, size, constant(others)));
+  }
+  return extents;
+}
+
+SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
+                              ValueRange extents) {
+  SmallVector<Value> coords(extents.size());
+  Value inner = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(rank.getType(), 1));
+  for (int64_t d = extents.size() - 1; d >= 0; --d) {
+    Value q = arith::DivUIOp::create(b, loc, rank, inner);
+    coords[d] = arith::RemUIOp::create(b, loc, q, extents[d]);
+    inner = arith::MulIOp::create(b, loc, inner, extents[d]);
+  }
+  return coords;
+}
+
 SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
                               ArrayRef<int64_t> shape) {
   auto constant = [&](int64_t v) -> Value {

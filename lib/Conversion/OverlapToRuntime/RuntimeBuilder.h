@@ -183,6 +183,17 @@ private:
 /// the rank's own integer type.
 SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
                               ArrayRef<int64_t> shape);
+/// The same for extents known at run time (gridExtents), of rank's type.
+SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
+                              ValueRange extents);
+
+/// The extents of a grid of `shape` at run time, as values of `type` (index
+/// or an integer type): a static extent as a constant; the first dynamic
+/// one the number of ranks over the product of the static ones; any other
+/// dynamic one 1 (a run knows the number of ranks, not how a grid with
+/// several dynamic extents factors it; docs/forms.md).
+SmallVector<Value> gridExtents(RuntimeBuilder &rt, Location loc,
+                               ArrayRef<int64_t> shape, Type type);
 
 /// The tag of overlap_group_split_cached for the group over `axes` of a
 /// grid of `shape`: FNV-1a (64 bits) of the shape and the axes, each list
@@ -210,10 +221,7 @@ public:
     if (!grid)
       return op->emitOpError() << "grid " << gridSym << " not found";
     ArrayRef<int64_t> shape = grid.getShape();
-    if (llvm::any_of(shape, ShapedType::isDynamic))
-      return op->emitOpError()
-             << "cannot be lowered: grid " << gridSym
-             << " has a dynamic shape; the runtime needs every extent";
+    bool dynamic = llvm::any_of(shape, ShapedType::isDynamic);
     std::string key = gridSym.getValue().str();
     for (int16_t a : axes.asArrayRef())
       key += "," + std::to_string(a);
@@ -235,14 +243,23 @@ public:
       return world;
     }
     Value rank = rt.call(loc, RuntimeFn::overlap_context_rank, rt.ctx);
-    SmallVector<Value> coords = gridCoords(b, loc, rank, shape);
+    // A grid with dynamic extents has them from the number of ranks.
+    SmallVector<Value> extents;
+    if (dynamic)
+      extents = gridExtents(rt, loc, shape, rank.getType());
+    else
+      for (int64_t e : shape)
+        extents.push_back(rt.i32(loc, e));
+    SmallVector<Value> coords =
+        dynamic ? gridCoords(b, loc, rank, ValueRange(extents))
+                : gridCoords(b, loc, rank, shape);
     llvm::SmallDenseSet<int64_t> inGroup;
     for (int16_t a : axes.asArrayRef())
       inGroup.insert(a);
     auto linear = [&](ArrayRef<int64_t> dims) {
       Value acc = rt.i32(loc, 0);
       for (int64_t d : dims) {
-        acc = arith::MulIOp::create(b, loc, acc, rt.i32(loc, shape[d]));
+        acc = arith::MulIOp::create(b, loc, acc, extents[d]);
         acc = arith::AddIOp::create(b, loc, acc, coords[d]);
       }
       return acc;

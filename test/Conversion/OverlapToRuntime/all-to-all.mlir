@@ -77,9 +77,15 @@ func.func @bf16(%a: memref<6x16x4xbf16>, %b: memref<6x16x4xbf16>) {
 
 shard.grid @dyn(shape = ?)
 
-// The count per peer needs the group size.
+// The count per peer: the elements over the group's size at run time (the
+// grid's dynamic extent is the number of ranks: the group is the world).
+// CHECK-LABEL: func.func @dynamic_group
+// CHECK: %[[GROUP:.*]] = call @overlap_context_world
+// CHECK: %[[N:.*]] = call @overlap_group_size(%[[GROUP]])
+// CHECK: %[[N64:.*]] = arith.extsi %[[N]] : i32 to i64
+// CHECK: %[[COUNT:.*]] = arith.divui %c256_i64{{[_0-9]*}}, %[[N64]]
+// CHECK: call @overlap_all_to_all({{.*}}, %[[GROUP]], {{.*}}, %[[COUNT]])
 func.func @dynamic_group(%a: memref<8x32xf32>, %b: memref<8x32xf32>) {
-  // expected-error @+1 {{'overlap.all_to_all' op cannot be lowered to overlap_all_to_all: it needs a static group size that divides the static input into equal blocks}}
   overlap.all_to_all %a into %b on @dyn grid_axes = [0] : memref<8x32xf32>, memref<8x32xf32>
   return
 }

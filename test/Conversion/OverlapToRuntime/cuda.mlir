@@ -137,10 +137,28 @@ func.func @host_store(%x: memref<4xi1>, %b: i1) {
 
 // -----
 
-func.func @dynamic_alloc(%n: index) {
-  // expected-error @below {{'memref.alloc' op cannot be lowered for target=cuda: device buffers need a static shape, an identity layout, the default memory space and integer or float elements of whole bytes (i1: one byte), got 'memref<?xf32>'}}
-  %a = memref.alloc(%n) : memref<?xf32>
-  return
+// A dynamic size: the bytes and the descriptor's sizes and strides at run
+// time.
+// CHECK-LABEL: func.func @dynamic_alloc
+// CHECK-SAME: %[[N:[^:]*]]: index
+// CHECK-SAME: %[[M:[^:]*]]: index
+// CHECK-DAG: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK-DAG: %[[M64:.*]] = arith.index_cast %[[M]] : index to i64
+// CHECK: %[[B0:.*]] = arith.muli %c4_i64{{[_0-9]*}}, %[[N64]] : i64
+// CHECK: %[[B1:.*]] = arith.muli %[[B0]], %c4_i64{{[_0-9]*}} : i64
+// CHECK: %[[B:.*]] = arith.muli %[[B1]], %[[M64]] : i64
+// CHECK: call @overlap_alloc_async(%{{.*}}, %c-1_i32{{[_0-9]*}}, %[[B]]
+// CHECK: cf.assert {{.*}} "overlap_alloc_async: cannot allocate device memory (sizes known at run time) for memref<?x4x?xf32>"
+// Sizes n, 4, m; strides 4 m, m, 1.
+// CHECK: %[[S1:.*]] = arith.muli %c1_i64{{[_0-9]*}}, %[[M64]] : i64
+// CHECK: %[[S0:.*]] = arith.muli %[[S1]], %c4_i64{{[_0-9]*}} : i64
+// CHECK: llvm.insertvalue %[[N64]], %{{.*}}[3, 0]
+// CHECK: llvm.insertvalue %[[S0]], %{{.*}}[4, 0]
+// CHECK: llvm.insertvalue %[[S1]], %{{.*}}[4, 1]
+// CHECK: llvm.insertvalue %[[M64]], %{{.*}}[3, 2]
+func.func @dynamic_alloc(%n: index, %m: index) -> memref<?x4x?xf32> {
+  %a = memref.alloc(%n, %m) : memref<?x4x?xf32>
+  return %a : memref<?x4x?xf32>
 }
 
 // -----

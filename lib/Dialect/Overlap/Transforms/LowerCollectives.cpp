@@ -102,8 +102,11 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
                  "f64, i8, i16, i32, i64)";
   }
   int64_t group = groupSizeOf(op, symbols);
-  if (ShapedType::isDynamic(group))
-    return "the group size is not static (a grid with a dynamic shape)";
+  if (isa<shard::AllToAllOp>(op) && ShapedType::isDynamic(group))
+    return "it exchanges over a grid axis of dynamic extent: its received "
+           "blocks are reshaped by the group size, and MLIR 22's "
+           "expand-strided-metadata crashes on that reshape when the size "
+           "is known only at run time; give the grid axis its extent";
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     if (!reductionOf(allReduce.getReduction()))
       return "the reduction '" +
@@ -131,7 +134,7 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
     cut = slice.getSliceAxis().getSExtValue();
   // A dynamic size is checked where it is known, at run time.
   if (cut && (*cut < 0 || *cut >= input.getRank() ||
-              (!input.isDynamicDim(*cut) &&
+              (!input.isDynamicDim(*cut) && !ShapedType::isDynamic(group) &&
                input.getDimSize(*cut) % group != 0)))
     return "dimension " + std::to_string(*cut) + " (" +
            (*cut >= 0 && *cut < input.getRank()
@@ -145,33 +148,58 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
 
 namespace {
 
-/// `size` times `k` (or divided by it), folded when `size` is static.
+/// `size` times `k` (or divided by it), folded when both are static.
 OpFoldResult scaleSize(OpBuilder &b, Location loc, OpFoldResult size,
-                       int64_t k, bool divide) {
-  if (std::optional<int64_t> c = getConstantIntValue(size))
-    return b.getIndexAttr(divide ? *c / k : *c * k);
+                       OpFoldResult k, bool divide) {
+  std::optional<int64_t> c = getConstantIntValue(size),
+                         kc = getConstantIntValue(k);
+  if (c && kc)
+    return b.getIndexAttr(divide ? *c / *kc : *c * *kc);
   Value v = getValueOrCreateConstantIndexOp(b, loc, size);
-  Value kv = arith::ConstantIndexOp::create(b, loc, k);
+  Value kv = getValueOrCreateConstantIndexOp(b, loc, k);
   return divide ? arith::DivUIOp::create(b, loc, v, kv).getResult()
                 : arith::MulIOp::create(b, loc, v, kv).getResult();
 }
 
-/// A dynamic `size` that is cut into `group` equal blocks: a run-time
-/// check that it divides (the static case is checked by whyNotLowered).
+/// The size of `op`'s group: a constant, or on a grid with dynamic
+/// extents the product of the group axes' extents (shard.grid_shape,
+/// which the runtime lowering gives from the number of ranks).
+OpFoldResult groupSizeFold(OpBuilder &b, Location loc, Operation *op,
+                           SymbolTableCollection &symbols) {
+  int64_t group = groupSizeOf(op, symbols);
+  if (!ShapedType::isDynamic(group))
+    return b.getIndexAttr(group);
+  auto gridAttr = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+  ArrayRef<int16_t> axes =
+      op->getAttrOfType<DenseI16ArrayAttr>("grid_axes").asArrayRef();
+  SmallVector<Type> types(axes.size(), b.getIndexType());
+  auto shape = shard::GridShapeOp::create(b, loc, types, gridAttr.getValue(),
+                                          axes);
+  Value size = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value extent : shape->getResults())
+    size = arith::MulIOp::create(b, loc, size, extent);
+  return size;
+}
+
+/// A dynamic `size` (or group) that is cut into `group` equal blocks: a
+/// run-time check that it divides (the static case is checked by
+/// whyNotLowered).
 void assertDivisible(OpBuilder &b, Location loc, OpFoldResult size,
-                     int64_t group, StringRef what) {
-  if (getConstantIntValue(size) || group == 1)
+                     OpFoldResult group, StringRef what) {
+  std::optional<int64_t> groupConst = getConstantIntValue(group);
+  if ((getConstantIntValue(size) && groupConst) ||
+      (groupConst && *groupConst == 1))
     return;
   Value v = getValueOrCreateConstantIndexOp(b, loc, size);
   Value rem = arith::RemUIOp::create(
-      b, loc, v, arith::ConstantIndexOp::create(b, loc, group));
+      b, loc, v, getValueOrCreateConstantIndexOp(b, loc, group));
   Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
                                    arith::ConstantIndexOp::create(b, loc, 0));
   cf::AssertOp::create(
       b, loc, ok,
       (what + ": the dimension cut into one block per rank is not divisible "
-              "by the group size " +
-       std::to_string(group))
+              "by the group size" +
+       (groupConst ? " " + std::to_string(*groupConst) : std::string()))
           .str());
 }
 
@@ -202,9 +230,9 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   auto inputType = cast<RankedTensorType>(op->getOperand(0).getType());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t rank = inputType.getRank();
-  int64_t group = groupSizeOf(op, symbols);
   auto gridAttr = op->getAttrOfType<FlatSymbolRefAttr>("grid");
   auto axesAttr = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  OpFoldResult group = groupSizeFold(b, loc, op, symbols);
   std::string what = (op->getName().getStringRef() + " at ").str();
   {
     llvm::raw_string_ostream os(what);
@@ -275,15 +303,22 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
                                                 axesAttr);
     // [G * s, rest...] -> [G, s, rest...]: dim 0 is the sender, dim 1 the
     // split axis' local part, dims 2.. the other input dims in order.
-    SmallVector<OpFoldResult> blocks = {b.getIndexAttr(group),
-                                        scaleSize(b, loc, sizes[0], group,
-                                                  /*divide=*/true)};
+    SmallVector<OpFoldResult> blocks = {
+        group, scaleSize(b, loc, sizes[0], group, /*divide=*/true)};
     llvm::append_range(blocks, ArrayRef<OpFoldResult>(sizes).drop_front());
     SmallVector<ReassociationIndices> split2 = {{0, 1}};
     for (int64_t d = 2; d <= rank; ++d)
       split2.push_back({d});
     auto [blockShape, blockDynamic] = decomposeMixedValues(blocks);
-    (void)blockDynamic;
+    // A run-time group size splits a static dimension into dynamic ones,
+    // which tensor.expand_shape takes from a dynamic one only.
+    auto receivedType = cast<RankedTensorType>(received.getType());
+    if (!blockDynamic.empty() && !receivedType.isDynamicDim(0)) {
+      SmallVector<int64_t> shape(receivedType.getShape());
+      shape[0] = ShapedType::kDynamic;
+      received = tensor::CastOp::create(b, loc, receivedType.clone(shape),
+                                        received);
+    }
     Value blocked = tensor::ExpandShapeOp::create(
         b, loc,
         RankedTensorType::get(blockShape, resultType.getElementType()),

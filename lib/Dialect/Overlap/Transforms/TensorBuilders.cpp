@@ -109,8 +109,15 @@ Value mlir::overlap::linearInGroup(OpBuilder &b, Location loc,
                                    ValueRange coords) {
   Value rank = arith::ConstantIndexOp::create(b, loc, 0);
   for (auto [axis, coord] : llvm::zip_equal(axes, coords)) {
+    // A dynamic extent is the grid's at run time (shard.grid_shape).
+    int64_t size = grid.getShape()[axis];
     Value extent =
-        arith::ConstantIndexOp::create(b, loc, grid.getShape()[axis]);
+        ShapedType::isDynamic(size)
+            ? shard::GridShapeOp::create(
+                  b, loc, TypeRange{b.getIndexType()}, grid.getSymName(),
+                  ArrayRef<int16_t>{axis})
+                  ->getResult(0)
+            : arith::ConstantIndexOp::create(b, loc, size).getResult();
     rank = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, rank, extent), coord);
   }

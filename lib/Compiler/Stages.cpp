@@ -186,6 +186,9 @@ static void addHostToLLVM(OpPassManager &pm,
   // arith-expand{include-bf16} without its minimumf/maximumf expansion,
   // which lost the sign of zero (overlap-expand-arith).
   pm.addPass(createOverlapExpandArith());
+  // Before expand-strided-metadata, which crashes on an expand_shape into
+  // several dynamic dims (MLIR 22).
+  pm.addPass(createOverlapExpandShapeViews());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // Without pattern rollback: with it the conversion keeps every

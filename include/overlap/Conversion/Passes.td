@@ -174,4 +174,31 @@ def OverlapAssertToStderr : Pass<"overlap-assert-to-stderr", "ModuleOp"> {
                            "::mlir::cf::ControlFlowDialect"];
 }
 
+def OverlapExpandShapeViews : Pass<"overlap-expand-shape-views"> {
+  let summary = "Write a memref.expand_shape into several dynamic dims as a "
+                "reinterpret_cast";
+  let description = [{
+    MLIR 22's `expand-strided-metadata` crashes on a `memref.expand_shape`
+    that splits one dimension into two or more dynamic ones (an
+    `all_to_all` over a grid axis of dynamic extent makes one: its
+    received rows are split into `[group, rows / group]`). Between
+    row-major (identity-layout) memrefs such an expand_shape is a view
+    with the output sizes and their row-major strides, which this pass
+    writes as a `memref.reinterpret_cast` before that pass runs. Every
+    other expand_shape is left to upstream.
+
+    ```mlir
+    // before
+    %e = memref.expand_shape %m [[0, 1], [2]] output_shape [%g, %s, 2]
+        : memref<?x2xf32> into memref<?x?x2xf32>
+    // after
+    %st = arith.muli %c2, %s : index
+    %e = memref.reinterpret_cast %m to offset: [0], sizes: [%g, %s, 2],
+        strides: [%st, 2, 1] : memref<?x2xf32> to memref<?x?x2xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // OVERLAP_CONVERSION_PASSES_TD

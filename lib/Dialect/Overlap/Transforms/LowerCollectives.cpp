@@ -102,11 +102,6 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
                  "f64, i8, i16, i32, i64)";
   }
   int64_t group = groupSizeOf(op, symbols);
-  if (isa<shard::AllToAllOp>(op) && ShapedType::isDynamic(group))
-    return "it exchanges over a grid axis of dynamic extent: its received "
-           "blocks are reshaped by the group size, and MLIR 22's "
-           "expand-strided-metadata crashes on that reshape when the size "
-           "is known only at run time; give the grid axis its extent";
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     if (!reductionOf(allReduce.getReduction()))
       return "the reduction '" +

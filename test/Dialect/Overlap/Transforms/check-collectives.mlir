@@ -27,18 +27,6 @@ func.func @bitwise(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Dynamic tensor sizes and grid extents are lowered (read at run time);
-// an all_to_all over a dynamic grid axis is not.
-shard.grid @dyn(shape = ?)
-func.func @dynamic_group(%x: tensor<8x32xf32>) -> tensor<?x?xf32> {
-  // expected-error @+1 {{'shard.all_to_all' op is not lowered by Overlap: it exchanges over a grid axis of dynamic extent}}
-  %r = shard.all_to_all %x on @dyn grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<8x32xf32> -> tensor<?x?xf32>
-  return %r : tensor<?x?xf32>
-}
-// PIPELINE: error: 'shard.all_to_all' op is not lowered by Overlap: it exchanges over a grid axis of dynamic extent
-
-// -----
-
 shard.grid @tp(shape = 2)
 func.func @annotation(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
   %s = shard.sharding @tp split_axes = [[0]] : !shard.sharding

@@ -25,14 +25,15 @@
 //
 // The stacks move the group size times the data a rooted or neighbour
 // exchange would: the price of needing no rooted or point-to-point call.
-// shard.send and shard.recv are left alone: in one SPMD program every rank
-// runs both with the same peer, which pairs no sender with a receiver, and
-// overlap-check-collectives says so.
+// shard.send and shard.recv: PointToPoint.cpp (the k-th send and the k-th
+// recv of a function on one grid's axes pair up; a recv with no send is
+// left, and overlap-check-collectives says why).
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/PointToPoint.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/UpdateHalo.h"
 
@@ -40,6 +41,8 @@
 #include "TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -187,11 +190,7 @@ std::string mlir::overlap::whyNotExpanded(Operation *op,
   if (auto halo = dyn_cast<shard::UpdateHaloOp>(op))
     return whyNotExpanded(halo, symbols);
   if (isa<shard::SendOp, shard::RecvOp>(op))
-    return "point-to-point '" + op->getName().getStringRef().str() +
-           "' is not lowered: every rank of an SPMD program runs it with "
-           "the same peer, which pairs no sender with a receiver; write "
-           "the exchange as shard.shift (ranks along one grid axis take "
-           "the input of a rank `offset` away) or as a collective";
+    return whyNotPaired(op, symbols);
   auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!input || !result || !input.hasStaticShape() || !result.hasStaticShape())
@@ -266,6 +265,7 @@ struct OverlapExpandCollectivesPass
           OverlapExpandCollectivesPass> {
   void runOnOperation() override {
     SymbolTableCollection symbols;
+    expandPointToPoint(getOperation(), symbols);
     OpBuilder b(&getContext());
     SmallVector<Operation *> ops, booleans;
     getOperation().walk([&](Operation *op) {

@@ -304,11 +304,12 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     SmallVector<ReassociationIndices> split2 = {{0, 1}};
     for (int64_t d = 2; d <= rank; ++d)
       split2.push_back({d});
-    auto [blockShape, blockDynamic] = decomposeMixedValues(blocks);
+    SmallVector<int64_t> blockShape = decomposeMixedValues(blocks).first;
     // A run-time group size splits a static dimension into dynamic ones,
     // which tensor.expand_shape takes from a dynamic one only.
     auto receivedType = cast<RankedTensorType>(received.getType());
-    if (!blockDynamic.empty() && !receivedType.isDynamicDim(0)) {
+    if ((!getConstantIntValue(blocks[0]) || !getConstantIntValue(blocks[1])) &&
+        !receivedType.isDynamicDim(0)) {
       SmallVector<int64_t> shape(receivedType.getShape());
       shape[0] = ShapedType::kDynamic;
       received = tensor::CastOp::create(b, loc, receivedType.clone(shape),

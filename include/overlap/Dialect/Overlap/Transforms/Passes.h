@@ -25,6 +25,9 @@ class FuncDialect;
 namespace linalg {
 class LinalgDialect;
 } // namespace linalg
+namespace scf {
+class SCFDialect;
+} // namespace scf
 namespace tensor {
 class TensorDialect;
 } // namespace tensor

@@ -105,12 +105,20 @@ def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
     - `shard.update_halo`: per split dimension, the boundary rows stacked
       and the neighbours' taken.
 
+    - `shard.send` / `shard.recv`: in each function the k-th send and the
+      k-th recv on one grid's axes, of one tensor type, pair up when the
+      send dominates the recv (MPI's non-overtaking order between two
+      ranks). The send stacks every group rank's input and destination
+      (two all-gathers); the recv checks at run time that its source sent
+      to it (with no source: that exactly one rank did) and takes that
+      block. A send nothing receives is a buffered send nobody reads: its
+      result is its input (a missed remark says so). A recv with no send
+      to pair is left, and `overlap-check-collectives` says why.
+
     The stacks move the group size times the data of a rooted or
     neighbour exchange: the price of needing no rooted or point-to-point
-    runtime call. `shard.send` / `shard.recv` are left alone (every rank of
-    an SPMD program runs them with the same peer, which pairs no sender
-    with a receiver); so is an op with a dynamic shape or grid, which
-    `overlap-check-collectives` then refuses with the reason.
+    runtime call. An op with a dynamic shape or grid is left alone, and
+    `overlap-check-collectives` refuses it with the reason.
 
     Before:
     ```mlir
@@ -127,7 +135,9 @@ def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def OverlapLowerCollectives : Pass<"overlap-lower-collectives", "ModuleOp"> {

@@ -38,11 +38,12 @@ func.func @annotation(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
 // -----
 
 shard.grid @tp(shape = 2)
-func.func @send(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
-  // expected-error @+1 {{'shard.send' op is not lowered by Overlap: point-to-point 'shard.send' is not lowered: every rank of an SPMD program runs it with the same peer, which pairs no sender with a receiver; write the exchange as shard.shift}}
-  %r = shard.send %x on @tp grid_axes = [0] destination = [1] : (tensor<64x32xf32>) -> tensor<64x32xf32>
+func.func @recv(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'shard.recv' op is not lowered by Overlap: no shard.send before it in the function on the same grid axes and tensor type pairs with it (the k-th send pairs with the k-th recv): a recv that nothing is sent to would wait forever}}
+  %r = shard.recv %x on @tp grid_axes = [0] source = [1] : (tensor<64x32xf32>) -> tensor<64x32xf32>
   return %r : tensor<64x32xf32>
 }
+// PIPELINE: error: 'shard.recv' op is not lowered by Overlap: no shard.send before it
 
 // -----
 

@@ -29,7 +29,7 @@ namespace overlap {
 void expandPointToPoint(Operation *root, SymbolTableCollection &symbols);
 
 /// Why `op` (a shard.send or shard.recv left after expandPointToPoint)
-/// is not lowered.
+/// is not lowered; empty for a send expandPointToPoint lowers.
 std::string whyNotPaired(Operation *op, SymbolTableCollection &symbols);
 
 } // namespace overlap

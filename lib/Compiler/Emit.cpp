@@ -327,13 +327,27 @@ std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
 
 LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
                          llvm::raw_pwrite_stream &os, llvm::raw_ostream &errs) {
+  // A module of host glue only (every defined function optnone: target=cuda,
+  // whose loops are GPU kernels by now) is code-generated at -O0: optnone
+  // keeps the fast instruction selector, but the register allocator is the
+  // target machine's, and the greedy one grows faster than the function
+  // (one entry with every layer inlined, at target=cuda).
+  bool glueOnly = llvm::all_of(module, [](const llvm::Function &f) {
+    return f.isDeclaration() || f.hasFnAttribute(llvm::Attribute::OptimizeNone);
+  });
+  llvm::CodeGenOptLevel level = tm.getOptLevel();
+  if (glueOnly)
+    tm.setOptLevel(llvm::CodeGenOptLevel::None);
   llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr,
-                             llvm::CodeGenFileType::ObjectFile)) {
+  bool cannot = tm.addPassesToEmitFile(pm, os, nullptr,
+                                       llvm::CodeGenFileType::ObjectFile);
+  if (!cannot)
+    pm.run(module);
+  tm.setOptLevel(level);
+  if (cannot) {
     errs << "the target machine cannot emit object files\n";
     return failure();
   }
-  pm.run(module);
   return success();
 }
 

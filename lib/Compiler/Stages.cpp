@@ -197,6 +197,10 @@ static void addHostToLLVM(OpPassManager &pm,
   SCFToControlFlowPassOptions scfToCf;
   scfToCf.allowPatternRollback = false;
   pm.addPass(createSCFToControlFlowPass(scfToCf));
+  // Before any cf.assert is lowered (by cf-to-llvm, or gpu-to-llvm with
+  // target=cuda), which prints its message to stdout: lost when stdout is
+  // buffered and the program aborts.
+  pm.addPass(createOverlapAssertToStderr());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // The host's math functions are libm's (log1pf, expm1f, tanhf, ...):
   // convert-math-to-llvm alone computes log1p as log(1 + x) and expm1 as
@@ -215,9 +219,6 @@ static void addHostToLLVM(OpPassManager &pm,
   if (beforeFuncs)
     beforeFuncs();
   pm.addPass(createConvertFuncToLLVMPass());
-  // Before cf-to-llvm, whose cf.assert prints to stdout (lost when stdout
-  // is buffered and the program aborts).
-  pm.addPass(createOverlapAssertToStderr());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -333,6 +333,24 @@ overlap_status overlap_memcpy(overlap_context *ctx, int32_t stream,
   return bytes ? ctx->copy(call.site, dst, src, bytes) : OVERLAP_SUCCESS;
 }
 
+overlap_status overlap_memset(overlap_context *ctx, int32_t stream,
+                              int64_t tile, void *dst, int32_t value,
+                              size_t bytes) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::tile("overlap_memset", stream, tile)};
+  if (overlap_status s = call.begin())
+    return s;
+  if (bytes && !dst)
+    return call.bad("null buffer");
+  if (value < 0 || value > 255)
+    return call.bad("value " + std::to_string(value) + " is not a byte");
+  if (stream < 0)
+    return call.bad("no such stream");
+  return bytes ? ctx->fill(call.site, dst, static_cast<uint8_t>(value), bytes)
+               : OVERLAP_SUCCESS;
+}
+
 overlap_status overlap_launch_host_func(overlap_context *ctx, int32_t stream,
                                         void (*fn)(void *), void *user) {
   if (!ctx)

@@ -212,6 +212,9 @@ struct overlap_context {
                               const overlap::runtime::PackArgs &args) = 0;
   virtual overlap_status copy(const overlap::runtime::Site &site, void *dst,
                               const void *src, size_t bytes) = 0;
+  /// `bytes` bytes at `dst` set to `value`, in stream order.
+  virtual overlap_status fill(const overlap::runtime::Site &site, void *dst,
+                              uint8_t value, size_t bytes) = 0;
   virtual overlap_status hostFunc(const overlap::runtime::Site &site,
                                   void (*fn)(void *), void *user) = 0;
   virtual overlap_status signal(const overlap::runtime::Site &site,

@@ -239,6 +239,27 @@ protected:
   overlap_context *ctx = nullptr;
 };
 
+TEST_F(CudaDevice, MemsetOnAStream) {
+  make();
+  std::vector<uint8_t> host(1000, 7);
+  void *dev = nullptr;
+  ASSERT_EQ(overlap_alloc(ctx, host.size(), &dev), OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_memcpy(ctx, 0, -1, dev, host.data(), host.size()),
+            OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_memset(ctx, 0, -1, static_cast<char *>(dev) + 10, 255,
+                           500),
+            OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_memcpy(ctx, 0, -1, host.data(), dev, host.size()),
+            OVERLAP_SUCCESS);
+  ASSERT_EQ(overlap_stream_synchronize(ctx, 0), OVERLAP_SUCCESS)
+      << overlap_last_error(ctx);
+  EXPECT_EQ(host[9], 7);
+  EXPECT_EQ(host[10], 255);
+  EXPECT_EQ(host[509], 255);
+  EXPECT_EQ(host[510], 7);
+  overlap_free(ctx, dev);
+}
+
 TEST_F(CudaDevice, OneRankContext) {
   make();
   EXPECT_EQ(overlap_context_rank(ctx), 0);

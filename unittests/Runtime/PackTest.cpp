@@ -119,6 +119,31 @@ TEST(Memory, AllocIsAlignedAndCopiesAreOrdered) {
   overlap_free(nullptr, p);
 }
 
+TEST(Memory, MemsetIsOrderedOnItsStreamAndChecksItsValue) {
+  std::vector<uint8_t> buf(300, 9);
+  overlap_host_options opts = quietOptions();
+  overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
+    // In stream order after a copy that wrote the same bytes.
+    std::vector<uint8_t> src(300, 3);
+    ASSERT_EQ(overlap_memcpy(ctx, 0, 0, buf.data(), src.data(), 300),
+              OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_memset(ctx, 0, 1, buf.data() + 100, 255, 100),
+              OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_stream_synchronize(ctx, 0), OVERLAP_SUCCESS);
+    EXPECT_EQ(buf[99], 3);
+    EXPECT_EQ(buf[100], 255);
+    EXPECT_EQ(buf[199], 255);
+    EXPECT_EQ(buf[200], 3);
+    EXPECT_EQ(overlap_memset(ctx, 0, 2, nullptr, 0, 0), OVERLAP_SUCCESS);
+    EXPECT_EQ(overlap_memset(ctx, 0, 3, buf.data(), 256, 1),
+              OVERLAP_ERROR_INVALID_ARGUMENT);
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(overlap_host_launch_error(),
+               "overlap_memset: rank 0, stream compute, tile 3: value 256 is "
+               "not a byte");
+}
+
 TEST(Launch, ContextQueriesAndOptions) {
   std::vector<int> ranks(5, -1);
   overlap_host_options opts = quietOptions();

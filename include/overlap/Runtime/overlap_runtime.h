@@ -320,6 +320,16 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_memcpy(overlap_context *ctx,
                                                      const void *src,
                                                      size_t bytes);
 
+/* Enqueues setting `bytes` bytes at `dst` to the byte `value` (0..255):
+   a fill whose element's bytes are all equal (zero, all ones), which the
+   compiler lowers here instead of a loop nest or a kernel (CUDA:
+   cudaMemsetAsync). */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_memset(overlap_context *ctx,
+                                                     int32_t stream,
+                                                     int64_t tile, void *dst,
+                                                     int32_t value,
+                                                     size_t bytes);
+
 /* Enqueues a call of `fn(user)` on the stream, e.g. elementwise code the
    compiler outlined into a stream region (CUDA: cudaLaunchHostFunc). */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_launch_host_func(

@@ -40,6 +40,12 @@ bool hasByteSizedElements(MemRefType type);
 /// are not whole bytes or not integers or floats.
 int64_t elementBytes(MemRefType type);
 
+/// The byte every byte of `fill`'s output takes, when the fill is one
+/// overlap_memset: on a buffer whose layout is row-major contiguous, of a
+/// constant whose bytes in memory are all equal (0.0, an integer 0 or -1,
+/// a boolean).
+std::optional<uint8_t> memsetByte(linalg::FillOp fill);
+
 /// How convert-overlap-to-runtime copies `src` to `dst`, if it can:
 /// contiguous to contiguous (memcpy), strided with unit inner stride to
 /// contiguous (pack) or back (unpack), static shapes of rank 1 to 3.

@@ -170,6 +170,23 @@ public:
     }
     if (auto copy = dyn_cast<memref::CopyOp>(op))
       return this->copy(stream, loc, copy.getSource(), copy.getTarget());
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      // A fill whose element bytes are all equal (lowersToRuntimeCall):
+      // one memset of the contiguous buffer.
+      Value dst = fill.getOutputs()[0];
+      auto type = cast<MemRefType>(dst.getType());
+      Value bytes =
+          type.hasStaticShape()
+              ? rt.i64(loc, type.getNumElements() * elementBytes(type))
+              : arith::MulIOp::create(builder(), loc, numElements(loc, dst),
+                                      rt.i64(loc, elementBytes(type)))
+                    .getResult();
+      rt.status(loc, RuntimeFn::overlap_memset,
+                {rt.ctx, rt.i32(loc, stream), rt.i64(loc, rt.nextTile()),
+                 rt.buffer(loc, dst).ptr, rt.i32(loc, *memsetByte(fill)),
+                 bytes});
+      return true;
+    }
     if (auto copy = dyn_cast<linalg::CopyOp>(op))
       return this->copy(stream, loc, copy.getInputs()[0], copy.getOutputs()[0]);
     return false;

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::overlap;
@@ -117,6 +118,41 @@ CopyKind classifyCopy(Value src, Value dst) {
 } // namespace overlap
 } // namespace mlir
 
+namespace mlir {
+namespace overlap {
+namespace runtime_lowering {
+
+std::optional<uint8_t> memsetByte(linalg::FillOp fill) {
+  if (!fill.hasPureBufferSemantics())
+    return std::nullopt;
+  auto type = dyn_cast<MemRefType>(fill.getOutputs()[0].getType());
+  if (!type || !hasByteSizedElements(type) ||
+      contiguous(fill.getOutputs()[0]) != Layout::Yes)
+    return std::nullopt;
+  Attribute value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return std::nullopt;
+  APInt bits;
+  if (auto f = dyn_cast<FloatAttr>(value))
+    bits = f.getValue().bitcastToAPInt();
+  else if (auto i = dyn_cast<IntegerAttr>(value))
+    bits = i.getValue();
+  else
+    return std::nullopt;
+  // In memory an element is elementBytes(type) bytes (i1: one, 0 or 1).
+  int64_t width = elementBytes(type) * 8;
+  bits = bits.getBitWidth() < width ? bits.zext(width) : bits;
+  uint8_t first = static_cast<uint8_t>(bits.extractBitsAsZExtValue(8, 0));
+  for (int64_t at = 8; at < width; at += 8)
+    if (bits.extractBitsAsZExtValue(8, at) != first)
+      return std::nullopt;
+  return first;
+}
+
+} // namespace runtime_lowering
+} // namespace overlap
+} // namespace mlir
+
 bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
   if (isTileCollective(op) || isa<SignalOp, WaitOp>(op))
     return true;
@@ -135,6 +171,8 @@ bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
            (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return memsetByte(fill).has_value();
   if (auto copy = dyn_cast<linalg::CopyOp>(op))
     return copy.hasPureBufferSemantics() &&
            classifyCopy(copy.getInputs()[0], copy.getOutputs()[0]) !=

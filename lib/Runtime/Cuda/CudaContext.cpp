@@ -632,6 +632,12 @@ overlap_status CudaContext::copy(const Site &site, void *dst, const void *src,
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(site.stream)));
 }
 
+overlap_status CudaContext::fill(const Site &site, void *dst, uint8_t value,
+                                 size_t bytes) {
+  return check(site, "cudaMemsetAsync",
+               cudaMemsetAsync(dst, value, bytes, stream(site.stream)));
+}
+
 overlap_status CudaContext::hostFunc(const Site &site, void (*fn)(void *),
                                      void *user) {
   return check(site, "cudaLaunchHostFunc",

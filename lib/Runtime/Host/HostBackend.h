@@ -215,6 +215,8 @@ public:
                       const runtime::PackArgs &args) override;
   overlap_status copy(const runtime::Site &site, void *dst, const void *src,
                       size_t bytes) override;
+  overlap_status fill(const runtime::Site &site, void *dst, uint8_t value,
+                      size_t bytes) override;
   overlap_status hostFunc(const runtime::Site &site, void (*fn)(void *),
                           void *user) override;
   overlap_status signal(const runtime::Site &site, overlap_signals *sigs,

@@ -330,6 +330,15 @@ overlap_status HostContext::copy(const Site &site, void *dst, const void *src,
   return OVERLAP_SUCCESS;
 }
 
+overlap_status HostContext::fill(const Site &site, void *dst, uint8_t value,
+                                 size_t bytes) {
+  enqueue(site, [dst, value, bytes](std::string &) {
+    std::memset(dst, value, bytes);
+    return OVERLAP_SUCCESS;
+  });
+  return OVERLAP_SUCCESS;
+}
+
 overlap_status HostContext::hostFunc(const Site &site, void (*fn)(void *),
                                      void *user) {
   enqueue(site, [fn, user](std::string &) {

@@ -48,8 +48,9 @@ func.func @relu(%a: memref<100x300xf32, strided<[600, 1], offset: ?>>, %b: memre
 // -----
 
 // Ops the runtime lowers (a matmul, a contiguous copy, a strided-to-packed
-// copy) are left alone; the fill becomes a kernel in its stream, in place,
-// so the signal/wait around it still orders it.
+// copy, a zero fill: overlap_memset) are left alone; the fill of 1.0 (whose
+// bytes differ) becomes a kernel in its stream, in place, so the
+// signal/wait around it still orders it.
 // CHECK-LABEL: func.func @mixed
 // CHECK: overlap.stream compute
 // CHECK-NEXT: linalg.matmul
@@ -59,11 +60,14 @@ func.func @relu(%a: memref<100x300xf32, strided<[600, 1], offset: ?>>, %b: memre
 // CHECK: gpu.launch
 // CHECK: memref.store %{{.*}}, %{{.*}} : memref<64x32xf32>
 // CHECK: gpu.terminator
+// CHECK: linalg.fill
+// CHECK-NOT: gpu.launch
 // CHECK: memref.copy
 // CHECK: linalg.copy
 func.func @mixed(%a: memref<64x16xf32>, %b: memref<16x32xf32>, %c: memref<64x32xf32>, %d: memref<64x32xf32>, %e: memref<64x64xf32>, %f: memref<64x32xf32>) {
   %s = overlap.signals : !overlap.signals<1>
   %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
   overlap.concurrent {
     overlap.stream compute {
       linalg.matmul ins(%a, %b : memref<64x16xf32>, memref<16x32xf32>) outs(%c : memref<64x32xf32>)
@@ -71,7 +75,8 @@ func.func @mixed(%a: memref<64x16xf32>, %b: memref<16x32xf32>, %c: memref<64x32x
     }
     overlap.stream comm {
       overlap.wait %s[0] : !overlap.signals<1>
-      linalg.fill ins(%zero : f32) outs(%d : memref<64x32xf32>)
+      linalg.fill ins(%one : f32) outs(%d : memref<64x32xf32>)
+      linalg.fill ins(%zero : f32) outs(%c : memref<64x32xf32>)
     }
   }
   memref.copy %c, %d : memref<64x32xf32> to memref<64x32xf32>
@@ -118,8 +123,8 @@ func.func @single_thread(%a: memref<64xf32>, %r: memref<f32>, %z: memref<f32>) {
       %s = arith.addf %x, %acc : f32
       linalg.yield %s : f32
     }
-  %zero = arith.constant 0.0 : f32
-  linalg.fill ins(%zero : f32) outs(%z : memref<f32>)
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%z : memref<f32>)
   return
 }
 
@@ -168,7 +173,7 @@ func.func @column_sum(%a: memref<64x32xf32>, %r: memref<32xf32>) {
 // CHECK: gpu.launch
 // CHECK-NOT: gpu.launch
 func.func @empty(%o: memref<0x4xf32>, %d: memref<?x4xf32>) {
-  %z = arith.constant 0.0 : f32
+  %z = arith.constant 2.0 : f32
   linalg.fill ins(%z : f32) outs(%o : memref<0x4xf32>)
   linalg.fill ins(%z : f32) outs(%d : memref<?x4xf32>)
   return

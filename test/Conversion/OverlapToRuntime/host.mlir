@@ -82,15 +82,15 @@ shard.grid @tp(shape = 2)
 
 // All-gather feeds compute: compute is enqueued until its wait cannot be
 // satisfied yet, then comm until it raises the flag, then compute again.
-// An op without a runtime call (the fill) synchronizes its stream and runs
-// inline; the gather's strided-batched matmul broadcasts B (stride 0).
+// The accumulator's zero fill is one overlap_memset on compute (its
+// element's bytes are all 0); the gather's strided-batched matmul
+// broadcasts B (stride 0).
 // CHECK-LABEL: func.func @gather_first
-// CHECK: call @overlap_stream_synchronize(%{{.*}}, %c0_i32
-// CHECK-NEXT: linalg.fill
+// CHECK: call @overlap_memset(%{{.*}}, %c0_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c0_i32{{[_0-9]*}}, %{{.*}})
 // CHECK: call @overlap_all_gather(%{{.*}}, %c1_i32
 // CHECK: call @overlap_signal(
 // CHECK: call @overlap_wait(
-// CHECK: call @overlap_gemm(%{{.*}}, %c0_i32{{.*}}, %c2_i64, %c32_i64, %c16_i64, %c8_i64
+// CHECK: call @overlap_gemm(%{{.*}}, %c0_i32{{.*}}, %c2_i64{{[_0-9]*}}, %c32_i64{{[_0-9]*}}, %c16_i64{{[_0-9]*}}, %c8_i64
 // CHECK: call @overlap_context_synchronize
 func.func @gather_first(%a: memref<32x8xf32>, %b: memref<8x16xf32>, %c: memref<2x32x16xf32>, %g: memref<64x8xf32>, %z: memref<4xf32>) {
   %zero = arith.constant 0.0 : f32

@@ -51,9 +51,11 @@ struct OverlapAssertToStderrPass
                             "'write' or 'abort' with another signature";
       return signalPassFailure();
     }
-    // One global per distinct message.
-    llvm::StringMap<std::string> names;
-    for (auto [i, op] : llvm::enumerate(asserts)) {
+    // One global per distinct message. Last first: a split moves the ops
+    // after the assert into a new block, so in this order each op is moved
+    // once (in program order a block of n asserts moves O(n^2) ops).
+    llvm::StringMap<LLVM::GlobalOp> globals;
+    for (cf::AssertOp op : llvm::reverse(asserts)) {
       Location loc = op.getLoc();
       std::string text = ("overlap: run-time check failed: " + op.getMsg() +
                           "\n")
@@ -64,15 +66,20 @@ struct OverlapAssertToStderrPass
       b.setInsertionPointToEnd(before);
       cf::CondBranchOp::create(b, loc, op.getArg(), after, fail);
       b.setInsertionPointToEnd(fail);
-      auto [it, fresh] =
-          names.try_emplace(text, "overlap_assert_msg_" + std::to_string(i));
       Value msg;
-      if (fresh) {
-        msg = LLVM::createGlobalString(loc, b, it->second, text,
-                                       LLVM::Linkage::Internal);
+      auto it = globals.find(text);
+      if (it == globals.end()) {
+        msg = LLVM::createGlobalString(
+            loc, b, "overlap_assert_msg_" + std::to_string(globals.size()),
+            text, LLVM::Linkage::Internal);
+        // createGlobalString: the address of the global, then a GEP.
+        auto address = msg.getDefiningOp()->getOperand(0)
+                           .getDefiningOp<LLVM::AddressOfOp>();
+        globals[text] =
+            SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
+                address, address.getGlobalNameAttr());
       } else {
-        auto global = module.lookupSymbol<LLVM::GlobalOp>(it->second);
-        msg = LLVM::AddressOfOp::create(b, loc, global);
+        msg = LLVM::AddressOfOp::create(b, loc, it->second);
       }
       Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
       Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());

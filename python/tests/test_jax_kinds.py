@@ -320,6 +320,80 @@ def _():
     return f, (_r(8, 4),)
 
 
+# From the patterns of JAX's shard_map_test.py (written here).
+
+@kind("psum_scatter over one axis and over a tuple of axes")
+def _():
+    def body(a, b):
+        c = a @ b
+        return (lax.psum_scatter(c, "tp", scatter_dimension=0, tiled=True),
+                lax.psum_scatter(c, ("dp", "tp"), scatter_dimension=0,
+                                 tiled=True))
+    f = sm(body, _m2(), (P("dp", "tp"), P("tp", None)),
+           (P(("dp", "tp")), P(("dp", "tp"))))
+    return f, (_r(8, 8), _r(8, 8, seed=1))
+
+
+@kind("optimization_barrier around an operand")
+def _():
+    def body(a, w):
+        w2, _ = lax.optimization_barrier((w, a))
+        return jnp.dot(a, w2.T)
+    return sm(body, _m1(), (P("x"), P()), P("x")), (_r(8, 4), _r(3, 4, seed=1))
+
+
+@kind("all_to_all tiled, split 1 concat 0")
+def _():
+    f = sm(lambda a: lax.all_to_all(a, "x", 1, 0, tiled=True), _m1(), P("x"),
+           P("x"))
+    return f, (_r(8, 8),)
+
+
+@kind("pmean over both axes of a 2-D mesh, replicated out")
+def _():
+    f = sm(lambda a: lax.pmean(a, ("dp", "tp")), _m2(), P("dp", "tp"), P())
+    return f, (_r(4, 4),)
+
+
+@kind("psum of an integer count")
+def _():
+    f = sm(lambda a: lax.psum((a > 0).astype(jnp.int32), "x")
+           .astype(jnp.float32), _m1(), P("x"), P())
+    return f, (_r(8, 4),)
+
+
+@kind("jax.grad inside the shard_map (add_any)")
+def _():
+    def body(w, x):
+        g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+        return lax.psum(g, "x")
+    return sm(body, _m1(), (P(), P("x")), P()), (_r(4, 3), _r(8, 4, seed=1))
+
+
+@kind("vmap inside the shard_map")
+def _():
+    f = sm(lambda a, b: jax.vmap(lambda u, v: u @ v)(a, b), _m1(),
+           (P("x"), P("x")), P("x"))
+    return f, (_r(4, 3, 5), _r(4, 5, 2, seed=1))
+
+
+@kind("batched einsum + psum over the contraction")
+def _():
+    f = sm(lambda a, b: lax.psum(jnp.einsum("bij,bjk->bik", a, b), "x"),
+           _m1(), (P(None, None, "x"), P(None, "x", None)), P())
+    return f, (_r(2, 3, 8), _r(2, 8, 4, seed=1))
+
+
+@kind("all_gather with axis_index_groups",
+      xfail="axis_index_groups (sub-groups of a mesh axis) are not "
+            "translated; JAX's own shard_map refuses them for psum")
+def _():
+    f = sm(lambda a: lax.all_gather(a, "x", axis_index_groups=((0, 1), (2, 3)),
+                                    axis=-1, tiled=True), _m1(),
+           P(None, "x"), P(None, "x"))
+    return f, (_r(4, 8),)
+
+
 @kind("random numbers", xfail="random primitives are not translated")
 def _():
     def body(x):

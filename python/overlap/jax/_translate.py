@@ -38,12 +38,13 @@ _UNARY_F = {
     "logistic": lambda b, x: _logistic(b, x),
 }
 _BINARY_F = {
-    "add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf",
+    # add_any: the sum of cotangents jax.grad writes.
+    "add": "arith.addf", "add_any": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf",
     "div": "arith.divf", "max": "arith.maximumf", "min": "arith.minimumf",
     "pow": "math.powf", "rem": "arith.remf",
 }
 _BINARY_I = {
-    "add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli",
+    "add": "arith.addi", "add_any": "arith.addi", "sub": "arith.subi", "mul": "arith.muli",
     "div": "arith.divsi", "rem": "arith.remsi", "max": "arith.maxsi",
     "min": "arith.minsi", "and": "arith.andi", "or": "arith.ori",
     "xor": "arith.xori",

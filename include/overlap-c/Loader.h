@@ -68,6 +68,17 @@ OVERLAP_C_API int overlapRunInputs(const OverlapRunOptions *options,
                                    size_t numInputs, OverlapOutputs **outputs,
                                    char **report, char **messages);
 
+/** overlapRunInputs for an entry whose arguments have dynamic sizes ("?"
+ *  in its signature): `shapes[a]` points at argument a's sizes (as many as
+ *  its rank, the same on every rank; NULL for an argument of static
+ *  shape), `numShapes` is the number of arguments (or 0 with `shapes`
+ *  NULL: overlapRunInputs). The outputs then have the sizes the run
+ *  returned (overlapOutputsType). */
+OVERLAP_C_API int overlapRunInputsShaped(
+    const OverlapRunOptions *options, const void *const *inputs,
+    size_t numInputs, const int64_t *const *shapes, size_t numShapes,
+    OverlapOutputs **outputs, char **report, char **messages);
+
 /** The accessors are NULL-safe: a NULL `outputs`, or a rank or output out
  *  of range, gives 0 or NULL. */
 OVERLAP_C_API int overlapOutputsRanks(const OverlapOutputs *outputs);

@@ -69,6 +69,10 @@ static std::optional<Elem> parseElem(std::string_view name) {
   return std::nullopt;
 }
 
+bool BufferSpec::isDynamic() const {
+  return std::find(shape.begin(), shape.end(), kDynamicExtent) != shape.end();
+}
+
 int64_t BufferSpec::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -83,6 +87,8 @@ std::optional<uint64_t> BufferSpec::checkedBytes() const {
   uint64_t n = elemBytes();
   bool empty = false;
   for (int64_t d : shape) {
+    if (d == kDynamicExtent)
+      continue; // checked when a run gives it (run::resolveShapes)
     if (d < 0)
       return std::nullopt;
     if (d == 0) {
@@ -202,8 +208,8 @@ static bool parseType(std::string_view text, BufferSpec &spec) {
   std::vector<std::string_view> parts = split(text, 'x');
   spec.shape.clear();
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    int64_t extent;
-    if (!parseExtent(parts[i], extent, /*allowZero=*/true))
+    int64_t extent = kDynamicExtent; // "?": the caller's inputs give it
+    if (parts[i] != "?" && !parseExtent(parts[i], extent, /*allowZero=*/true))
       return false;
     spec.shape.push_back(extent);
   }
@@ -280,7 +286,7 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       if (item.size() != size_t(3 + spec.inout) || !parseType(item[2], spec))
         return fail("expected '" + std::string(key) + " NAME TYPE" +
                     (key == "arg" ? " [inout]" : "") +
-                    "' with a static shape and an element type of f32, f16, bf16, "
+                    "' with a shape (? for a dynamic size) and an element type of f32, f16, bf16, "
                     "f64, i1, i8, i16, i32 or i64, found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);

@@ -84,6 +84,7 @@ struct OverlapOutputs {
 /// overlapRun and overlapRunInputs: `inputs` null for seeded inputs.
 static int runWith(const OverlapRunOptions *options,
                    const overlap::run::GivenInputs *inputs,
+                   const std::vector<std::vector<int64_t>> *shapes,
                    OverlapOutputs *outputs, char **report, char **messages) {
   std::string out, err;
   int status = 2;
@@ -115,6 +116,8 @@ static int runWith(const OverlapRunOptions *options,
     session.tolerance.atol = options->atol;
     session.waitTimeoutMs = options->waitTimeoutMs;
     session.inputs = inputs;
+    if (shapes)
+      session.inputShapes = *shapes;
     overlap::exec::SessionOutput output;
     output.out = [&](const std::string &text) { out += text; };
     output.err = [&](const std::string &text) { err += text; };
@@ -149,7 +152,7 @@ static int runWith(const OverlapRunOptions *options,
 
 int overlapRun(const OverlapRunOptions *options, char **report,
                char **messages) {
-  return runWith(options, nullptr, nullptr, report, messages);
+  return runWith(options, nullptr, nullptr, nullptr, report, messages);
 }
 
 /// Loads `program`'s signature; on failure returns false with the message.
@@ -194,6 +197,15 @@ int overlapRunInputs(const OverlapRunOptions *options,
                      const void *const *inputs, size_t numInputs,
                      OverlapOutputs **outputs, char **report,
                      char **messages) {
+  return overlapRunInputsShaped(options, inputs, numInputs, nullptr, 0,
+                                outputs, report, messages);
+}
+
+int overlapRunInputsShaped(const OverlapRunOptions *options,
+                           const void *const *inputs, size_t numInputs,
+                           const int64_t *const *shapes, size_t numShapes,
+                           OverlapOutputs **outputs, char **report,
+                           char **messages) {
   if (outputs)
     *outputs = nullptr;
   overlap::run::Signature sig;
@@ -219,11 +231,20 @@ int overlapRunInputs(const OverlapRunOptions *options,
                 std::to_string(ranks * args) + " inputs (" +
                 std::to_string(args) + " per rank), but " +
                 std::to_string(numInputs) + " were given\n");
+  if ((shapes && numShapes != args) || (!shapes && numShapes))
+    return fail("overlap: error: @" + sig.name + " takes " +
+                std::to_string(args) + " arguments, but " +
+                std::to_string(numShapes) + " shapes were given\n");
+  std::vector<std::vector<int64_t>> argShapes(args);
+  for (size_t a = 0; shapes && a < args; ++a)
+    if (shapes[a])
+      argShapes[a].assign(shapes[a], shapes[a] + sig.args[a].shape.size());
   overlap::run::GivenInputs given(ranks);
   for (size_t r = 0; r < ranks; ++r)
     given[r].assign(inputs + r * args, inputs + (r + 1) * args);
   auto result = std::make_unique<OverlapOutputs>();
-  int status = runWith(options, &given, result.get(), report, messages);
+  int status =
+      runWith(options, &given, &argShapes, result.get(), report, messages);
   if (outputs && (status == 0 || status == 1) && !result->data.empty())
     *outputs = result.release();
   return status;

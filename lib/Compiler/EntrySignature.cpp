@@ -31,10 +31,9 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
   auto shaped = dyn_cast<ShapedType>(type);
   auto memref = dyn_cast<MemRefType>(type);
   if (!shaped || !(isa<RankedTensorType>(type) || memref) ||
-      !shaped.hasStaticShape() ||
       (memref && !memref.getLayout().isIdentity())) {
     os << name << " has type " << type << "; " << runner
-       << " handles statically shaped tensors and identity-layout memrefs";
+       << " handles ranked tensors and identity-layout memrefs";
     return failure();
   }
   artifact::BufferSpec spec;
@@ -63,7 +62,9 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
        << " handles f32, f16, bf16, f64 and signless i1, i8, i16, i32, i64";
     return failure();
   }
-  spec.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+  for (int64_t d : shaped.getShape())
+    spec.shape.push_back(ShapedType::isDynamic(d) ? artifact::kDynamicExtent
+                                                  : d);
   return spec;
 }
 

@@ -209,6 +209,73 @@ void fillArgument(const BufferSpec &spec, void *data, uint64_t seed, int rank,
   }
 }
 
+int64_t seededDynamicSize(int ranks) { return 2 * std::max(ranks, 1); }
+
+static std::string shapeText(const std::vector<int64_t> &shape) {
+  BufferSpec spec;
+  spec.shape = shape;
+  std::string type = spec.typeString();
+  return type.substr(0, type.rfind('x'));
+}
+
+bool resolveArgumentShapes(Signature &sig, int ranks,
+                           const std::vector<std::vector<int64_t>> &shapes,
+                           std::string &error) {
+  for (size_t i = 0; i < sig.args.size(); ++i) {
+    BufferSpec &spec = sig.args[i];
+    if (!spec.isDynamic())
+      continue;
+    const std::vector<int64_t> *given =
+        i < shapes.size() && !shapes[i].empty() ? &shapes[i] : nullptr;
+    if (given && given->size() != spec.shape.size()) {
+      error = spec.name + " (" + spec.typeString() + ") is given with " +
+              std::to_string(given->size()) + " dimensions";
+      return false;
+    }
+    std::vector<int64_t> shape = spec.shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] != kDynamicExtent) {
+        if (given && (*given)[d] != shape[d]) {
+          error = spec.name + " (" + spec.typeString() +
+                  ") is given with size " + std::to_string((*given)[d]) +
+                  " in dimension " + std::to_string(d);
+          return false;
+        }
+        continue;
+      }
+      shape[d] = given ? (*given)[d] : seededDynamicSize(ranks);
+    }
+    spec.shape = std::move(shape);
+    if (!spec.checkedBytes()) {
+      error = spec.name + " (" + spec.typeString() + ") overflows";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool resolveResultShapes(Signature &sig,
+                         const std::vector<std::vector<OutputView>> &outputs,
+                         std::string &error) {
+  for (size_t i = 0; i < sig.results.size(); ++i) {
+    BufferSpec &spec = sig.results[i];
+    if (!spec.isDynamic() || outputs.empty() || outputs[0].size() <= i)
+      continue;
+    const std::vector<int64_t> &first = outputs[0][i].sizes;
+    for (size_t r = 1; r < outputs.size(); ++r)
+      if (outputs[r].size() > i && outputs[r][i].sizes != first) {
+        error = spec.name + " (" + spec.typeString() + ") is " +
+                shapeText(first) + " on rank 0 and " +
+                shapeText(outputs[r][i].sizes) + " on rank " +
+                std::to_string(r) +
+                ": the loader takes one shape per output";
+        return false;
+      }
+    spec.shape = first;
+  }
+  return true;
+}
+
 bool checkGivenInputs(const Signature &sig, const GivenInputs &inputs,
                       int ranks, std::string &error) {
   if (inputs.size() != static_cast<size_t>(ranks)) {
@@ -479,12 +546,19 @@ static bool resultView(const Signature &sig, const RankData &data, size_t index,
     return fail("the program returned no buffer");
   if (words[0] == 0 || words[0] == -1)
     return fail("the returned descriptor has no allocated pointer");
-  for (size_t d = 0; d < rank; ++d)
-    if (words[3 + d] != spec.shape[d])
+  // A dynamic size is the descriptor's (resolveResultShapes).
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (spec.shape[d] == kDynamicExtent ? words[3 + d] < 0
+                                        : words[3 + d] != spec.shape[d])
       return fail("the returned descriptor has size " +
                   std::to_string(words[3 + d]) + " in dimension " +
                   std::to_string(d) + ", expected " +
-                  std::to_string(spec.shape[d]));
+                  (spec.shape[d] == kDynamicExtent
+                       ? std::string("a size >= 0")
+                       : std::to_string(spec.shape[d])));
+    empty |= words[3 + d] == 0;
+  }
   int64_t elem = static_cast<int64_t>(spec.elemBytes());
   // The offset in elements of the last element from `aligned`: every
   // element then lies in [aligned + offset, aligned + last] (strides >= 0).
@@ -492,14 +566,13 @@ static bool resultView(const Signature &sig, const RankData &data, size_t index,
   if (last < 0)
     return fail("the returned descriptor has offset " + std::to_string(last) +
                 ", expected >= 0");
-  bool empty = spec.numElements() == 0;
   for (size_t d = 0; d < rank && !empty; ++d) {
     int64_t stride = words[3 + rank + d], reach;
     if (stride < 0)
       return fail("the returned descriptor has stride " +
                   std::to_string(stride) + " in dimension " +
                   std::to_string(d) + ", expected >= 0");
-    if (__builtin_mul_overflow(spec.shape[d] - 1, stride, &reach) ||
+    if (__builtin_mul_overflow(words[3 + d] - 1, stride, &reach) ||
         __builtin_add_overflow(last, reach, &last))
       return fail("the strides of the returned descriptor overflow");
   }

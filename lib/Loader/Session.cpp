@@ -239,9 +239,8 @@ int Session::runRanks() {
   if (haveReference && !o.referenceLibrary &&
       !loadLibrary(o.reference, loadedReference, message))
     return error(message);
-  const Library &program =
-      o.programLibrary ? *o.programLibrary : loadedProgram;
-  const Library &reference =
+  Library &program = o.programLibrary ? *o.programLibrary : loadedProgram;
+  Library &reference =
       o.referenceLibrary ? *o.referenceLibrary : loadedReference;
   const run::Signature &sig = program.sig;
   std::string backend = o.backend.empty() ? sig.target : o.backend;
@@ -299,6 +298,42 @@ int Session::runRanks() {
   if (o.inputs && !o.inputsNpz.empty())
     return error("given inputs and an .npz of inputs (" + o.inputsNpz +
                  "): one or the other");
+  // Dynamic sizes: the arguments' from the inputs (their shapes) or seeded
+  // ones, before any buffer is made; the results' from the run below.
+  bool dynamic = false;
+  for (const run::BufferSpec &spec : sig.args)
+    dynamic |= spec.isDynamic();
+  for (const run::BufferSpec &spec : sig.results)
+    dynamic |= spec.isDynamic();
+  if (dynamic && (backend != "host" || refBackend != "host" || processes_))
+    return error("@" + sig.name + " has arguments or results of dynamic "
+                 "shape, which run on host ranks as threads only (--backend "
+                 "host, without mpirun)");
+  if (dynamic) {
+    std::vector<std::vector<int64_t>> shapes = o.inputShapes;
+    if (!o.inputsNpz.empty()) {
+      npz::Archive archive;
+      if (!npz::readArchive(o.inputsNpz, archive, message))
+        return error(message);
+      shapes.assign(sig.args.size(), {});
+      for (size_t i = 0; i < sig.args.size(); ++i)
+        for (const npz::Array &array : archive.arrays)
+          if (array.name == sig.args[i].name) {
+            // [ranks, ...shape] (a row per rank) or the shape itself.
+            shapes[i] = array.shape;
+            if (shapes[i].size() == sig.args[i].shape.size() + 1)
+              shapes[i].erase(shapes[i].begin());
+          }
+    }
+    for (Library *library : {&program, &reference})
+      if (library == &program || haveReference)
+        if (!run::resolveArgumentShapes(library->sig, ranks, shapes,
+                                        message))
+          return error("the inputs do not fit @" + sig.name + ": " +
+                       message);
+    if (!run::checkRunBytes(sig, ranks, message))
+      return error(message);
+  }
   npz::Inputs fromFile;
   const run::GivenInputs *given = o.inputs;
   if (!o.inputsNpz.empty()) {
@@ -405,6 +440,29 @@ int Session::runRanks() {
              timingLine(refExecutor, "reference " + millis(referenceOutcome),
                         o.iterations, processes_);
 
+  if (dynamic) {
+    // The results' sizes: the program's, which every rank and the
+    // reference must agree on.
+    std::string why;
+    bool ok = run::resolveResultShapes(program.sig, programOutcome.outputs,
+                                       why);
+    if (ok && haveReference) {
+      ok = run::resolveResultShapes(reference.sig, referenceOutcome.outputs,
+                                    why);
+      std::string diff = run::signatureDifference(sig, reference.sig, false);
+      if (ok && !diff.empty()) {
+        ok = false;
+        why = "the program and the reference return different shapes: " +
+              diff;
+      }
+    }
+    if (!ok) {
+      executor->release(program, programOutcome);
+      if (haveReference)
+        refExecutor.release(reference, referenceOutcome);
+      return error(why);
+    }
+  }
   if (output.outputs)
     output.outputs(sig, programOutcome.outputs);
   if (!o.outputsNpz.empty() &&

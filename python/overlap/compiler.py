@@ -207,8 +207,9 @@ class Buffer:
 
     @property
     def shape(self) -> Tuple[int, ...]:
+        """The sizes; -1 for a dynamic one ("?": the inputs give it)."""
         parts = self.type.split("x")
-        return tuple(int(p) for p in parts[:-1])
+        return tuple(-1 if p == "?" else int(p) for p in parts[:-1])
 
     @property
     def dtype(self) -> np.dtype:
@@ -299,12 +300,18 @@ def _check_inputs(sig: Signature, inputs, ranks: int) -> List[np.ndarray]:
         if len(row) != len(sig.args):
             raise ValueError(f"rank {r}: {len(row)} inputs, but @{sig.entry} "
                              f"takes {len(sig.args)} arguments")
-        for spec, value in zip(sig.args, row):
+        for i, (spec, value) in enumerate(zip(sig.args, row)):
             a = np.asarray(value)
-            if a.shape != spec.shape or a.dtype != spec.dtype:
+            # A dynamic size ("?", -1) takes the array's, the same on every
+            # rank (rank 0's).
+            want = tuple(np.asarray(inputs[0][i]).shape[d] if s == -1 else s
+                         for d, s in enumerate(spec.shape)) \
+                if a.ndim == len(spec.shape) else spec.shape
+            if a.shape != want or a.dtype != spec.dtype:
                 raise ValueError(
-                    f"rank {r}: {spec.name} is {spec.type}, got an array of "
-                    f"shape {a.shape} and dtype {a.dtype}")
+                    f"rank {r}: {spec.name} is {spec.type}"
+                    f"{' (' + 'x'.join(map(str, want)) + ' on rank 0)' if want != spec.shape else ''}"
+                    f", got an array of shape {a.shape} and dtype {a.dtype}")
             flat.append(np.ascontiguousarray(a))
     return flat
 
@@ -350,9 +357,20 @@ def run(program: Union[str, os.PathLike], *,
     pointers = (ctypes.c_void_p * max(1, len(flat)))(
         *[a.ctypes.data for a in flat])
     handle = ctypes.c_void_p()
-    status = lib.overlapRunInputs(ctypes.byref(options), pointers, len(flat),
-                                  ctypes.byref(handle), ctypes.byref(report),
-                                  ctypes.byref(messages))
+    if any(-1 in spec.shape for spec in sig.args):
+        # The dynamic sizes: each argument's shape on rank 0.
+        shapes = [np.asarray(a.shape, dtype=np.int64)
+                  for a in flat[:len(sig.args)]]
+        shape_ptrs = (ctypes.c_void_p * max(1, len(shapes)))(
+            *[s.ctypes.data for s in shapes])
+        status = lib.overlapRunInputsShaped(
+            ctypes.byref(options), pointers, len(flat), shape_ptrs,
+            len(shapes), ctypes.byref(handle), ctypes.byref(report),
+            ctypes.byref(messages))
+    else:
+        status = lib.overlapRunInputs(
+            ctypes.byref(options), pointers, len(flat), ctypes.byref(handle),
+            ctypes.byref(report), ctypes.byref(messages))
     report_text, message_text = native.take_strings(lib, report, messages)
     result = RunResult(status=status, report=report_text or "",
                        messages=message_text or "")

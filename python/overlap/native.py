@@ -139,6 +139,11 @@ def host_api() -> ctypes.CDLL:
             ctypes.POINTER(RunOptions), ctypes.POINTER(ctypes.c_void_p),
             ctypes.c_size_t, out, out, out]
         lib.overlapRunInputs.restype = ctypes.c_int
+        lib.overlapRunInputsShaped.argtypes = [
+            ctypes.POINTER(RunOptions), ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+            out, out, out]
+        lib.overlapRunInputsShaped.restype = ctypes.c_int
         for fn in ("overlapOutputsRanks", "overlapOutputsCount"):
             getattr(lib, fn).argtypes = [ctypes.c_void_p]
             getattr(lib, fn).restype = ctypes.c_int

@@ -171,3 +171,59 @@ def test_not_divisible_at_run_time(tmp_path):
     assert r.returncode != 0
     assert "not divisible by the group size 2" in r.stderr + r.stdout, \
         r.stderr
+
+
+# Entries whose own arguments and results are dynamic: the sizes come
+# from the caller's inputs (overlap.run(inputs=), overlap-exec --inputs),
+# or are 2 x the ranks in a seeded run; results take the returned sizes.
+_DYNAMIC_ENTRY = """
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  %r = shard.all_gather %x on @g grid_axes = [0] gather_axis = 0 : tensor<?x3xf32> -> tensor<?x3xf32>
+  return %r : tensor<?x3xf32>
+}"""
+
+
+@pytest.mark.parametrize("rows", [5, 1, 0])
+def test_dynamic_entry_with_given_inputs(rows, tmp_path):
+    prog = overlap.compile(_DYNAMIC_ENTRY, output=tmp_path / "p.so")
+    sig = overlap.signature(prog.path)
+    assert sig.args[0].type == "?x3xf32", sig.args[0].type
+    rng = np.random.default_rng(rows)
+    xs = [rng.standard_normal((rows, 3)).astype(np.float32) for _ in range(2)]
+    res = overlap.run(prog.path, inputs=[[x] for x in xs])
+    assert res.status == 0, res.messages
+    want = np.concatenate(xs)
+    for r in range(2):
+        assert res.outputs[r][0].shape == (2 * rows, 3)
+        np.testing.assert_array_equal(res.outputs[r][0], want)
+
+
+def test_dynamic_entry_inputs_must_agree_with_the_static_sizes(tmp_path):
+    prog = overlap.compile(_DYNAMIC_ENTRY, output=tmp_path / "p.so")
+    with pytest.raises(ValueError, match=r"arg0 is \?x3xf32"):
+        overlap.run(prog.path, inputs=[[np.zeros((4, 2), np.float32)]] * 2)
+
+
+def test_dynamic_entry_from_the_command_line(tmp_path):
+    """Seeded: the dynamic size is 2 x the ranks (4 rows of each rank, 8
+    gathered); from an .npz: the array's rows."""
+    prog = overlap.compile(_DYNAMIC_ENTRY, output=tmp_path / "p.so")
+    ref = overlap.compile(_DYNAMIC_ENTRY, output=tmp_path / "r.so",
+                          strategy="none")
+    r = subprocess.run([find_overlap_exec(), prog.path, "--ref", ref.path],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "result0  8x3xf32" in r.stdout, r.stdout
+    rows = np.arange(2 * 3 * 3, dtype=np.float32).reshape(2, 3, 3)
+    np.savez(tmp_path / "in.npz", arg0=rows)
+    r = subprocess.run([find_overlap_exec(), prog.path, "--inputs",
+                        str(tmp_path / "in.npz"), "--outputs",
+                        str(tmp_path / "out.npz")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr + r.stdout
+    out = np.load(tmp_path / "out.npz")
+    assert out["result0"].shape == (2, 6, 3)
+    for k in range(2):
+        np.testing.assert_array_equal(out["result0"][k],
+                                      rows.reshape(6, 3))

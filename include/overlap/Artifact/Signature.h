@@ -55,6 +55,10 @@ struct BufferSpec {
   /// promises and two correct programs may leave it differently.
   bool inout = false;
 
+  /// A size is kDynamicExtent ("?"): a run sets it from its inputs
+  /// (arguments) or the returned descriptor (results), run::resolveShapes.
+  bool isDynamic() const;
+  /// The product of the sizes (of a resolved spec: not isDynamic()).
   int64_t numElements() const;
   size_t elemBytes() const { return elemSize(elem); }
   /// Its size in bytes, or nullopt when that or its element count does not

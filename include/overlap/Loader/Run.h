@@ -124,6 +124,20 @@ constexpr int64_t kResultGuard = 0x4f564c5047554152; // "OVLPGUAR"
 /// needs and the budget in `error`.
 bool checkRunBytes(const Signature &sig, int ranks, std::string &error);
 
+/// The size a dynamic dimension of an argument takes in a run without
+/// given inputs: 2 x the number of ranks (every group size divides it).
+int64_t seededDynamicSize(int ranks);
+
+/// Sets the dynamic sizes ("?") of `sig`'s arguments: from `shapes`
+/// (argument i's shape where shapes[i] is not empty: the caller's inputs,
+/// the same on every rank) or seededDynamicSize. A given shape whose rank
+/// or static sizes differ from the signature's is an error naming the
+/// argument.
+bool resolveArgumentShapes(Signature &sig, int ranks,
+                           const std::vector<std::vector<int64_t>> &shapes,
+                           std::string &error);
+
+
 /// The caller's inputs, [rank][argument]: each a contiguous row-major host
 /// buffer of the argument's spec (f16/bf16 as their 16-bit patterns), read
 /// while the run makes its inputs and copied, so a run never writes them.
@@ -204,6 +218,13 @@ struct OutputView {
     return offset;
   }
 };
+
+/// Sets the dynamic sizes of `sig`'s results from the outputs of a run
+/// ([rank][output], outputViews' order): every rank's must agree (an
+/// output has one shape), else an error naming the result and the ranks.
+bool resolveResultShapes(Signature &sig,
+                         const std::vector<std::vector<OutputView>> &outputs,
+                         std::string &error);
 
 /// Every output of a rank that finished: the results, then the arguments
 /// (which the program may update in place). Before any output is read, each

@@ -36,8 +36,10 @@ struct SessionOptions {
   /// interface), run instead of the library at `program`; the same for
   /// the reference. A program without a handle is not poisoned here: its
   /// loader registers the poisoning allocators itself.
-  const Library *programLibrary = nullptr;
-  const Library *referenceLibrary = nullptr;
+  /// (Not const: a signature with dynamic sizes is resolved in place for
+  /// the run, run::resolveArgumentShapes / resolveResultShapes.)
+  Library *programLibrary = nullptr;
+  Library *referenceLibrary = nullptr;
   /// What the report calls the program ("program"; overlap-run: "overlap").
   std::string programLabel = "program";
   /// 0: the size of the program's grid.
@@ -52,6 +54,10 @@ struct SessionOptions {
   /// Not null: the caller's inputs, [rank][argument], instead of the seeded
   /// ones, for the program and the reference (run::GivenInputs).
   const run::GivenInputs *inputs = nullptr;
+  /// With `inputs`: argument i's shape where inputShapes[i] is not empty
+  /// (the same on every rank), which sets its dynamic sizes; without,
+  /// a dynamic size is run::seededDynamicSize.
+  std::vector<std::vector<int64_t>> inputShapes;
   /// Not empty: read the inputs from this .npz instead (npz::readInputs;
   /// overlap-exec's --inputs); not with `inputs`.
   std::string inputsNpz;

@@ -16,9 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <vector>
 #include <string>
 #include <system_error>
+#include <vector>
 
 static char *copy(const std::string &text) {
   char *out = static_cast<char *>(std::malloc(text.size() + 1));
@@ -130,8 +130,7 @@ static int runWith(const OverlapRunOptions *options,
             for (const overlap::run::BufferSpec *spec : specs) {
               outputs->names.push_back(spec->name);
               outputs->types.push_back(spec->typeString());
-              outputs->bytes.push_back(spec->numElements() *
-                                       spec->elemBytes());
+              outputs->bytes.push_back(spec->numElements() * spec->elemBytes());
             }
             outputs->data.resize(all.size());
             for (size_t r = 0; r < all.size(); ++r) {
@@ -195,10 +194,9 @@ int overlapProgramSignature(const char *program, char **signature,
 
 int overlapRunInputs(const OverlapRunOptions *options,
                      const void *const *inputs, size_t numInputs,
-                     OverlapOutputs **outputs, char **report,
-                     char **messages) {
-  return overlapRunInputsShaped(options, inputs, numInputs, nullptr, 0,
-                                outputs, report, messages);
+                     OverlapOutputs **outputs, char **report, char **messages) {
+  return overlapRunInputsShaped(options, inputs, numInputs, nullptr, 0, outputs,
+                                report, messages);
 }
 
 int overlapRunInputsShaped(const OverlapRunOptions *options,

@@ -37,8 +37,8 @@ static LogicalResult dropShardingValues(ModuleOp module) {
       continue;
     auto refuse = [&](const char *what, unsigned i, const char *why) {
       return func.emitError()
-             << "@" << func.getSymName() << " has a !shard.sharding as "
-             << what << " " << i << ", which " << why
+             << "@" << func.getSymName() << " has a !shard.sharding as " << what
+             << " " << i << ", which " << why
              << ": a sharding describes a layout at compile time and has no "
                 "value at run time; drop it from the signature (a program "
                 "can still use shard.get_sharding inside)";
@@ -72,8 +72,8 @@ static LogicalResult dropShardingValues(ModuleOp module) {
     warning.report();
     func.walk([&](func::ReturnOp ret) { ret->eraseOperands(results); });
     if (failed(func.eraseArguments(args)) || failed(func.eraseResults(results)))
-      return func.emitError() << "cannot drop the sharding values of @"
-                              << func.getSymName();
+      return func.emitError()
+             << "cannot drop the sharding values of @" << func.getSymName();
   }
   return success();
 }
@@ -106,8 +106,8 @@ static LogicalResult repairTosaMatmulResults(ModuleOp module) {
     int64_t want[3] = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
     bool differs = false;
     for (int d = 0; d < 3; ++d) {
-      if (ShapedType::isDynamic(want[d]) ||
-          ShapedType::isDynamic(shape[d]) || want[d] == shape[d])
+      if (ShapedType::isDynamic(want[d]) || ShapedType::isDynamic(shape[d]) ||
+          want[d] == shape[d])
         continue;
       shape[d] = want[d];
       differs = true;
@@ -125,8 +125,8 @@ static LogicalResult repairTosaMatmulResults(ModuleOp module) {
       results[use.getOperandNumber()] = repaired;
       changed.push_back(use.getOperandNumber());
     }
-    func.setFunctionType(FunctionType::get(
-        module.getContext(), func.getArgumentTypes(), results));
+    func.setFunctionType(FunctionType::get(module.getContext(),
+                                           func.getArgumentTypes(), results));
     InFlightDiagnostic warning = op.emitWarning();
     warning << "result type " << result
             << " contradicts the operands (upstream's shard-partition splits "

@@ -14,13 +14,13 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
-#include <type_traits>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <unordered_set>
+#include <type_traits>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace overlap {
 namespace run {
@@ -34,8 +34,8 @@ bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
     if (value >= 0 && value <= limit)
       return true;
     error = std::string(flag) + " " + std::to_string(value) +
-            ": expected 0 (the runtime's default) to " +
-            std::to_string(limit) + " " + unit;
+            ": expected 0 (the runtime's default) to " + std::to_string(limit) +
+            " " + unit;
     return false;
   };
   return check("--wait-timeout-ms", waitTimeoutMs, OVERLAP_MAX_WAIT_TIMEOUT_MS,
@@ -267,8 +267,7 @@ bool resolveResultShapes(Signature &sig,
         error = spec.name + " (" + spec.typeString() + ") is " +
                 shapeText(first) + " on rank 0 and " +
                 shapeText(outputs[r][i].sizes) + " on rank " +
-                std::to_string(r) +
-                ": the loader takes one shape per output";
+                std::to_string(r) + ": the loader takes one shape per output";
         return false;
       }
     spec.shape = first;
@@ -551,12 +550,11 @@ static bool resultView(const Signature &sig, const RankData &data, size_t index,
   for (size_t d = 0; d < rank; ++d) {
     if (spec.shape[d] == kDynamicExtent ? words[3 + d] < 0
                                         : words[3 + d] != spec.shape[d])
-      return fail("the returned descriptor has size " +
-                  std::to_string(words[3 + d]) + " in dimension " +
-                  std::to_string(d) + ", expected " +
-                  (spec.shape[d] == kDynamicExtent
-                       ? std::string("a size >= 0")
-                       : std::to_string(spec.shape[d])));
+      return fail(
+          "the returned descriptor has size " + std::to_string(words[3 + d]) +
+          " in dimension " + std::to_string(d) + ", expected " +
+          (spec.shape[d] == kDynamicExtent ? std::string("a size >= 0")
+                                           : std::to_string(spec.shape[d])));
     empty |= words[3 + d] == 0;
   }
   int64_t elem = static_cast<int64_t>(spec.elemBytes());

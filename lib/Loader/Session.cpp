@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Session.h"
-#include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/Npz.h"
+#include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/SessionAgreement.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
@@ -87,8 +87,7 @@ int Session::agreeBeforeRunning(int status) {
   // processes are an error naming them and the ranks, before anything
   // collective could wait for a call that a process never makes.
   std::vector<std::string> all;
-  if (!gatherStrings(size_, status == 0 ? facts_ : std::string(), all,
-                     why)) {
+  if (!gatherStrings(size_, status == 0 ? facts_ : std::string(), all, why)) {
     errors_.push_back(why);
     status = 2;
   } else if (rank_ == 0) {
@@ -172,8 +171,7 @@ int Session::createExecutor(const std::string &backend, const char *option,
                    sig.name + " needs " + std::to_string(ranks) + " ranks");
     bool noDevice = false;
     std::string message;
-    executor =
-        createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
+    executor = createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
     if (executor)
       return 0;
     if (!noDevice)
@@ -278,8 +276,7 @@ int Session::runRanks() {
     for (const run::GridSpec &grid : sig.grids)
       if (!grid.fits(ranks))
         return error(job + " but grid @" + grid.name + " of @" + sig.name +
-                     (grid.isDynamic() ? " needs a multiple of "
-                                       : " has ") +
+                     (grid.isDynamic() ? " needs a multiple of " : " has ") +
                      std::to_string(grid.size()) +
                      " devices: start as many (mpirun -np " +
                      std::to_string(grid.size()) + ")");
@@ -306,7 +303,8 @@ int Session::runRanks() {
   for (const run::BufferSpec &spec : sig.results)
     dynamic |= spec.isDynamic();
   if (dynamic && (backend != "host" || refBackend != "host" || processes_))
-    return error("@" + sig.name + " has arguments or results of dynamic "
+    return error("@" + sig.name +
+                 " has arguments or results of dynamic "
                  "shape, which run on host ranks as threads only (--backend "
                  "host, without mpirun)");
   if (dynamic) {
@@ -327,10 +325,8 @@ int Session::runRanks() {
     }
     for (Library *library : {&program, &reference})
       if (library == &program || haveReference)
-        if (!run::resolveArgumentShapes(library->sig, ranks, shapes,
-                                        message))
-          return error("the inputs do not fit @" + sig.name + ": " +
-                       message);
+        if (!run::resolveArgumentShapes(library->sig, ranks, shapes, message))
+          return error("the inputs do not fit @" + sig.name + ": " + message);
     if (!run::checkRunBytes(sig, ranks, message))
       return error(message);
   }
@@ -347,12 +343,11 @@ int Session::runRanks() {
   // One executor when both libraries run on the same backend; the
   // reference's own otherwise (CudaExecutor is one per process).
   std::unique_ptr<Executor> executor, ownRefExecutor;
-  if (int status =
-          createExecutor(backend, "--backend", sig, ranks, executor))
+  if (int status = createExecutor(backend, "--backend", sig, ranks, executor))
     return status;
   if (haveReference && !sameBackend)
-    if (int status = createExecutor(refBackend, "--ref-backend",
-                                    reference.sig, ranks, ownRefExecutor))
+    if (int status = createExecutor(refBackend, "--ref-backend", reference.sig,
+                                    ranks, ownRefExecutor))
       return status;
   Executor &refExecutor = ownRefExecutor ? *ownRefExecutor : *executor;
   poison(program, *executor);
@@ -377,9 +372,9 @@ int Session::runRanks() {
       uint64_t hash = fnv1a(nullptr, 0);
       for (const auto &rankInputs : *given)
         for (size_t i = 0; i < rankInputs.size() && i < sig.args.size(); ++i)
-          hash = fnv1a(rankInputs[i],
-                       sig.args[i].numElements() * sig.args[i].elemBytes(),
-                       hash);
+          hash =
+              fnv1a(rankInputs[i],
+                    sig.args[i].numElements() * sig.args[i].elemBytes(), hash);
       facts.addHashed("--inputs", &hash, sizeof hash);
     } else {
       facts.add("--seed", std::to_string(o.seed));
@@ -394,9 +389,8 @@ int Session::runRanks() {
   }
 
   const std::string &label = o.programLabel;
-  std::string header = tool() + ": @" + sig.name + " on " +
-                       executor->where() + ", " + label + " " +
-                       describe(program);
+  std::string header = tool() + ": @" + sig.name + " on " + executor->where() +
+                       ", " + label + " " + describe(program);
   if (haveReference)
     header += " vs reference " + describe(reference);
   if (ownRefExecutor)
@@ -444,16 +438,15 @@ int Session::runRanks() {
     // The results' sizes: the program's, which every rank and the
     // reference must agree on.
     std::string why;
-    bool ok = run::resolveResultShapes(program.sig, programOutcome.outputs,
-                                       why);
+    bool ok =
+        run::resolveResultShapes(program.sig, programOutcome.outputs, why);
     if (ok && haveReference) {
       ok = run::resolveResultShapes(reference.sig, referenceOutcome.outputs,
                                     why);
       std::string diff = run::signatureDifference(sig, reference.sig, false);
       if (ok && !diff.empty()) {
         ok = false;
-        why = "the program and the reference return different shapes: " +
-              diff;
+        why = "the program and the reference return different shapes: " + diff;
       }
     }
     if (!ok) {

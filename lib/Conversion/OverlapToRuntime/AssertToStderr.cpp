@@ -43,7 +43,8 @@ struct OverlapAssertToStderrPass
     b.setInsertionPointToEnd(module.getBody());
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    auto write = LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
+    auto write =
+        LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
     auto abort = LLVM::lookupOrCreateFn(b, module, "abort", {},
                                         LLVM::LLVMVoidType::get(&getContext()));
     if (failed(write) || failed(abort)) {
@@ -57,9 +58,8 @@ struct OverlapAssertToStderrPass
     llvm::StringMap<LLVM::GlobalOp> globals;
     for (cf::AssertOp op : llvm::reverse(asserts)) {
       Location loc = op.getLoc();
-      std::string text = ("overlap: run-time check failed: " + op.getMsg() +
-                          "\n")
-                             .str();
+      std::string text =
+          ("overlap: run-time check failed: " + op.getMsg() + "\n").str();
       Block *before = op->getBlock();
       Block *after = before->splitBlock(op->getIterator());
       Block *fail = b.createBlock(after);
@@ -73,11 +73,11 @@ struct OverlapAssertToStderrPass
             loc, b, "overlap_assert_msg_" + std::to_string(globals.size()),
             text, LLVM::Linkage::Internal);
         // createGlobalString: the address of the global, then a GEP.
-        auto address = msg.getDefiningOp()->getOperand(0)
+        auto address = msg.getDefiningOp()
+                           ->getOperand(0)
                            .getDefiningOp<LLVM::AddressOfOp>();
-        globals[text] =
-            SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-                address, address.getGlobalNameAttr());
+        globals[text] = SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
+            address, address.getGlobalNameAttr());
       } else {
         msg = LLVM::AddressOfOp::create(b, loc, it->second);
       }

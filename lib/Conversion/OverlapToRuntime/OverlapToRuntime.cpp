@@ -20,8 +20,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -116,15 +116,15 @@ public:
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return collective(op, stream, RuntimeFn::overlap_all_reduce,
                         ar.getInput(), ar.getInput(), ar.getReduction(),
-                        numElements(loc, ar.getInput()));
+                        numElements(rt, loc, ar.getInput()));
     if (auto rs = dyn_cast<ReduceScatterOp>(op))
       return collective(op, stream, RuntimeFn::overlap_reduce_scatter,
                         rs.getInput(), rs.getInit(), rs.getReduction(),
-                        numElements(loc, rs.getInit()));
+                        numElements(rt, loc, rs.getInit()));
     if (auto ag = dyn_cast<AllGatherOp>(op))
       return collective(op, stream, RuntimeFn::overlap_all_gather,
                         ag.getInput(), ag.getInit(), std::nullopt,
-                        numElements(loc, ag.getInput()));
+                        numElements(rt, loc, ag.getInput()));
     if (auto a2a = dyn_cast<AllToAllOp>(op)) {
       // The runtime's count is per peer: one of the G blocks (a dynamic
       // size was checked to divide where it was cut, overlap-lower-
@@ -150,8 +150,8 @@ public:
               builder(), loc, builder().getI64Type(),
               rt.call(loc, RuntimeFn::overlap_group_size, *g));
         }
-        count = arith::DivUIOp::create(builder(), loc,
-                                       numElements(loc, a2a.getInput()), size);
+        count = arith::DivUIOp::create(
+            builder(), loc, numElements(rt, loc, a2a.getInput()), size);
       }
       return collective(op, stream, RuntimeFn::overlap_all_to_all,
                         a2a.getInput(), a2a.getInit(), std::nullopt, count);
@@ -178,7 +178,7 @@ public:
       Value bytes =
           type.hasStaticShape()
               ? rt.i64(loc, type.getNumElements() * elementBytes(type))
-              : arith::MulIOp::create(builder(), loc, numElements(loc, dst),
+              : arith::MulIOp::create(builder(), loc, numElements(rt, loc, dst),
                                       rt.i64(loc, elementBytes(type)))
                     .getResult();
       rt.status(loc, RuntimeFn::overlap_memset,
@@ -239,9 +239,8 @@ public:
       // At the function's entry: a set declared in a loop body (a scan)
       // must not grow the stack on every iteration.
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&op->getParentOfType<func::FuncOp>()
-                                      .getBody()
-                                      .front());
+      b.setInsertionPointToStart(
+          &op->getParentOfType<func::FuncOp>().getBody().front());
       Value one = rt.i64(loc, 1);
       slot = LLVM::AllocaOp::create(b, loc, rt.ptr(), rt.ptr(), one);
     }
@@ -463,7 +462,7 @@ private:
                   "overlap_alloc_async: cannot allocate " + what +
                       llvm::formatv("{0}", type).str());
     Value ptr = LLVM::LoadOp::create(b, loc, rt.ptr(), slot);
-    return memrefFromPointer(loc, ptr, type, sizes);
+    return memrefFromPointer(rt, loc, ptr, type, sizes);
   }
 
   /// overlap_free_async of the allocation behind `memref`, after the work
@@ -475,47 +474,6 @@ private:
         LLVM::IntToPtrOp::create(b, loc, rt.ptr(), rt.indexToI64(loc, base));
     rt.status(loc, RuntimeFn::overlap_free_async,
               {rt.ctx, rt.i32(loc, stream ? *stream : -1), ptr});
-  }
-
-  /// A memref of `type` (identity layout, of `sizes` as i64) over `ptr`, as
-  /// the LLVM descriptor the memref lowering will see through the cast.
-  Value memrefFromPointer(Location loc, Value ptr, MemRefType type,
-                          ArrayRef<Value> sizes) {
-    OpBuilder &b = rt.builder();
-    MLIRContext *ctx = b.getContext();
-    Type i64 = b.getI64Type();
-    SmallVector<Type> fields = {rt.ptr(), rt.ptr(), i64};
-    int64_t rank = type.getRank();
-    if (rank > 0) {
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-      fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    }
-    auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
-    Value desc = LLVM::PoisonOp::create(b, loc, descType);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, 0),
-                                       ArrayRef<int64_t>{2});
-    // Row-major strides: constants while the sizes inside are static.
-    SmallVector<Value> strides(rank);
-    int64_t staticStride = 1;
-    Value stride; // once a size inside is dynamic
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      strides[d] = stride ? stride : rt.i64(loc, staticStride);
-      if (!stride && !type.isDynamicDim(d))
-        staticStride *= type.getDimSize(d);
-      else
-        stride = arith::MulIOp::create(b, loc, strides[d], sizes[d]);
-    }
-    for (int64_t d = 0; d < rank; ++d) {
-      desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[d],
-                                         ArrayRef<int64_t>{3, d});
-      desc = LLVM::InsertValueOp::create(b, loc, desc, strides[d],
-                                         ArrayRef<int64_t>{4, d});
-    }
-    return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
-                                              ValueRange{desc})
-        .getResult(0);
   }
 
   /// A kernel of overlap-linalg-to-gpu, launched on the CUDA stream behind
@@ -607,24 +565,6 @@ private:
                rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
                ldb, sb, rt.i32(loc, *cDType), cb.ptr, ldc, sc});
     return true;
-  }
-
-  /// The elements of `memref` as an i64: a constant, or the product of its
-  /// run-time sizes.
-  Value numElements(Location loc, Value memref) {
-    auto type = cast<MemRefType>(memref.getType());
-    if (type.hasStaticShape())
-      return rt.i64(loc, type.getNumElements());
-    OpBuilder &b = builder();
-    Value count = rt.i64(loc, 1);
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      Value size =
-          type.isDynamicDim(d)
-              ? rt.indexToI64(loc, memref::DimOp::create(b, loc, memref, d))
-              : rt.i64(loc, type.getDimSize(d));
-      count = arith::MulIOp::create(b, loc, count, size);
-    }
-    return count;
   }
 
   FailureOr<bool> collective(Operation *op, int32_t stream, RuntimeFn fn,
@@ -804,8 +744,8 @@ struct ConvertOverlapToRuntimePass
   /// scf.while, scf.if, scf.index_switch: a JAX scan, while or cond) that
   /// hold runtime work are lowered inside, block by block, with the same
   /// rules: each iteration enqueues its tiles and joins them before the next.
-  LogicalResult lowerBlock(Block &block, RuntimeBuilder &rt,
-                           Lowering &lowering, int64_t &signalsKey) {
+  LogicalResult lowerBlock(Block &block, RuntimeBuilder &rt, Lowering &lowering,
+                           int64_t &signalsKey) {
     SmallVector<Operation *> work;
     for (Operation &op : block)
       work.push_back(&op);

@@ -130,8 +130,8 @@ SmallVector<Value> gridExtents(RuntimeBuilder &rt, Location loc,
 SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
                               ValueRange extents) {
   SmallVector<Value> coords(extents.size());
-  Value inner = arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(rank.getType(), 1));
+  Value inner =
+      arith::ConstantOp::create(b, loc, b.getIntegerAttr(rank.getType(), 1));
   for (int64_t d = extents.size() - 1; d >= 0; --d) {
     Value q = arith::DivUIOp::create(b, loc, rank, inner);
     coords[d] = arith::RemUIOp::create(b, loc, q, extents[d]);
@@ -171,6 +171,65 @@ uint64_t groupTag(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes) {
   for (int16_t axis : axes)
     word(axis);
   return hash;
+}
+
+/// A memref of `type` (identity layout, of `sizes` as i64) over `ptr`, as
+/// the LLVM descriptor the memref lowering will see through the cast.
+Value memrefFromPointer(RuntimeBuilder &rt, Location loc, Value ptr,
+                        MemRefType type, ArrayRef<Value> sizes) {
+  OpBuilder &b = rt.builder();
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  SmallVector<Type> fields = {rt.ptr(), rt.ptr(), i64};
+  int64_t rank = type.getRank();
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  auto descType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  Value desc = LLVM::PoisonOp::create(b, loc, descType);
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{0});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, ptr, ArrayRef<int64_t>{1});
+  desc = LLVM::InsertValueOp::create(b, loc, desc, rt.i64(loc, 0),
+                                     ArrayRef<int64_t>{2});
+  // Row-major strides: constants while the sizes inside are static.
+  SmallVector<Value> strides(rank);
+  int64_t staticStride = 1;
+  Value stride; // once a size inside is dynamic
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[d] = stride ? stride : rt.i64(loc, staticStride);
+    if (!stride && !type.isDynamicDim(d))
+      staticStride *= type.getDimSize(d);
+    else
+      stride = arith::MulIOp::create(b, loc, strides[d], sizes[d]);
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    desc = LLVM::InsertValueOp::create(b, loc, desc, sizes[d],
+                                       ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, strides[d],
+                                       ArrayRef<int64_t>{4, d});
+  }
+  return UnrealizedConversionCastOp::create(b, loc, TypeRange{type},
+                                            ValueRange{desc})
+      .getResult(0);
+}
+
+/// The elements of `memref` as an i64: a constant, or the product of its
+/// run-time sizes.
+Value numElements(RuntimeBuilder &rt, Location loc, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.hasStaticShape())
+    return rt.i64(loc, type.getNumElements());
+  OpBuilder &b = rt.builder();
+  Value count = rt.i64(loc, 1);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    Value size =
+        type.isDynamicDim(d)
+            ? rt.indexToI64(loc, memref::DimOp::create(b, loc, memref, d))
+            : rt.i64(loc, type.getDimSize(d));
+    count = arith::MulIOp::create(b, loc, count, size);
+  }
+  return count;
 }
 
 bool isWorldInOrder(ArrayRef<int64_t> shape, ArrayRef<int16_t> axes) {

@@ -187,6 +187,15 @@ SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
 SmallVector<Value> gridCoords(OpBuilder &b, Location loc, Value rank,
                               ValueRange extents);
 
+/// A memref of `type` (identity layout, of `sizes` as i64) over `ptr`, as
+/// the LLVM descriptor the memref lowering will see through the cast.
+Value memrefFromPointer(RuntimeBuilder &rt, Location loc, Value ptr,
+                        MemRefType type, ArrayRef<Value> sizes);
+
+/// The elements of `memref` as an i64: a constant, or the product of its
+/// run-time sizes.
+Value numElements(RuntimeBuilder &rt, Location loc, Value memref);
+
 /// The extents of a grid of `shape` at run time, as values of `type` (index
 /// or an integer type): a static extent as a constant; the first dynamic
 /// one the number of ranks over the product of the static ones; any other

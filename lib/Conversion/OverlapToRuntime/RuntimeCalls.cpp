@@ -76,9 +76,7 @@ bool isGemmElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16();
 }
 
-bool hasByteSizedElements(MemRefType type) {
-  return elementBytes(type) > 0;
-}
+bool hasByteSizedElements(MemRefType type) { return elementBytes(type) > 0; }
 
 int64_t elementBytes(MemRefType type) {
   Type elem = type.getElementType();

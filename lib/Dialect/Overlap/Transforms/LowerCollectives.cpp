@@ -99,7 +99,7 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
       if (!isRuntimeElementType(type))
         return "its element type " + remarkText(type) +
                " is not one the runtime's collectives take (f32, f16, bf16, "
-                 "f64, i8, i16, i32, i64)";
+               "f64, i8, i16, i32, i64)";
   }
   int64_t group = groupSizeOf(op, symbols);
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
@@ -168,8 +168,8 @@ OpFoldResult groupSizeFold(OpBuilder &b, Location loc, Operation *op,
   ArrayRef<int16_t> axes =
       op->getAttrOfType<DenseI16ArrayAttr>("grid_axes").asArrayRef();
   SmallVector<Type> types(axes.size(), b.getIndexType());
-  auto shape = shard::GridShapeOp::create(b, loc, types, gridAttr.getValue(),
-                                          axes);
+  auto shape =
+      shard::GridShapeOp::create(b, loc, types, gridAttr.getValue(), axes);
   Value size = arith::ConstantIndexOp::create(b, loc, 1);
   for (Value extent : shape->getResults())
     size = arith::MulIOp::create(b, loc, size, extent);
@@ -192,8 +192,9 @@ void assertDivisible(OpBuilder &b, Location loc, OpFoldResult size,
                                    arith::ConstantIndexOp::create(b, loc, 0));
   cf::AssertOp::create(
       b, loc, ok,
-      (what + ": the dimension cut into one block per rank is not divisible "
-              "by the group size" +
+      (what +
+       ": the dimension cut into one block per rank is not divisible "
+       "by the group size" +
        (groupConst ? " " + std::to_string(*groupConst) : std::string()))
           .str());
 }
@@ -213,8 +214,8 @@ Value collectiveInto(OpBuilder &b, Location loc, Value rows,
     return OpT::create(b, loc, type, rows, Value(), grid, axes, extra...)
         .getResult();
   }
-  return OpT::create(b, loc, init.getType(), rows, init.getResult(), grid,
-                     axes, extra...)
+  return OpT::create(b, loc, init.getType(), rows, init.getResult(), grid, axes,
+                     extra...)
       .getResult();
 }
 
@@ -266,15 +267,15 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     if (scatter)
       assertDivisible(b, loc, sizes[0], group, what);
     sizes[0] = scaleSize(b, loc, sizes[0], group, scatter);
-    return asResult(transposeTensor(b, loc, build(rows, sizes),
-                                    invertPermutation(perm)));
+    return asResult(
+        transposeTensor(b, loc, build(rows, sizes), invertPermutation(perm)));
   };
   if (auto gather = dyn_cast<shard::AllGatherOp>(op))
     return alongRows(gather.getInput(), gather.getGatherAxis().getSExtValue(),
                      /*scatter=*/false,
                      [&](Value rows, ArrayRef<OpFoldResult> sizes) {
-                       return collectiveInto<AllGatherOp>(
-                           b, loc, rows, sizes, gridAttr, axesAttr);
+                       return collectiveInto<AllGatherOp>(b, loc, rows, sizes,
+                                                          gridAttr, axesAttr);
                      });
   if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
     return alongRows(
@@ -294,8 +295,8 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
     Value rows = transposeTensor(b, loc, exchange.getInput(), perm);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
     assertDivisible(b, loc, sizes[0], group, what);
-    Value received = collectiveInto<AllToAllOp>(b, loc, rows, sizes, gridAttr,
-                                                axesAttr);
+    Value received =
+        collectiveInto<AllToAllOp>(b, loc, rows, sizes, gridAttr, axesAttr);
     // [G * s, rest...] -> [G, s, rest...]: dim 0 is the sender, dim 1 the
     // split axis' local part, dims 2.. the other input dims in order.
     SmallVector<OpFoldResult> blocks = {
@@ -312,12 +313,11 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
         !receivedType.isDynamicDim(0)) {
       SmallVector<int64_t> shape(receivedType.getShape());
       shape[0] = ShapedType::kDynamic;
-      received = tensor::CastOp::create(b, loc, receivedType.clone(shape),
-                                        received);
+      received =
+          tensor::CastOp::create(b, loc, receivedType.clone(shape), received);
     }
     Value blocked = tensor::ExpandShapeOp::create(
-        b, loc,
-        RankedTensorType::get(blockShape, resultType.getElementType()),
+        b, loc, RankedTensorType::get(blockShape, resultType.getElementType()),
         received, split2, blocks);
     // Input order again, with the sender just before the concat axis, so
     // that collapsing the two concatenates the blocks in rank order.
@@ -349,11 +349,10 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   sizes[axis] = scaleSize(b, loc, sizes[axis], group, /*divide=*/true);
   SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
       strides(rank, b.getIndexAttr(1));
-  offsets[axis] =
-      arith::MulIOp::create(
-          b, loc, groupRank,
-          getValueOrCreateConstantIndexOp(b, loc, sizes[axis]))
-          .getResult();
+  offsets[axis] = arith::MulIOp::create(
+                      b, loc, groupRank,
+                      getValueOrCreateConstantIndexOp(b, loc, sizes[axis]))
+                      .getResult();
   return asResult(tensor::ExtractSliceOp::create(b, loc, slice.getInput(),
                                                  offsets, sizes, strides));
 }

@@ -107,7 +107,8 @@ Value expandRecv(OpBuilder &b, shard::RecvOp recv, shard::SendOp send,
   Value me = arith::IndexCastOp::create(b, loc, b.getI64Type(),
                                         groupRankOf(b, loc, grid, axes));
   auto destOf = [&](Value k) -> Value {
-    return tensor::ExtractOp::create(b, loc, sent.dests, ValueRange{k, index(0)});
+    return tensor::ExtractOp::create(b, loc, sent.dests,
+                                     ValueRange{k, index(0)});
   };
   Value source;
   if (std::optional<ArrayRef<int64_t>> peer = recv.getSource()) {
@@ -117,8 +118,8 @@ Value expandRecv(OpBuilder &b, shard::RecvOp recv, shard::SendOp send,
     check(b, loc, inGroup,
           where(recv) + ": its source is outside the group of " +
               std::to_string(group) + " ranks");
-    Value sentHere = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, destOf(source), me);
+    Value sentHere = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           destOf(source), me);
     check(b, loc, sentHere,
           where(recv) + ": its source did not send to this rank at " +
               where(send));
@@ -144,8 +145,9 @@ Value expandRecv(OpBuilder &b, shard::RecvOp recv, shard::SendOp send,
         b, loc, arith::CmpIPredicate::eq, loop.getResult(0),
         arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1));
     check(b, loc, once,
-          where(recv) + " (no source): exactly one rank of the group must "
-                        "send to this rank at " +
+          where(recv) +
+              " (no source): exactly one rank of the group must "
+              "send to this rank at " +
               where(send));
     source = loop.getResult(1);
   }
@@ -182,7 +184,6 @@ std::string mlir::overlap::whyNotPaired(Operation *op,
            "and tensor type pairs with it (the k-th send pairs with the k-th "
            "recv): a recv that nothing is sent to would wait forever";
   return ""; // a send: written by overlap-expand-collectives
-
 }
 
 void mlir::overlap::expandPointToPoint(Operation *root,

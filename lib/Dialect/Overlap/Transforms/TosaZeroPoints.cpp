@@ -39,10 +39,9 @@ Value subtractZeroPoint(PatternRewriter &b, Location loc, Value x, Value zp,
   auto zpType = cast<RankedTensorType>(zp.getType());
   SmallVector<AffineExpr> zeros(zpType.getRank(),
                                 getAffineConstantExpr(0, ctx));
-  SmallVector<AffineMap> maps = {
-      AffineMap::getMultiDimIdentityMap(rank, ctx),
-      AffineMap::get(rank, 0, zeros, ctx),
-      AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, zeros, ctx),
+                                 AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   return linalg::GenericOp::create(
@@ -57,10 +56,10 @@ Value subtractZeroPoint(PatternRewriter &b, Location loc, Value x, Value zp,
                  return arith::ExtSIOp::create(nb, nloc, type, v);
                };
                Value a = widen(args[0]), z = widen(args[1]);
-               Value d = isa<FloatType>(type)
-                             ? arith::SubFOp::create(nb, nloc, a, z).getResult()
-                             : arith::SubIOp::create(nb, nloc, a, z)
-                                   .getResult();
+               Value d =
+                   isa<FloatType>(type)
+                       ? arith::SubFOp::create(nb, nloc, a, z).getResult()
+                       : arith::SubIOp::create(nb, nloc, a, z).getResult();
                linalg::YieldOp::create(nb, nloc, d);
              })
       .getResult(0);
@@ -91,15 +90,15 @@ struct MatMulWithRuntimeZeroPoints : OpRewritePattern<tosa::MatMulOp> {
                                 operandType(op.getA()));
     Value bm = subtractZeroPoint(b, loc, op.getB(), op.getBZp(),
                                  operandType(op.getB()));
-    SmallVector<OpFoldResult> sizes = {
-        tensor::getMixedSize(b, loc, a, 0), tensor::getMixedSize(b, loc, a, 1),
-        tensor::getMixedSize(b, loc, bm, 2)};
+    SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, a, 0),
+                                       tensor::getMixedSize(b, loc, a, 1),
+                                       tensor::getMixedSize(b, loc, bm, 2)};
     Value init = tensor::EmptyOp::create(b, loc, sizes, out);
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(out));
     Value acc = linalg::FillOp::create(b, loc, zero, init).getResult(0);
-    Value product =
-        linalg::BatchMatmulOp::create(b, loc, ValueRange{a, bm}, ValueRange{acc})
-            .getResult(0);
+    Value product = linalg::BatchMatmulOp::create(b, loc, ValueRange{a, bm},
+                                                  ValueRange{acc})
+                        .getResult(0);
     if (product.getType() != resultType)
       product = tensor::CastOp::create(b, loc, resultType, product);
     b.replaceOp(op, product);
@@ -125,8 +124,8 @@ LogicalResult checkResultShape(tosa::MatMulOp op) {
         want[d] != result.getDimSize(d))
       return op.emitOpError()
              << "has result type " << result << " but its operands " << a
-             << " and " << b << " give [" << want[0] << ", " << want[1]
-             << ", " << want[2] << "] (dimension " << d
+             << " and " << b << " give [" << want[0] << ", " << want[1] << ", "
+             << want[2] << "] (dimension " << d
              << "): upstream's shard-partition splits a tosa.matmul's "
                 "operands and leaves its result unsplit; annotate the "
                 "result's sharding, or write the matmul as "
@@ -135,7 +134,8 @@ LogicalResult checkResultShape(tosa::MatMulOp op) {
 }
 
 struct OverlapTosaZeroPointsPass
-    : mlir::overlap::impl::OverlapTosaZeroPointsBase<OverlapTosaZeroPointsPass> {
+    : mlir::overlap::impl::OverlapTosaZeroPointsBase<
+          OverlapTosaZeroPointsPass> {
   void runOnOperation() override {
     WalkResult checked = getOperation()->walk([](tosa::MatMulOp op) {
       return failed(checkResultShape(op)) ? WalkResult::interrupt()

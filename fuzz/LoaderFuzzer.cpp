@@ -71,11 +71,33 @@ static void checkSignature(const uint8_t *data, size_t size) {
   for (const run::GridSpec &grid : sig.grids)
     if (!grid.checkedSize())
       std::abort();
+  // The text form round-trips, "?" sizes included.
+  run::Signature again;
+  if (!run::parseSignature(run::formatSignature(sig), again, error) ||
+      again.name != sig.name || again.symbol != sig.symbol ||
+      again.target != sig.target || again.grids.size() != sig.grids.size() ||
+      !sameBuffers(again.args, sig.args) ||
+      !sameBuffers(again.results, sig.results))
+    std::abort();
+  // Dynamic sizes as a seeded run gives the arguments' (and, here, the
+  // results'): a size that overflows is refused with a message.
+  int ranks = run::defaultRanks(sig);
+  if (!run::resolveArgumentShapes(sig, ranks, {}, error)) {
+    if (error.empty())
+      std::abort();
+    return;
+  }
+  for (run::BufferSpec &spec : sig.results)
+    for (int64_t &d : spec.shape)
+      if (d == run::kDynamicExtent)
+        d = run::seededDynamicSize(ranks);
   uint64_t small = 0;
   for (const auto *list : {&sig.args, &sig.results})
     for (const run::BufferSpec &spec : *list) {
       std::optional<uint64_t> bytes = spec.checkedBytes();
-      if (!bytes || *bytes != uint64_t(spec.numElements()) * spec.elemBytes())
+      if (!bytes)
+        return; // a result whose seeded size overflows
+      if (*bytes != uint64_t(spec.numElements()) * spec.elemBytes())
         std::abort();
       (void)run::contiguousDescriptor(spec, nullptr);
       if (*bytes <= 4096)
@@ -93,14 +115,6 @@ static void checkSignature(const uint8_t *data, size_t size) {
     if (allSmall && !run::prepareRank(sig, 1, 0, rank))
       std::abort();
   }
-  // The text form round-trips.
-  run::Signature again;
-  if (!run::parseSignature(run::formatSignature(sig), again, error) ||
-      again.name != sig.name || again.symbol != sig.symbol ||
-      again.target != sig.target || again.grids.size() != sig.grids.size() ||
-      !sameBuffers(again.args, sig.args) ||
-      !sameBuffers(again.results, sig.results))
-    std::abort();
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -424,7 +424,7 @@ private:
                                ValueRange dynamicSizes = {}) {
     if (!type.getLayout().isIdentity() || !hasByteSizedElements(type) ||
         type.getMemorySpace() ||
-        static_cast<int64_t>(dynamicSizes.size()) != type.getNumDynamicDims())
+        dynamicSizes.size() != static_cast<size_t>(type.getNumDynamicDims()))
       return op->emitOpError()
              << "cannot be lowered for target=cuda: device buffers need an "
                 "identity layout, the default memory space, integer or float "

@@ -156,12 +156,17 @@ template <typename Reshape> Operation *producerThrough(Value value) {
 /// Whether `op`'s result reaches a shard all-reduce / reduce-scatter (its
 /// only user, through casts and expand_shape), or its first operand comes
 /// from a shard all-gather (through casts and collapse_shape): the
-/// contractions worth normalizing.
+/// contractions worth normalizing. Next to an all-to-all, only a 2-D one
+/// (the expert GEMM of a dispatch or combine written `x @ w[0]`): a
+/// batched one is raised as a batch_matmul, which flattening would hide.
 bool nextToCollective(linalg::LinalgOp op) {
+  bool twoD =
+      cast<ShapedType>(op.getDpsInputs()[0].getType()).getRank() == 2;
   Value value = op->getResult(0);
   while (value.hasOneUse()) {
     Operation *user = *value.getUsers().begin();
-    if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(user))
+    if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(user) ||
+        (twoD && isa<shard::AllToAllOp>(user)))
       return true;
     // An elementwise op of one input (the rounding before a psum).
     auto elementwise = dyn_cast<linalg::GenericOp>(user);
@@ -170,8 +175,10 @@ bool nextToCollective(linalg::LinalgOp op) {
       break;
     value = user->getResult(0);
   }
-  return isa_and_nonnull<shard::AllGatherOp>(
-      producerThrough<tensor::CollapseShapeOp>(op.getDpsInputs()[0]));
+  Operation *producer =
+      producerThrough<tensor::CollapseShapeOp>(op.getDpsInputs()[0]);
+  return isa_and_nonnull<shard::AllGatherOp>(producer) ||
+         (twoD && isa_and_nonnull<shard::AllToAllOp>(producer));
 }
 
 /// The free dim of `op` (a contraction of rank-`rank` A and C) that its

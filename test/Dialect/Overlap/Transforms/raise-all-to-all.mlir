@@ -366,13 +366,17 @@ func.func @dynamic_tokens(%x: tensor<?x32xf32>, %w: tensor<32x48xf32>, %c: tenso
   return %h : tensor<?x48xf32>
 }
 
+// A 2-D contraction next to an all-to-all is normalized first (as next to
+// the other collectives): weights stored [out, in] are transposed into a
+// plain matmul, which is raised with the dispatch (JAX's `x @ w[0]` after
+// an all_to_all is such a contraction in generic form).
 // CHECK-LABEL: func.func @transposed_weights
-// CHECK: shard.all_to_all
-// CHECK: linalg.matmul
+// CHECK: %[[WT:.*]] = linalg.transpose ins(%{{.*}} : tensor<48x32xf32>)
+// CHECK: overlap.all_to_all_matmul %{{.*}}, %[[WT]], %{{.*}} on @ep
 func.func @transposed_weights(%x: tensor<64x32xf32>, %w: tensor<48x32xf32>, %c: tensor<64x48xf32>) -> tensor<64x48xf32> {
-  // expected-remark @+1 {{not raised to a fused overlap op: the matmul has user-defined (transposed or broadcast) indexing maps, which the fused ops do not express}}
   %t = shard.all_to_all %x on @ep grid_axes = [0] split_axis = 0 concat_axis = 0
       : tensor<64x32xf32> -> tensor<64x32xf32>
+  // expected-remark @+1 {{raised to overlap.all_to_all_matmul}}
   %h = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
       ins(%t, %w : tensor<64x32xf32>, tensor<48x32xf32>) outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
   return %h : tensor<64x48xf32>

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Input.h"
+#include "overlap/Dialect/Overlap/Transforms/Tosa.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -96,28 +97,14 @@ static LogicalResult repairTosaMatmulResults(ModuleOp module) {
   SmallVector<tosa::MatMulOp> matmuls;
   module.walk([&](tosa::MatMulOp op) { matmuls.push_back(op); });
   for (tosa::MatMulOp op : matmuls) {
-    auto a = dyn_cast<RankedTensorType>(op.getA().getType());
-    auto b = dyn_cast<RankedTensorType>(op.getB().getType());
+    std::optional<SmallVector<int64_t>> shape = tosaMatmulShapeOfOperands(op);
     auto result = dyn_cast<RankedTensorType>(op.getType());
-    if (!a || !b || !result || a.getRank() != 3 || b.getRank() != 3 ||
-        result.getRank() != 3)
-      continue;
-    SmallVector<int64_t> shape(result.getShape());
-    int64_t want[3] = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
-    bool differs = false;
-    for (int d = 0; d < 3; ++d) {
-      if (ShapedType::isDynamic(want[d]) || ShapedType::isDynamic(shape[d]) ||
-          want[d] == shape[d])
-        continue;
-      shape[d] = want[d];
-      differs = true;
-    }
-    if (!differs)
+    if (!shape || ArrayRef<int64_t>(*shape) == result.getShape())
       continue;
     func::FuncOp func = returnedOnlyByEntry(op.getResult(), module);
     if (!func)
       continue; // overlap-tosa-zero-points says why it cannot run.
-    RankedTensorType repaired = result.clone(shape);
+    RankedTensorType repaired = result.clone(*shape);
     op.getResult().setType(repaired);
     SmallVector<Type> results(func.getResultTypes());
     SmallVector<unsigned> changed;

@@ -307,15 +307,18 @@ int Session::runRanks() {
                  " has arguments or results of dynamic "
                  "shape, which run on host ranks as threads only (--backend "
                  "host, without mpirun)");
+  // An .npz is read once: with dynamic sizes its arrays' shapes set them
+  // before it is matched to the signature.
+  npz::Inputs fromFile;
+  if (dynamic && !o.inputsNpz.empty() &&
+      !npz::readArchive(o.inputsNpz, fromFile.archive, message))
+    return error(message);
   if (dynamic) {
     std::vector<std::vector<int64_t>> shapes = o.inputShapes;
     if (!o.inputsNpz.empty()) {
-      npz::Archive archive;
-      if (!npz::readArchive(o.inputsNpz, archive, message))
-        return error(message);
       shapes.assign(sig.args.size(), {});
       for (size_t i = 0; i < sig.args.size(); ++i)
-        for (const npz::Array &array : archive.arrays)
+        for (const npz::Array &array : fromFile.archive.arrays)
           if (array.name == sig.args[i].name) {
             // [ranks, ...shape] (a row per rank) or the shape itself.
             shapes[i] = array.shape;
@@ -330,10 +333,12 @@ int Session::runRanks() {
     if (!run::checkRunBytes(sig, ranks, message))
       return error(message);
   }
-  npz::Inputs fromFile;
   const run::GivenInputs *given = o.inputs;
   if (!o.inputsNpz.empty()) {
-    if (!npz::readInputs(o.inputsNpz, sig, ranks, fromFile, message))
+    bool matched =
+        dynamic ? npz::matchInputs(sig, ranks, fromFile, message)
+                : npz::readInputs(o.inputsNpz, sig, ranks, fromFile, message);
+    if (!matched)
       return error(message);
     given = &fromFile.given;
   }

@@ -55,7 +55,7 @@ struct OverlapAssertToStderrPass
     // One global per distinct message. Last first: a split moves the ops
     // after the assert into a new block, so in this order each op is moved
     // once (in program order a block of n asserts moves O(n^2) ops).
-    llvm::StringMap<LLVM::GlobalOp> globals;
+    llvm::StringMap<std::string> globals; // message -> its global's name
     for (cf::AssertOp op : llvm::reverse(asserts)) {
       Location loc = op.getLoc();
       std::string text =
@@ -67,20 +67,13 @@ struct OverlapAssertToStderrPass
       cf::CondBranchOp::create(b, loc, op.getArg(), after, fail);
       b.setInsertionPointToEnd(fail);
       Value msg;
-      auto it = globals.find(text);
-      if (it == globals.end()) {
-        msg = LLVM::createGlobalString(
-            loc, b, "overlap_assert_msg_" + std::to_string(globals.size()),
-            text, LLVM::Linkage::Internal);
-        // createGlobalString: the address of the global, then a GEP.
-        auto address = msg.getDefiningOp()
-                           ->getOperand(0)
-                           .getDefiningOp<LLVM::AddressOfOp>();
-        globals[text] = SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-            address, address.getGlobalNameAttr());
-      } else {
-        msg = LLVM::AddressOfOp::create(b, loc, it->second);
-      }
+      auto [it, fresh] = globals.try_emplace(
+          text, "overlap_assert_msg_" + std::to_string(globals.size()));
+      if (fresh)
+        msg = LLVM::createGlobalString(loc, b, it->second, text,
+                                       LLVM::Linkage::Internal);
+      else
+        msg = LLVM::AddressOfOp::create(b, loc, ptr, it->second);
       Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
       Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());
       LLVM::CallOp::create(b, loc, *write, ValueRange{fd, msg, len});

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Tosa.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -106,26 +107,22 @@ struct MatMulWithRuntimeZeroPoints : OpRewritePattern<tosa::MatMulOp> {
   }
 };
 
-/// The [batch, M, N] that `a` [batch, M, K] x `b` [batch, K, N] gives
-/// agrees with the matmul's result type where both are static. Upstream's
-/// shard-partition (MLIR 22) splits a tosa.matmul's operands but leaves
-/// its result type unsplit, a program no lowering can run as written.
+/// Upstream's shard-partition (MLIR 22) splits a tosa.matmul's operands
+/// but leaves its result type unsplit, a program no lowering can run as
+/// written.
 LogicalResult checkResultShape(tosa::MatMulOp op) {
-  auto a = dyn_cast<RankedTensorType>(op.getA().getType());
-  auto b = dyn_cast<RankedTensorType>(op.getB().getType());
-  auto result = dyn_cast<RankedTensorType>(op.getType());
-  if (!a || !b || !result || a.getRank() != 3 || b.getRank() != 3 ||
-      result.getRank() != 3)
+  std::optional<SmallVector<int64_t>> want =
+      mlir::overlap::tosaMatmulShapeOfOperands(op);
+  if (!want)
     return success();
-  int64_t want[3] = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
+  auto result = cast<RankedTensorType>(op.getType());
   for (int d = 0; d < 3; ++d)
-    if (!ShapedType::isDynamic(want[d]) &&
-        !ShapedType::isDynamic(result.getDimSize(d)) &&
-        want[d] != result.getDimSize(d))
+    if ((*want)[d] != result.getDimSize(d))
       return op.emitOpError()
-             << "has result type " << result << " but its operands " << a
-             << " and " << b << " give [" << want[0] << ", " << want[1] << ", "
-             << want[2] << "] (dimension " << d
+             << "has result type " << result << " but its operands "
+             << op.getA().getType() << " and " << op.getB().getType()
+             << " give [" << (*want)[0] << ", " << (*want)[1] << ", "
+             << (*want)[2] << "] (dimension " << d
              << "): upstream's shard-partition splits a tosa.matmul's "
                 "operands and leaves its result unsplit; annotate the "
                 "result's sharding, or write the matmul as "
@@ -151,3 +148,19 @@ struct OverlapTosaZeroPointsPass
 };
 
 } // namespace
+
+std::optional<SmallVector<int64_t>>
+mlir::overlap::tosaMatmulShapeOfOperands(tosa::MatMulOp op) {
+  auto a = dyn_cast<RankedTensorType>(op.getA().getType());
+  auto b = dyn_cast<RankedTensorType>(op.getB().getType());
+  auto result = dyn_cast<RankedTensorType>(op.getType());
+  if (!a || !b || !result || a.getRank() != 3 || b.getRank() != 3 ||
+      result.getRank() != 3)
+    return std::nullopt;
+  SmallVector<int64_t> shape(result.getShape());
+  int64_t operands[3] = {a.getDimSize(0), a.getDimSize(1), b.getDimSize(2)};
+  for (int d = 0; d < 3; ++d)
+    if (!ShapedType::isDynamic(operands[d]) && !ShapedType::isDynamic(shape[d]))
+      shape[d] = operands[d];
+  return shape;
+}

@@ -372,7 +372,7 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
                             overlap_dtype ab_type, const void *a, int64_t lda,
                             int64_t stride_a, const void *b, int64_t ldb,
                             int64_t stride_b, overlap_dtype c_type, void *c,
-                            int64_t ldc, int64_t stride_c) {
+                            int64_t ldc, int64_t stride_c, int32_t flags) {
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::tile("overlap_gemm", stream, tile)};
@@ -387,15 +387,30 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
   if (!floatGemmDtype(c_type) || (c_type != OVERLAP_F32 && c_type != ab_type))
     return call.bad("C element type " + str(c_type) +
                     " is neither f32 nor the A/B type " + str(ab_type));
-  // With k = 0, C = C + 0 leaves C as it is.
-  if (batch == 0 || m == 0 || n == 0 || k == 0)
+  constexpr int32_t known = OVERLAP_GEMM_TRANSPOSE_A |
+                            OVERLAP_GEMM_TRANSPOSE_B | OVERLAP_GEMM_OVERWRITE;
+  if (flags & ~known)
+    return call.bad("unknown flag bits " + str(flags & ~known) +
+                    " (OVERLAP_GEMM_TRANSPOSE_A 1, _TRANSPOSE_B 2, "
+                    "_OVERWRITE 4)");
+  const bool transA = flags & OVERLAP_GEMM_TRANSPOSE_A;
+  const bool transB = flags & OVERLAP_GEMM_TRANSPOSE_B;
+  const bool overwrite = flags & OVERLAP_GEMM_OVERWRITE;
+  // With k = 0, C = C + 0 leaves C as it is; overwritten, C is zero (the
+  // kernel's sum of nothing, rounded), so only an empty C returns here.
+  if (batch == 0 || m == 0 || n == 0 || (k == 0 && !overwrite))
     return OVERLAP_SUCCESS;
-  if (!a || !b || !c)
+  if (!c || (k > 0 && (!a || !b)))
     return call.bad("null matrix");
-  if (lda < k)
-    return call.bad("lda (" + str(lda) + ") < k (" + str(k) + ")");
-  if (ldb < n)
-    return call.bad("ldb (" + str(ldb) + ") < n (" + str(n) + ")");
+  // With k = 0 (an overwrite of zeros) A and B have no element.
+  if (k > 0 && lda < (transA ? m : k))
+    return call.bad("lda (" + str(lda) + ") < " +
+                    (transA ? "m (" + str(m) : "k (" + str(k)) +
+                    ")" + (transA ? ", A transposed" : ""));
+  if (k > 0 && ldb < (transB ? k : n))
+    return call.bad("ldb (" + str(ldb) + ") < " +
+                    (transB ? "k (" + str(k) : "n (" + str(n)) +
+                    ")" + (transB ? ", B transposed" : ""));
   if (ldc < n)
     return call.bad("ldc (" + str(ldc) + ") < n (" + str(n) + ")");
   if (stride_a < 0 || stride_b < 0 || stride_c < 0)
@@ -405,6 +420,9 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
                     ") makes the C matrices of the batch overlap");
   GemmArgs args{batch, m,   n,   k,   ab_type,  c_type,   a,       b,
                 c,     lda, ldb, ldc, stride_a, stride_b, stride_c};
+  args.transA = transA;
+  args.transB = transB;
+  args.overwrite = overwrite;
   return ctx->gemm(call.site, args);
 }
 

@@ -59,6 +59,10 @@ struct GemmArgs {
   void *c;
   int64_t lda, ldb, ldc;
   int64_t strideA, strideB, strideC;
+  /// OVERLAP_GEMM_TRANSPOSE_A / _B: A stored k x m, B n x k.
+  bool transA = false, transB = false;
+  /// OVERLAP_GEMM_OVERWRITE: the sum starts from +0.0, C is not read.
+  bool overwrite = false;
 };
 
 enum class CollectiveKind {

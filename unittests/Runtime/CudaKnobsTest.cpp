@@ -509,7 +509,7 @@ void checkGemm(overlap_context *ctx) {
   const int64_t tiles[] = {0, 1, -1};
   for (int64_t tile : tiles)
     ASSERT_EQ(overlap_gemm(ctx, 0, tile, batch, m, n, k, OVERLAP_F16, da, k,
-                           m * k, db, n, 0, OVERLAP_F32, dc, n, m * n),
+                           m * k, db, n, 0, OVERLAP_F32, dc, n, m * n, 0),
               OVERLAP_SUCCESS)
         << overlap_last_error(ctx);
   Buffer out(OVERLAP_F32, c.size());

@@ -302,7 +302,7 @@ TEST_F(CudaDevice, GemmMatchesReference) {
     c.randomize(3);
     void *da = upload(a), *db = upload(b), *dc = upload(c);
     ASSERT_EQ(overlap_gemm(ctx, 0, 7, t.batch, t.m, t.n, t.k, t.ab, da, lda, sA,
-                           db, ldb, sB, t.c, dc, ldc, sC),
+                           db, ldb, sB, t.c, dc, ldc, sC, 0),
               OVERLAP_SUCCESS)
         << overlap_last_error(ctx);
     Buffer out(t.c, c.size());

@@ -75,7 +75,7 @@ struct Problem {
     return overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, tile, batch, rows, n, k,
                         types.ab, a.bytes() + row * lda * ea, lda, strideA,
                         b.data(), ldb, strideB, types.c,
-                        c.bytes() + row * ldc * ec, ldc, strideC);
+                        c.bytes() + row * ldc * ec, ldc, strideC, 0);
   }
 };
 
@@ -166,10 +166,10 @@ TEST(Gemm, ZeroSizesAreNoOps) {
   Buffer before = p.c;
   onOneRank([&](overlap_context *ctx) {
     EXPECT_EQ(overlap_gemm(ctx, 0, 0, 1, 4, 4, 0, OVERLAP_F32, nullptr, 0, 0,
-                           nullptr, 0, 0, OVERLAP_F32, p.c.data(), p.ldc, 0),
+                           nullptr, 0, 0, OVERLAP_F32, p.c.data(), p.ldc, 0, 0),
               OVERLAP_SUCCESS);
     EXPECT_EQ(overlap_gemm(ctx, 0, 0, 0, 4, 4, 4, OVERLAP_F32, nullptr, 0, 0,
-                           nullptr, 0, 0, OVERLAP_F32, nullptr, 0, 0),
+                           nullptr, 0, 0, OVERLAP_F32, nullptr, 0, 0, 0),
               OVERLAP_SUCCESS);
   });
   for (size_t i = 0; i < p.c.size(); ++i)
@@ -201,7 +201,7 @@ TEST(Gemm, BadArgumentsNameCallRankStreamAndTile) {
     overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
       EXPECT_EQ(overlap_gemm(ctx, c.stream, 5, 1, 4, 4, 4, c.ab, a.data(),
                              c.lda, 0, b.data(), c.ldb, 0, c.c, out.data(),
-                             c.ldc, 0),
+                             c.ldc, 0, 0),
                 OVERLAP_ERROR_INVALID_ARGUMENT);
       error = overlap_last_error(ctx);
       // Sticky: later work is refused with the same status.

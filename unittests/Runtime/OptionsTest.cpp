@@ -111,7 +111,7 @@ TEST(Chaos, DelaysEndWhenTheRunHasFailed) {
         float x = 0;
         // lda (0) < k (1): refused by the call, which fails the world.
         overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, 0, 1, 1, 1, 1, OVERLAP_F32,
-                     &x, 0, 0, &x, 1, 0, OVERLAP_F32, &x, 1, 0);
+                     &x, 0, 0, &x, 1, 0, OVERLAP_F32, &x, 1, 0, 0);
         return;
       }
       overlap_signals *sigs = nullptr;

@@ -240,7 +240,7 @@ TEST(Signals, AnErrorOnOneRankReleasesTheOthersQuickly) {
     if (overlap_context_rank(ctx) == 2) {
       // k = 2 > lda = 1: refused at the call.
       overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, 9, 1, 1, 1, 2, OVERLAP_F32, x,
-                   1, 0, x, 1, 0, OVERLAP_F32, x, 1, 0);
+                   1, 0, x, 1, 0, OVERLAP_F32, x, 1, 0, 0);
     }
     overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, nullptr, OVERLAP_F32,
                        OVERLAP_SUM, x, x, 2);
@@ -338,7 +338,7 @@ size_t runMatmulAllReduce(const overlap_host_options &opts, bool forgetWaits,
 
     // Reference: unsplit, on one stream.
     overlap_gemm(ctx, 0, -1, 1, m, n, k, OVERLAP_F32, a.data(), k, 0, b.data(),
-                 n, 0, OVERLAP_F32, ref.data(), n, 0);
+                 n, 0, OVERLAP_F32, ref.data(), n, 0, 0);
     overlap_all_reduce(ctx, 0, -1, nullptr, OVERLAP_F32, OVERLAP_SUM,
                        ref.data(), ref.data(), m * n);
     overlap_context_synchronize(ctx);
@@ -351,7 +351,7 @@ size_t runMatmulAllReduce(const overlap_host_options &opts, bool forgetWaits,
           static_cast<const float *>(a.data()) + t * tileRows * k;
       overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, t, 1, tileRows, n, k,
                    OVERLAP_F32, aTile, k, 0, b.data(), n, 0, OVERLAP_F32, cTile,
-                   n, 0);
+                   n, 0, 0);
       overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, int32_t(t));
       if (!forgetWaits)
         overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, int32_t(t));

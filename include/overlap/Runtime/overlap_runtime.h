@@ -339,21 +339,39 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_launch_host_func(
  * GEMM
  *===----------------------------------------------------------------------===*/
 
+/* overlap_gemm's flags, or-ed. */
+typedef enum overlap_gemm_flag {
+  /* A[b] is stored k x m (its transpose is used; lda >= m). */
+  OVERLAP_GEMM_TRANSPOSE_A = 1,
+  /* B[b] is stored n x k (its transpose is used; ldb >= k): a weight in
+     PyTorch's [out, in] layout. */
+  OVERLAP_GEMM_TRANSPOSE_B = 2,
+  /* C[b] is written, never read: the sum starts from +0.0 instead of C
+     (beta = 0), so C needs no fill first. */
+  OVERLAP_GEMM_OVERWRITE = 4
+} overlap_gemm_flag;
+
 /* Enqueues the strided-batched GEMM, for b in [0, batch):
-     C[b] (m x n) = C[b] + A[b] (m x k) . B[b] (k x n)
+     C[b] (m x n) = C[b] + op(A[b]) (m x k) . op(B[b]) (k x n)
    with row-major matrices: element (i, j) of X[b] is at
-   x + b * stride_x + i * ldx + j. A and B have type `ab_type`; C has type
-   `c_type`, which is f32 or equal to `ab_type`. Products are accumulated in
-   f32 in the order C, then k = 0, 1, ..., k-1, and rounded once to `c_type`;
-   each output row is computed the same way whatever m is, so splitting a
-   GEMM along M into tiles gives bit-identical results. A stride of 0 for A
-   or B reuses (broadcasts) one matrix for every batch; stride_c must not
-   make the C matrices overlap. Requires lda >= k, ldb >= n, ldc >= n. */
+   x + b * stride_x + i * ldx + j; op(X) is X, or its transpose with
+   OVERLAP_GEMM_TRANSPOSE_A / _B in `flags` (then A is stored k x m, B
+   n x k). With OVERLAP_GEMM_OVERWRITE C[b] is not read (C[b] = op(A).op(B)).
+   A and B have type `ab_type`; C has type `c_type`, which is f32 or equal to
+   `ab_type`. Products are accumulated in f32 in the order C (or +0.0),
+   then k = 0, 1, ..., k-1, and rounded once to `c_type` (an f32 sum rounded
+   to f16/bf16 by the GEMM: no f32 buffer and no rounding pass); each
+   output row is computed the same way whatever m is, so splitting a GEMM
+   along M into tiles gives bit-identical results. A stride of 0 for A or B
+   reuses (broadcasts) one matrix for every batch; stride_c must not make
+   the C matrices overlap. Requires lda >= k (m transposed), ldb >= n (k
+   transposed), ldc >= n, and no flag bits but the three above. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_gemm(
     overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
     int64_t m, int64_t n, int64_t k, overlap_dtype ab_type, const void *a,
     int64_t lda, int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
-    overlap_dtype c_type, void *c, int64_t ldc, int64_t stride_c);
+    overlap_dtype c_type, void *c, int64_t ldc, int64_t stride_c,
+    int32_t flags);
 
 /*===----------------------------------------------------------------------===
  * Collectives

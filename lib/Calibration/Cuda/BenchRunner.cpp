@@ -114,7 +114,7 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
         overlap_gemm(ctx, compute, tag, batch,
                      batch == 1 ? sp.rows : sp.blockRows, s.n, s.k, dtype,
                      aTile, s.k, strideA, b, s.n, 0, dtype, cTile, s.n,
-                     strideC),
+                     strideC, 0),
         "overlap_gemm");
 }
 
@@ -132,7 +132,7 @@ void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
     check(ctx,
           overlap_gemm(ctx, compute, int64_t(t), 1, sp.rows, s.n, s.k, dtype,
                        at(aBase, sp.offset, s.k), s.k, 0, b, s.n, 0, dtype,
-                       at(cBase, sp.offset, s.n), s.n, 0),
+                       at(cBase, sp.offset, s.n), s.n, 0, 0),
           "overlap_gemm (contiguous tile)");
     return;
   }
@@ -144,7 +144,7 @@ void BenchRunner::tileGemm(const TileLayout &l, size_t t, bool batched) {
   const int64_t strideC = rs ? rows * s.n : l.blockSize() * s.n;
   check(ctx,
         overlap_gemm(ctx, compute, int64_t(t), g, rows, s.n, s.k, dtype, aTile,
-                     s.k, strideA, b, s.n, 0, dtype, cTile, s.n, strideC),
+                     s.k, strideA, b, s.n, 0, dtype, cTile, s.n, strideC, 0),
         "overlap_gemm (batched tile)");
 }
 

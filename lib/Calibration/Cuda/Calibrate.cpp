@@ -121,7 +121,7 @@ void Calibrator::gemm(int64_t batch, int64_t m, int64_t n, int64_t k) {
   const int64_t strideC = batch == 1 ? 0 : rows * n;
   check(ctx,
         overlap_gemm(ctx, compute, -1, batch, rows, n, k, o.dtype, a, k,
-                     strideA, b, n, 0, o.dtype, c, n, strideC),
+                     strideA, b, n, 0, o.dtype, c, n, strideC, 0),
         "overlap_gemm");
 }
 

@@ -109,10 +109,15 @@ public:
       return false;
     if (auto mm = dyn_cast<linalg::MatmulOp>(op))
       return gemm(op, stream, mm.getInputs()[0], mm.getInputs()[1],
-                  mm.getOutputs()[0], /*batched=*/false);
+                  mm.getOutputs()[0], /*batched=*/false, /*flags=*/0);
     if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
       return gemm(op, stream, bm.getInputs()[0], bm.getInputs()[1],
-                  bm.getOutputs()[0], /*batched=*/true);
+                  bm.getOutputs()[0], /*batched=*/true, /*flags=*/0);
+    if (auto g = dyn_cast<GemmOp>(op))
+      return gemm(op, stream, g.getA(), g.getB(), g.getInit(), g.isBatched(),
+                  (g.getTransposeA() ? OVERLAP_GEMM_TRANSPOSE_A : 0) |
+                      (g.getTransposeB() ? OVERLAP_GEMM_TRANSPOSE_B : 0) |
+                      (g.getAccumulate() ? 0 : OVERLAP_GEMM_OVERWRITE));
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return collective(op, stream, RuntimeFn::overlap_all_reduce,
                         ar.getInput(), ar.getInput(), ar.getReduction(),
@@ -506,8 +511,10 @@ private:
     return true;
   }
 
+  /// One overlap_gemm; `flags` are its OVERLAP_GEMM_* bits (a transposed
+  /// operand is stored transposed: its leading dimension is its rows').
   FailureOr<bool> gemm(Operation *op, int32_t stream, Value a, Value bm,
-                       Value c, bool batched) {
+                       Value c, bool batched, int32_t flags) {
     Location loc = op->getLoc();
     auto aType = cast<MemRefType>(a.getType());
     auto bType = cast<MemRefType>(bm.getType());
@@ -536,7 +543,8 @@ private:
     int64_t batch = batched ? cType.getDimSize(0) : 1;
     int64_t m = cType.getDimSize(batched ? 1 : 0);
     int64_t n = cType.getDimSize(batched ? 2 : 1);
-    int64_t k = aType.getDimSize(batched ? 2 : 1);
+    int64_t k = aType.getDimSize(
+        aType.getRank() - ((flags & OVERLAP_GEMM_TRANSPOSE_A) ? 2 : 1));
     RuntimeBuilder::Buffer ab = rt.buffer(loc, a), bb = rt.buffer(loc, bm),
                            cb = rt.buffer(loc, c);
     Value zero = rt.i64(loc, 0);
@@ -563,7 +571,8 @@ private:
               {rt.ctx, rt.i32(loc, stream), rt.i64(loc, tile),
                rt.i64(loc, batch), rt.i64(loc, m), rt.i64(loc, n),
                rt.i64(loc, k), rt.i32(loc, *abDType), ab.ptr, lda, sa, bb.ptr,
-               ldb, sb, rt.i32(loc, *cDType), cb.ptr, ldc, sc});
+               ldb, sb, rt.i32(loc, *cDType), cb.ptr, ldc, sc,
+               rt.i32(loc, flags)});
     return true;
   }
 

@@ -167,6 +167,9 @@ bool mlir::overlap::lowersToRuntimeCall(Operation *op) {
   if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op))
     return bm.hasPureBufferSemantics() && floats(op) &&
            (!bm.hasUserDefinedMaps() || isBroadcastBatchMatmul(bm));
+  // Its verifier checks the element types overlap_gemm takes.
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return isa<BaseMemRefType>(gemm.getInit().getType());
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return classifyCopy(copy.getSource(), copy.getTarget()) != CopyKind::None;
   if (auto fill = dyn_cast<linalg::FillOp>(op))

@@ -183,7 +183,7 @@ struct PendingWait {
 /// matmul descriptor; 0: every SM).
 using GemmKey =
     std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, int64_t, int64_t, unsigned, int>;
+               int64_t, int64_t, int64_t, int64_t, unsigned, int, int>;
 
 /// The largest power of two up to 16 that divides the address.
 unsigned pointerAlignment(const void *p);

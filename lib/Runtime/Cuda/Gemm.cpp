@@ -10,7 +10,11 @@
 // is
 //   C^T (n x m) += B^T (n x k) . A^T (k x m)  (column-major)
 // i.e. one cuBLASLt matmul with the operands swapped and no transposes.
-// alpha = beta = 1 and D = C accumulate in place. Products accumulate in
+// A transposed operand (OVERLAP_GEMM_TRANSPOSE_A / _B: a weight stored
+// [out, in]) is read as it lies through cuBLASLt's TRANSB / TRANSA, never
+// copied. alpha = beta = 1 and D = C accumulate in place; with
+// OVERLAP_GEMM_OVERWRITE beta = 0 (C is not read). An f16/bf16 C with f32
+// compute is the f32 sum rounded once in the epilogue. Products accumulate in
 // f32 (CUBLAS_COMPUTE_32F; TF32 only when the options allow it).
 //
 // Per shape (types, batch, strides, leading dimensions, pointer alignment)
@@ -117,12 +121,27 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
       return s;
   }
   // Column-major views: "A" = B^T (n x k), "B" = A^T (k x m), C^T (n x m).
+  // A transposed B is stored n x k row-major: column-major k x n, which
+  // TRANSA turns into the n x k "A"; a transposed A likewise with TRANSB.
+  for (auto [attr, transposed] :
+       {std::pair{CUBLASLT_MATMUL_DESC_TRANSA, g.transB},
+        std::pair{CUBLASLT_MATMUL_DESC_TRANSB, g.transA}}) {
+    if (!transposed)
+      continue;
+    cublasOperation_t op = CUBLAS_OP_T;
+    if (overlap_status s =
+            check(site, "cublasLtMatmulDescSetAttribute (TRANSA/TRANSB)",
+                  cublasLtMatmulDescSetAttribute(d.op, attr, &op, sizeof(op))))
+      return s;
+  }
   struct View {
     cublasLtMatrixLayout_t *layout;
     cudaDataType_t type;
     int64_t rows, cols, ld, stride;
-  } views[] = {{&d.a, abType, g.n, g.k, g.ldb, g.strideB},
-               {&d.b, abType, g.k, g.m, g.lda, g.strideA},
+  } views[] = {{&d.a, abType, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
+                g.ldb, g.strideB},
+               {&d.b, abType, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
+                g.lda, g.strideA},
                {&d.c, cType, g.n, g.m, g.ldc, g.strideC}};
   for (const View &v : views) {
     if (overlap_status s =
@@ -244,8 +263,15 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
   void *a = nullptr, *b = nullptr, *c = nullptr, *scratch = nullptr;
   void *tuneWs = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-    a = operand(g.a, extent(g.m, g.k, g.lda, g.strideA), abBytes, 0x3c);
-    b = a ? operand(g.b, extent(g.k, g.n, g.ldb, g.strideB), abBytes, 0x3c)
+    // Stored shapes: A k x m and B n x k when transposed.
+    a = operand(g.a,
+                extent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda,
+                       g.strideA),
+                abBytes, 0x3c);
+    b = a ? operand(g.b,
+                    extent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb,
+                           g.strideB),
+                    abBytes, 0x3c)
           : nullptr;
     c = b ? operand(g.c, extent(g.m, g.n, g.ldc, g.strideC), cBytes, 0x3c)
           : nullptr;
@@ -267,7 +293,8 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  const float one = 1.0f;
+  const float one = 1.0f, zero = 0.0f;
+  const float *beta = g.overwrite ? &zero : &one; // as the real call
   float best = -1;
   std::string times;
   for (size_t i = 0; i < usable.size(); ++i) {
@@ -276,7 +303,7 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
     for (int rep = 0; rep < 4 && ok; ++rep) {
       if (rep == 1)
         cudaEventRecord(start, s);
-      ok = cublasLtMatmul(lt_, d.op, &one, b, d.a, a, d.b, &one, c, d.c,
+      ok = cublasLtMatmul(lt_, d.op, &one, b, d.a, a, d.b, beta, c, d.c,
                           scratch, d.c, &usable[i].algo, tuneWs, wsBytes,
                           s) == CUBLAS_STATUS_SUCCESS;
     }
@@ -344,7 +371,8 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
   }
   const cublasLtMatmulAlgo_t &algo = cached->second.algo;
 
-  const float one = 1.0f;
+  const float one = 1.0f, zero = 0.0f;
+  const float *beta = g.overwrite ? &zero : &one;
   const int64_t calls = loop ? g.batch : 1;
   for (int64_t i = 0; i < calls; ++i) {
     const char *a = static_cast<const char *>(g.a) + i * g.strideA * abBytes;
@@ -352,7 +380,7 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
     char *c = static_cast<char *>(g.c) + i * g.strideC * cBytes;
     if (overlap_status s = check(
             site, "cublasLtMatmul",
-            cublasLtMatmul(lt_, d->op, &one, b, d->a, a, d->b, &one, c, d->c,
+            cublasLtMatmul(lt_, d->op, &one, b, d->a, a, d->b, beta, c, d->c,
                            c, d->c, &algo, ws, wsBytes, stream(site.stream))))
       return s;
   }

@@ -354,5 +354,7 @@ GemmKey overlap::cuda::gemmKey(const runtime::GemmArgs &g, int64_t batch,
                  batch > 1 ? g.strideB : 0,
                  batch > 1 ? g.strideC : 0,
                  (alignA << 10) | (alignB << 5) | alignC,
-                 smTarget};
+                 smTarget,
+                 (g.transA ? 1 : 0) | (g.transB ? 2 : 0) |
+                     (g.overwrite ? 4 : 0)};
 }

@@ -25,7 +25,9 @@ using namespace overlap::host;
 namespace {
 
 // Blocking only changes which elements are in flight together, never the
-// order of the operations on one element: C, then k = 0, 1, ..., k-1.
+// order of the operations on one element: C (+0.0 overwritten), then
+// k = 0, 1, ..., k-1; transposed operands change only where an element is
+// read.
 constexpr int64_t kRowBlock = 4;
 constexpr int64_t kColBlock = 256;
 
@@ -46,21 +48,27 @@ template <overlap_dtype AB, overlap_dtype C> void gemmTyped(const GemmArgs &g) {
     const ABT *bB = b + batch * g.strideB;
     CT *cB = c + batch * g.strideC;
 
+    // B (k x n) as f32 rows, transposed from its n x k storage when
+    // OVERLAP_GEMM_TRANSPOSE_B says so.
     const float *bRows;
     int64_t ldbRows;
-    if constexpr (AB == OVERLAP_F32) {
-      bRows = bB;
+    if (AB == OVERLAP_F32 && !g.transB) {
+      bRows = reinterpret_cast<const float *>(bB);
       ldbRows = g.ldb;
     } else {
       if (batch == 0 || g.strideB != 0) {
         bF32.resize(static_cast<size_t>(g.k * g.n));
         for (int64_t kk = 0; kk < g.k; ++kk)
           for (int64_t j = 0; j < g.n; ++j)
-            bF32[kk * g.n + j] = Elem<AB>::load(bB[kk * g.ldb + j]);
+            bF32[kk * g.n + j] = Elem<AB>::load(
+                g.transB ? bB[j * g.ldb + kk] : bB[kk * g.ldb + j]);
       }
       bRows = bF32.data();
       ldbRows = g.n;
     }
+    // Element (i, kk) of op(A).
+    const int64_t aRowStride = g.transA ? 1 : g.lda;
+    const int64_t aColStride = g.transA ? g.lda : 1;
 
     for (int64_t i0 = 0; i0 < g.m; i0 += kRowBlock) {
       int64_t rows = std::min(kRowBlock, g.m - i0);
@@ -70,12 +78,13 @@ template <overlap_dtype AB, overlap_dtype C> void gemmTyped(const GemmArgs &g) {
           const CT *cRow = cB + (i0 + r) * g.ldc + j0;
           float *accRow = acc + r * kColBlock;
           for (int64_t j = 0; j < cols; ++j)
-            accRow[j] = Elem<C>::load(cRow[j]);
+            accRow[j] = g.overwrite ? 0.0f : Elem<C>::load(cRow[j]);
         }
         for (int64_t kk = 0; kk < g.k; ++kk) {
           const float *bRow = bRows + kk * ldbRows + j0;
           for (int64_t r = 0; r < rows; ++r) {
-            float av = Elem<AB>::load(aB[(i0 + r) * g.lda + kk]);
+            float av =
+                Elem<AB>::load(aB[(i0 + r) * aRowStride + kk * aColStride]);
             float *accRow = acc + r * kColBlock;
             for (int64_t j = 0; j < cols; ++j)
               accRow[j] += av * bRow[j];
@@ -106,7 +115,7 @@ void overlap::host::gemmKernel(const GemmArgs &args) {
     if (args.cType == OVERLAP_F32)
       return gemmTyped<OVERLAP_BF16, OVERLAP_F32>(args);
     return gemmTyped<OVERLAP_BF16, OVERLAP_BF16>(args);
-  case OVERLAP_DTYPE_MAX_ENUM: // refused by the API before any kernel
+  default: // other types are refused by the API before any kernel
     break;
   }
 }

@@ -201,3 +201,20 @@ func.func @bits(%a: memref<16xi1>, %b: memref<16xi1>) {
   memref.copy %a, %b : memref<16xi1> to memref<16xi1>
   return
 }
+
+// -----
+
+// overlap.gemm is one overlap_gemm with its flags (TRANSPOSE_A 1,
+// TRANSPOSE_B 2, OVERWRITE 4 unless it accumulates): a weight stored
+// [n, k] passes its own leading dimension (64 = k), a transposed batched A
+// [batch, k, m] its row stride (8 = m), and an overwrite into bf16 the
+// bf16 type (2) as C's.
+// CHECK-LABEL: func.func @gemm_flags
+// CHECK: call @overlap_gemm(%{{.*}}, %{{.*}}, %c-1_i64{{[_0-9]*}}, %c1_i64{{[_0-9]*}}, %c16_i64{{[_0-9]*}}, %c32_i64{{[_0-9]*}}, %c64_i64{{[_0-9]*}}, %c2_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LDB:.*]], %{{.*}}, %c2_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c6_i32{{[_0-9]*}})
+// CHECK: call @overlap_gemm(%{{.*}}, %{{.*}}, %c-1_i64{{[_0-9]*}}, %c3_i64{{[_0-9]*}}, %c8_i64{{[_0-9]*}}, %c4_i64{{[_0-9]*}}, %c16_i64{{[_0-9]*}}, %c0_i32{{[_0-9]*}}, {{.*}}, %c1_i32{{[_0-9]*}})
+func.func @gemm_flags(%x: memref<16x64xbf16>, %w: memref<32x64xbf16>, %y: memref<16x32xbf16>,
+                      %a: memref<3x16x8xf32>, %b: memref<16x4xf32>, %c: memref<3x8x4xf32>) {
+  overlap.gemm %x, %w into %y {transpose_b} : memref<16x64xbf16>, memref<32x64xbf16>, memref<16x32xbf16>
+  overlap.gemm %a, %b into %c {accumulate, transpose_a} : memref<3x16x8xf32>, memref<16x4xf32>, memref<3x8x4xf32>
+  return
+}

@@ -304,6 +304,49 @@ struct YieldModel
   }
 };
 
+/// `overlap.gemm`: reads a and b; writes init in place (destination
+/// style), reading it only when it accumulates, so an overwriting GEMM's
+/// destination needs neither a copy nor a fill.
+struct GemmModel
+    : public BufferizableOpInterface::ExternalModel<GemmModel, GemmOp> {
+  static bool isInit(OpOperand &operand) {
+    return operand.getOperandNumber() == 2;
+  }
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
+                              const AnalysisState &) const {
+    return !isInit(operand) || cast<GemmOp>(op).getAccumulate();
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
+                               const AnalysisState &) const {
+    return isInit(operand);
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    if (isInit(operand))
+      return {{op->getResult(0), BufferRelation::Equivalent}};
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto gemm = cast<GemmOp>(op);
+    if (!gemm.getResult())
+      return success(); // Already on memrefs.
+    SmallVector<Value> buffers;
+    for (Value v : {gemm.getA(), gemm.getB(), gemm.getInit()}) {
+      FailureOr<Value> buffer = getBuffer(rewriter, v, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    GemmOp::create(rewriter, op->getLoc(), Type(), buffers[0], buffers[1],
+                   buffers[2], gemm.getTransposeA(), gemm.getTransposeB(),
+                   gemm.getAccumulate());
+    replaceOpWithBufferizedValues(rewriter, op, buffers[2]);
+    return success();
+  }
+};
+
 /// Fused ops must be decomposed first.
 template <typename OpTy>
 struct RejectFusedModel
@@ -358,6 +401,7 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     AllToAllOp::attachInterface<IntoBufferModel<AllToAllOp>>(*ctx);
     TilesOp::attachInterface<TilesModel>(*ctx);
     YieldOp::attachInterface<YieldModel>(*ctx);
+    GemmOp::attachInterface<GemmModel>(*ctx);
     MatmulAllReduceOp::attachInterface<RejectFusedModel<MatmulAllReduceOp>>(
         *ctx);
     MatmulReduceScatterOp::attachInterface<

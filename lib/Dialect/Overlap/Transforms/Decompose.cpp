@@ -158,12 +158,29 @@ public:
   Value packedInit(Value c, function_ref<Value()> cView,
                    ArrayRef<int64_t> shape, Type elementType) {
     Value packed = empty(shape, elementType);
-    if (auto fill = c.getDefiningOp<linalg::FillOp>();
-        fill && fill.hasPureTensorSemantics())
-      return linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], packed)
-          .getResult(0);
+    if (linalg::FillOp fill = fillThroughViews(c))
+      return refill(fill, packed);
     return linalg::CopyOp::create(rewriter, loc, cView(), packed)
         .getResult(0);
+  }
+
+  /// `slot` filled with `fill`'s value: a tile's own fill instead of one
+  /// of the whole accumulator (which overlap-fold-into-gemms then drops
+  /// when the tile's GEMM overwrites).
+  Value refill(linalg::FillOp fill, Value slot) {
+    return linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], slot)
+        .getResult(0);
+  }
+
+  /// The destination of tiles over C: C itself, or, when C is a fill
+  /// (through views), an empty tensor of its type whose tiles are filled
+  /// one by one (`fill` set).
+  Value accumulatorDest(Value c, linalg::FillOp &fill) {
+    fill = fillThroughViews(c);
+    if (!fill)
+      return c;
+    auto type = cast<RankedTensorType>(c.getType());
+    return empty(type.getShape(), type.getElementType());
   }
 
 private:
@@ -178,7 +195,17 @@ private:
 /// Drops a fill accumulator (and its empty tensor) that packed fills
 /// replaced, rather than leave bufferization a dead buffer.
 void eraseDeadFill(RewriterBase &rewriter, Value c) {
-  if (auto fill = c.getDefiningOp<linalg::FillOp>(); fill && fill->use_empty()) {
+  // The views between C and its fill first, then the fill and its empty.
+  Operation *def = c.getDefiningOp();
+  while (def && def->use_empty() &&
+         isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+             tensor::ExtractSliceOp>(def)) {
+    Operation *source = def->getOperand(0).getDefiningOp();
+    rewriter.eraseOp(def);
+    def = source;
+  }
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(def);
+      fill && fill->use_empty()) {
     Value init = fill.getOutputs()[0];
     rewriter.eraseOp(fill);
     if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
@@ -199,9 +226,10 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
   // C + A*B are rounded into its slice, which the all-reduce sums.
   bool rounded =
       resultType.getElementType() != op.getC().getType().getElementType();
+  linalg::FillOp fill;
   Value dest = rounded ? tb.empty(resultType.getShape(),
                                   resultType.getElementType())
-                       : op.getC();
+                       : tb.accumulatorDest(op.getC(), fill);
   Value result = tb.tiles(
       dest, layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
@@ -213,7 +241,8 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
         Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
         Value c = rounded
                       ? tb.slice(op.getC(), {tile.offset, 0}, {tile.rows, n})
-                      : slot;
+                  : fill ? tb.refill(fill, slot)
+                         : slot;
         Value product = linalg::MatmulOp::create(
                             rewriter, op.getLoc(), TypeRange{c.getType()},
                             ValueRange{a, op.getB()}, ValueRange{c})
@@ -227,7 +256,9 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                                                           ReductionKind::Sum))
             .getResult();
       });
+  Value c = op.getC();
   rewriter.replaceOp(op, result);
+  eraseDeadFill(rewriter, c);
 }
 
 void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
@@ -286,9 +317,12 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   int64_t n = cType.getDimSize(1);
   int64_t group = layout.slots();
   // Each tile's rows of every rank's block of C are its slice, where the
-  // batched matmul accumulates in place.
+  // batched matmul accumulates in place (into its own fill of the slice
+  // when C is a fill).
+  linalg::FillOp fill;
   Value acc = tb.tiles(
-      tb.splitRows(op.getC(), group), layout.getSpans(),
+      tb.splitRows(tb.accumulatorDest(op.getC(), fill), group),
+      layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
           SmallVectorImpl<int64_t> &sizes) {
         offsets.append({0, tile.blockOffset, 0});
@@ -304,9 +338,12 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                                 /*init=*/Value(), op.getGridAttr(),
                                 op.getGridAxesAttr())
                 .getResult();
-        return tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(), c);
+        return tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(),
+                                fill ? tb.refill(fill, c) : c);
       });
+  Value c = op.getC();
   rewriter.replaceOp(op, tb.joinRows(acc));
+  eraseDeadFill(rewriter, c);
 }
 
 // Expert parallelism. G ranks, E experts per rank, Cap tokens per (rank,
@@ -365,7 +402,9 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
   Value a3 = d.one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}})
                    : op.getA();
   SmallVector<ReassociationIndices> cGroups = d.expertMajorGroups();
-  Value c4 = tb.expand(op.getC(), {e, group, cap, n}, cGroups);
+  linalg::FillOp fill;
+  Value c4 = tb.expand(tb.accumulatorDest(op.getC(), fill),
+                       {e, group, cap, n}, cGroups);
   // Every tile's tokens are packed before any tile's GEMMs: the compute
   // stream runs the packs first, so exchange t + 1 can start while the
   // experts compute tile t (packed per tile, the pack of t + 1 would wait
@@ -395,12 +434,16 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
           Value bx = d.weight(tb, op.getB(), x);
           Value cx = tb.reducedSlice(cTile, {x, 0, 0, 0}, {1, group, q, n},
                                      {group, q, n});
+          if (fill)
+            cx = tb.refill(fill, cx);
           cTile = tb.insert(tb.batchedMatmul(ax, bx, cx), cTile, {x, 0, 0, 0},
                             {1, group, q, n});
         }
         return cTile;
       });
+  Value c = op.getC();
   rewriter.replaceOp(op, tb.collapse(acc, cGroups));
+  eraseDeadFill(rewriter, c);
 }
 
 /// Combine: A is E x (G Cap) x K, C is E x (G Cap) x N (rank 2: (G Cap) x

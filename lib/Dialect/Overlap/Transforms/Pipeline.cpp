@@ -33,6 +33,7 @@ void mlir::overlap::buildOverlapPipeline(OpPassManager &pm,
   pm.addPass(createOverlapPlan(plan));
   pm.addPass(createOverlapDecompose());
   pm.addPass(createOverlapLowerCollectives());
+  pm.addPass(createOverlapFoldIntoGemms());
   pm.addPass(createOverlapCheckCollectives());
 }
 

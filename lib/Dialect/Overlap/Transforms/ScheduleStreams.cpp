@@ -82,6 +82,10 @@ std::optional<Stream> classify(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return linalgOp.hasPureBufferSemantics() ? std::optional<Stream>(Compute)
                                              : std::nullopt;
+  if (auto gemm = dyn_cast<GemmOp>(op))
+    return isa<BaseMemRefType>(gemm.getInit().getType())
+               ? std::optional<Stream>(Compute)
+               : std::nullopt;
   if (isa<memref::CopyOp>(op))
     return Compute; // Refined by the producer of its source.
   return std::nullopt;

@@ -95,6 +95,18 @@ Value mlir::overlap::convertElementsInto(OpBuilder &b, Location loc,
       .getResult(0);
 }
 
+linalg::FillOp mlir::overlap::fillThroughViews(Value v) {
+  for (Operation *def = v.getDefiningOp(); def;
+       def = def->getOperand(0).getDefiningOp()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(def))
+      return fill.hasPureTensorSemantics() ? fill : linalg::FillOp();
+    if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+             tensor::ExtractSliceOp>(def))
+      return {};
+  }
+  return {};
+}
+
 bool mlir::overlap::isPlainElementwise(linalg::GenericOp op) {
   return op.hasPureTensorSemantics() && op.getNumDpsInputs() == 1 &&
          op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&

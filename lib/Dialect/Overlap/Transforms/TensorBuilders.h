@@ -43,6 +43,11 @@ linalg::GenericOp elementwiseGeneric(
 /// zero-extends) or truncate, and between the two the signed conversions.
 Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value into);
 
+/// The linalg.fill on tensors that `v` is, seen through tensor reshapes
+/// (collapse_shape, expand_shape) and extract_slice: every element of `v`
+/// is its value. Null when `v` is not one.
+linalg::FillOp fillThroughViews(Value v);
+
 /// An elementwise linalg.generic of one input that reads neither indices
 /// nor its init: it computes the same values on any reshaping or
 /// redistribution of its input.

@@ -13,12 +13,16 @@
 // planned and split into two tiles.
 // AUTO: remark: {{.*}}Remark="tiles [{{.*}}] ({{[a-z0-9:]+}}, {{comm|compute}}-bound)
 // CHECK-LABEL: func.func @mlp
-// CHECK: %[[H:.*]] = linalg.matmul ins(%arg0, %arg1
+// Both zero accumulators are gone (overlap-fold-into-gemms): each GEMM
+// overwrites, the tiles' destination is an empty tensor.
+// CHECK-NOT: linalg.fill
+// CHECK: %[[H:.*]] = overlap.gemm %arg0, %arg1 into
 // CHECK-NOT: scf.if
-// CHECK: %[[C:.*]] = linalg.fill
+// CHECK-NOT: linalg.fill
+// CHECK: %[[C:.*]] = tensor.empty
 // CHECK: overlap.tiles %[[C]] : tensor<512x64xf32> (%[[C0:.*]] = [0, 0] [256, 64], %{{.*}} = [256, 0] [256, 64])
 // CHECK: %[[A0:.*]] = tensor.extract_slice %[[H]][0, 0] [256, 64] [1, 1]
-// CHECK: %[[P0:.*]] = linalg.matmul ins(%[[A0]], %arg2 {{.*}} outs(%[[C0]]
+// CHECK: %[[P0:.*]] = overlap.gemm %[[A0]], %arg2 into %[[C0]] :
 // CHECK: overlap.all_reduce %[[P0]] on @tp grid_axes = [0]
 // CHECK: %[[A1:.*]] = tensor.extract_slice %[[H]][256, 0] [256, 64] [1, 1]
 // CHECK: overlap.all_reduce
@@ -57,9 +61,9 @@ func.func @mlp(%arg0: tensor<512x64xf32>, %arg1: tensor<64x64xf32>, %arg2: tenso
 // CHECK-NOT: shard.all_gather
 // CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 128, 256]
 // CHECK: overlap.all_gather %{{.*}} on @tp grid_axes = [0] : tensor<64x512xf16> -> tensor<256x512xf16>
-// CHECK: linalg.batch_matmul
+// CHECK: overlap.gemm {{.*}} : tensor<4x64x512xf16>, tensor<512x256xf16>, tensor<4x64x256xf16>
 // CHECK: overlap.all_gather %{{.*}} on @tp grid_axes = [0] : tensor<64x512xf16> -> tensor<256x512xf16>
-// CHECK: linalg.batch_matmul
+// CHECK: overlap.gemm {{.*}} : tensor<4x64x512xf16>, tensor<512x256xf16>, tensor<4x64x256xf16>
 // CHECK: tensor.collapse_shape {{.*}} into tensor<512x256xf16>
 shard.grid @tp(shape = 4)
 func.func @all_gather(%x: tensor<128x512xf16>, %w: tensor<512x256xf16>) -> tensor<512x256xf16> {

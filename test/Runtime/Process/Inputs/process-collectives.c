@@ -185,7 +185,7 @@ static void failRank(overlap_context *ctx, void *user) {
   } else if (rank == 2) {
     /* lda (1) < k (4): refused at the call. */
     overlap_gemm(ctx, 0, 3, 1, 2, 2, 4, OVERLAP_F32, x, 1, 0, x, 2, 0,
-                 OVERLAP_F32, y, 2, 0);
+                 OVERLAP_F32, y, 2, 0, 0);
   } else {
     overlap_all_reduce(ctx, 1, 0, NULL, OVERLAP_F32, OVERLAP_SUM, x, y, 8);
   }

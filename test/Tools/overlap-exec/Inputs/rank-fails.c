@@ -30,7 +30,7 @@ void _mlir_ciface_fail4(Memref2D *result, overlap_context *ctx,
   float *out = malloc(N * sizeof(float));
   if (overlap_context_rank(ctx) == 2)
     overlap_gemm(ctx, OVERLAP_STREAM_COMPUTE, 3, 1, 2, 2, 4, OVERLAP_F32, in, 1,
-                 0, in, 2, 0, OVERLAP_F32, out, 2, 0);
+                 0, in, 2, 0, OVERLAP_F32, out, 2, 0, 0);
   else
     overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, NULL, OVERLAP_F32,
                        OVERLAP_SUM, in, out, N);

@@ -355,6 +355,59 @@ def Overlap_AllToAllOp : Overlap_CollectiveOp<"all_to_all"> {
 }
 
 //===----------------------------------------------------------------------===//
+// GEMM with its operands as they lie
+//===----------------------------------------------------------------------===//
+
+def Overlap_GemmOp : Overlap_Op<"gemm", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "a GEMM that reads transposed operands in place and writes "
+                "without a fill or a rounding pass";
+  let description = [{
+    `init` (rank 2: m x n; rank 3: batch x m x n) receives
+    `(accumulate ? init : 0) + op(a) . op(b)`, where op(x) is x or, with
+    `transpose_a` / `transpose_b`, its transpose over the last two
+    dimensions: `a` is m x k (k x m transposed), `b` k x n (n x k
+    transposed: a weight in PyTorch's [out, in] layout) or a batch of them.
+    A rank-2 `b` with a rank-3 `init` is one matrix for every batch entry.
+    `a` and `b` have one element type (f16, bf16, f32); `init` has f32 or
+    that type. Products are summed in f32 in the order init (or +0.0), then
+    k = 0, 1, ..., and rounded once to init's element type: an f16/bf16
+    `init` without `accumulate` is the f32 contraction rounded in the GEMM's
+    epilogue, bit for bit what a linalg.matmul into a zero-filled f32
+    buffer followed by `arith.truncf` gives. It is one `overlap_gemm` call
+    (its transpose and overwrite flags); overlap-fold-into-gemms creates it
+    from linalg contractions whose operands are transposes, concatenations,
+    zero fills or roundings, so that none of those is materialized. On
+    tensors the result is `init`'s new contents (destination style); on
+    memrefs `init` is written in place.
+
+    ```mlir
+    %y = overlap.gemm %x, %w into %e {transpose_b} : tensor<128x64xbf16>, tensor<32x64xbf16>, tensor<128x32xbf16> -> tensor<128x32xbf16>
+    overlap.gemm %a, %b into %c {accumulate} : memref<8x16x64xf32>, memref<64x32xf32>, memref<8x16x32xf32>
+    ```
+  }];
+  let arguments = (ins TensorOrMemref:$a, TensorOrMemref:$b,
+                       TensorOrMemref:$init, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b, UnitAttr:$accumulate);
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $a `,` $b `into` $init attr-dict `:` type($a) `,` type($b) `,`
+    type($init) (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether `init` is rank 3 (a batch of GEMMs).
+    bool isBatched() {
+      return ::llvm::cast<::mlir::ShapedType>(getInit().getType()).getRank() == 3;
+    }
+    /// m, n and k (ShapedType::kDynamic where not static).
+    int64_t getM();
+    int64_t getN();
+    int64_t getK();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Stream scheduling
 //===----------------------------------------------------------------------===//
 

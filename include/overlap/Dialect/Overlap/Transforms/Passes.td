@@ -428,6 +428,52 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapFoldIntoGemms : Pass<"overlap-fold-into-gemms", "ModuleOp"> {
+  let summary = "Read GEMM operands as they lie: no transposed, concatenated, "
+                "zero-filled or rounding copy around a contraction";
+  let description = [{
+    Frontends write weights `[out, in]`, merge projections by concatenating
+    their weights, sum into a zero-filled f32 accumulator and round the
+    result to bf16 in a pass of its own. Each of those is a pass over
+    memory per call outside the GEMM (1016 MiB per call for the Llama-70B
+    FFN of `examples/llama-mlp.mlir`). This pass makes each part of an
+    `overlap.gemm` instead (one `overlap_gemm` call with its flags):
+
+    - an operand that is a `linalg.transpose` of its last two dimensions:
+      `transpose_a` / `transpose_b` (cuBLASLt's TRANSA/TRANSB; the host
+      kernel reads with swapped strides);
+    - a 2-D B that is a chain of `tensor.insert_slice` into a
+      `tensor.empty` covering N exactly (gate and up merged): one GEMM per
+      piece, each into its columns of the result;
+    - an accumulator that is a `linalg.fill` of +0.0 (through reshapes and
+      slices): the GEMM overwrites (no `accumulate`: beta = 0);
+    - an overwriting f32 GEMM of f16/bf16 operands whose one use is an
+      elementwise `arith.truncf` to that type (through one reshape): the
+      GEMM writes the f16/bf16 result, rounded once in its epilogue.
+
+    Each keeps the f32 sum's order (the accumulator or +0.0, then k = 0,
+    1, ...) and rounds once, so results are bit-identical to what it
+    replaces. `linalg.matmul` / `linalg.batch_matmul` (default maps, or B
+    broadcast over the batch) on static tensors of f16, bf16 or f32 become
+    `overlap.gemm` only when one of these applies. Runs after
+    overlap-decompose, so tiles fold the same way. A remark names each fold.
+
+    Before:
+    ```mlir
+    %wt = linalg.transpose ins(%w : tensor<32x64xbf16>) outs(%e0 : tensor<64x32xbf16>) permutation = [1, 0]
+    %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<128x32xf32>) -> tensor<128x32xf32>
+    %p = linalg.matmul ins(%x, %wt : tensor<128x64xbf16>, tensor<64x32xbf16>) outs(%z : tensor<128x32xf32>) -> tensor<128x32xf32>
+    %r = linalg.generic {...} ins(%p : tensor<128x32xf32>) outs(%e2 : tensor<128x32xbf16>) { arith.truncf ... }
+    ```
+    After:
+    ```mlir
+    %r = overlap.gemm %x, %w into %e2 {transpose_b} : tensor<128x64xbf16>, tensor<32x64xbf16>, tensor<128x32xbf16> -> tensor<128x32xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::overlap::OverlapDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def OverlapReorderChains : Pass<"overlap-reorder-chains", "ModuleOp"> {
   let summary = "Reorder matrix chains by OP_Count and record fusion decisions";
   let description = [{

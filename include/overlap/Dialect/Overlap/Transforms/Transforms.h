@@ -33,6 +33,14 @@ void populateOverlapRaisePatterns(RewritePatternSet &patterns);
 /// the pattern fails.
 void populateOverlapDecomposePatterns(RewritePatternSet &patterns);
 
+/// overlap-fold-into-gemms' rules: a linalg.matmul / batch_matmul whose
+/// operand is a transpose, whose B is a concatenation along N, whose
+/// accumulator is a +0.0 fill, or whose f32 result is only rounded to the
+/// operands' f16/bf16 becomes an overlap.gemm that reads the operand in
+/// place (its transpose flag), one GEMM per piece of B, overwrites (beta
+/// 0), or rounds in its epilogue. Bit-identical to what they replace.
+void populateOverlapFoldIntoGemmsPatterns(RewritePatternSet &patterns);
+
 } // namespace overlap
 } // namespace mlir
 

@@ -286,6 +286,9 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
                       OverlapScheduleStreamsOptions schedule;
                       schedule.testingDropWaits = options.testingDropWaits;
                       pm.addPass(createOverlapScheduleStreams(schedule));
+                      OverlapCopyReportOptions report;
+                      report.profile = options.profile;
+                      pm.addPass(createOverlapCopyReport(report));
                     }});
   // With target=cuda the buffers are device memory: the linalg ops the
   // runtime has no call for become kernels, in place (so on their stream),

@@ -152,11 +152,21 @@ PipelineOrder CostModel::getOrder() const {
 }
 
 double CostModel::gemmUs(int64_t rows, int64_t calls) const {
+  // The tile's own copies on the compute stream (none for all of M).
+  double copies =
+      rows > 0 && rows < problem.m
+          ? copyUs(problem.computeCopyBytesPerRow * static_cast<double>(rows))
+          : 0.0;
   // With several experts, one GEMM per expert of its share of the rows.
   const int64_t e = problem.experts;
   if (e > 1)
-    return static_cast<double>(e) * expertGemmUs(rows / e, calls);
-  return expertGemmUs(rows, calls);
+    return static_cast<double>(e) * expertGemmUs(rows / e, calls) + copies;
+  return expertGemmUs(rows, calls) + copies;
+}
+
+double CostModel::copyUs(double bytes) const {
+  const std::optional<double> &bw = profile->device.memoryBandwidth;
+  return bytes > 0 && bw && *bw > 0 ? bytes / *bw * 1e6 : 0.0;
 }
 
 double CostModel::fullGemmUs() const {
@@ -224,7 +234,11 @@ double CostModel::commUs(int64_t rows) const {
   if (rows <= 0 || !commCurve)
     return 0;
   double x = commBytes(rows) / commCurve->bytesPerUnit;
-  return commCurve->curve.eval(x) * commScale + commCurve->latencyUs;
+  double copies =
+      rows < problem.m
+          ? copyUs(problem.commCopyBytesPerRow * static_cast<double>(rows))
+          : 0.0;
+  return commCurve->curve.eval(x) * commScale + commCurve->latencyUs + copies;
 }
 
 double CostModel::idealUs() const {

@@ -300,3 +300,33 @@ TEST(CostModel, ZeroSmAllGatherIsParsed) {
   EXPECT_TRUE(contains(error, "device.zero_sm_all_gather")) << error;
   EXPECT_TRUE(contains(error, "true or false")) << error;
 }
+
+//===----------------------------------------------------------------------===//
+// The decomposition's own copies
+//===----------------------------------------------------------------------===//
+
+TEST(CostModel, TileCopiesArePricedAtMemoryBandwidthOnTheirStream) {
+  OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h100-nvlink-datasheet")));
+  ASSERT_TRUE(p.device.memoryBandwidth.has_value());
+  MatmulProblem plain{Collective::AllToAll, 4096, 2048, 1024, DType::BF16, 8};
+  plain.side = AllToAllSide::Dispatch;
+  MatmulProblem copying = plain;
+  copying.computeCopyBytesPerRow = 2.0 * 1024 * 2; // dispatch packs A rows
+  copying.commCopyBytesPerRow = 2.0 * 2048 * 2;
+  OVERLAP_ASSIGN_OR_FAIL(base, CostModel::create(p, plain));
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, copying));
+  const double us = 1e6 / *p.device.memoryBandwidth; // per byte
+  EXPECT_DOUBLE_EQ(model.copyUs(1e6), 1e6 * us);
+  EXPECT_DOUBLE_EQ(model.copyUs(0), 0);
+  // A tile smaller than M pays its copies on the stream they run on.
+  EXPECT_NEAR(model.gemmUs(512), base.gemmUs(512) + 512 * 4096 * us, 1e-9);
+  EXPECT_NEAR(model.commUs(512), base.commUs(512) + 512 * 8192 * us, 1e-9);
+  // All of M is one unpacked tile: no copy, so serial does not change.
+  EXPECT_DOUBLE_EQ(model.gemmUs(4096), base.gemmUs(4096));
+  EXPECT_DOUBLE_EQ(model.serialUs(), base.serialUs());
+  // A profile without a memory bandwidth prices copies at nothing.
+  Profile none = p;
+  none.device.memoryBandwidth.reset();
+  OVERLAP_ASSIGN_OR_FAIL(unpriced, CostModel::create(none, copying));
+  EXPECT_DOUBLE_EQ(unpriced.copyUs(1e6), 0);
+}

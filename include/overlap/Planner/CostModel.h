@@ -56,6 +56,15 @@ struct MatmulProblem {
   /// f32 moves 4 bytes an element), or a sum rounded to bf16 before the
   /// collective. The wire bytes are priced from it.
   std::optional<DType> commDtype;
+  /// Bytes the decomposition's own copies move (read plus written) per row
+  /// of a tile smaller than M, on the compute and on the comm stream: an
+  /// all-to-all dispatch packs each tile's tokens (compute), a combine
+  /// unpacks each exchange into its strided rows (comm), a reduce-scatter
+  /// or combine copies the rows of an accumulator that is not a fill
+  /// (compute). Priced at the device's memory bandwidth
+  /// (CostModel::copyUs); a tile of all of M needs none.
+  double computeCopyBytesPerRow = 0;
+  double commCopyBytesPerRow = 0;
 };
 
 /// Whether the collective delivers the GEMM's input (all-gather, all-to-all
@@ -101,7 +110,8 @@ public:
   /// reduce-scatter or all-gather tile smaller than M, else one GEMM of
   /// `rows` rows. With calls > 1 the tile is issued as `calls` separate
   /// GEMMs of near-equal contiguous rows (FiCCO's unfused schedules), each
-  /// priced by contiguousGemmUs.
+  /// priced by contiguousGemmUs. A tile smaller than M adds its copies on
+  /// the compute stream (MatmulProblem::computeCopyBytesPerRow).
   double gemmUs(int64_t rows, int64_t calls = 1) const;
   /// One GEMM call of `rows` contiguous rows (of N columns, depth K): the
   /// profile's batch-1 curve or its roofline.
@@ -114,8 +124,12 @@ public:
   /// of K (dispatch) or N (combine), the local block included. The curve's
   /// ring factor (R-1)/R takes the local block out.
   double commBytes(int64_t rows) const;
-  /// One collective call for a tile of `rows` rows; 0 when ranks == 1.
+  /// One collective call for a tile of `rows` rows (0 when ranks == 1),
+  /// plus the copies of the tile on the comm stream.
   double commUs(int64_t rows) const;
+  /// Moving `bytes` (read plus written) through the device's memory: bytes
+  /// over DeviceInfo::memoryBandwidth; 0 when the profile has none.
+  double copyUs(double bytes) const;
 
   const MatmulProblem &getProblem() const { return problem; }
   const Profile &getProfile() const { return *profile; }

@@ -156,8 +156,11 @@ public:
   /// C is a fill (no copy of a constant), otherwise a copy of the strided
   /// view `cView()` builds (only then).
   Value packedInit(Value c, function_ref<Value()> cView,
-                   ArrayRef<int64_t> shape, Type elementType) {
-    Value packed = empty(shape, elementType);
+                   ArrayRef<int64_t> shape, Type elementType,
+                   Value into = Value()) {
+    // `into`: a slice of the buffer the product goes into, so that the
+    // GEMM writes there in place (no buffer of its own and no copy).
+    Value packed = into ? into : empty(shape, elementType);
     if (linalg::FillOp fill = fillThroughViews(c))
       return refill(fill, packed);
     return linalg::CopyOp::create(rewriter, loc, cView(), packed)
@@ -480,14 +483,20 @@ void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
             return tb.reducedSlice(c4, {x, 0, o, 0}, {1, group, q, n},
                                    {group, q, n});
           };
-          Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
+          // Expert x's blocks of the packed send buffer (E > 1): its GEMM
+          // writes them in place.
+          if (!one && !packed)
+            packed = tb.empty({group, e, q, n}, elem);
+          Value slot = one ? Value()
+                           : tb.reducedSlice(packed, {0, x, 0, 0},
+                                             {group, 1, q, n}, {group, q, n});
+          Value init =
+              tb.packedInit(op.getC(), cView, {group, q, n}, elem, slot);
           Value product = tb.batchedMatmul(ax, bx, init);
           if (one) {
             packed = product;
             break;
           }
-          if (!packed)
-            packed = tb.empty({group, e, q, n}, elem);
           packed = tb.insert(product, packed, {0, x, 0, 0}, {group, 1, q, n});
         }
         if (!one)

@@ -9,6 +9,7 @@
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
 #include "PlannerBridge.h"
+#include "TensorBuilders.h"
 #include "overlap/Planner/Json.h"
 #include "overlap/Planner/TilePlanner.h"
 
@@ -67,6 +68,27 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       signalPassFailure();
   }
 
+  /// The copies overlap-decompose adds to each tile smaller than M (see
+  /// MatmulProblem::computeCopyBytesPerRow): read plus written bytes per
+  /// row of M.
+  static void priceTileCopies(Operation *op, planner::MatmulProblem &problem) {
+    auto bytes = [](Value v) {
+      return static_cast<double>(
+          mlir::getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth() / 8);
+    };
+    Value a = op->getOperand(0), c = op->getOperand(2);
+    double k = static_cast<double>(problem.k), n = static_cast<double>(problem.n);
+    // A C that is not a fill is copied into each tile's packed rows.
+    bool copiesC = !fillThroughViews(c) &&
+                   isa<MatmulReduceScatterOp, MatmulAllToAllOp>(op);
+    if (copiesC)
+      problem.computeCopyBytesPerRow += 2 * n * bytes(c);
+    if (isa<AllToAllMatmulOp>(op))
+      problem.computeCopyBytesPerRow += 2 * k * bytes(a);
+    if (isa<MatmulAllToAllOp>(op))
+      problem.commCopyBytesPerRow += 2 * n * bytes(op->getResult(0));
+  }
+
   LogicalResult planOne(Operation *op, const planner::Profile &prof,
                         SymbolTableCollection &symbols) {
     auto a = cast<RankedTensorType>(op->getOperand(0).getType());
@@ -92,6 +114,7 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     if (std::optional<planner::DType> comm = plannerDType(moved);
         comm && *comm != *dtype)
       problem.commDtype = *comm;
+    priceTileCopies(op, problem);
     if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
       remarkMissed(op, "not-planned", "overlap-plan",
                    "not planned: " + dynamic + "; plans need static shapes");

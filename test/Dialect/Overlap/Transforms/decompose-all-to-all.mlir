@@ -145,10 +145,10 @@ func.func @dispatch_experts(%a: tensor<8x32x16xbf16>, %b: tensor<2x16x24xbf16>,
 shard.grid @ep(shape = 4)
 
 // Two experts per rank, combine, C not a fill: each expert's packed rows
-// start as a copy of its rows of C (C viewed as E x G x Cap x N); the
-// products go to a G x E x q x N send buffer, block j of which goes back to
-// rank j, and the exchange fills the tile's rows of the (G E) x Cap x N
-// result.
+// start as a copy of its rows of C (C viewed as E x G x Cap x N), written
+// into its blocks of a G x E x q x N send buffer (where its GEMM then
+// accumulates in place); block j of the send buffer goes back to rank j,
+// and the exchange fills the tile's rows of the (G E) x Cap x N result.
 // CHECK-LABEL: func.func @combine_experts
 // CHECK-SAME: (%[[A:.*]]: tensor<2x128x24xf32>, %[[B:.*]]: tensor<2x24x16xf32>, %[[C:.*]]: tensor<2x128x16xf32>)
 // CHECK: %[[A4:.*]] = tensor.expand_shape %[[A]] {{\[}}[0], [1, 2], [3]] output_shape [2, 4, 32, 24]
@@ -157,19 +157,19 @@ shard.grid @ep(shape = 4)
 // Expert 0 of tile 0.
 // CHECK-NEXT: %[[A00:.*]] = tensor.extract_slice %[[A4]][0, 0, 0, 0] [1, 4, 8, 24] [1, 1, 1, 1] : tensor<2x4x32x24xf32> to tensor<4x8x24xf32>
 // CHECK-NEXT: %[[B0:.*]] = tensor.extract_slice %[[B]][0, 0, 0] [1, 24, 16]
-// CHECK-NEXT: %[[E00:.*]] = tensor.empty() : tensor<4x8x16xf32>
+// CHECK-NEXT: %[[SEND:.*]] = tensor.empty() : tensor<4x2x8x16xf32>
+// CHECK-NEXT: %[[E00:.*]] = tensor.extract_slice %[[SEND]][0, 0, 0, 0] [4, 1, 8, 16] [1, 1, 1, 1] : tensor<4x2x8x16xf32> to tensor<4x8x16xf32>
 // CHECK-NEXT: %[[C4:.*]] = tensor.expand_shape %[[C]] {{\[}}[0], [1, 2], [3]] output_shape [2, 4, 32, 16]
 // CHECK-NEXT: %[[CV00:.*]] = tensor.extract_slice %[[C4]][0, 0, 0, 0] [1, 4, 8, 16] [1, 1, 1, 1]
 // CHECK-NEXT: %[[INIT00:.*]] = linalg.copy ins(%[[CV00]] : tensor<4x8x16xf32>) outs(%[[E00]] : tensor<4x8x16xf32>)
 // CHECK-NEXT: %[[M00:.*]] = linalg.batch_matmul {{.*}} ins(%[[A00]], %[[B0]] : tensor<4x8x24xf32>, tensor<24x16xf32>) outs(%[[INIT00]] : tensor<4x8x16xf32>)
-// CHECK-NEXT: %[[SEND:.*]] = tensor.empty() : tensor<4x2x8x16xf32>
 // CHECK-NEXT: %[[S0:.*]] = tensor.insert_slice %[[M00]] into %[[SEND]][0, 0, 0, 0] [4, 1, 8, 16]
 // Expert 1 of tile 0: C is expanded once.
 // CHECK-NEXT: tensor.extract_slice %[[A4]][1, 0, 0, 0] [1, 4, 8, 24]
 // CHECK-NEXT: tensor.extract_slice %[[B]][1, 0, 0] [1, 24, 16]
-// CHECK-NEXT: tensor.empty() : tensor<4x8x16xf32>
+// CHECK-NEXT: %[[E01:.*]] = tensor.extract_slice %[[S0]][0, 1, 0, 0] [4, 1, 8, 16]
 // CHECK-NEXT: %[[CV01:.*]] = tensor.extract_slice %[[C4]][1, 0, 0, 0] [1, 4, 8, 16]
-// CHECK-NEXT: linalg.copy ins(%[[CV01]]
+// CHECK-NEXT: linalg.copy ins(%[[CV01]] : tensor<4x8x16xf32>) outs(%[[E01]]
 // CHECK-NEXT: %[[M01:.*]] = linalg.batch_matmul
 // CHECK-NEXT: %[[S1:.*]] = tensor.insert_slice %[[M01]] into %[[S0]][0, 1, 0, 0] [4, 1, 8, 16]
 // CHECK-NEXT: %[[FLAT:.*]] = tensor.collapse_shape %[[S1]] {{\[}}[0, 1], [2], [3]] : tensor<4x2x8x16xf32> into tensor<8x8x16xf32>

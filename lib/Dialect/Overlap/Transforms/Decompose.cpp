@@ -202,7 +202,7 @@ void eraseDeadFill(RewriterBase &rewriter, Value c) {
   Operation *def = c.getDefiningOp();
   while (def && def->use_empty() &&
          isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-             tensor::ExtractSliceOp>(def)) {
+             tensor::ExtractSliceOp, linalg::TransposeOp>(def)) {
     Operation *source = def->getOperand(0).getDefiningOp();
     rewriter.eraseOp(def);
     def = source;

@@ -100,8 +100,13 @@ linalg::FillOp mlir::overlap::fillThroughViews(Value v) {
        def = def->getOperand(0).getDefiningOp()) {
     if (auto fill = dyn_cast<linalg::FillOp>(def))
       return fill.hasPureTensorSemantics() ? fill : linalg::FillOp();
-    if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-             tensor::ExtractSliceOp>(def))
+    // A transpose of a fill is the fill too (on tensors: its operand 0 is
+    // its input).
+    auto transpose = dyn_cast<linalg::TransposeOp>(def);
+    if (transpose && !transpose.hasPureTensorSemantics())
+      return {};
+    if (!transpose && !isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                           tensor::ExtractSliceOp>(def))
       return {};
   }
   return {};

@@ -44,8 +44,8 @@ linalg::GenericOp elementwiseGeneric(
 Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value into);
 
 /// The linalg.fill on tensors that `v` is, seen through tensor reshapes
-/// (collapse_shape, expand_shape) and extract_slice: every element of `v`
-/// is its value. Null when `v` is not one.
+/// (collapse_shape, expand_shape), extract_slice and linalg.transpose:
+/// every element of `v` is its value. Null when `v` is not one.
 linalg::FillOp fillThroughViews(Value v);
 
 /// An elementwise linalg.generic of one input that reads neither indices

@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 using namespace llvm;
@@ -98,6 +99,23 @@ Expected<CostModel> CostModel::create(const Profile &profile,
         " experts per rank needs M divisible by ranks x experts (M = " +
         Twine(problem.m) + ", ranks = " + Twine(problem.ranks) +
         ", experts = " + Twine(problem.experts) + ")");
+  if (problem.rowGroup < 1 ||
+      (problem.rowGroup > 1 &&
+       problem.collective != Collective::ReduceScatter &&
+       problem.collective != Collective::AllGather))
+    return badProblem("row_group: " + Twine(problem.rowGroup) +
+                      " (a positive group of rows, above 1 only for "
+                      "reduce-scatter and all-gather)");
+  if (problem.rowGroup > 1 &&
+      problem.m % (problem.ranks * problem.rowGroup) != 0)
+    return badProblem("--m: rows in groups of " + Twine(problem.rowGroup) +
+                      " need M divisible by ranks x row_group (M = " +
+                      Twine(problem.m) + ", ranks = " + Twine(problem.ranks) +
+                      ")");
+  if (problem.computeCopyBytesPerRow < 0 || problem.commCopyBytesPerRow < 0 ||
+      !std::isfinite(problem.computeCopyBytesPerRow) ||
+      !std::isfinite(problem.commCopyBytesPerRow))
+    return badProblem("copy bytes per row must be finite and >= 0");
   if (problem.collective != Collective::AllReduce &&
       problem.m % problem.ranks != 0)
     return badProblem(
@@ -301,13 +319,16 @@ std::string CostModel::describeCommSource() const {
 }
 
 int64_t overlap::planner::CostModel::getMinAlignment() const {
-  if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
+  if (problem.collective == Collective::AllReduce)
     return 1;
-  return problem.ranks * problem.experts;
+  if (problem.ranks <= 1)
+    return problem.rowGroup;
+  return problem.ranks * problem.experts * problem.rowGroup;
 }
 
 int64_t overlap::planner::CostModel::getAlignment() const {
-  if (problem.collective == Collective::AllReduce || problem.ranks <= 1)
+  if (problem.collective == Collective::AllReduce)
     return profile->alignment;
-  return std::lcm(profile->alignment, problem.ranks * problem.experts);
+  return std::lcm(profile->alignment, getMinAlignment());
+  // (ranks <= 1 and rowGroup 1: the minimum is 1, the profile's alignment.)
 }

@@ -51,6 +51,12 @@ static void writePlan(json::OStream &j, const Plan &plan,
       j.attribute("k", pb.k);
       j.attribute("dtype", toString(pb.dtype));
       j.attribute("ranks", pb.ranks);
+      if (pb.rowGroup > 1)
+        j.attribute("row_group", pb.rowGroup);
+      if (pb.computeCopyBytesPerRow > 0)
+        j.attribute("compute_copy_bytes_per_row", pb.computeCopyBytesPerRow);
+      if (pb.commCopyBytesPerRow > 0)
+        j.attribute("comm_copy_bytes_per_row", pb.commCopyBytesPerRow);
     });
     j.attribute("profile", profile.name);
     j.attribute("gemm_source", model.describeGemmSource());
@@ -200,8 +206,11 @@ static Error requestError(const Twine &message) {
 
 /// The fields of each kind of request.
 static constexpr StringLiteral kMatmulFields[] = {
-    "kind", "collective", "side",  "experts", "m",       "n",
-    "k",    "ranks",      "dtype", "profile", "strategy"};
+    "kind",      "collective", "side",
+    "experts",   "m",          "n",
+    "k",         "ranks",      "dtype",
+    "profile",   "strategy",   "row_group",
+    "compute_copy_bytes_per_row", "comm_copy_bytes_per_row"};
 static constexpr StringLiteral kChainFields[] = {"kind", "dims", "fast_memory"};
 
 /// The field of `known` closest to the unknown `field`, or empty when none
@@ -364,6 +373,25 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
       return requestError("\"experts\": expected a positive integer with "
                           "\"collective\": \"all-to-all\"");
     problem.experts = *e;
+  }
+  if (object->get("row_group")) {
+    std::optional<int64_t> g = object->getInteger("row_group");
+    if (!g || *g < 1)
+      return requestError("\"row_group\": expected a positive integer (rows "
+                          "a tile never splits)");
+    problem.rowGroup = *g;
+  }
+  for (auto [key, field] :
+       {std::pair<StringRef, double *>{"compute_copy_bytes_per_row",
+                                       &problem.computeCopyBytesPerRow},
+        {"comm_copy_bytes_per_row", &problem.commCopyBytesPerRow}}) {
+    if (!object->get(key))
+      continue;
+    std::optional<double> v = object->getNumber(key);
+    if (!v || !(*v >= 0) || !std::isfinite(*v))
+      return requestError(formatv("\"{0}\": expected a finite number >= 0",
+                                  key));
+    *field = *v;
   }
   for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &problem.m},
                             {"n", &problem.n},

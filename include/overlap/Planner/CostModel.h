@@ -65,6 +65,11 @@ struct MatmulProblem {
   /// (CostModel::copyUs); a tile of all of M needs none.
   double computeCopyBytesPerRow = 0;
   double commCopyBytesPerRow = 0;
+  /// Reduce-scatter and all-gather: rows come in groups of this many that
+  /// a tile never splits (the b of sequence parallelism on a `[b, s, h]`
+  /// layout, whose tiles the decomposition computes b-major in place), so
+  /// tiles take a multiple of ranks x rowGroup rows.
+  int64_t rowGroup = 1;
 };
 
 /// Whether the collective delivers the GEMM's input (all-gather, all-to-all
@@ -140,7 +145,8 @@ public:
   /// tile included, divides by the group size when M does).
   int64_t getAlignment() const;
   /// The rows every tile must be a multiple of, whatever the profile
-  /// prefers: 1 for an all-reduce, else ranks x experts (the tile layout).
+  /// prefers: 1 for an all-reduce, else ranks x experts x rowGroup (the
+  /// tile layout).
   int64_t getMinAlignment() const;
   /// Whether the collective takes SMs from the GEMM beside it: not for an
   /// all-gather on a device whose all-gathers run on the copy engines

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace mlir::bufferization;
@@ -194,11 +195,15 @@ struct TilesModel
       if (analysisState.areEquivalentBufferizedValues(operand.get(), slice))
         continue;
       // A value that bufferizes to a new allocation (a collective without
-      // a destination) is no slice's old contents: it goes into its slice
-      // as it is, without a copy out first.
-      if (auto producer = analysisState.getOptions().dynCastBufferizableOp(
-              operand.get());
-          producer && producer.bufferizesToAllocation(operand.get())) {
+      // a destination), or a reshape of one, is no slice's old contents:
+      // it goes into its slice as it is, without a copy out first.
+      Value source = operand.get();
+      while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+          source.getDefiningOp()))
+        source = source.getDefiningOp()->getOperand(0);
+      if (auto producer =
+              analysisState.getOptions().dynCastBufferizableOp(source);
+          producer && producer.bufferizesToAllocation(source)) {
         moved.push_back({&operand, operand.get()});
         continue;
       }

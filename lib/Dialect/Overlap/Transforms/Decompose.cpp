@@ -349,6 +349,178 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   eraseDeadFill(rewriter, c);
 }
 
+// Sequence parallelism on [b, s, k] with b > 1 (StridedRows): the fused
+// op's rows are (s, b) pairs of transposed copies of A and C. Here a tile
+// takes q tokens at offset o of every rank's block of s for every b, and
+// its GEMMs read them where they lie: one strided-batched GEMM over the G
+// ranks per b, rows contiguous. What the collective moves is laid out
+// b-major, so the result comes out in [b, s, N] too, and neither A, C nor
+// the result is transposed.
+
+/// Whether every tile of `layout` takes whole groups of b rows.
+bool takesWholeGroups(const planner::TileLayout &layout, int64_t b) {
+  return llvm::all_of(layout.getSpans(), [&](const planner::TileSpan &t) {
+    return t.blockRows % b == 0 && t.blockOffset % b == 0;
+  });
+}
+
+/// Erases `v`'s defining ops while they are dead: the transposes and
+/// reshapes overlap-raise wrote for the (s, b) rows, down to a fill and
+/// the empty tensors they wrote into. `v` is not used afterwards.
+void eraseDeadChain(RewriterBase &rewriter, Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def && def->use_empty() &&
+         isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+             linalg::TransposeOp, linalg::FillOp>(def)) {
+    bool dps = isa<linalg::TransposeOp, linalg::FillOp>(def);
+    Operation *source = def->getOperand(0).getDefiningOp();
+    Value init = dps ? def->getOperand(1) : Value();
+    rewriter.eraseOp(def);
+    if (auto empty = init ? init.getDefiningOp<tensor::EmptyOp>()
+                          : tensor::EmptyOp();
+        empty && empty->use_empty())
+      rewriter.eraseOp(empty);
+    def = source;
+  }
+}
+
+/// Replaces the transpose back to [b, rows, N] by `result` and drops the
+/// op and what only fed it.
+void replaceStrided(RewriterBase &rewriter, Operation *op,
+                    StridedRows sr, Value result) {
+  Value a = op->getOperand(0), c = op->getOperand(2);
+  Value backInit = sr.back.getInit();
+  rewriter.replaceOp(sr.back, result);
+  rewriter.eraseOp(sr.expand);
+  rewriter.eraseOp(op);
+  if (auto empty = backInit.getDefiningOp<tensor::EmptyOp>();
+      empty && empty->use_empty())
+    rewriter.eraseOp(empty);
+  eraseDeadChain(rewriter, a);
+  if (c != a)
+    eraseDeadChain(rewriter, c);
+}
+
+void decomposeStridedReduceScatter(RewriterBase &rewriter,
+                                   MatmulReduceScatterOp op,
+                                   const planner::TileLayout &layout,
+                                   const StridedRows &sr) {
+  TileBuilder tb(rewriter, op.getLoc());
+  Location loc = op.getLoc();
+  Type elem = op.getC().getType().getElementType();
+  Type outElem = op.getResult().getType().getElementType();
+  auto xType = cast<RankedTensorType>(sr.x.getType());
+  const int64_t b = sr.b, s = xType.getDimSize(1), k = xType.getDimSize(2);
+  const int64_t n = op.getB().getType().getDimSize(1);
+  const int64_t group = layout.slots(), perRank = s / group;
+  linalg::FillOp fill = fillThroughViews(op.getC());
+  Value x4 = tb.expand(sr.x, {b, group, perRank, k}, {{0}, {1, 2}, {3}});
+  Value y4 = sr.y ? tb.expand(sr.y, {b, group, perRank, n}, {{0}, {1, 2}, {3}})
+                  : Value();
+  Value out = tb.tiles(
+      tb.empty({b, perRank, n}, outElem), layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({0, tile.blockOffset / b, 0});
+        sizes.append({b, tile.blockRows / b, n});
+      },
+      [&](const planner::TileSpan &tile, Value slot) {
+        const int64_t q = tile.blockRows / b, o = tile.blockOffset / b;
+        // G x b x q x N: block g goes to rank g, b-major within it.
+        Value packed = tb.empty({group, b, q, n}, outElem);
+        for (int64_t j = 0; j < b; ++j) {
+          auto part = [&] {
+            return tb.reducedSlice(packed, {0, j, 0, 0}, {group, 1, q, n},
+                                   {group, q, n});
+          };
+          Value a = tb.reducedSlice(x4, {j, 0, o, 0}, {1, group, q, k},
+                                    {group, q, k});
+          // Summed where it is sent unless it is rounded first.
+          Value dest = outElem == elem ? part() : tb.empty({group, q, n}, elem);
+          Value init =
+              fill ? tb.refill(fill, dest)
+                   : linalg::CopyOp::create(
+                         rewriter, loc,
+                         tb.reducedSlice(y4, {j, 0, o, 0}, {1, group, q, n},
+                                         {group, q, n}),
+                         dest)
+                         .getResult(0);
+          Value product = tb.batchedMatmul(a, op.getB(), init);
+          if (outElem != elem)
+            product = convertElementsInto(rewriter, loc, product, part());
+          packed = tb.insert(product, packed, {0, j, 0, 0}, {group, 1, q, n});
+        }
+        Value flat = tb.collapse(packed, {{0, 1, 2}, {3}});
+        auto type = RankedTensorType::get({b * q, n}, outElem);
+        // A slot of all of every block is contiguous: scattered into it;
+        // otherwise into a buffer that the tile's result unpacks.
+        bool whole = q == perRank;
+        Value into = whole ? tb.collapse(slot, {{0, 1}, {2}}) : Value();
+        Value scattered =
+            ReduceScatterOp::create(rewriter, loc, type, flat, into,
+                                    op.getGridAttr(), op.getGridAxesAttr(),
+                                    ReductionKindAttr::get(
+                                        rewriter.getContext(),
+                                        ReductionKind::Sum))
+                .getResult();
+        return tb.expand(scattered, {b, q, n}, {{0, 1}, {2}});
+      });
+  replaceStrided(rewriter, op, sr, out);
+}
+
+void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
+                               const planner::TileLayout &layout,
+                               const StridedRows &sr) {
+  TileBuilder tb(rewriter, op.getLoc());
+  Location loc = op.getLoc();
+  auto xType = cast<RankedTensorType>(sr.x.getType());
+  const int64_t b = sr.b, perRank = xType.getDimSize(1),
+                k = xType.getDimSize(2);
+  const int64_t n = op.getB().getType().getDimSize(1);
+  const int64_t group = layout.slots(), s = perRank * group;
+  Type elem = op.getC().getType().getElementType();
+  linalg::FillOp fill = fillThroughViews(op.getC());
+  Value dest = sr.y ? sr.y : tb.empty({b, s, n}, elem);
+  Value acc = tb.tiles(
+      tb.expand(dest, {b, group, perRank, n}, {{0}, {1, 2}, {3}}),
+      layout.getSpans(),
+      [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
+          SmallVectorImpl<int64_t> &sizes) {
+        offsets.append({0, 0, tile.blockOffset / b, 0});
+        sizes.append({b, group, tile.blockRows / b, n});
+      },
+      [&](const planner::TileSpan &tile, Value slot) {
+        const int64_t q = tile.blockRows / b, o = tile.blockOffset / b;
+        // This rank's q tokens of every b, packed unless they are all of
+        // its rows.
+        Value local = q == perRank ? sr.x
+                                   : tb.pack(tb.slice(sr.x, {0, o, 0},
+                                                      {b, q, k}));
+        auto gatheredType = RankedTensorType::get({group * b * q, k},
+                                                  xType.getElementType());
+        Value gathered =
+            AllGatherOp::create(rewriter, loc, gatheredType,
+                                tb.collapse(local, {{0, 1}, {2}}),
+                                /*init=*/Value(), op.getGridAttr(),
+                                op.getGridAxesAttr())
+                .getResult();
+        Value g4 = tb.expand(gathered, {group, b, q, k}, {{0, 1, 2}, {3}});
+        for (int64_t j = 0; j < b; ++j) {
+          Value a = tb.reducedSlice(g4, {0, j, 0, 0}, {group, 1, q, k},
+                                    {group, q, k});
+          Value c = tb.reducedSlice(slot, {j, 0, 0, 0}, {1, group, q, n},
+                                    {group, q, n});
+          if (fill)
+            c = tb.refill(fill, c);
+          slot = tb.insert(tb.batchedMatmul(a, op.getB(), c), slot,
+                           {j, 0, 0, 0}, {1, group, q, n});
+        }
+        return slot;
+      });
+  replaceStrided(rewriter, op, sr,
+                 tb.collapse(acc, {{0}, {1, 2}, {3}}));
+}
+
 // Expert parallelism. G ranks, E experts per rank, Cap tokens per (rank,
 // expert) block (the layout's block size, its slots being G x E). Tile
 // (q, o) takes tokens o .. o+q of every block: one all-to-all of G x E
@@ -545,6 +717,18 @@ Decomposed decomposeFusedOp(RewriterBase &rewriter, Operation *op,
   if (failed(layout))
     return Decomposed::Failed;
   rewriter.setInsertionPoint(op);
+  // [b, s, k] rows: b-major tiles in place when every tile takes whole
+  // groups of b rows (the Planner's rowGroup makes it so).
+  if (std::optional<StridedRows> sr = stridedRowsOf(op);
+      sr && takesWholeGroups(*layout, sr->b)) {
+    rewriter.setInsertionPoint(sr->back);
+    if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))
+      decomposeStridedReduceScatter(rewriter, rs, *layout, *sr);
+    else
+      decomposeStridedAllGather(rewriter, cast<AllGatherMatmulOp>(op), *layout,
+                                *sr);
+    return Decomposed::Yes;
+  }
   if (auto ar = dyn_cast<MatmulAllReduceOp>(op))
     decomposeAllReduce(rewriter, ar, *layout);
   else if (auto rs = dyn_cast<MatmulReduceScatterOp>(op))

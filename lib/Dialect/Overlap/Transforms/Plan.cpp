@@ -87,6 +87,17 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       problem.computeCopyBytesPerRow += 2 * k * bytes(a);
     if (isa<MatmulAllToAllOp>(op))
       problem.commCopyBytesPerRow += 2 * n * bytes(op->getResult(0));
+    // [b, s, k] rows, computed b-major in place: tiles take whole groups of
+    // b rows; an all-gather packs each tile's local rows (1/G of them, on
+    // compute), a reduce-scatter unpacks what it receives (1/G, on comm).
+    if (std::optional<StridedRows> sr = stridedRowsOf(op)) {
+      problem.rowGroup = sr->b;
+      double g = static_cast<double>(std::max<int64_t>(problem.ranks, 1));
+      if (isa<AllGatherMatmulOp>(op))
+        problem.computeCopyBytesPerRow += 2 * k * bytes(a) / g;
+      else
+        problem.commCopyBytesPerRow += 2 * n * bytes(op->getResult(0)) / g;
+    }
   }
 
   LogicalResult planOne(Operation *op, const planner::Profile &prof,
@@ -114,7 +125,6 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
     if (std::optional<planner::DType> comm = plannerDType(moved);
         comm && *comm != *dtype)
       problem.commDtype = *comm;
-    priceTileCopies(op, problem);
     if (std::string dynamic = dynamicShapeOf(op); !dynamic.empty()) {
       remarkMissed(op, "not-planned", "overlap-plan",
                    "not planned: " + dynamic + "; plans need static shapes");
@@ -130,6 +140,7 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
       return success();
     }
     problem.ranks = group;
+    priceTileCopies(op, problem);
 
     llvm::Expected<planner::Plan> plan =
         planner::planTiles(prof, problem, strategy);

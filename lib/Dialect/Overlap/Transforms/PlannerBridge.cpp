@@ -1,10 +1,12 @@
 //===- PlannerBridge.cpp - What passes share to call the Planner -*- C++ -*-===//
 
 #include "PlannerBridge.h"
+#include "TensorBuilders.h"
 
 #include "overlap/Planner/Defaults.h"
 
 using namespace mlir;
+using namespace mlir::overlap;
 namespace planner = ::overlap::planner;
 
 FailureOr<planner::Profile>
@@ -87,4 +89,56 @@ mlir::overlap::tileLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
     return op->emitOpError() << "plan tiles do not fit the op: "
                              << llvm::toString(layout.takeError());
   return std::move(*layout);
+}
+
+/// `v` as `collapse_shape(linalg.transpose(x, [1, 0, 2]), [[0, 1], [2]])`:
+/// x, or null.
+static Value untransposedRows(Value v) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getReassociationIndices() !=
+                       SmallVector<ReassociationIndices>{{0, 1}, {2}})
+    return {};
+  auto transpose = collapse.getSrc().getDefiningOp<linalg::TransposeOp>();
+  if (!transpose || !transpose.hasPureTensorSemantics() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0, 2})
+    return {};
+  auto type = cast<RankedTensorType>(transpose.getInput().getType());
+  return type.hasStaticShape() ? transpose.getInput() : Value();
+}
+
+std::optional<mlir::overlap::StridedRows>
+mlir::overlap::stridedRowsOf(Operation *op) {
+  if (!isa<MatmulReduceScatterOp, AllGatherMatmulOp>(op))
+    return std::nullopt;
+  mlir::overlap::StridedRows rows;
+  rows.x = untransposedRows(op->getOperand(0));
+  if (!rows.x)
+    return std::nullopt;
+  rows.b = cast<RankedTensorType>(rows.x.getType()).getDimSize(0);
+  if (rows.b <= 1)
+    return std::nullopt;
+  Value c = op->getOperand(2);
+  if (!fillThroughViews(c)) {
+    rows.y = untransposedRows(c);
+    if (!rows.y ||
+        cast<RankedTensorType>(rows.y.getType()).getDimSize(0) != rows.b)
+      return std::nullopt;
+  }
+  Value result = op->getResult(0);
+  if (!result.hasOneUse())
+    return std::nullopt;
+  rows.expand = dyn_cast<tensor::ExpandShapeOp>(*result.getUsers().begin());
+  if (!rows.expand ||
+      rows.expand.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0, 1}, {2}} ||
+      rows.expand.getResultType().getDimSize(1) != rows.b ||
+      !rows.expand.getResult().hasOneUse())
+    return std::nullopt;
+  rows.back =
+      dyn_cast<linalg::TransposeOp>(*rows.expand.getResult().getUsers().begin());
+  if (!rows.back || !rows.back.hasPureTensorSemantics() ||
+      rows.back.getInput() != rows.expand.getResult() ||
+      rows.back.getPermutation() != ArrayRef<int64_t>{1, 0, 2})
+    return std::nullopt;
+  return rows;
 }

@@ -12,6 +12,9 @@
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TileLayout.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include <optional>
 #include <string>
 
@@ -54,6 +57,22 @@ std::string dynamicShapeOf(Operation *op);
 /// plan does not fit the op.
 FailureOr<::overlap::planner::TileLayout>
 tileLayoutOf(Operation *op, PlanAttr plan, int64_t group);
+
+/// A reduce-scatter or all-gather fused op that overlap-raise wrote for a
+/// `[b, s, k]` layout cut along s with b > 1 (sequence parallelism): A is
+/// `collapse_shape(linalg.transpose(x, [1, 0, 2]))`, C a fill (through
+/// views) or the same of `y`, and the result's one use an `expand_shape`
+/// to `[rows, b, N]` whose one use transposes it back (`back`). Its rows
+/// are then groups of b (the Planner's MatmulProblem::rowGroup) that
+/// overlap-decompose computes b-major, reading x and writing the result in
+/// their own layouts (no transpose of either).
+struct StridedRows {
+  int64_t b = 1;
+  Value x, y; ///< y is null when C is a fill
+  tensor::ExpandShapeOp expand;
+  linalg::TransposeOp back;
+};
+std::optional<StridedRows> stridedRowsOf(Operation *op);
 
 } // namespace overlap
 } // namespace mlir

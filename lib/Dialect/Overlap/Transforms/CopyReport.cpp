@@ -123,6 +123,8 @@ struct OverlapCopyReportPass
   using OverlapCopyReportBase::OverlapCopyReportBase;
 
   void runOnOperation() override {
+    // Remarks only: every analysis stays valid.
+    markAllAnalysesPreserved();
     // Nothing to say when no one listens (remarks are off by default).
     if (!getContext().getRemarkEngine())
       return;

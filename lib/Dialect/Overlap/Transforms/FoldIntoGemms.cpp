@@ -236,11 +236,12 @@ struct FoldTranspose : OpRewritePattern<GemmOp> {
     } else {
       return failure();
     }
-    rewriter.replaceOp(op, rebuild(rewriter, op, a, b, op.getInit(), ta, tb,
-                                   op.getAccumulate()));
-    remarkPassed(op, "transpose-folded", kPass,
+    GemmOp folded =
+        rebuild(rewriter, op, a, b, op.getInit(), ta, tb, op.getAccumulate());
+    remarkPassed(folded, "transpose-folded", kPass,
                  "a transposed operand is read in place (the GEMM's "
                  "transpose flag): no transposed copy");
+    rewriter.replaceOp(op, folded);
     return success();
   }
 };
@@ -260,12 +261,13 @@ struct FoldZeroInit : OpRewritePattern<GemmOp> {
     Value init = direct ? direct.getOutputs()[0]
                         : emptyLike(rewriter, op.getLoc(), type,
                                     type.getElementType());
-    rewriter.replaceOp(op, rebuild(rewriter, op, op.getA(), op.getB(), init,
-                                   op.getTransposeA(), op.getTransposeB(),
-                                   /*accumulate=*/false));
-    remarkPassed(op, "fill-folded", kPass,
+    GemmOp folded = rebuild(rewriter, op, op.getA(), op.getB(), init,
+                            op.getTransposeA(), op.getTransposeB(),
+                            /*accumulate=*/false);
+    remarkPassed(folded, "fill-folded", kPass,
                  "a zero accumulator is not filled: the GEMM overwrites "
                  "(beta = 0)");
+    rewriter.replaceOp(op, folded);
     return success();
   }
 };

@@ -406,6 +406,15 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
     all-gather's collective writes a packed buffer that the batched matmul
     reads, and the product lands in place in the tile's slice of C's view.
 
+    Sequence parallelism on `[b, s, k]` with b > 1, which overlap-raise
+    writes as transposes to `[s, b, k]` rows: when every tile takes whole
+    groups of b rows, the tiles are computed b-major from the untransposed
+    A into the untransposed result (one strided-batched GEMM over the ranks
+    per b; an all-gather packs each tile's local rows, a reduce-scatter's
+    received rows are unpacked into their strided place), and the
+    transposes go. A fill accumulator becomes each tile's own fill (which
+    overlap-fold-into-gemms turns into overwriting GEMMs).
+
     Before (all-reduce, tiles [128, 128]):
     ```mlir
     %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]

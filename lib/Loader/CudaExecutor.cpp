@@ -1,16 +1,22 @@
-//===- CudaExecutor.cpp - One rank on a CUDA device -------------*- C++ -*-===//
+//===- CudaExecutor.cpp - Ranks on CUDA devices -----------------*- C++ -*-===//
 //
 // Runs a program compiled with --target=cuda as one rank alone on a device
-// (overlap_cuda_context_create_single): the inputs are made on the host as
-// for the host backend and copied to device memory, the entry is called on
-// the main thread, the context is synchronized, and the outputs (results and
-// arguments) are copied back to the host for the comparison. Built only
-// with the CUDA backend (OVERLAP_HAVE_CUDA); otherwise every creation fails
-// as "no device".
+// (overlap_cuda_context_create_single), or as this process's rank of a job
+// a launcher started, one process per GPU (mpirun, srun, torchrun:
+// overlap_cuda_context_create_launched, the device by local rank, NCCL
+// bootstrapped from the launcher). The inputs are made on the host as for
+// the host backend and copied to device memory, the entry is called on the
+// main thread, the context is synchronized, and the outputs (results and
+// arguments) are copied back to the host for the comparison; in a job,
+// every process agrees before each entry call that none has failed, and
+// rank 0 gathers every rank's outputs (gatherProcessOutputs, as host
+// ranks as processes). Built only with the CUDA backend
+// (OVERLAP_HAVE_CUDA); otherwise every creation fails as "no device".
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/Executor.h"
+#include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RuntimeApi.h"
 
 #ifdef OVERLAP_HAVE_CUDA
@@ -20,6 +26,8 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <cstdlib>
 #include <dlfcn.h>
 
@@ -150,7 +158,12 @@ std::string cudaText(cudaError_t e) {
 
 class CudaExecutor : public Executor {
 public:
-  CudaExecutor(overlap_context *ctx, int device) : ctx(ctx), device(device) {}
+  /// One rank alone (`size` 1), or rank `rank` of a job of `size`
+  /// processes (`processes`).
+  CudaExecutor(overlap_context *ctx, int device, int rank = 0, int size = 1,
+               bool processes = false)
+      : ctx(ctx), device(device), rank(rank), size(size),
+        processes(processes) {}
   ~CudaExecutor() override {
     rt().overlap_cuda_context_destroy(ctx);
     if (poisonStream)
@@ -164,6 +177,10 @@ public:
         cu().cudaGetDeviceProperties(&props, device) == cudaSuccess
             ? std::string(" (") + props.name + ")"
             : "";
+    if (processes)
+      return std::to_string(size) + " rank" + (size == 1 ? "" : "s") +
+             ", one process and one CUDA device each (rank 0 on device " +
+             std::to_string(device) + name + ")";
     return "1 rank on CUDA device " + std::to_string(device) + name;
   }
   const char *backend() const override { return "cuda"; }
@@ -190,53 +207,70 @@ public:
     outcome.run.sig = &sig;
     outcome.run.seed = seed;
     outcome.run.ranks.clear();
-    outcome.run.ranks.resize(1);
-    run::RankData &data = outcome.run.ranks[0];
-    if (!run::prepareRank(sig, seed, /*rank=*/0, data,
-                          outcome.run.given ? &(*outcome.run.given)[0]
-                                            : nullptr)) {
-      error = data.error;
-      return false;
-    }
+    outcome.run.ranks.resize(size);
+    run::RankData &data = outcome.run.ranks[rank];
     std::vector<void *> deviceArgs(sig.args.size(), nullptr);
     auto freeDeviceArgs = [&] {
-      for (void *ptr : deviceArgs)
+      for (void *&ptr : deviceArgs) {
         rt().overlap_free(ctx, ptr);
+        ptr = nullptr;
+      }
     };
     auto fail = [&](const std::string &why) {
       freeDeviceArgs();
       error = why;
       return false;
     };
-    for (size_t i = 0; i < sig.args.size(); ++i) {
+    // In a job, every process reaches this before each collective step:
+    // one that failed says why (rank 0 prints every rank's), the others
+    // stop with it instead of waiting in NCCL for a rank that never comes.
+    std::string failure;
+    auto agreed = [&]() {
+      if (!processes)
+        return failure.empty() || fail(failure);
+      bool any = false;
+      std::string why;
+      if (!anyProcessFailed(!failure.empty(), any, why))
+        return fail(why);
+      return !any || fail(failure);
+    };
+    if (!run::prepareRank(sig, seed, rank, data,
+                          outcome.run.given ? &(*outcome.run.given)[rank]
+                                            : nullptr))
+      failure = data.error;
+    for (size_t i = 0; i < sig.args.size() && failure.empty(); ++i) {
       size_t bytes = sig.args[i].numElements() * sig.args[i].elemBytes();
       if (rt().overlap_alloc(ctx, bytes, &deviceArgs[i]) != OVERLAP_SUCCESS)
-        return fail(std::string("allocating ") + sig.args[i].name + ": " +
-                    rt().overlap_last_error(ctx));
+        failure = std::string("allocating ") + sig.args[i].name + ": " +
+                  rt().overlap_last_error(ctx);
     }
     const int runs = checkedRuns(iterations);
     for (int it = 0; it < runs; ++it) {
       if (it > 0)
         run::freeResults(sig, data, releaseResult);
       // Fresh inputs each time: arguments may be updated in place.
-      for (size_t i = 0; i < sig.args.size(); ++i) {
+      for (size_t i = 0; i < sig.args.size() && failure.empty(); ++i) {
         const run::BufferSpec &spec = sig.args[i];
         cudaError_t e = cu().cudaMemcpy(deviceArgs[i], data.args[i].data,
                                         spec.numElements() * spec.elemBytes(),
                                         cudaMemcpyHostToDevice);
         if (e != cudaSuccess)
-          return fail("copying " + spec.name +
-                      " to the device: " + cudaText(e));
-        data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
+          failure = "copying " + spec.name + " to the device: " + cudaText(e);
+        else
+          data.argDescriptors[i] =
+              run::contiguousDescriptor(spec, deviceArgs[i]);
       }
-      run::resetResultStorage(sig, data);
-      std::vector<void *> values = run::entryValues(sig, data, ctx);
       // Nothing of the inputs' copies or the last run's frees is left for
       // the clock.
-      cudaError_t ready = cu().cudaDeviceSynchronize();
-      if (ready != cudaSuccess)
-        return fail("cudaDeviceSynchronize before the entry: " +
-                    cudaText(ready));
+      if (failure.empty())
+        if (cudaError_t ready = cu().cudaDeviceSynchronize();
+            ready != cudaSuccess)
+          failure = "cudaDeviceSynchronize before the entry: " +
+                    cudaText(ready);
+      if (!agreed())
+        return false;
+      run::resetResultStorage(sig, data);
+      std::vector<void *> values = run::entryValues(sig, data, ctx);
       // Only the last run, whose outputs are compared, is poisoned: the
       // others time the entry call and the synchronize alone.
       run::setPoisoning(it + 1 == runs);
@@ -247,31 +281,50 @@ public:
       // not the context's; a failed context may have streams still stuck.
       cudaError_t e = status == OVERLAP_SUCCESS ? cu().cudaDeviceSynchronize()
                                                 : cudaSuccess;
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
       run::setPoisoning(true);
+      if (status != OVERLAP_SUCCESS)
+        failure = std::string(rt().overlap_status_name(status)) + ": " +
+                  rt().overlap_last_error(ctx);
+      else if (e != cudaSuccess)
+        failure = "cudaDeviceSynchronize after the entry: " + cudaText(e);
+      if (!agreed())
+        return false;
+      // The slowest rank's time, as host ranks as processes report it.
+      if (processes) {
+        int64_t nanos = std::llround(ms * 1e6);
+        if (rt().overlap_process_max(&nanos) != OVERLAP_SUCCESS)
+          return fail(rt().overlap_host_launch_error());
+        ms = static_cast<double>(nanos) / 1e6;
+      }
       if (isTimedRun(it, iterations))
         outcome.iterationMs.push_back(ms);
-      if (status != OVERLAP_SUCCESS)
-        return fail(std::string(rt().overlap_status_name(status)) + ": " +
-                    rt().overlap_last_error(ctx));
-      if (e != cudaSuccess)
-        return fail("cudaDeviceSynchronize after the entry: " + cudaText(e));
     }
-    std::string why;
-    if (!run::collectOutputs(outcome.run, outcome.outputs, why))
-      return fail(why);
+    // This rank's outputs, copied to the host.
+    std::vector<run::OutputView> views;
     cudaError_t copyError = cudaSuccess;
-    if (!run::copyViewsToHost(sig, outcome.outputs[0], data,
-                              [&](void *dst, const void *src, size_t bytes) {
-                                copyError = cu().cudaMemcpy(dst, src, bytes,
-                                                            cudaMemcpyDefault);
-                                return copyError == cudaSuccess;
-                              }))
-      return fail("copying the outputs to the host: " + cudaText(copyError));
+    if (!run::outputViews(sig, data, views, failure))
+      failure = "rank " + std::to_string(rank) + ": " + failure;
+    else if (!run::copyViewsToHost(
+                 sig, views, data, [&](void *dst, const void *src,
+                                       size_t bytes) {
+                   copyError =
+                       cu().cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+                   return copyError == cudaSuccess;
+                 }))
+      failure = "copying the outputs to the host: " + cudaText(copyError);
     freeDeviceArgs();
-    return true;
+    if (!processes) {
+      if (!failure.empty())
+        return fail(failure);
+      outcome.outputs.assign(1, std::move(views));
+      return true;
+    }
+    // Every rank's outputs to rank 0 (a rank without them sends why).
+    return gatherProcessOutputs(sig, outcome, rank, size,
+                                failure.empty() ? &views : nullptr, error);
   }
 
   void release(const Library &lib, Outcome &outcome) override {
@@ -282,7 +335,47 @@ public:
 private:
   overlap_context *ctx;
   int device;
+  int rank, size;
+  bool processes;
 };
+
+/// The CUDA runtime's functions bound and this process's devices counted:
+/// nullopt and `noDevice` when there is no runtime with CUDA or no device.
+std::optional<int> visibleDevices(bool &noDevice, std::string &error) {
+  noDevice = false;
+  if (!rt().hasCuda()) {
+    noDevice = true;
+    error = "the runtime " + rt().path +
+            " has no CUDA backend (liboverlap_runtime_cuda.so is built only "
+            "where CMake finds CUDA, NCCL and cuBLASLt)";
+    return std::nullopt;
+  }
+  if (!bindCudaRt(cudaRt, error))
+    return std::nullopt;
+  const char *why = nullptr;
+  int count = rt().overlap_cuda_device_count(&why);
+  if (count == 0) {
+    noDevice = true;
+    error = std::string("no CUDA device (") +
+            (why && *why ? why : "cudaGetDeviceCount found none") + ")";
+    return std::nullopt;
+  }
+  return count;
+}
+
+/// The executor of `ctx`, with the stream its poisoning fills run on.
+std::unique_ptr<Executor> makeExecutor(overlap_context *ctx, int device,
+                                       int rank, int size, bool processes,
+                                       std::string &error) {
+  cudaError_t e =
+      cu().cudaStreamCreateWithFlags(&poisonStream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    rt().overlap_cuda_context_destroy(ctx);
+    error = "cudaStreamCreateWithFlags: " + cudaText(e);
+    return nullptr;
+  }
+  return std::make_unique<CudaExecutor>(ctx, device, rank, size, processes);
+}
 } // namespace
 
 bool haveCudaBackend() { return true; }
@@ -290,27 +383,12 @@ bool haveCudaBackend() { return true; }
 std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
                                              bool &noDevice,
                                              std::string &error) {
-  noDevice = false;
-  if (!rt().hasCuda()) {
-    noDevice = true;
-    error = "the runtime " + rt().path +
-            " has no CUDA backend (liboverlap_runtime_cuda.so is built only "
-            "where CMake finds CUDA, NCCL and cuBLASLt)";
+  std::optional<int> count = visibleDevices(noDevice, error);
+  if (!count)
     return nullptr;
-  }
-  if (!bindCudaRt(cudaRt, error))
-    return nullptr;
-  const char *why = nullptr;
-  int count = rt().overlap_cuda_device_count(&why);
-  if (count == 0) {
-    noDevice = true;
-    error = std::string("no CUDA device (") +
-            (why && *why ? why : "cudaGetDeviceCount found none") + ")";
-    return nullptr;
-  }
-  if (device < 0 || device >= count) {
+  if (device < 0 || device >= *count) {
     error = "--device " + std::to_string(device) + ": this machine has " +
-            std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s");
+            std::to_string(*count) + " CUDA device" + (*count == 1 ? "" : "s");
     return nullptr;
   }
   overlap_cuda_options options;
@@ -323,14 +401,60 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
             rt().overlap_cuda_create_error();
     return nullptr;
   }
-  cudaError_t e =
-      cu().cudaStreamCreateWithFlags(&poisonStream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) {
-    rt().overlap_cuda_context_destroy(ctx);
-    error = "cudaStreamCreateWithFlags: " + cudaText(e);
+  return makeExecutor(ctx, device, 0, 1, /*processes=*/false, error);
+}
+
+std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
+                                                    int64_t waitTimeoutMs,
+                                                    bool &noDevice,
+                                                    std::string &error) {
+  // Every process counts its devices and the job agrees before any
+  // bootstrap: a process without one would leave the others waiting in
+  // NCCL's.
+  std::string mine;
+  std::optional<int> count = visibleDevices(noDevice, mine);
+  bool any = false;
+  std::string why;
+  if (!anyProcessFailed(!count, any, why)) {
+    error = why;
     return nullptr;
   }
-  return std::make_unique<CudaExecutor>(ctx, device);
+  if (any) {
+    // A process with a device says nothing; one without says why.
+    noDevice = true;
+    error = mine;
+    return nullptr;
+  }
+  overlap_cuda_options options;
+  rt().overlap_cuda_options_init(&options);
+  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_context *ctx = nullptr;
+  // Rank, world size and local rank from the launcher's environment, the
+  // device by local rank, NCCL's unique id through the rendezvous
+  // (overlap_runtime_cuda.h).
+  overlap_status status = rt().overlap_cuda_context_create_launched(&options,
+                                                                    &ctx);
+  std::string failure;
+  if (status != OVERLAP_SUCCESS) {
+    failure = std::string("cannot create a CUDA context for rank ") +
+              std::to_string(rank) + ": " + rt().overlap_cuda_create_error();
+  } else if (rt().overlap_context_rank(ctx) != rank ||
+             rt().overlap_context_size(ctx) != size) {
+    failure = "the launcher's environment makes this process rank " +
+              std::to_string(rt().overlap_context_rank(ctx)) + " of " +
+              std::to_string(rt().overlap_context_size(ctx)) +
+              ", MPI rank " + std::to_string(rank) + " of " +
+              std::to_string(size) +
+              " (OVERLAP_RANK / OVERLAP_WORLD_SIZE must match the job)";
+  }
+  if (!anyProcessFailed(!failure.empty(), any, why) || any) {
+    if (ctx)
+      rt().overlap_cuda_context_destroy(ctx);
+    error = !why.empty() ? why : failure;
+    return nullptr;
+  }
+  return makeExecutor(ctx, rt().overlap_cuda_device(ctx), rank, size,
+                      /*processes=*/true, error);
 }
 
 } // namespace exec
@@ -349,6 +473,12 @@ std::unique_ptr<Executor> createCudaExecutor(int, int64_t, bool &noDevice,
   error = "this overlap-exec was built without the CUDA backend (CMake found "
           "no CUDA, NCCL or cuBLASLt: OVERLAP_HAVE_CUDA is off)";
   return nullptr;
+}
+
+std::unique_ptr<Executor> createCudaProcessExecutor(int, int, int64_t,
+                                                    bool &noDevice,
+                                                    std::string &error) {
+  return createCudaExecutor(0, 0, noDevice, error);
 }
 
 } // namespace exec

@@ -128,7 +128,8 @@ public:
       if (isTimedRun(i, iterations))
         outcome.iterationMs.push_back(static_cast<double>(nanos) / 1e6);
     }
-    return gatherOutputs(lib.sig, outcome, error);
+    return gatherProcessOutputs(lib.sig, outcome, rank, size, nullptr,
+                                error);
   }
 
   void release(const Library &lib, Outcome &outcome) override {
@@ -137,23 +138,23 @@ public:
   }
 
 private:
-  /// Each rank sends "1" and its outputs, contiguous, in outputViews'
-  /// order, or "0" and why it has none; rank 0 keeps them in each rank's
-  /// `copies` and points its views there.
-  bool gatherOutputs(const run::Signature &sig, Outcome &outcome,
-                     std::string &error);
-
   int rank, size;
   overlap_host_options options;
 };
 
-bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
-                                    std::string &error) {
+} // namespace
+
+bool overlap::exec::gatherProcessOutputs(
+    const run::Signature &sig, Outcome &outcome, int rank, int size,
+    const std::vector<run::OutputView> *hostViews, std::string &error) {
   std::vector<const run::BufferSpec *> specs = run::outputSpecs(sig);
   std::vector<run::OutputView> views;
   std::string why;
   std::string blob;
-  if (run::outputViews(sig, outcome.run.ranks[rank], views, why)) {
+  bool have = hostViews ? (views = *hostViews, true)
+                        : run::outputViews(sig, outcome.run.ranks[rank], views,
+                                           why);
+  if (have) {
     blob = "1";
     std::vector<char> contiguous;
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -227,8 +228,6 @@ bool ProcessExecutor::gatherOutputs(const run::Signature &sig, Outcome &outcome,
     error.clear();
   return !failed;
 }
-
-} // namespace
 
 std::unique_ptr<Executor>
 overlap::exec::createProcessExecutor(int rank, int size,
@@ -305,4 +304,15 @@ int overlap::exec::finishProcesses(
            text);
   }
   return agreed;
+}
+
+bool overlap::exec::anyProcessFailed(bool failed, bool &any,
+                                     std::string &error) {
+  int64_t flag = failed ? 1 : 0;
+  if (rt().overlap_process_max(&flag) != OVERLAP_SUCCESS) {
+    error = rt().overlap_host_launch_error();
+    return false;
+  }
+  any = flag != 0;
+  return true;
 }

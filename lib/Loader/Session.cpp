@@ -164,18 +164,31 @@ int Session::createExecutor(const std::string &backend, const char *option,
                             const run::Signature &sig, int ranks,
                             std::unique_ptr<Executor> &executor) {
   if (backend == "cuda") {
-    if (ranks != 1)
-      return error(std::string(option) +
-                   " cuda runs one rank per process "
-                   "(overlap_cuda_context_create_single), but @" +
-                   sig.name + " needs " + std::to_string(ranks) + " ranks");
+    if (ranks != 1 && !processes_)
+      return error(std::string(option) + " cuda runs one rank per process " +
+                   "and GPU, but @" + sig.name + " needs " +
+                   std::to_string(ranks) + " ranks: start one process per "
+                   "rank, e.g. mpirun -np " + std::to_string(ranks) +
+                   " overlap-exec --backend cuda PROGRAM.so (or srun -n " +
+                   std::to_string(ranks) + "; docs/gpu.md)");
     bool noDevice = false;
     std::string message;
-    executor = createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
+    executor = processes_ ? createCudaProcessExecutor(rank_, size_,
+                                                      o.waitTimeoutMs,
+                                                      noDevice, message)
+                          : createCudaExecutor(o.device, o.waitTimeoutMs,
+                                               noDevice, message);
     if (executor)
       return 0;
     if (!noDevice)
       return error(message);
+    // As processes, each without a device says why (finishProcesses lists
+    // them by rank once); every process exits 3.
+    if (processes_) {
+      if (!message.empty())
+        errors_.push_back(message + "; " + option + " cuda needs one");
+      return 3;
+    }
     err(tool() + ": " + message + "; " + option + " cuda needs one\n");
     return 3;
   }
@@ -280,9 +293,6 @@ int Session::runRanks() {
                      std::to_string(grid.size()) +
                      " devices: start as many (mpirun -np " +
                      std::to_string(grid.size()) + ")");
-    if (backend == "cuda" || refBackend == "cuda")
-      return error("ranks as processes (mpirun) run on the host backend "
-                   "only; run --backend cuda without mpirun");
   }
   if (!run::checkRanks(sig, ranks, message))
     return error(message);
@@ -345,19 +355,6 @@ int Session::runRanks() {
   if (given && !run::checkGivenInputs(sig, *given, ranks, message))
     return error("the inputs do not fit @" + sig.name + ": " + message);
 
-  // One executor when both libraries run on the same backend; the
-  // reference's own otherwise (CudaExecutor is one per process).
-  std::unique_ptr<Executor> executor, ownRefExecutor;
-  if (int status = createExecutor(backend, "--backend", sig, ranks, executor))
-    return status;
-  if (haveReference && !sameBackend)
-    if (int status = createExecutor(refBackend, "--ref-backend", reference.sig,
-                                    ranks, ownRefExecutor))
-      return status;
-  Executor &refExecutor = ownRefExecutor ? *ownRefExecutor : *executor;
-  poison(program, *executor);
-  if (haveReference)
-    poison(reference, refExecutor);
   if (processes_) {
     SessionFacts facts;
     std::string text = artifact::formatSignature(sig);
@@ -393,6 +390,19 @@ int Session::runRanks() {
       return status;
   }
 
+  // One executor when both libraries run on the same backend; the
+  // reference's own otherwise (CudaExecutor is one per process).
+  std::unique_ptr<Executor> executor, ownRefExecutor;
+  if (int status = createExecutor(backend, "--backend", sig, ranks, executor))
+    return status;
+  if (haveReference && !sameBackend)
+    if (int status = createExecutor(refBackend, "--ref-backend", reference.sig,
+                                    ranks, ownRefExecutor))
+      return status;
+  Executor &refExecutor = ownRefExecutor ? *ownRefExecutor : *executor;
+  poison(program, *executor);
+  if (haveReference)
+    poison(reference, refExecutor);
   const std::string &label = o.programLabel;
   std::string header = tool() + ": @" + sig.name + " on " + executor->where() +
                        ", " + label + " " + describe(program);

@@ -120,6 +120,20 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
                                              bool &noDevice,
                                              std::string &error);
 
+/// This process's rank of a job a launcher started, one process per GPU
+/// (`mpirun -np N`, `srun`, `torchrun --nproc-per-node N`): rank `rank` of
+/// `size` (the process layer's, overlap_process_init), its device by local
+/// rank (CUDA_VISIBLE_DEVICES respected), its NCCL communicator
+/// bootstrapped from the launcher (overlap_cuda_context_create_launched).
+/// Collective: the processes agree that each has a device before the
+/// bootstrap, and that each made its context after it; `noDevice` (where
+/// this process has none, its reason in `error`) when any has none. Runs
+/// agree before each entry call; rank 0 gathers every rank's outputs.
+std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
+                                                    int64_t waitTimeoutMs,
+                                                    bool &noDevice,
+                                                    std::string &error);
+
 } // namespace exec
 } // namespace overlap
 

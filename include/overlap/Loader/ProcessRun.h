@@ -51,6 +51,24 @@ bool ranksAsProcesses(RanksAs mode, std::string &launcher,
 std::unique_ptr<Executor>
 createProcessExecutor(int rank, int size, const overlap_host_options &options);
 
+/// Every process's outputs to rank 0, after a run: each rank sends "1" and
+/// its outputs, contiguous, in outputViews' order, or "0" and why it has
+/// none; rank 0 keeps them in each rank's `copies` and points
+/// `outcome.outputs[r]` there. `hostViews`: this rank's outputs already in
+/// host memory (a device run copies them back first); null: its
+/// outputViews. Collective; false with the reason on rank 0 (the others'
+/// `error` empty) when any rank has none.
+bool gatherProcessOutputs(const run::Signature &sig, Outcome &outcome,
+                          int rank, int size,
+                          const std::vector<run::OutputView> *hostViews,
+                          std::string &error);
+
+/// Whether any process of the job is `failed` (a max over the processes):
+/// a point every process reaches before a collective step, so that none
+/// waits for one that will not come. False with the reason in `error`
+/// when the exchange itself fails.
+bool anyProcessFailed(bool failed, bool &any, std::string &error);
+
 /// Collective: the largest `status` of any rank. On an MPI failure, 2 and
 /// the reason in `error`.
 int agreeOnStatus(int status, std::string &error);

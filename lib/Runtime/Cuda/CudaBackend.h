@@ -343,6 +343,10 @@ private:
   /// Frees the flags and events of a signal set.
   void releaseSignals(CudaSignals &sigs);
   void writeFlag(CudaSignals *sigs, int32_t index, uint32_t value);
+  /// Waits for the control stream (the flag copies above) at most the wait
+  /// timeout: false when it failed or did not finish (a device that hangs
+  /// must not hang the host thread that reads a flag).
+  bool syncControl();
   /// Disables the zero-SM path of `group`, recording `reason` (warned
   /// once on stderr).
   void zeroSmDisable(CudaGroup &group, const std::string &reason);

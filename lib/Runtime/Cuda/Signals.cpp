@@ -21,8 +21,10 @@
 #include "CudaBackend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -100,7 +102,7 @@ void CudaContext::readFlags(CudaSignals *sigs, int32_t first, int32_t count,
   if (cudaMemcpyAsync(out, sigs->deviceFlags + first,
                       sizeof(uint32_t) * size_t(count),
                       cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
-      cudaStreamSynchronize(control_) != cudaSuccess) {
+      !syncControl()) {
     (void)cudaGetLastError();
     std::fill(out, out + count, 0u); // every wait counts as open
   }
@@ -113,8 +115,28 @@ void CudaContext::writeFlag(CudaSignals *sigs, int32_t index, uint32_t value) {
   }
   if (cudaMemcpyAsync(sigs->deviceFlags + index, &value, sizeof(value),
                       cudaMemcpyHostToDevice, control_) != cudaSuccess ||
-      cudaStreamSynchronize(control_) != cudaSuccess)
+      !syncControl())
     (void)cudaGetLastError();
+}
+
+bool CudaContext::syncControl() {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = runtime::deadlineAfter(start, options.waitTimeoutMs);
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(control_);
+    if (e == cudaSuccess)
+      return true;
+    if (e != cudaErrorNotReady)
+      return false;
+    auto now = Clock::now();
+    if (now >= deadline)
+      return false;
+    if (now - start > std::chrono::milliseconds(1))
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else
+      std::this_thread::yield();
+  }
 }
 
 void CudaContext::destroySignals(overlap_signals *sigs) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Stages.h"
+#include "overlap/Planner/TilePlanner.h"
 #include "overlap/Compiler/Input.h"
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
@@ -140,6 +141,10 @@ llvm::Error CompileOptions::validate() const {
   if (strategy.empty())
     return llvm::createStringError("strategy: empty (none, uniform:N, mc2, "
                                    "optimal, waves, ficco, auto)");
+  // Checked before anything is compiled: a module with nothing to plan
+  // must not hide a misspelt strategy.
+  if (llvm::Error err = ::overlap::planner::checkStrategy(strategy))
+    return err;
   return llvm::Error::success();
 }
 

@@ -25,6 +25,36 @@ ArrayRef<StringRef> overlap::planner::strategyNames() {
   return names;
 }
 
+/// "--strategy: expected none, uniform:n, ... or auto, got 'x'".
+static Error unknownStrategy(StringRef strategy) {
+  std::string list;
+  ArrayRef<StringRef> names = strategyNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") +
+            names[i].str();
+  return badValue("--strategy: expected " + list + ", got '" + strategy +
+                  "'");
+}
+
+static Error checkUniformCount(StringRef count) {
+  int64_t n = 0;
+  if (count.getAsInteger(10, n) || n < 1)
+    return badValue("--strategy: uniform:n needs a positive integer n, "
+                    "got '" +
+                    count + "'");
+  return checkLimit("--strategy: uniform:n", n, 1, kMaxTiles,
+                    "a tile count n");
+}
+
+Error overlap::planner::checkStrategy(StringRef strategy) {
+  if (strategy.consume_front("uniform:"))
+    return checkUniformCount(strategy);
+  for (StringRef name : strategyNames())
+    if (name != "uniform:n" && name == strategy)
+      return Error::success();
+  return unknownStrategy(strategy);
+}
+
 Expected<Plan> overlap::planner::evaluateTiles(const Profile &profile,
                                                const MatmulProblem &problem,
                                                ArrayRef<int64_t> tiles,
@@ -39,17 +69,13 @@ static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
   if (strategy == "none")
     return pricePlan(model, {model.getProblem().m}, "none");
   if (strategy.consume_front("uniform:")) {
+    if (Error e = checkUniformCount(strategy))
+      return std::move(e);
     int64_t n = 0;
-    if (strategy.getAsInteger(10, n) || n < 1)
-      return badValue("--strategy: uniform:n needs a positive integer n, "
-                      "got '" +
-                      strategy + "'");
+    (void)strategy.getAsInteger(10, n);
     // An explicit tile count is honoured: with row blocks halved from
     // the preferred alignment until M has n of them (or M one-row tiles
     // when M < n), saying so, never a compile error.
-    if (Error e = checkLimit("--strategy: uniform:n", n, 1, kMaxTiles,
-                             "a tile count n"))
-      return std::move(e);
     // Blocks stay multiples of what the tile layout needs
     // (getMinAlignment: the group's slots for a gather or scatter).
     const int64_t m = model.getProblem().m;
@@ -95,9 +121,7 @@ static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
     return planWaves(model);
   if (strategy == "ficco")
     return planFicco(model);
-  return badValue("--strategy: expected none, uniform:n, mc2, optimal, "
-                  "waves, ficco or auto, got '" +
-                  strategy + "'");
+  return unknownStrategy(strategy);
 }
 
 static Expected<Plan> planAuto(const CostModel &model) {

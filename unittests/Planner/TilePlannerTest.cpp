@@ -455,3 +455,26 @@ TEST(TilePlanner, EvaluateTilesChecksTheSum) {
 }
 
 } // namespace
+
+/// The message of an Error, "" for success.
+static std::string messageOf(llvm::Error e) {
+  return e ? llvm::toString(std::move(e)) : std::string();
+}
+
+TEST(TilePlanner, CheckStrategyWithoutAProblem) {
+  for (const char *ok : {"none", "uniform:1", "uniform:16", "mc2", "optimal",
+                         "waves", "ficco", "auto"})
+    EXPECT_EQ(messageOf(checkStrategy(ok)), "") << ok;
+  EXPECT_EQ(messageOf(checkStrategy("optimum")),
+            "--strategy: expected none, uniform:n, mc2, optimal, waves, ficco "
+            "or auto, got 'optimum'");
+  EXPECT_EQ(messageOf(checkStrategy("uniform:0")),
+            "--strategy: uniform:n needs a positive integer n, got '0'");
+  EXPECT_NE(messageOf(checkStrategy("uniform:")), "");
+  EXPECT_NE(messageOf(checkStrategy("uniform:n")), "");
+  // Every name strategyNames() lists is accepted (uniform:n as uniform:2).
+  for (llvm::StringRef name : strategyNames())
+    EXPECT_EQ(messageOf(checkStrategy(name == "uniform:n" ? "uniform:2" : name)),
+              "")
+        << name.str();
+}

@@ -51,6 +51,13 @@ llvm::Expected<Plan> evaluateTiles(const Profile &profile,
 /// The strategy names accepted by planTiles ("uniform:n" stands for all n).
 llvm::ArrayRef<llvm::StringRef> strategyNames();
 
+/// Whether planTiles takes `strategy` (one of strategyNames(), uniform:n
+/// with 1 <= n <= kMaxTiles), without a problem: what the tools and the
+/// passes check before planning anything, so that a misspelt strategy is an
+/// error even where nothing is planned. The message (std::errc::
+/// invalid_argument) lists the strategies.
+llvm::Error checkStrategy(llvm::StringRef strategy);
+
 } // namespace planner
 } // namespace overlap
 

@@ -51,6 +51,12 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
              "size >= 1";
       return signalPassFailure();
     }
+    // A misspelt strategy is an error whether or not anything is planned.
+    if (llvm::Error e = planner::checkStrategy(strategy)) {
+      getOperation().emitError()
+          << "overlap-plan: " << llvm::toString(std::move(e));
+      return signalPassFailure();
+    }
     FailureOr<planner::Profile> loaded =
         loadPassProfile(getOperation(), "overlap-plan", profile);
     if (failed(loaded))

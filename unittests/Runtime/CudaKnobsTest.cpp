@@ -224,9 +224,11 @@ TEST(CudaKnobs, NcclConfigFollowsTheBudget) {
   EXPECT_EQ(ncclConfigFor(6).cgaClusterSize, 2);
   EXPECT_EQ(ncclConfigFor(5).cgaClusterSize, 1);
   EXPECT_EQ(ncclConfigFor(5).maxCTAs, 5);
-  // Only splits share their parent's resources; a context's own world
-  // (bootstrap) keeps NCCL's default.
-  EXPECT_EQ(c16.splitShare, NCCL_CONFIG_UNDEF_INT);
+  // NCCL decides sharing from the parent's config: the world a context
+  // creates (bootstrap) asks for it, and so do its splits (whose children
+  // may split again).
+  EXPECT_EQ(c16.splitShare, 1);
+  EXPECT_EQ(none.splitShare, 1);
   for (int sms : {0, 16}) {
     ncclConfig_t split = ncclSplitConfigFor(sms);
     ncclConfig_t plain = ncclConfigFor(sms);

@@ -84,6 +84,8 @@ int gemmSmTargetFor(int64_t tile, int tileTarget);
 /// limited to the communication budget (minCTAs 1, maxCTAs = commSms, a
 /// CGA cluster that divides it, at most 4), NCCL's defaults when commSms
 /// is 0. Blocking, so that creation and splits return when done.
+/// splitShare = 1: NCCL lets the children of ncclCommSplit share a
+/// parent's resources only when the parent was created with it.
 ncclConfig_t ncclConfigFor(int commSms);
 
 /// The configuration of a sub-group's ncclCommSplit: ncclConfigFor, and

@@ -201,6 +201,10 @@ int overlap::cuda::gemmSmTargetFor(int64_t tile, int tileTarget) {
 ncclConfig_t overlap::cuda::ncclConfigFor(int commSms) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
+  // NCCL shares a parent's resources with the children ncclCommSplit makes
+  // when the parent was created with splitShare = 1 (its config, not the
+  // child's, decides): so the world Overlap creates asks for it too.
+  config.splitShare = 1;
   if (commSms > 0) {
     config.minCTAs = 1;
     config.maxCTAs = commSms;

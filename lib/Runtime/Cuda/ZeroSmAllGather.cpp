@@ -159,11 +159,25 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
     // the same all-gather.
     ncclConfig_t config = zeroSmSplitConfig();
     ncclComm_t made = nullptr;
-    if (ncclResult_t r =
-            ncclCommSplit(group.comm, 0, group.rank, &made, &config)) {
-      zeroSmDisable(group, zeroSmFallbackReason(
-                               "ncclCommSplit (CTAPolicy NCCL_CTA_POLICY_ZERO)",
-                               describe(r)));
+    ncclResult_t split =
+        ncclCommSplit(group.comm, 0, group.rank, &made, &config);
+    // Every rank falls back together: a rank alone on the plain path would
+    // call ncclAllGather on another communicator than the others (a hang).
+    bool all = false;
+    std::string why;
+    if (overlap_status st =
+            zeroSmAgree(group.comm, s, split == ncclSuccess && made, all, why))
+      return st;
+    if (!all) {
+      if (made)
+        (void)ncclCommAbort(made);
+      zeroSmDisable(group,
+                    zeroSmFallbackReason(
+                        "ncclCommSplit (CTAPolicy NCCL_CTA_POLICY_ZERO)",
+                        !why.empty()            ? why
+                        : split != ncclSuccess ? describe(split)
+                                               : std::string("it failed on "
+                                                             "another rank")));
       return OVERLAP_SUCCESS;
     }
     z.comm = made;

@@ -29,7 +29,6 @@
 #include "overlap/Loader/Session.h"
 #include "overlap/Loader/Run.h"
 
-#include "overlap/Runtime/overlap_runtime.h"
 
 #include <cerrno>
 #include <cinttypes>

@@ -46,7 +46,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include "overlap/Runtime/overlap_runtime.h"
 
 #include <cstdint>
 #include <cstdlib>

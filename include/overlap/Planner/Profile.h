@@ -68,7 +68,6 @@ public:
   /// piece (or the nearest table segment) is extended.
   double eval(double x) const;
 
-  bool isTable() const { return !points.empty(); }
   llvm::ArrayRef<Piece> getPieces() const { return pieces; }
   llvm::ArrayRef<std::pair<double, double>> getPoints() const { return points; }
 

@@ -60,7 +60,6 @@ public:
                                            llvm::ArrayRef<int64_t> tiles);
 
   Collective getCollective() const { return collective; }
-  int64_t getM() const { return m; }
   /// layoutSlots of the collective and group.
   int64_t slots() const { return numSlots; }
   /// Rows of one block: M / slots.

@@ -45,6 +45,9 @@ typedef struct {
   const char *cpu;   /* "": generic; "native" */
   OverlapEmit emit;
   unsigned optLevel; /* 0 to 3 */
+  /* The source's name in diagnostics (the file it was read from); "input"
+   * by default. */
+  const char *sourceName;
 } OverlapCompileOptions;
 
 MLIR_CAPI_EXPORTED OverlapCompileOptions overlapCompileOptionsDefault(void);

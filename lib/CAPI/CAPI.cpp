@@ -63,6 +63,7 @@ OverlapCompileOptions overlapCompileOptionsDefault(void) {
   options.cpu = defaults.cpu.c_str();
   options.emit = OVERLAP_EMIT_SHARED_LIBRARY;
   options.optLevel = defaults.optLevel;
+  options.sourceName = defaults.sourceName.c_str();
   return options;
 }
 
@@ -88,6 +89,8 @@ const char *overlapCompileOptionsLayout(void) {
     field("emit", "emit", "emit", offsetof(OverlapCompileOptions, emit));
     field("optLevel", "O", "unsigned",
           offsetof(OverlapCompileOptions, optLevel));
+    field("sourceName", "source-name", "string",
+          offsetof(OverlapCompileOptions, sourceName));
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(llvm::json::Object{
@@ -171,6 +174,7 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
     }
     driver.emit = static_cast<compiler::Emit>(options->emit);
     driver.optLevel = options->optLevel;
+    set(driver.sourceName, options->sourceName);
   }
   llvm::Expected<compiler::Artifact> artifact = compiler::compileToFiles(
       unwrap(source), unwrap(outputPath), driver);

@@ -169,10 +169,13 @@ mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
                                         llvm::StringRef output,
                                         const DriverOptions &options) {
   std::unique_ptr<MLIRContext> context = createContext();
-  // Diagnostics (with their locations in "input") go into the message.
+  // Diagnostics (with their locations in the source's name) go into the
+  // message.
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(source, "input"), llvm::SMLoc());
+      llvm::MemoryBuffer::getMemBufferCopy(
+          source, options.sourceName.empty() ? "input" : options.sourceName),
+      llvm::SMLoc());
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticsOs(diagnostics);
   SourceMgrDiagnosticHandler collect(*sourceMgr, context.get(), diagnosticsOs);

@@ -101,20 +101,30 @@ class Compiled:
             return f.read()
 
 
-def compile(module: str, *, target: Optional[str] = None,
+def compile(module: Union[str, os.PathLike], *, target: Optional[str] = None,
             strategy: Optional[str] = None,
             profile: Optional[Union[str, os.PathLike]] = None,
             emit: str = "so", entry: Optional[str] = None,
             opt_level: Optional[int] = None,
             output: Optional[Union[str, os.PathLike]] = None,
+            source_name: Optional[str] = None,
             **pipeline_options: Any) -> Compiled:
-    """Compiles the MLIR text ``module`` (linalg + shard, or overlap ops) to
-    ``emit`` ("so", "obj", "llvm" or "mlir") for ``target`` ("host" or
-    "cuda"). Options left as None take the compiler's defaults. Without
-    ``output`` the result goes to a new temporary file. Every other option
-    of the pipeline is a keyword named as overlap-compile's flag with "_"
-    for "-" (``gpu_chip="sm_80"``, ``testing_drop_waits=True``): the library
-    reports them (CompileOptions.def), so none is declared here."""
+    """Compiles the MLIR text ``module`` (linalg + shard, or overlap ops), or
+    the file at the path ``module`` (a ``pathlib.Path`` or other
+    ``os.PathLike``; a ``str`` is always text), to ``emit`` ("so", "obj",
+    "llvm" or "mlir") for ``target`` ("host" or "cuda"). Options left as
+    None take the compiler's defaults. Without ``output`` the result goes to
+    a new temporary file. Errors locate lines in ``source_name`` (default:
+    the file's path, or "input" for text). Every other option of the
+    pipeline is a keyword named as overlap-compile's flag with "_" for "-"
+    (``gpu_chip="sm_80"``, ``testing_drop_waits=True``): the library reports
+    them (CompileOptions.def), so none is declared here."""
+    if isinstance(module, os.PathLike):
+        path = os.fspath(module)
+        with open(path, encoding="utf-8") as f:
+            module = f.read()
+        if source_name is None:
+            source_name = path
     if emit not in _EMIT:
         raise ValueError(f"emit={emit!r}: expected one of {', '.join(_EMIT)}")
     lib = native.compiler_api()
@@ -136,12 +146,16 @@ def compile(module: str, *, target: Optional[str] = None,
         options.entry = text(entry)
     if opt_level is not None:
         options.optLevel = _checked_int("opt_level", opt_level, 0, 3)
+    if source_name is not None:
+        options.sourceName = text(source_name)
     flags = type(options).flags
     for key, value in pipeline_options.items():
         field = flags.get(key.replace("_", "-"))
-        if field is None or key in ("entry", "emit", "O", "mcpu"):
+        if field is None or key.replace("_", "-") in (
+                "entry", "emit", "O", "mcpu", "source-name"):
             known = sorted(f.replace("-", "_") for f, (_, kind) in
-                           flags.items() if kind in ("string", "bool"))
+                           flags.items() if kind in ("string", "bool") and
+                           f not in ("entry", "source-name"))
             raise TypeError(f"compile() got an unexpected option {key!r} "
                             f"(pipeline options: {', '.join(known)})")
         name, kind = field

@@ -78,3 +78,37 @@ def test_unrepresentable_names_are_refused(compiler_api, tmp_path):
     with pytest.raises(overlap.CompileError,
                        match=r'function @"has space": the name holds a space'):
         overlap.compile(space, output=tmp_path / "s.so")
+
+
+BAD = """
+func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = arith.addf %x, %x : tensor<8xf32>
+  return %y : tensor<4xf32>
+}
+"""
+
+
+def test_errors_name_the_source(compiler_api, tmp_path):
+    """A compile error locates its line in the file the module came from
+    (a path given as a pathlib.Path), in source_name when given, and in
+    "input" for text (issue 37)."""
+    path = tmp_path / "bad_layer.mlir"
+    path.write_text(BAD)
+    out = tmp_path / "m.mlir"
+    with pytest.raises(overlap.CompileError) as info:
+        overlap.compile(path, emit="mlir", output=out)
+    assert f"{path}:3:" in str(info.value), info.value
+    with pytest.raises(overlap.CompileError) as info:
+        overlap.compile(BAD, emit="mlir", output=out, source_name="layer.mlir")
+    assert "layer.mlir:3:" in str(info.value), info.value
+    with pytest.raises(overlap.CompileError) as info:
+        overlap.compile(BAD, emit="mlir", output=out)
+    assert "input:3:" in str(info.value), info.value
+    # A good module from a path compiles as its text does.
+    good = tmp_path / "one.mlir"
+    good.write_text(ONE)
+    assert overlap.compile(good, emit="mlir", output=out).path == str(out)
+    # source_name is no pipeline option.
+    with pytest.raises(TypeError, match="unexpected option 'source-name'|"
+                       "unexpected keyword"):
+        overlap.compile(ONE, emit="mlir", output=out, **{"source-name": "x"})

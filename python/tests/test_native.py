@@ -198,7 +198,9 @@ def test_compile_errors_name_the_stage(compiler_api, mlp, tmp_path):
         overlap.compile(mlp, target="tpu", output=tmp_path / "x.so")
     with pytest.raises(overlap.CompileError, match="stage 'parse'"):
         overlap.compile("func.func @f(", output=tmp_path / "y.so")
-    with pytest.raises(overlap.CompileError, match="input:"):
+    # A bad strategy is refused before anything is compiled (issue 37).
+    with pytest.raises(overlap.CompileError,
+                       match="uniform:n needs a positive integer n, got '0'"):
         overlap.compile(mlp, strategy="uniform:0", output=tmp_path / "z.so")
 
 

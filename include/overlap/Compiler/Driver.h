@@ -124,6 +124,9 @@ struct DriverOptions {
   std::string cpu;
   /// C compiler that links shared libraries.
   std::string cc = "cc";
+  /// The name compileToFiles gives its source text in diagnostics (the
+  /// file it was read from): `NAME:line:col: error: ...`.
+  std::string sourceName = "input";
 };
 
 /// The result of compileToFiles.

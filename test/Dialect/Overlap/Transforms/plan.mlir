@@ -13,7 +13,7 @@
 // OPTIMAL: remark: {{.*}}Remark="tiles [{{.*}}] (optimal, comm-bound)
 // MISSING: error: overlap-plan: profile 'no-such-profile' is neither a file nor a name in {{.*}}profiles
 // MALFORMED: error: overlap-plan: {{.*}}bad-profile.json
-// BADSTRATEGY: error: 'overlap.matmul_all_reduce' op overlap-plan failed: {{.*}}uniform
+// BADSTRATEGY: error: overlap-plan: --strategy: uniform:n needs a positive integer n, got '0'
 
 // The MC² seed's worked example: M=4096 K=3072 N=8192 f16 on 8 ranks.
 shard.grid @tp(shape = 8)

@@ -312,6 +312,40 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   eraseDeadFill(rewriter, c);
 }
 
+/// The rounding of an all-gather + matmul's f32 result to the factors'
+/// f16/bf16 that follows it (JAX's bf16 dot with f32 accumulation), when
+/// the tiles can round instead: C a +0.0 fill, the rounding the result's
+/// one user (through `reshape`, at most one). Each tile then writes the
+/// rounded rows (the GEMM's epilogue, overlap-fold-into-gemms), and no f32
+/// result or rounding pass is left.
+linalg::GenericOp tileRounding(Value result, Value a, Value c,
+                               Operation *&reshape) {
+  reshape = nullptr;
+  Type ab = getElementTypeOrSelf(a.getType());
+  if (ab.isF32() || !getElementTypeOrSelf(c.getType()).isF32() ||
+      !isPositiveZero(c))
+    return {};
+  return roundingUser(result, ab, reshape);
+}
+
+/// Replaces `rounding` (after `reshape`, if any) by `rounded`, the rows
+/// already rounded, reshaped as the rounding's input was.
+void replaceRounding(RewriterBase &rewriter, linalg::GenericOp rounding,
+                     Operation *reshape, Value rounded) {
+  rewriter.setInsertionPoint(rounding);
+  if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(reshape))
+    rounded = tensor::CollapseShapeOp::create(
+        rewriter, collapse.getLoc(), rounded,
+        collapse.getReassociationIndices());
+  else if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(reshape))
+    rounded = tensor::ExpandShapeOp::create(
+        rewriter, expand.getLoc(), rounding.getResult(0).getType(), rounded,
+        expand.getReassociationIndices());
+  rewriter.replaceOp(rounding, rounded);
+  if (reshape)
+    rewriter.eraseOp(reshape);
+}
+
 void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                         const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
@@ -319,13 +353,22 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
   int64_t group = layout.slots();
+  Operation *reshape = nullptr;
+  linalg::GenericOp rounding =
+      tileRounding(op.getResult(), op.getA(), op.getC(), reshape);
+  Type outElem = rounding ? op.getA().getType().getElementType()
+                          : cType.getElementType();
   // Each tile's rows of every rank's block of C are its slice, where the
   // batched matmul accumulates in place (into its own fill of the slice
-  // when C is a fill).
+  // when C is a fill); rounded, the slices are of the rounded result and
+  // each tile rounds its f32 rows into its slice.
   linalg::FillOp fill;
+  Value dest = rounding ? tb.empty(cType.getShape(), outElem)
+                        : tb.accumulatorDest(op.getC(), fill);
+  if (rounding)
+    fill = fillThroughViews(op.getC());
   Value acc = tb.tiles(
-      tb.splitRows(tb.accumulatorDest(op.getC(), fill), group),
-      layout.getSpans(),
+      tb.splitRows(dest, group), layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
           SmallVectorImpl<int64_t> &sizes) {
         offsets.append({0, tile.blockOffset, 0});
@@ -341,11 +384,23 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                                 /*init=*/Value(), op.getGridAttr(),
                                 op.getGridAxesAttr())
                 .getResult();
-        return tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(),
-                                fill ? tb.refill(fill, c) : c);
+        Value init =
+            rounding ? tb.refill(fill, tb.empty({group, q, n},
+                                                cType.getElementType()))
+            : fill   ? tb.refill(fill, c)
+                     : c;
+        Value product =
+            tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(), init);
+        return rounding ? convertElementsInto(rewriter, op.getLoc(), product, c)
+                        : product;
       });
   Value c = op.getC();
-  rewriter.replaceOp(op, tb.joinRows(acc));
+  if (rounding) {
+    replaceRounding(rewriter, rounding, reshape, tb.joinRows(acc));
+    rewriter.eraseOp(op);
+  } else {
+    rewriter.replaceOp(op, tb.joinRows(acc));
+  }
   eraseDeadFill(rewriter, c);
 }
 
@@ -390,7 +445,11 @@ void replaceStrided(RewriterBase &rewriter, Operation *op,
                     StridedRows sr, Value result) {
   Value a = op->getOperand(0), c = op->getOperand(2);
   Value backInit = sr.back.getInit();
-  rewriter.replaceOp(sr.back, result);
+  // No result: the transpose back has no user left (its user was replaced).
+  if (result)
+    rewriter.replaceOp(sr.back, result);
+  else
+    rewriter.eraseOp(sr.back);
   rewriter.eraseOp(sr.expand);
   rewriter.eraseOp(op);
   if (auto empty = backInit.getDefiningOp<tensor::EmptyOp>();
@@ -480,7 +539,14 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   const int64_t group = layout.slots(), s = perRank * group;
   Type elem = op.getC().getType().getElementType();
   linalg::FillOp fill = fillThroughViews(op.getC());
-  Value dest = sr.y ? sr.y : tb.empty({b, s, n}, elem);
+  // Rounded to the factors' type after the transpose back: the tiles round.
+  Operation *reshape = nullptr;
+  linalg::GenericOp rounding =
+      sr.y ? linalg::GenericOp()
+           : tileRounding(sr.back->getResult(0), op.getA(), op.getC(), reshape);
+  Value dest = sr.y      ? sr.y
+               : rounding ? tb.empty({b, s, n}, xType.getElementType())
+                          : tb.empty({b, s, n}, elem);
   Value acc = tb.tiles(
       tb.expand(dest, {b, group, perRank, n}, {{0}, {1, 2}, {3}}),
       layout.getSpans(),
@@ -510,15 +576,30 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                                     {group, q, k});
           Value c = tb.reducedSlice(slot, {j, 0, 0, 0}, {1, group, q, n},
                                     {group, q, n});
-          if (fill)
-            c = tb.refill(fill, c);
-          slot = tb.insert(tb.batchedMatmul(a, op.getB(), c), slot,
-                           {j, 0, 0, 0}, {1, group, q, n});
+          Value product;
+          if (rounding) {
+            product = convertElementsInto(
+                rewriter, loc,
+                tb.batchedMatmul(a, op.getB(),
+                                 tb.refill(fill, tb.empty({group, q, n}, elem))),
+                c);
+          } else {
+            product = tb.batchedMatmul(a, op.getB(),
+                                       fill ? tb.refill(fill, c) : c);
+          }
+          slot = tb.insert(product, slot, {j, 0, 0, 0}, {1, group, q, n});
         }
         return slot;
       });
-  replaceStrided(rewriter, op, sr,
-                 tb.collapse(acc, {{0}, {1, 2}, {3}}));
+  Value result = tb.collapse(acc, {{0}, {1, 2}, {3}});
+  if (rounding) {
+    // The rounding takes the transpose back's place: the back transpose
+    // then has no user, and replaceStrided drops it with the op.
+    replaceRounding(rewriter, rounding, reshape, result);
+    replaceStrided(rewriter, op, sr, Value());
+    return;
+  }
+  replaceStrided(rewriter, op, sr, result);
 }
 
 // Expert parallelism. G ranks, E experts per rank, Cap tokens per (rank,

@@ -112,48 +112,6 @@ SmallVector<Piece> concatenationOf(Value v, int64_t dim) {
   return pieces;
 }
 
-/// Whether every element of `v` is +0.0: a linalg.fill of +0.0 on tensors,
-/// seen through reshapes and slices. Its fill when it is one directly.
-bool isPositiveZero(Value v, linalg::FillOp *direct = nullptr) {
-  linalg::FillOp fill = fillThroughViews(v);
-  FloatAttr value;
-  if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
-      !value.getValue().isPosZero())
-    return false;
-  if (direct && fill.getResult(0) == v)
-    *direct = fill;
-  return true;
-}
-
-/// The generic `v`'s one use is when it only rounds it elementwise to
-/// `to` (arith.truncf, default rounding), seen through one reshape; the
-/// reshape in `reshape`.
-linalg::GenericOp roundingUser(Value v, Type to, Operation *&reshape) {
-  reshape = nullptr;
-  if (!v.hasOneUse())
-    return {};
-  Operation *user = *v.getUsers().begin();
-  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user)) {
-    if (!user->getResult(0).hasOneUse())
-      return {};
-    reshape = user;
-    user = *user->getResult(0).getUsers().begin();
-  }
-  auto generic = dyn_cast<linalg::GenericOp>(user);
-  if (!generic || !isPlainElementwise(generic) ||
-      getElementTypeOrSelf(generic.getResult(0).getType()) != to)
-    return {};
-  Block *body = generic.getBlock();
-  if (body->getOperations().size() != 2)
-    return {};
-  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
-  if (!trunc || trunc.getIn() != body->getArgument(0) ||
-      trunc.getRoundingmodeAttr() || body->getTerminator()->getOperand(0) !=
-                                         trunc.getResult())
-    return {};
-  return generic;
-}
-
 Value emptyLike(PatternRewriter &rewriter, Location loc, Type type,
                 Type element) {
   auto shaped = cast<RankedTensorType>(type);

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::overlap;
@@ -110,6 +111,44 @@ linalg::FillOp mlir::overlap::fillThroughViews(Value v) {
       return {};
   }
   return {};
+}
+
+bool mlir::overlap::isPositiveZero(Value v, linalg::FillOp *direct) {
+  linalg::FillOp fill = fillThroughViews(v);
+  FloatAttr value;
+  if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
+      !value.getValue().isPosZero())
+    return false;
+  if (direct && fill.getResult(0) == v)
+    *direct = fill;
+  return true;
+}
+
+linalg::GenericOp mlir::overlap::roundingUser(Value v, Type to,
+                                              Operation *&reshape) {
+  reshape = nullptr;
+  if (!v.hasOneUse())
+    return {};
+  Operation *user = *v.getUsers().begin();
+  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user)) {
+    if (!user->getResult(0).hasOneUse())
+      return {};
+    reshape = user;
+    user = *user->getResult(0).getUsers().begin();
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(user);
+  if (!generic || !isPlainElementwise(generic) ||
+      getElementTypeOrSelf(generic.getResult(0).getType()) != to)
+    return {};
+  Block *body = generic.getBlock();
+  if (body->getOperations().size() != 2)
+    return {};
+  auto trunc = dyn_cast<arith::TruncFOp>(body->front());
+  if (!trunc || trunc.getIn() != body->getArgument(0) ||
+      trunc.getRoundingmodeAttr() ||
+      body->getTerminator()->getOperand(0) != trunc.getResult())
+    return {};
+  return generic;
 }
 
 bool mlir::overlap::isPlainElementwise(linalg::GenericOp op) {

@@ -48,6 +48,16 @@ Value convertElementsInto(OpBuilder &b, Location loc, Value value, Value into);
 /// every element of `v` is its value. Null when `v` is not one.
 linalg::FillOp fillThroughViews(Value v);
 
+/// Whether every element of `v` is +0.0: a linalg.fill of +0.0 on tensors,
+/// seen through views (fillThroughViews). `direct` gets the fill when `v`
+/// is its result.
+bool isPositiveZero(Value v, linalg::FillOp *direct = nullptr);
+
+/// `v`'s one user when it only rounds `v` elementwise to `to`
+/// (linalg.generic of one arith.truncf, default rounding), seen through at
+/// most one reshape (then in `reshape`); null otherwise.
+linalg::GenericOp roundingUser(Value v, Type to, Operation *&reshape);
+
 /// An elementwise linalg.generic of one input that reads neither indices
 /// nor its init: it computes the same values on any reshaping or
 /// redistribution of its input.

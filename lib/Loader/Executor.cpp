@@ -118,6 +118,47 @@ public:
     run::freeResults(lib.sig, outcome.run);
   }
 
+  /// Both in one launch per run: each rank's context runs the program,
+  /// then the reference (launchManyOnHost).
+  bool executePair(const Library &program, const Library &reference,
+                   uint64_t seed, int iterations, Outcome &programOutcome,
+                   Outcome &referenceOutcome, bool &referenceFailed,
+                   std::string &error) override {
+    bindProgram(program, seed, programOutcome);
+    bindProgram(reference, seed, referenceOutcome);
+    referenceFailed = false;
+    const int runs = checkedRuns(iterations);
+    for (int i = 0; i < runs; ++i) {
+      if (i > 0) {
+        run::freeResults(program.sig, programOutcome.run);
+        run::freeResults(reference.sig, referenceOutcome.run);
+      }
+      run::setPoisoning(i + 1 == runs);
+      size_t failed = 0;
+      bool ok = run::launchManyOnHost({&programOutcome.run,
+                                       &referenceOutcome.run},
+                                      ranks, options, failed, error);
+      run::setPoisoning(true);
+      if (!ok) {
+        referenceFailed = failed == 1;
+        return false;
+      }
+      for (Outcome *outcome : {&programOutcome, &referenceOutcome}) {
+        double slowest = 0;
+        for (const run::RankData &data : outcome->run.ranks)
+          slowest = std::max(slowest, data.callMs);
+        if (isTimedRun(i, iterations))
+          outcome->iterationMs.push_back(slowest);
+      }
+    }
+    if (!run::collectOutputs(programOutcome.run, programOutcome.outputs,
+                             error))
+      return false;
+    referenceFailed = true;
+    return run::collectOutputs(referenceOutcome.run, referenceOutcome.outputs,
+                               error);
+  }
+
 private:
   int ranks;
   overlap_host_options options;

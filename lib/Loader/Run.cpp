@@ -420,6 +420,62 @@ static void hostRankMain(overlap_context *ctx, void *user) {
   data.callMs = millisSince(start);
 }
 
+namespace {
+/// What launchManyOnHost hands each rank: the runs, and the furthest run
+/// any rank has started (a failure the ranks did not record is that run's).
+struct ManyRuns {
+  std::vector<Run *> runs;
+  std::atomic<size_t> furthest{0};
+};
+} // namespace
+
+/// Each rank of launchManyOnHost: every run in turn on this one context.
+static void hostRanksMain(overlap_context *ctx, void *user) {
+  auto &many = *static_cast<ManyRuns *>(user);
+  int rank = rt().overlap_context_rank(ctx);
+  for (size_t i = 0; i < many.runs.size(); ++i) {
+    size_t seen = many.furthest.load();
+    while (seen < i && !many.furthest.compare_exchange_weak(seen, i))
+      ;
+    Run *run = many.runs[i];
+    hostRankMain(ctx, run);
+    if (!run->ranks[rank].error.empty())
+      return;
+    // The run's work is done on this rank before the next one starts (the
+    // CUDA executor synchronizes its context the same way).
+    if (rt().overlap_context_synchronize(ctx) != OVERLAP_SUCCESS)
+      return;
+  }
+}
+
+bool launchManyOnHost(const std::vector<Run *> &runs, int ranks,
+                      const overlap_host_options &options, size_t &failedRun,
+                      std::string &error) {
+  for (Run *run : runs) {
+    run->ranks.clear();
+    run->ranks.resize(ranks);
+  }
+  ManyRuns many;
+  many.runs = runs;
+  overlap_status status =
+      rt().overlap_host_launch(ranks, &options, hostRanksMain, &many);
+  failedRun = runs.size();
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const RankData &data : runs[i]->ranks)
+      if (!data.error.empty()) {
+        failedRun = i;
+        error = data.error;
+        return false;
+      }
+  if (status != OVERLAP_SUCCESS) {
+    failedRun = many.furthest.load();
+    error = std::string(rt().overlap_status_name(status)) + ": " +
+            rt().overlap_host_launch_error();
+    return false;
+  }
+  return true;
+}
+
 bool launchOnHost(Run &run, int ranks, const overlap_host_options &options,
                   double &millis, std::string &error) {
   run.ranks.clear();

@@ -422,12 +422,25 @@ int Session::runRanks() {
   Outcome programOutcome, referenceOutcome;
   programOutcome.run.given = given;
   referenceOutcome.run.given = given;
-  if (!executor->execute(program, o.seed, o.iterations, programOutcome,
-                         message))
-    return runFailed(("the " + label + " run failed: ").c_str(), message);
-  if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
-                                            referenceOutcome, message))
-    return runFailed("the reference run failed: ", message);
+  if (haveReference && !ownRefExecutor) {
+    // One executor: the program and its reference on the same contexts, as
+    // a GPU runs them (what one leaves in a context meets the other).
+    bool referenceFailed = false;
+    if (!executor->executePair(program, reference, o.seed, o.iterations,
+                               programOutcome, referenceOutcome,
+                               referenceFailed, message))
+      return runFailed(referenceFailed
+                           ? "the reference run failed: "
+                           : ("the " + label + " run failed: ").c_str(),
+                       message);
+  } else {
+    if (!executor->execute(program, o.seed, o.iterations, programOutcome,
+                           message))
+      return runFailed(("the " + label + " run failed: ").c_str(), message);
+    if (haveReference && !refExecutor.execute(reference, o.seed, o.iterations,
+                                              referenceOutcome, message))
+      return runFailed("the reference run failed: ", message);
+  }
   // As processes, rank 0 has every rank's outputs; the others are done.
   if (rank_ != 0) {
     executor->release(program, programOutcome);

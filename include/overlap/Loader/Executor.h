@@ -99,6 +99,22 @@ public:
                        Outcome &outcome, std::string &error) = 0;
   /// Frees what the program allocated for the outputs of `outcome`.
   virtual void release(const Library &lib, Outcome &outcome) = 0;
+  /// A program and its reference on this executor, as execute() each, on
+  /// the same contexts where the backend allows (a GPU's one context; the
+  /// host executor's ranks run both in one launch): state one leaves in a
+  /// context, signal sets and groups by their keys, meets the other as on
+  /// a GPU. On failure `referenceFailed` says which run failed. By
+  /// default the two execute() calls.
+  virtual bool executePair(const Library &program, const Library &reference,
+                           uint64_t seed, int iterations,
+                           Outcome &programOutcome, Outcome &referenceOutcome,
+                           bool &referenceFailed, std::string &error) {
+    referenceFailed = false;
+    if (!execute(program, seed, iterations, programOutcome, error))
+      return false;
+    referenceFailed = true;
+    return execute(reference, seed, iterations, referenceOutcome, error);
+  }
 };
 
 /// malloc, aligned_alloc and overlap_alloc to Run's poisoning

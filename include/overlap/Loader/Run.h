@@ -184,6 +184,17 @@ struct Run {
   std::vector<RankData> ranks;
 };
 
+/// Runs `runs` one after another on the same `ranks` host ranks and so on
+/// the same contexts (one overlap_host_launch; each rank synchronizes its
+/// context after each run), as a GPU runs a program and its reference on
+/// one context: what one program leaves in a context (signal sets by
+/// their keys, split groups) is there for the next. Each run's ranks'
+/// data stay in it; `failedRun` is the index of the run whose rank
+/// failed. On failure returns false with the runtime's error text.
+bool launchManyOnHost(const std::vector<Run *> &runs, int ranks,
+                      const overlap_host_options &options, size_t &failedRun,
+                      std::string &error);
+
 /// Runs `run` on `ranks` ranks of the host backend (overlap_host_launch: one
 /// thread per rank): each rank makes its inputs and calls the entry. The
 /// wall time of the whole launch goes to `millis`. On failure returns false

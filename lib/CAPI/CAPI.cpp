@@ -1,4 +1,5 @@
-//===- CAPI.cpp - Overlap's C API --------------------------------*- C++ -*-===//
+//===- CAPI.cpp - Overlap's C API --------------------------------*- C++
+//-*-===//
 //
 // overlap-c/Dialects.h, Passes.h and Compiler.h over InitAllDialects.h,
 // InitAllPasses.h and the driver.
@@ -93,9 +94,9 @@ const char *overlapCompileOptionsLayout(void) {
           offsetof(OverlapCompileOptions, sourceName));
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << llvm::json::Value(llvm::json::Object{
-        {"size", int64_t(sizeof(OverlapCompileOptions))},
-        {"fields", std::move(fields)}});
+    os << llvm::json::Value(
+        llvm::json::Object{{"size", int64_t(sizeof(OverlapCompileOptions))},
+                           {"fields", std::move(fields)}});
     return text;
   }();
   return layout.c_str();
@@ -147,8 +148,10 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
   if (options) {
     if (options->size != sizeof(OverlapCompileOptions)) {
       result->error = "OverlapCompileOptions: size " +
-                      std::to_string(options->size) + ", but this library's "
-                      "is " + std::to_string(sizeof(OverlapCompileOptions)) +
+                      std::to_string(options->size) +
+                      ", but this library's "
+                      "is " +
+                      std::to_string(sizeof(OverlapCompileOptions)) +
                       " (start from overlapCompileOptionsDefault(), built "
                       "with this library's overlap-c/Compiler.h)";
       return result;
@@ -176,8 +179,8 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
     driver.optLevel = options->optLevel;
     set(driver.sourceName, options->sourceName);
   }
-  llvm::Expected<compiler::Artifact> artifact = compiler::compileToFiles(
-      unwrap(source), unwrap(outputPath), driver);
+  llvm::Expected<compiler::Artifact> artifact =
+      compiler::compileToFiles(unwrap(source), unwrap(outputPath), driver);
   if (!artifact) {
     result->error = llvm::toString(artifact.takeError());
     return result;
@@ -196,7 +199,8 @@ bool overlapCompileResultSucceeded(const OverlapCompileResult *result) {
 
 MlirStringRef overlapCompileResultError(const OverlapCompileResult *result) {
   // NULL-safe like every accessor: a null result is an empty text.
-  return result ? wrap(llvm::StringRef(result->error)) : wrap(llvm::StringRef());
+  return result ? wrap(llvm::StringRef(result->error))
+                : wrap(llvm::StringRef());
 }
 
 MlirStringRef

@@ -7,22 +7,22 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Stages.h"
-#include "overlap/Planner/TilePlanner.h"
 #include "overlap/Compiler/Input.h"
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Planner/TilePlanner.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -104,9 +104,9 @@ mlir::overlap::compiler::checkPipelineOptionsText(llvm::StringRef text) {
 }
 
 llvm::Error CompileOptions::validate() const {
-  auto oneOf = [](llvm::StringRef option, llvm::StringRef value,
-                  std::initializer_list<llvm::StringRef> accepted)
-      -> llvm::Error {
+  auto oneOf =
+      [](llvm::StringRef option, llvm::StringRef value,
+         std::initializer_list<llvm::StringRef> accepted) -> llvm::Error {
     if (llvm::is_contained(accepted, value))
       return llvm::Error::success();
     std::string list;
@@ -133,7 +133,8 @@ llvm::Error CompileOptions::validate() const {
       return err;
   if (llvm::Error err = oneOf("target", target, {"host", "cuda"}))
     return err;
-  if (llvm::Error err = oneOf("gpu-format", gpuFormat, {"fatbin", "bin", "isa"}))
+  if (llvm::Error err =
+          oneOf("gpu-format", gpuFormat, {"fatbin", "bin", "isa"}))
     return err;
   if (profile.empty())
     return llvm::createStringError("profile: empty (a JSON path or the name "
@@ -278,9 +279,11 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
          bufferize.functionBoundaryTypeConversion =
              bufferization::LayoutMapOption::IdentityLayoutMap;
          pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-         pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+         pm.addPass(
+             bufferization::createOwnershipBasedBufferDeallocationPass());
          pm.addPass(createCanonicalizerPass());
-         pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+         pm.addPass(
+             bufferization::createBufferDeallocationSimplificationPass());
          pm.addPass(createOverlapLowerDeallocations());
          pm.addPass(bufferization::createLowerDeallocationsPass());
          pm.addPass(createCSEPass());
@@ -327,16 +330,17 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
                       pm.addPass(createConvertOverlapToRuntime(runtime));
                     }});
   if (!cuda)
-    stages.push_back(
-        {"llvm", "lowering of the remaining upstream dialects to LLVM",
-         [](OpPassManager &pm) {
-           pm.addPass(createConvertBufferizationToMemRefPass());
-           // One small shared function per kind of loop nest: compile
-           // time linear in the layers (overlap-outline-loops).
-           pm.addPass(createOverlapOutlineLoops());
-           pm.addPass(createConvertLinalgToLoopsPass());
-           addHostToLLVM(pm);
-         }});
+    stages.push_back({"llvm",
+                      "lowering of the remaining upstream dialects to LLVM",
+                      [](OpPassManager &pm) {
+                        pm.addPass(createConvertBufferizationToMemRefPass());
+                        // One small shared function per kind of loop nest:
+                        // compile time linear in the layers
+                        // (overlap-outline-loops).
+                        pm.addPass(createOverlapOutlineLoops());
+                        pm.addPass(createConvertLinalgToLoopsPass());
+                        addHostToLLVM(pm);
+                      }});
   else
     // The kernels first (NVVM, then a binary for the chip), then the host
     // code; gpu-to-llvm turns the launches into mgpu* calls on the streams
@@ -356,8 +360,8 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
            GpuModuleToBinaryPassOptions binary;
            binary.compilationTarget = options.gpuFormat;
            pm.addPass(createGpuModuleToBinaryPass(binary));
-           addHostToLLVM(
-               pm, [&] { pm.addPass(createGpuToLLVMConversionPass()); });
+           addHostToLLVM(pm,
+                         [&] { pm.addPass(createGpuToLLVMConversionPass()); });
          }});
   return stages;
 }
@@ -402,8 +406,8 @@ LogicalResult runStages(ModuleOp module, const CompileOptions &options,
     if (configure && failed(configure(pm)))
       return failure();
     if (failed(pm.run(module))) {
-      errs << prefix << "stage '" << stage.name << "' ("
-           << stage.description << ") failed\n";
+      errs << prefix << "stage '" << stage.name << "' (" << stage.description
+           << ") failed\n";
       return failure();
     }
     if (stage.name == stopAfter)
@@ -430,9 +434,8 @@ LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
   if (!stopAfter.empty() && llvm::none_of(stages, [&](const Stage &s) {
         return s.name == stopAfter;
       })) {
-    error = ("stop-after-stage: unknown stage '" + stopAfter +
-             "' for target=" + options.target + " (" + stageNames(options) +
-             ")")
+    error = ("stop-after-stage: unknown stage '" + stopAfter + "' for target=" +
+             options.target + " (" + stageNames(options) + ")")
                 .str();
     return failure();
   }

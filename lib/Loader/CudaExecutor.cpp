@@ -27,9 +27,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <optional>
 
 namespace overlap {
 namespace exec {
@@ -162,8 +162,8 @@ public:
   /// processes (`processes`).
   CudaExecutor(overlap_context *ctx, int device, int rank = 0, int size = 1,
                bool processes = false)
-      : ctx(ctx), device(device), rank(rank), size(size),
-        processes(processes) {}
+      : ctx(ctx), device(device), rank(rank), size(size), processes(processes) {
+  }
   ~CudaExecutor() override {
     rt().overlap_cuda_context_destroy(ctx);
     if (poisonStream)
@@ -265,8 +265,8 @@ public:
       if (failure.empty())
         if (cudaError_t ready = cu().cudaDeviceSynchronize();
             ready != cudaSuccess)
-          failure = "cudaDeviceSynchronize before the entry: " +
-                    cudaText(ready);
+          failure =
+              "cudaDeviceSynchronize before the entry: " + cudaText(ready);
       if (!agreed())
         return false;
       run::resetResultStorage(sig, data);
@@ -308,8 +308,8 @@ public:
     if (!run::outputViews(sig, data, views, failure))
       failure = "rank " + std::to_string(rank) + ": " + failure;
     else if (!run::copyViewsToHost(
-                 sig, views, data, [&](void *dst, const void *src,
-                                       size_t bytes) {
+                 sig, views, data,
+                 [&](void *dst, const void *src, size_t bytes) {
                    copyError =
                        cu().cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
                    return copyError == cudaSuccess;
@@ -432,8 +432,8 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
   // Rank, world size and local rank from the launcher's environment, the
   // device by local rank, NCCL's unique id through the rendezvous
   // (overlap_runtime_cuda.h).
-  overlap_status status = rt().overlap_cuda_context_create_launched(&options,
-                                                                    &ctx);
+  overlap_status status =
+      rt().overlap_cuda_context_create_launched(&options, &ctx);
   std::string failure;
   if (status != OVERLAP_SUCCESS) {
     failure = std::string("cannot create a CUDA context for rank ") +
@@ -442,9 +442,8 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
              rt().overlap_context_size(ctx) != size) {
     failure = "the launcher's environment makes this process rank " +
               std::to_string(rt().overlap_context_rank(ctx)) + " of " +
-              std::to_string(rt().overlap_context_size(ctx)) +
-              ", MPI rank " + std::to_string(rank) + " of " +
-              std::to_string(size) +
+              std::to_string(rt().overlap_context_size(ctx)) + ", MPI rank " +
+              std::to_string(rank) + " of " + std::to_string(size) +
               " (OVERLAP_RANK / OVERLAP_WORLD_SIZE must match the job)";
   }
   if (!anyProcessFailed(!failure.empty(), any, why) || any) {

@@ -135,9 +135,9 @@ public:
       }
       run::setPoisoning(i + 1 == runs);
       size_t failed = 0;
-      bool ok = run::launchManyOnHost({&programOutcome.run,
-                                       &referenceOutcome.run},
-                                      ranks, options, failed, error);
+      bool ok =
+          run::launchManyOnHost({&programOutcome.run, &referenceOutcome.run},
+                                ranks, options, failed, error);
       run::setPoisoning(true);
       if (!ok) {
         referenceFailed = failed == 1;
@@ -151,8 +151,7 @@ public:
           outcome->iterationMs.push_back(slowest);
       }
     }
-    if (!run::collectOutputs(programOutcome.run, programOutcome.outputs,
-                             error))
+    if (!run::collectOutputs(programOutcome.run, programOutcome.outputs, error))
       return false;
     referenceFailed = true;
     return run::collectOutputs(referenceOutcome.run, referenceOutcome.outputs,

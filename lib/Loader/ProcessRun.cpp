@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Loader/ProcessRun.h"
-#include "overlap/Loader/SessionAgreement.h"
 #include "overlap/Loader/RuntimeApi.h"
+#include "overlap/Loader/SessionAgreement.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
 
@@ -108,8 +108,8 @@ public:
       outcome.run.ranks.resize(size);
       run::setPoisoning(i + 1 == runs);
       // Every process gets the same status and text (the runtime agrees).
-      overlap_status status =
-          rt().overlap_process_launch(size, &options, processRankMain, &outcome.run);
+      overlap_status status = rt().overlap_process_launch(
+          size, &options, processRankMain, &outcome.run);
       run::setPoisoning(true);
       if (!outcome.run.ranks[rank].error.empty()) {
         error = outcome.run.ranks[rank].error;
@@ -128,8 +128,7 @@ public:
       if (isTimedRun(i, iterations))
         outcome.iterationMs.push_back(static_cast<double>(nanos) / 1e6);
     }
-    return gatherProcessOutputs(lib.sig, outcome, rank, size, nullptr,
-                                error);
+    return gatherProcessOutputs(lib.sig, outcome, rank, size, nullptr, error);
   }
 
   void release(const Library &lib, Outcome &outcome) override {
@@ -151,9 +150,9 @@ bool overlap::exec::gatherProcessOutputs(
   std::vector<run::OutputView> views;
   std::string why;
   std::string blob;
-  bool have = hostViews ? (views = *hostViews, true)
-                        : run::outputViews(sig, outcome.run.ranks[rank], views,
-                                           why);
+  bool have = hostViews
+                  ? (views = *hostViews, true)
+                  : run::outputViews(sig, outcome.run.ranks[rank], views, why);
   if (have) {
     blob = "1";
     std::vector<char> contiguous;
@@ -167,8 +166,8 @@ bool overlap::exec::gatherProcessOutputs(
 
   void *all = nullptr;
   std::vector<size_t> sizes(size);
-  if (rt().overlap_process_gather(blob.data(), blob.size(), &all, sizes.data()) !=
-      OVERLAP_SUCCESS) {
+  if (rt().overlap_process_gather(blob.data(), blob.size(), &all,
+                                  sizes.data()) != OVERLAP_SUCCESS) {
     error = rt().overlap_host_launch_error();
     return false;
   }
@@ -300,7 +299,7 @@ int overlap::exec::finishProcesses(
   for (const std::string &text : texts) {
     const std::vector<int> &ranks = ranksOf[text];
     report((static_cast<int>(ranks.size()) != size ? rankList(ranks) + ": "
-                                                    : std::string()) +
+                                                   : std::string()) +
            text);
   }
   return agreed;

@@ -167,17 +167,19 @@ int Session::createExecutor(const std::string &backend, const char *option,
     if (ranks != 1 && !processes_)
       return error(std::string(option) + " cuda runs one rank per process " +
                    "and GPU, but @" + sig.name + " needs " +
-                   std::to_string(ranks) + " ranks: start one process per "
-                   "rank, e.g. mpirun -np " + std::to_string(ranks) +
+                   std::to_string(ranks) +
+                   " ranks: start one process per "
+                   "rank, e.g. mpirun -np " +
+                   std::to_string(ranks) +
                    " overlap-exec --backend cuda PROGRAM.so (or srun -n " +
                    std::to_string(ranks) + "; docs/gpu.md)");
     bool noDevice = false;
     std::string message;
-    executor = processes_ ? createCudaProcessExecutor(rank_, size_,
-                                                      o.waitTimeoutMs,
-                                                      noDevice, message)
-                          : createCudaExecutor(o.device, o.waitTimeoutMs,
-                                               noDevice, message);
+    executor =
+        processes_
+            ? createCudaProcessExecutor(rank_, size_, o.waitTimeoutMs, noDevice,
+                                        message)
+            : createCudaExecutor(o.device, o.waitTimeoutMs, noDevice, message);
     if (executor)
       return 0;
     if (!noDevice)

@@ -51,8 +51,7 @@ StringRef overlap::planner::toString(AllToAllSide side) {
 bool overlap::planner::exchangesInput(Collective collective,
                                       AllToAllSide side) {
   return collective == Collective::AllGather ||
-         (collective == Collective::AllToAll &&
-          side == AllToAllSide::Dispatch);
+         (collective == Collective::AllToAll && side == AllToAllSide::Dispatch);
 }
 
 bool overlap::planner::exchangesInput(const MatmulProblem &problem) {
@@ -86,14 +85,13 @@ Expected<CostModel> CostModel::create(const Profile &profile,
           checkLimit("--ranks", problem.ranks, 1, kMaxRanks, "a group size"))
     return std::move(e);
   if (Error e = checkLimit("--experts", problem.experts, 1, kMaxRanks,
-                          "an expert count per rank"))
+                           "an expert count per rank"))
     return std::move(e);
   if (problem.experts > 1 && problem.collective != Collective::AllToAll)
     return badProblem("--experts: only all-to-all has experts (got " +
                       Twine(problem.experts) + " for " +
                       toString(problem.collective) + ")");
-  if (problem.experts > 1 &&
-      problem.m % (problem.ranks * problem.experts) != 0)
+  if (problem.experts > 1 && problem.m % (problem.ranks * problem.experts) != 0)
     return badProblem(
         "--m: all-to-all with " + Twine(problem.experts) +
         " experts per rank needs M divisible by ranks x experts (M = " +
@@ -108,10 +106,10 @@ Expected<CostModel> CostModel::create(const Profile &profile,
                       "reduce-scatter and all-gather)");
   if (problem.rowGroup > 1 &&
       problem.m % (problem.ranks * problem.rowGroup) != 0)
-    return badProblem("--m: rows in groups of " + Twine(problem.rowGroup) +
-                      " need M divisible by ranks x row_group (M = " +
-                      Twine(problem.m) + ", ranks = " + Twine(problem.ranks) +
-                      ")");
+    return badProblem(
+        "--m: rows in groups of " + Twine(problem.rowGroup) +
+        " need M divisible by ranks x row_group (M = " + Twine(problem.m) +
+        ", ranks = " + Twine(problem.ranks) + ")");
   if (problem.computeCopyBytesPerRow < 0 || problem.commCopyBytesPerRow < 0 ||
       !std::isfinite(problem.computeCopyBytesPerRow) ||
       !std::isfinite(problem.commCopyBytesPerRow))
@@ -203,7 +201,8 @@ double CostModel::expertGemmUs(int64_t rows, int64_t calls) const {
   // rows % calls of them one row longer. Two prices, however many calls.
   // (A term with no calls is left out, not priced as 0 x inf = nan.)
   int64_t longer = rows % calls;
-  double us = static_cast<double>(calls - longer) * contiguousGemmUs(rows / calls);
+  double us =
+      static_cast<double>(calls - longer) * contiguousGemmUs(rows / calls);
   if (longer > 0)
     us += static_cast<double>(longer) * contiguousGemmUs(rows / calls + 1);
   return us;

@@ -205,12 +205,20 @@ static Error requestError(const Twine &message) {
 }
 
 /// The fields of each kind of request.
-static constexpr StringLiteral kMatmulFields[] = {
-    "kind",      "collective", "side",
-    "experts",   "m",          "n",
-    "k",         "ranks",      "dtype",
-    "profile",   "strategy",   "row_group",
-    "compute_copy_bytes_per_row", "comm_copy_bytes_per_row"};
+static constexpr StringLiteral kMatmulFields[] = {"kind",
+                                                  "collective",
+                                                  "side",
+                                                  "experts",
+                                                  "m",
+                                                  "n",
+                                                  "k",
+                                                  "ranks",
+                                                  "dtype",
+                                                  "profile",
+                                                  "strategy",
+                                                  "row_group",
+                                                  "compute_copy_bytes_per_row",
+                                                  "comm_copy_bytes_per_row"};
 static constexpr StringLiteral kChainFields[] = {"kind", "dims", "fast_memory"};
 
 /// The field of `known` closest to the unknown `field`, or empty when none
@@ -271,12 +279,18 @@ static Error checkFields(const json::Object &object, StringRef kind,
 /// The error code (a bad request, or a planning failure) is kept.
 static Error inRequestWords(Error err) {
   static const std::pair<StringRef, StringRef> kFlags[] = {
-      {"--strategy:", "\"strategy\":"},  {"--m:", "\"m\":"},
-      {"--n:", "\"n\":"},                {"--k:", "\"k\":"},
-      {"--ranks:", "\"ranks\":"},        {"--dtype:", "\"dtype\":"},
-      {"--profile:", "\"profile\":"},    {"--experts:", "\"experts\":"},
-      {"--side:", "\"side\":"},          {"--collective:", "\"collective\":"},
-      {"--dims:", "\"dims\":"},          {"--fast-memory:", "\"fast_memory\":"}};
+      {"--strategy:", "\"strategy\":"},
+      {"--m:", "\"m\":"},
+      {"--n:", "\"n\":"},
+      {"--k:", "\"k\":"},
+      {"--ranks:", "\"ranks\":"},
+      {"--dtype:", "\"dtype\":"},
+      {"--profile:", "\"profile\":"},
+      {"--experts:", "\"experts\":"},
+      {"--side:", "\"side\":"},
+      {"--collective:", "\"collective\":"},
+      {"--dims:", "\"dims\":"},
+      {"--fast-memory:", "\"fast_memory\":"}};
   std::error_code code;
   std::string message;
   handleAllErrors(std::move(err), [&](const ErrorInfoBase &e) {
@@ -389,8 +403,8 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
       continue;
     std::optional<double> v = object->getNumber(key);
     if (!v || !(*v >= 0) || !std::isfinite(*v))
-      return requestError(formatv("\"{0}\": expected a finite number >= 0",
-                                  key));
+      return requestError(
+          formatv("\"{0}\": expected a finite number >= 0", key));
     *field = *v;
   }
   for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &problem.m},

@@ -30,10 +30,11 @@ static Error unknownStrategy(StringRef strategy) {
   std::string list;
   ArrayRef<StringRef> names = strategyNames();
   for (size_t i = 0; i < names.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") +
+    list += (i == 0                  ? ""
+             : i + 1 == names.size() ? " or "
+                                     : ", ") +
             names[i].str();
-  return badValue("--strategy: expected " + list + ", got '" + strategy +
-                  "'");
+  return badValue("--strategy: expected " + list + ", got '" + strategy + "'");
 }
 
 static Error checkUniformCount(StringRef count) {
@@ -42,8 +43,7 @@ static Error checkUniformCount(StringRef count) {
     return badValue("--strategy: uniform:n needs a positive integer n, "
                     "got '" +
                     count + "'");
-  return checkLimit("--strategy: uniform:n", n, 1, kMaxTiles,
-                    "a tile count n");
+  return checkLimit("--strategy: uniform:n", n, 1, kMaxTiles, "a tile count n");
 }
 
 Error overlap::planner::checkStrategy(StringRef strategy) {
@@ -98,9 +98,8 @@ static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
     } else if (alignment != model.getAlignment()) {
       note = ("uniform:" + Twine(n) + " needs " + Twine(n) + " tiles of " +
               Twine(model.getAlignment()) + "-row blocks but M = " + Twine(m) +
-              " has " + Twine(m / model.getAlignment()) +
-              ": honoured with " + Twine(alignment) +
-              "-row blocks (smaller than the preferred " +
+              " has " + Twine(m / model.getAlignment()) + ": honoured with " +
+              Twine(alignment) + "-row blocks (smaller than the preferred " +
               Twine(model.getAlignment()) + ")")
                  .str();
     }

@@ -180,8 +180,7 @@ overlap_status overlap_streams_join(overlap_context *ctx) {
 
 /// What both splits check before splitting: the context is usable, the
 /// result pointer is there (cleared), the color is >= 0 or undefined.
-static overlap_status beginSplit(Call &call, int color,
-                                 overlap_group **group) {
+static overlap_status beginSplit(Call &call, int color, overlap_group **group) {
   if (overlap_status s = call.begin())
     return s;
   if (!group)
@@ -405,12 +404,12 @@ overlap_status overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile,
   // With k = 0 (an overwrite of zeros) A and B have no element.
   if (k > 0 && lda < (transA ? m : k))
     return call.bad("lda (" + str(lda) + ") < " +
-                    (transA ? "m (" + str(m) : "k (" + str(k)) +
-                    ")" + (transA ? ", A transposed" : ""));
+                    (transA ? "m (" + str(m) : "k (" + str(k)) + ")" +
+                    (transA ? ", A transposed" : ""));
   if (k > 0 && ldb < (transB ? k : n))
     return call.bad("ldb (" + str(ldb) + ") < " +
-                    (transB ? "k (" + str(k) : "n (" + str(n)) +
-                    ")" + (transB ? ", B transposed" : ""));
+                    (transB ? "k (" + str(k) : "n (" + str(n)) + ")" +
+                    (transB ? ", B transposed" : ""));
   if (ldc < n)
     return call.bad("ldc (" + str(ldc) + ") < n (" + str(n) + ")");
   if (stride_a < 0 || stride_b < 0 || stride_c < 0)

@@ -26,9 +26,8 @@
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/ElfImports.h"
 #include "overlap/Loader/Executor.h"
-#include "overlap/Loader/Session.h"
 #include "overlap/Loader/Run.h"
-
+#include "overlap/Loader/Session.h"
 
 #include <cerrno>
 #include <cinttypes>

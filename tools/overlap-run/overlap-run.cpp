@@ -18,13 +18,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Compiler/Driver.h"
-#include "overlap/Runner/Jit.h"
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Input.h"
 #include "overlap/Compiler/RemarkSetup.h"
 #include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Run.h"
 #include "overlap/Loader/Session.h"
+#include "overlap/Runner/Jit.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -45,7 +45,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
-
 
 #include <cstdint>
 #include <cstdlib>
@@ -139,7 +138,7 @@ static LogicalResult compileAndJit(Program &program,
   program.engine = std::move(*engine);
   // Every allocation of the program starts poisoned (Run.h).
   runner::registerRuntimeSymbols(*program.engine,
-                                   /*poisonAllocations=*/true);
+                                 /*poisonAllocations=*/true);
   auto fn = program.engine->lookup("_mlir_ciface_" + entryName);
   if (!fn) {
     llvm::errs() << kTool << ": error: the " << what
@@ -196,8 +195,8 @@ int main(int argc, char **argv) {
   // turn on; the reference in its own, silent one.
   std::unique_ptr<MLIRContext> context = compiler::createContext();
   std::unique_ptr<MLIRContext> referenceContext = compiler::createContext();
-  if (llvm::Error err = compiler::enableRemarks(
-          *context, compiler::remarkOptionsFromCL()))
+  if (llvm::Error err =
+          compiler::enableRemarks(*context, compiler::remarkOptionsFromCL()))
     return usageOrCompileError(llvm::toString(std::move(err)));
   std::string errorMessage;
   std::shared_ptr<llvm::SourceMgr> sourceMgr =

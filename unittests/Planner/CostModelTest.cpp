@@ -263,15 +263,13 @@ TEST(CostModel, ZeroSmAllGatherHasNoComputeContention) {
   Profile p = linearProfile(0.5, 0);
   p.computeContention = 1.3;
   p.commContention = 1.2;
-  OVERLAP_ASSIGN_OR_FAIL(plain,
-                         CostModel::create(p, problem(Collective::AllGather,
-                                                      4096)));
+  OVERLAP_ASSIGN_OR_FAIL(
+      plain, CostModel::create(p, problem(Collective::AllGather, 4096)));
   EXPECT_TRUE(plain.commTakesSms());
   EXPECT_DOUBLE_EQ(plain.getComputeContention(), 1.3);
   p.device.zeroSmAllGather = true;
-  OVERLAP_ASSIGN_OR_FAIL(zero,
-                         CostModel::create(p, problem(Collective::AllGather,
-                                                      4096)));
+  OVERLAP_ASSIGN_OR_FAIL(
+      zero, CostModel::create(p, problem(Collective::AllGather, 4096)));
   EXPECT_FALSE(zero.commTakesSms());
   EXPECT_DOUBLE_EQ(zero.getComputeContention(), 1.0);
   // The copy engines still share memory bandwidth with the GEMM.

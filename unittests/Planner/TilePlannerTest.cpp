@@ -35,8 +35,7 @@ int64_t sum(const std::vector<int64_t> &v) {
 /// per row of an N = K = 8192 f16 tile, for all three collectives.
 Profile linearProfile(double gemmPerRow, double commPerRow) {
   // x = rows of an f16 row of 8192.
-  return linearCurvesProfile(8192, 8192, gemmPerRow, 8192.0 * 2, 0,
-                             commPerRow);
+  return linearCurvesProfile(8192, 8192, gemmPerRow, 8192.0 * 2, 0, commPerRow);
 }
 
 TEST(TilePlanner, Mc2WorkedExample) {
@@ -105,9 +104,9 @@ TEST(TilePlanner, PerRankTilesDivideByTheGroupSize) {
     for (const char *strategy :
          {"none", "uniform:4", "mc2", "optimal", "ficco", "auto"}) {
       OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(profile, pb, strategy));
-      EXPECT_EQ(std::accumulate(plan.tiles.begin(), plan.tiles.end(),
-                                int64_t{0}),
-                pb.m)
+      EXPECT_EQ(
+          std::accumulate(plan.tiles.begin(), plan.tiles.end(), int64_t{0}),
+          pb.m)
           << strategy;
       for (int64_t rows : plan.tiles)
         EXPECT_EQ(rows % 3, 0) << strategy << " tile " << rows;
@@ -474,7 +473,7 @@ TEST(TilePlanner, CheckStrategyWithoutAProblem) {
   EXPECT_NE(messageOf(checkStrategy("uniform:n")), "");
   // Every name strategyNames() lists is accepted (uniform:n as uniform:2).
   for (llvm::StringRef name : strategyNames())
-    EXPECT_EQ(messageOf(checkStrategy(name == "uniform:n" ? "uniform:2" : name)),
-              "")
+    EXPECT_EQ(
+        messageOf(checkStrategy(name == "uniform:n" ? "uniform:2" : name)), "")
         << name.str();
 }

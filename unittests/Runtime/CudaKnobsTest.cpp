@@ -34,7 +34,6 @@
 using namespace overlap::cuda;
 using namespace overlap::test;
 
-
 namespace {
 
 /// Sets an environment variable for the scope.
@@ -44,7 +43,8 @@ struct Env {
   ~Env() { unsetenv(name.c_str()); }
 };
 
-Options resolved(const overlap_cuda_options *opts, std::string *error = nullptr) {
+Options resolved(const overlap_cuda_options *opts,
+                 std::string *error = nullptr) {
   Options out;
   std::string why;
   bool ok = resolveOptions(opts, out, why);
@@ -113,15 +113,18 @@ TEST(CudaKnobs, MalformedValuesNameTheirSource) {
   } cases[] = {
       {"OVERLAP_COMM_SMS", "-3", "OVERLAP_COMM_SMS"},
       {"OVERLAP_COMM_SMS", "lots", "OVERLAP_COMM_SMS"},
-      {"OVERLAP_COMM_PRIORITY", "urgent", "OVERLAP_COMM_PRIORITY must be high "
-                                          "or normal, got 'urgent'"},
-      {"OVERLAP_CUDA_FLAGS", "pinned", "OVERLAP_CUDA_FLAGS must be device or "
-                                       "host"},
+      {"OVERLAP_COMM_PRIORITY", "urgent",
+       "OVERLAP_COMM_PRIORITY must be high "
+       "or normal, got 'urgent'"},
+      {"OVERLAP_CUDA_FLAGS", "pinned",
+       "OVERLAP_CUDA_FLAGS must be device or "
+       "host"},
       {"OVERLAP_GEMM_CACHE", "1", "OVERLAP_GEMM_CACHE must be on or off"},
       {"OVERLAP_GEMM_AUTOTUNE", "0", "OVERLAP_GEMM_AUTOTUNE"},
       {"OVERLAP_GEMM_AUTOTUNE", "17", "OVERLAP_GEMM_AUTOTUNE"},
-      {"OVERLAP_CUDA_ALLOC", "async", "OVERLAP_CUDA_ALLOC must be pool or "
-                                      "sync"},
+      {"OVERLAP_CUDA_ALLOC", "async",
+       "OVERLAP_CUDA_ALLOC must be pool or "
+       "sync"},
   };
   for (const Case &c : cases) {
     Env env(c.variable, c.value);
@@ -396,9 +399,8 @@ TEST(CudaKnobs, ZeroSmSplitConfig) {
 
 overlap::runtime::GemmArgs gemmArgs(void *base) {
   char *p = static_cast<char *>(base);
-  return {3,       64,      32,      48,      OVERLAP_F16, OVERLAP_F32,
-          p,       p + 4096, p + 8192, 48,      32,          32,
-          64 * 48, 0,        64 * 32};
+  return {3,        64, 32, 48, OVERLAP_F16, OVERLAP_F32, p,      p + 4096,
+          p + 8192, 48, 32, 32, 64 * 48,     0,           64 * 32};
 }
 
 TEST(CudaKnobs, GemmCacheKeys) {
@@ -582,8 +584,7 @@ TEST_F(CudaKnobsDevice, StreamOrderedMemoryAndJoins) {
     ASSERT_EQ(overlap_streams_join(ctx), OVERLAP_SUCCESS);
     ASSERT_EQ(overlap_memcpy(ctx, 1, 0, y, x, n * 4), OVERLAP_SUCCESS);
     ASSERT_EQ(overlap_free_async(ctx, -1, x), OVERLAP_SUCCESS);
-    ASSERT_EQ(overlap_memcpy(ctx, 1, 0, out.data(), y, n * 4),
-              OVERLAP_SUCCESS);
+    ASSERT_EQ(overlap_memcpy(ctx, 1, 0, out.data(), y, n * 4), OVERLAP_SUCCESS);
     ASSERT_EQ(overlap_free_async(ctx, 1, y), OVERLAP_SUCCESS);
     ASSERT_EQ(overlap_context_synchronize(ctx), OVERLAP_SUCCESS)
         << overlap_last_error(ctx);

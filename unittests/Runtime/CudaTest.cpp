@@ -33,7 +33,6 @@
 
 using namespace overlap::test;
 
-
 namespace {
 
 int deviceCount(std::string &why) {
@@ -246,8 +245,7 @@ TEST_F(CudaDevice, MemsetOnAStream) {
   ASSERT_EQ(overlap_alloc(ctx, host.size(), &dev), OVERLAP_SUCCESS);
   ASSERT_EQ(overlap_memcpy(ctx, 0, -1, dev, host.data(), host.size()),
             OVERLAP_SUCCESS);
-  ASSERT_EQ(overlap_memset(ctx, 0, -1, static_cast<char *>(dev) + 10, 255,
-                           500),
+  ASSERT_EQ(overlap_memset(ctx, 0, -1, static_cast<char *>(dev) + 10, 255, 500),
             OVERLAP_SUCCESS);
   ASSERT_EQ(overlap_memcpy(ctx, 0, -1, host.data(), dev, host.size()),
             OVERLAP_SUCCESS);

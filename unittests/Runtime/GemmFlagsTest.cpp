@@ -88,7 +88,8 @@ TEST(GemmFlags, TransposedOperandsEqualTransposedCopies) {
       const bool ta = flags & OVERLAP_GEMM_TRANSPOSE_A,
                  tb = flags & OVERLAP_GEMM_TRANSPOSE_B,
                  overwrite = flags & OVERLAP_GEMM_OVERWRITE;
-      Matrices a = random(ab, batch, m, k, 3, 7), b = random(ab, batch, k, n, 2, 8);
+      Matrices a = random(ab, batch, m, k, 3, 7),
+               b = random(ab, batch, k, n, 2, 8);
       Matrices c = random(OVERLAP_F32, batch, m, n, 1, 9);
       // As stored for the flags: A k x m, B n x k when transposed.
       Matrices aStored = ta ? a.transposed(5) : a;
@@ -130,7 +131,8 @@ TEST(GemmFlags, OverwriteIntoHalfRoundsOnceLikeARoundingPass) {
     Buffer rounded(ab, size_t(m * n));
     for (size_t i = 0; i < rounded.size(); ++i)
       rounded.set(i, sum.data.get(i)); // set() rounds to nearest even
-    EXPECT_EQ(differing(half.data, rounded, rounded.size()), 0u) << dtypeName(ab);
+    EXPECT_EQ(differing(half.data, rounded, rounded.size()), 0u)
+        << dtypeName(ab);
   }
 }
 

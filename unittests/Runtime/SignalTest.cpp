@@ -95,8 +95,8 @@ TEST(Signals, OneKeyWithTwoFlagCountsIsTwoSets) {
         int stored = round * 10 + flags;
         DelayedStore store{20, &value, stored};
         Observe observe{&value};
-        overlap_launch_host_func(ctx, OVERLAP_STREAM_COMPUTE,
-                                 DelayedStore::run, &store);
+        overlap_launch_host_func(ctx, OVERLAP_STREAM_COMPUTE, DelayedStore::run,
+                                 &store);
         overlap_signal(ctx, OVERLAP_STREAM_COMPUTE, sigs, flags - 1);
         overlap_wait(ctx, OVERLAP_STREAM_COMM, sigs, flags - 1);
         overlap_launch_host_func(ctx, OVERLAP_STREAM_COMM, Observe::run,

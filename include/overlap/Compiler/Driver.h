@@ -14,8 +14,8 @@
 #define OVERLAP_COMPILER_DRIVER_H
 
 #include "overlap/Compiler/Options.h"
-#include "overlap/Compiler/Stages.h"
 #include "overlap/Compiler/RemarkSetup.h"
+#include "overlap/Compiler/Stages.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"

@@ -39,8 +39,7 @@ bool parseRanksAs(const std::string &text, RanksAs &mode);
 /// With RanksAs::Auto, false also when the launcher's variables are
 /// malformed; then `error` says which (the caller must refuse to run:
 /// falling back to threads would run the whole grid in every process).
-bool ranksAsProcesses(RanksAs mode, std::string &launcher,
-                      std::string &error);
+bool ranksAsProcesses(RanksAs mode, std::string &launcher, std::string &error);
 
 /// `size` host ranks, one per process of the joined MPI job; this process
 /// runs rank `rank`. Its execute() is collective: every process runs it,
@@ -58,8 +57,8 @@ createProcessExecutor(int rank, int size, const overlap_host_options &options);
 /// host memory (a device run copies them back first); null: its
 /// outputViews. Collective; false with the reason on rank 0 (the others'
 /// `error` empty) when any rank has none.
-bool gatherProcessOutputs(const run::Signature &sig, Outcome &outcome,
-                          int rank, int size,
+bool gatherProcessOutputs(const run::Signature &sig, Outcome &outcome, int rank,
+                          int size,
                           const std::vector<run::OutputView> *hostViews,
                           std::string &error);
 

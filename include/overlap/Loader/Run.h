@@ -137,7 +137,6 @@ bool resolveArgumentShapes(Signature &sig, int ranks,
                            const std::vector<std::vector<int64_t>> &shapes,
                            std::string &error);
 
-
 /// The caller's inputs, [rank][argument]: each a contiguous row-major host
 /// buffer of the argument's spec (f16/bf16 as their 16-bit patterns), read
 /// while the run makes its inputs and copied, so a run never writes them.

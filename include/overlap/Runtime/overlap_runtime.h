@@ -366,12 +366,12 @@ typedef enum overlap_gemm_flag {
    reuses (broadcasts) one matrix for every batch; stride_c must not make
    the C matrices overlap. Requires lda >= k (m transposed), ldb >= n (k
    transposed), ldc >= n, and no flag bits but the three above. */
-OVERLAP_RUNTIME_EXPORT overlap_status overlap_gemm(
-    overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
-    int64_t m, int64_t n, int64_t k, overlap_dtype ab_type, const void *a,
-    int64_t lda, int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
-    overlap_dtype c_type, void *c, int64_t ldc, int64_t stride_c,
-    int32_t flags);
+OVERLAP_RUNTIME_EXPORT overlap_status
+overlap_gemm(overlap_context *ctx, int32_t stream, int64_t tile, int64_t batch,
+             int64_t m, int64_t n, int64_t k, overlap_dtype ab_type,
+             const void *a, int64_t lda, int64_t stride_a, const void *b,
+             int64_t ldb, int64_t stride_b, overlap_dtype c_type, void *c,
+             int64_t ldc, int64_t stride_c, int32_t flags);
 
 /*===----------------------------------------------------------------------===
  * Collectives

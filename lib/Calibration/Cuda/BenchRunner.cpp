@@ -30,8 +30,8 @@ Inputs calibration::makeInputs(const RankProblem &p, int64_t me) {
   if (p.dispatches()) {
     // What the exchange delivers to this rank, in row order.
     in.gathered = p.dispatchedA(me);
-    in.a = inputElements(p.dtype, p.seed(me, Operand::A),
-                         size_t(p.aRows() * p.k));
+    in.a =
+        inputElements(p.dtype, p.seed(me, Operand::A), size_t(p.aRows() * p.k));
   } else if (p.gathers()) {
     in.gathered = p.gatheredA();
     in.a.assign(in.gathered.begin() + ptrdiff_t(size_t(me) * aBytes),
@@ -113,8 +113,8 @@ void BenchRunner::gemm(const TileLayout &l, size_t t, int64_t tag) {
   check(ctx,
         overlap_gemm(ctx, compute, tag, batch,
                      batch == 1 ? sp.rows : sp.blockRows, s.n, s.k, dtype,
-                     aTile, s.k, strideA, b, s.n, 0, dtype, cTile, s.n,
-                     strideC, 0),
+                     aTile, s.k, strideA, b, s.n, 0, dtype, cTile, s.n, strideC,
+                     0),
         "overlap_gemm");
 }
 

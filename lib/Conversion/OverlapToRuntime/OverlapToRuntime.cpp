@@ -543,8 +543,8 @@ private:
     int64_t batch = batched ? cType.getDimSize(0) : 1;
     int64_t m = cType.getDimSize(batched ? 1 : 0);
     int64_t n = cType.getDimSize(batched ? 2 : 1);
-    int64_t k = aType.getDimSize(
-        aType.getRank() - ((flags & OVERLAP_GEMM_TRANSPOSE_A) ? 2 : 1));
+    int64_t k = aType.getDimSize(aType.getRank() -
+                                 ((flags & OVERLAP_GEMM_TRANSPOSE_A) ? 2 : 1));
     RuntimeBuilder::Buffer ab = rt.buffer(loc, a), bb = rt.buffer(loc, bm),
                            cb = rt.buffer(loc, c);
     Value zero = rt.i64(loc, 0);

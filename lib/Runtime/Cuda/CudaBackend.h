@@ -127,9 +127,8 @@ std::string zeroSmFallbackReason(const std::string &step,
 ncclConfig_t zeroSmSplitConfig();
 
 /// The settings as one line (overlap_cuda_describe).
-std::string describeOptions(const Options &options, int smCount,
-                            int gemmSms, int commPriority,
-                            int computePriority);
+std::string describeOptions(const Options &options, int smCount, int gemmSms,
+                            int commPriority, int computePriority);
 
 /// The software a measurement ran on, one line (part of
 /// overlap_cuda_describe, so of every profile's provenance and every CSV's
@@ -392,8 +391,8 @@ private:
   /// CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET of tile GEMMs; 0: unset.
   int gemmSms_ = 0;
   int commPriority_ = 0, computePriority_ = 0;
-  cudaStream_t control_ = nullptr; // host reads/writes of device flags
-  cudaEvent_t zeroed_ = nullptr;   // zeroForStreams: the memset is done
+  cudaStream_t control_ = nullptr;      // host reads/writes of device flags
+  cudaEvent_t zeroed_ = nullptr;        // zeroForStreams: the memset is done
   std::vector<cudaEvent_t> joinEvents_; // one per stream
   std::vector<int> everyStream_;        // 0 .. numStreams - 1
   cudaMemPool_t pool_ = nullptr;        // stream-ordered allocations
@@ -405,7 +404,7 @@ private:
   int *zeroSmFlag_ = nullptr;     // device int of zeroSmAgree
   int *zeroSmHostFlag_ = nullptr; // pinned int it is read back into
   bool zeroSmFellBack_ = false;   // some group disabled the path
-  bool ready_ = false; // init completed
+  bool ready_ = false;            // init completed
   bool shutDown_ = false;
 };
 
@@ -432,10 +431,10 @@ overlap_status finishCreate(ncclComm_t comm, bool ownComm, int device,
 /// overlap_cuda_context_create_rank with ncclCommInitRankConfig bounded by
 /// `initTimeoutMs` (0: unbounded): at the timeout OVERLAP_ERROR_TIMEOUT,
 /// saying that a peer failed before joining or never started.
-overlap_status
-createRankContext(const uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES], int ranks,
-                  int rank, int device, const overlap_cuda_options *opts,
-                  int64_t initTimeoutMs, overlap_context **ctx);
+overlap_status createRankContext(const uint8_t id[OVERLAP_CUDA_UNIQUE_ID_BYTES],
+                                 int ranks, int rank, int device,
+                                 const overlap_cuda_options *opts,
+                                 int64_t initTimeoutMs, overlap_context **ctx);
 
 /// $OVERLAP_INIT_TIMEOUT_MS (ms, 0: unbounded), else `fallback`.
 /// (InitRank.cpp, with createRankContext.)

@@ -113,11 +113,11 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
     return s;
   if (smTarget > 0) {
     int32_t target = smTarget;
-    if (overlap_status s = check(
-            site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
-            cublasLtMatmulDescSetAttribute(
-                d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
-                sizeof(target))))
+    if (overlap_status s =
+            check(site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
+                  cublasLtMatmulDescSetAttribute(
+                      d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
+                      sizeof(target))))
       return s;
   }
   // Column-major views: "A" = B^T (n x k), "B" = A^T (k x m), C^T (n x m).
@@ -138,10 +138,10 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
     cublasLtMatrixLayout_t *layout;
     cudaDataType_t type;
     int64_t rows, cols, ld, stride;
-  } views[] = {{&d.a, abType, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
-                g.ldb, g.strideB},
-               {&d.b, abType, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
-                g.lda, g.strideA},
+  } views[] = {{&d.a, abType, g.transB ? g.k : g.n, g.transB ? g.n : g.k, g.ldb,
+                g.strideB},
+               {&d.b, abType, g.transA ? g.m : g.k, g.transA ? g.k : g.m, g.lda,
+                g.strideA},
                {&d.c, cType, g.n, g.m, g.ldc, g.strideC}};
   for (const View &v : views) {
     if (overlap_status s =
@@ -189,11 +189,11 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  if (overlap_status s = check(site, "cublasLtMatmulPreferenceSetAttribute",
-                               cublasLtMatmulPreferenceSetAttribute(
-                                   p.pref,
-                                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                   &maxWs, sizeof(maxWs))))
+  if (overlap_status s =
+          check(site, "cublasLtMatmulPreferenceSetAttribute",
+                cublasLtMatmulPreferenceSetAttribute(
+                    p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWs,
+                    sizeof(maxWs))))
     return s;
   for (int i = 0; i < 4; ++i)
     if (overlap_status s =
@@ -202,7 +202,8 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
                       p.pref, names[i], &alignments[i], sizeof(uint32_t))))
       return s;
   const int wanted = options.gemmAutotune;
-  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(
+      static_cast<size_t>(wanted));
   int returned = 0;
   if (overlap_status s = check(
           site, "cublasLtMatmulAlgoGetHeuristic",
@@ -264,10 +265,10 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
   void *tuneWs = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
     // Stored shapes: A k x m and B n x k when transposed.
-    a = operand(g.a,
-                extent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda,
-                       g.strideA),
-                abBytes, 0x3c);
+    a = operand(
+        g.a,
+        extent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.strideA),
+        abBytes, 0x3c);
     b = a ? operand(g.b,
                     extent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb,
                            g.strideB),
@@ -380,8 +381,8 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
     char *c = static_cast<char *>(g.c) + i * g.strideC * cBytes;
     if (overlap_status s = check(
             site, "cublasLtMatmul",
-            cublasLtMatmul(lt_, d->op, &one, b, d->a, a, d->b, beta, c, d->c,
-                           c, d->c, &algo, ws, wsBytes, stream(site.stream))))
+            cublasLtMatmul(lt_, d->op, &one, b, d->a, a, d->b, beta, c, d->c, c,
+                           d->c, &algo, ws, wsBytes, stream(site.stream))))
       return s;
   }
   return OVERLAP_SUCCESS;

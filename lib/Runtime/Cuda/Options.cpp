@@ -27,8 +27,7 @@ namespace {
 /// A non-negative integer variable (decimal or 0x hex) as int64_t.
 bool readEnvInt(const char *name, bool &present, int64_t &value) {
   uint64_t v = 0;
-  if (!runtime::readEnvUnsigned(name, present, v) ||
-      v > uint64_t(INT64_MAX))
+  if (!runtime::readEnvUnsigned(name, present, v) || v > uint64_t(INT64_MAX))
     return false;
   if (present)
     value = int64_t(v);
@@ -285,17 +284,17 @@ std::string overlap::cuda::describeVersions(int driver, int runtime,
   // CUDA's codes are 1000 * major + 10 * minor; cuBLASLt's 10000 * major +
   // 100 * minor + patch.
   auto cuda = [](int v) {
-    return v > 0 ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)
-                 : std::string("unknown");
+    return v > 0
+               ? std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)
+               : std::string("unknown");
   };
   auto nccl = [](int v) {
     return v > 0 ? ncclVersionText(v) : std::string("unknown");
   };
-  std::string lt =
-      cublasLt > 0 ? std::to_string(cublasLt / 10000) + "." +
-                         std::to_string(cublasLt / 100 % 100) + "." +
-                         std::to_string(cublasLt % 100)
-                   : std::string("unknown");
+  std::string lt = cublasLt > 0 ? std::to_string(cublasLt / 10000) + "." +
+                                      std::to_string(cublasLt / 100 % 100) +
+                                      "." + std::to_string(cublasLt % 100)
+                                : std::string("unknown");
   return "driver " + cuda(driver) + ", CUDA runtime " + cuda(runtime) +
          ", NCCL " + nccl(loadedNccl) + " (built with " + nccl(compiledNccl) +
          "), cuBLASLt " + lt;

@@ -100,8 +100,8 @@ void CudaContext::readFlags(CudaSignals *sigs, int32_t first, int32_t count,
     return;
   }
   if (cudaMemcpyAsync(out, sigs->deviceFlags + first,
-                      sizeof(uint32_t) * size_t(count),
-                      cudaMemcpyDeviceToHost, control_) != cudaSuccess ||
+                      sizeof(uint32_t) * size_t(count), cudaMemcpyDeviceToHost,
+                      control_) != cudaSuccess ||
       !syncControl()) {
     (void)cudaGetLastError();
     std::fill(out, out + count, 0u); // every wait counts as open

@@ -174,7 +174,7 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
       zeroSmDisable(group,
                     zeroSmFallbackReason(
                         "ncclCommSplit (CTAPolicy NCCL_CTA_POLICY_ZERO)",
-                        !why.empty()            ? why
+                        !why.empty()           ? why
                         : split != ncclSuccess ? describe(split)
                                                : std::string("it failed on "
                                                              "another rank")));

@@ -60,8 +60,8 @@ template <overlap_dtype AB, overlap_dtype C> void gemmTyped(const GemmArgs &g) {
         bF32.resize(static_cast<size_t>(g.k * g.n));
         for (int64_t kk = 0; kk < g.k; ++kk)
           for (int64_t j = 0; j < g.n; ++j)
-            bF32[kk * g.n + j] = Elem<AB>::load(
-                g.transB ? bB[j * g.ldb + kk] : bB[kk * g.ldb + j]);
+            bF32[kk * g.n + j] = Elem<AB>::load(g.transB ? bB[j * g.ldb + kk]
+                                                         : bB[kk * g.ldb + j]);
       }
       bRows = bF32.data();
       ldbRows = g.n;

@@ -23,7 +23,9 @@ int64_t dimFromEnd(Value v, int64_t fromEnd) {
   return type.getDimSize(type.getRank() - fromEnd);
 }
 
-bool isGemmElement(Type type) { return type.isF16() || type.isBF16() || type.isF32(); }
+bool isGemmElement(Type type) {
+  return type.isF16() || type.isBF16() || type.isF32();
+}
 
 /// Two sizes agree unless both are static and differ.
 bool agree(int64_t x, int64_t y) {
@@ -34,9 +36,7 @@ bool agree(int64_t x, int64_t y) {
 
 int64_t GemmOp::getM() { return dimFromEnd(getInit(), 2); }
 int64_t GemmOp::getN() { return dimFromEnd(getInit(), 1); }
-int64_t GemmOp::getK() {
-  return dimFromEnd(getA(), getTransposeA() ? 2 : 1);
-}
+int64_t GemmOp::getK() { return dimFromEnd(getA(), getTransposeA() ? 2 : 1); }
 
 LogicalResult GemmOp::verify() {
   ShapedType a = shapedOf(getA()), b = shapedOf(getB()),

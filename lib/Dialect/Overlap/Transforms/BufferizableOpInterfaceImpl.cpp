@@ -47,7 +47,8 @@ struct AllReduceModel
     auto ar = cast<AllReduceOp>(op);
     if (!ar.getResult())
       return success(); // Already on memrefs.
-    FailureOr<Value> buffer = getBuffer(rewriter, ar.getInput(), options, state);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, ar.getInput(), options, state);
     if (failed(buffer))
       return failure();
     AllReduceOp::create(rewriter, op->getLoc(), Type(), *buffer,
@@ -400,8 +401,7 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, OverlapDialect *) {
     AllReduceOp::attachInterface<AllReduceModel>(*ctx);
-    ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(
-        *ctx);
+    ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(*ctx);
     AllGatherOp::attachInterface<IntoBufferModel<AllGatherOp>>(*ctx);
     AllToAllOp::attachInterface<IntoBufferModel<AllToAllOp>>(*ctx);
     TilesOp::attachInterface<TilesModel>(*ctx);
@@ -413,9 +413,7 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
         RejectFusedModel<MatmulReduceScatterOp>>(*ctx);
     AllGatherMatmulOp::attachInterface<RejectFusedModel<AllGatherMatmulOp>>(
         *ctx);
-    AllToAllMatmulOp::attachInterface<RejectFusedModel<AllToAllMatmulOp>>(
-        *ctx);
-    MatmulAllToAllOp::attachInterface<RejectFusedModel<MatmulAllToAllOp>>(
-        *ctx);
+    AllToAllMatmulOp::attachInterface<RejectFusedModel<AllToAllMatmulOp>>(*ctx);
+    MatmulAllToAllOp::attachInterface<RejectFusedModel<MatmulAllToAllOp>>(*ctx);
   });
 }

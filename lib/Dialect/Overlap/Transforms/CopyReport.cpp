@@ -1,4 +1,5 @@
-//===- CopyReport.cpp - Every copy a call makes, with its bytes --*- C++ -*-===//
+//===- CopyReport.cpp - Every copy a call makes, with its bytes --*- C++
+//-*-===//
 //
 // overlap-copy-report (Passes.td): after bufferization, the ops of a
 // function that only move or fill memory (copies, transposes, fills,
@@ -40,8 +41,7 @@ constexpr llvm::StringLiteral kPass = "overlap-copy-report";
 /// static.
 std::optional<int64_t> bytesOf(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape() ||
-      !type.getElementType().isIntOrFloat())
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
     return std::nullopt;
   int64_t bits = type.getElementType().getIntOrFloatBitWidth();
   return type.getNumElements() * ((bits + 7) / 8);
@@ -143,9 +143,9 @@ struct OverlapCopyReportPass
           return;
         ++ops;
         auto stream = op->getParentOfType<StreamOp>();
-        std::string where = stream ? "on the " + stream.getName().str() +
-                                         " stream"
-                                   : "outside the streams";
+        std::string where = stream
+                                ? "on the " + stream.getName().str() + " stream"
+                                : "outside the streams";
         std::optional<int64_t> out = bytesOf(copy->written);
         std::optional<int64_t> in =
             copy->read ? bytesOf(copy->read) : std::optional<int64_t>(0);
@@ -169,8 +169,8 @@ struct OverlapCopyReportPass
                    .str()
             << remark::metric("bytes", *out * *runs);
       });
-      double us = bandwidth && *bandwidth > 0 ? double(moved) / *bandwidth * 1e6
-                                              : 0.0;
+      double us =
+          bandwidth && *bandwidth > 0 ? double(moved) / *bandwidth * 1e6 : 0.0;
       if (auto r = remarkAnalysis(func, "copy-report", kPass)) {
         std::string text = llvm::formatv(
             "{0} copy-like ops outside GEMMs and collectives write {1} bytes "

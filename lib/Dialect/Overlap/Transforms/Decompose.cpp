@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 
 #include "PlannerBridge.h"
@@ -39,16 +39,14 @@ public:
   OpFoldResult idx(int64_t v) { return rewriter.getIndexAttr(v); }
 
   SmallVector<OpFoldResult> idxs(ArrayRef<int64_t> values) {
-    return llvm::map_to_vector(values,
-                               [&](int64_t v) { return idx(v); });
+    return llvm::map_to_vector(values, [&](int64_t v) { return idx(v); });
   }
 
   Value slice(Value source, ArrayRef<int64_t> offsets,
               ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> ones(offsets.size(), 1);
-    return tensor::ExtractSliceOp::create(rewriter, loc, source,
-                                          idxs(offsets), idxs(sizes),
-                                          idxs(ones));
+    return tensor::ExtractSliceOp::create(rewriter, loc, source, idxs(offsets),
+                                          idxs(sizes), idxs(ones));
   }
 
   /// rows x cols -> blocks x (rows / blocks) x cols.
@@ -84,25 +82,22 @@ public:
     SmallVector<int64_t> ones(offsets.size(), 1);
     auto type = RankedTensorType::get(
         shape, cast<RankedTensorType>(source.getType()).getElementType());
-    return tensor::ExtractSliceOp::create(rewriter, loc, type, source,
-                                          idxs(offsets), idxs(sizes),
-                                          idxs(ones));
+    return tensor::ExtractSliceOp::create(
+        rewriter, loc, type, source, idxs(offsets), idxs(sizes), idxs(ones));
   }
 
   Value insert(Value value, Value dest, ArrayRef<int64_t> offsets,
                ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> ones(offsets.size(), 1);
-    return tensor::InsertSliceOp::create(rewriter, loc, value, dest,
-                                         idxs(offsets), idxs(sizes),
-                                         idxs(ones));
+    return tensor::InsertSliceOp::create(
+        rewriter, loc, value, dest, idxs(offsets), idxs(sizes), idxs(ones));
   }
 
   /// A contiguous copy of `value` (a collective call needs one buffer).
   Value pack(Value value) {
     auto type = cast<RankedTensorType>(value.getType());
-    return linalg::CopyOp::create(
-               rewriter, loc, value,
-               empty(type.getShape(), type.getElementType()))
+    return linalg::CopyOp::create(rewriter, loc, value,
+                                  empty(type.getShape(), type.getElementType()))
         .getResult(0);
   }
 
@@ -113,8 +108,8 @@ public:
   /// C + A * B with A: G x m x K, B: K x N (the same for every block),
   /// C: G x m x N -- a strided-batched GEMM with a zero batch stride on B.
   Value batchedMatmul(Value a, Value b, Value c) {
-    auto op = linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{c.getType()},
-                                            ValueRange{a, b}, ValueRange{c});
+    auto op = linalg::BatchMatmulOp::create(
+        rewriter, loc, TypeRange{c.getType()}, ValueRange{a, b}, ValueRange{c});
     MLIRContext *ctx = rewriter.getContext();
     AffineExpr batch, m, n, k;
     bindDims(ctx, batch, m, n, k);
@@ -122,8 +117,8 @@ public:
       return AffineMapAttr::get(AffineMap::get(4, 0, results, ctx));
     };
     op->setAttr("indexing_maps",
-                rewriter.getArrayAttr({map({batch, m, k}), map({k, n}),
-                                       map({batch, m, n})}));
+                rewriter.getArrayAttr(
+                    {map({batch, m, k}), map({k, n}), map({batch, m, n})}));
     return op.getResult(0);
   }
 
@@ -163,8 +158,7 @@ public:
     Value packed = into ? into : empty(shape, elementType);
     if (linalg::FillOp fill = fillThroughViews(c))
       return refill(fill, packed);
-    return linalg::CopyOp::create(rewriter, loc, cView(), packed)
-        .getResult(0);
+    return linalg::CopyOp::create(rewriter, loc, cView(), packed).getResult(0);
   }
 
   /// `slot` filled with `fill`'s value: a tile's own fill instead of one
@@ -230,9 +224,9 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
   bool rounded =
       resultType.getElementType() != op.getC().getType().getElementType();
   linalg::FillOp fill;
-  Value dest = rounded ? tb.empty(resultType.getShape(),
-                                  resultType.getElementType())
-                       : tb.accumulatorDest(op.getC(), fill);
+  Value dest =
+      rounded ? tb.empty(resultType.getShape(), resultType.getElementType())
+              : tb.accumulatorDest(op.getC(), fill);
   Value result = tb.tiles(
       dest, layout.getSpans(),
       [&](const planner::TileSpan &tile, SmallVectorImpl<int64_t> &offsets,
@@ -298,7 +292,7 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
         Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
         if (outElem != elem)
           packed = convertElementsInto(rewriter, op.getLoc(), packed,
-                                    tb.empty({group * q, n}, outElem));
+                                       tb.empty({group * q, n}, outElem));
         return ReduceScatterOp::create(
                    rewriter, op.getLoc(), slot.getType(), packed, slot,
                    op.getGridAttr(), op.getGridAxesAttr(),
@@ -333,14 +327,8 @@ linalg::GenericOp tileRounding(Value result, Value a, Value c,
 void replaceRounding(RewriterBase &rewriter, linalg::GenericOp rounding,
                      Operation *reshape, Value rounded) {
   rewriter.setInsertionPoint(rounding);
-  if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(reshape))
-    rounded = tensor::CollapseShapeOp::create(
-        rewriter, collapse.getLoc(), rounded,
-        collapse.getReassociationIndices());
-  else if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(reshape))
-    rounded = tensor::ExpandShapeOp::create(
-        rewriter, expand.getLoc(), rounding.getResult(0).getType(), rounded,
-        expand.getReassociationIndices());
+  rounded = reapplyReshape(rewriter, reshape, rounded,
+                           rounding.getResult(0).getType());
   rewriter.replaceOp(rounding, rounded);
   if (reshape)
     rewriter.eraseOp(reshape);
@@ -356,8 +344,8 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   Operation *reshape = nullptr;
   linalg::GenericOp rounding =
       tileRounding(op.getResult(), op.getA(), op.getC(), reshape);
-  Type outElem = rounding ? op.getA().getType().getElementType()
-                          : cType.getElementType();
+  Type outElem =
+      rounding ? op.getA().getType().getElementType() : cType.getElementType();
   // Each tile's rows of every rank's block of C are its slice, where the
   // batched matmul accumulates in place (into its own fill of the slice
   // when C is a fill); rounded, the slices are of the rounded result and
@@ -384,11 +372,11 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                                 /*init=*/Value(), op.getGridAttr(),
                                 op.getGridAxesAttr())
                 .getResult();
-        Value init =
-            rounding ? tb.refill(fill, tb.empty({group, q, n},
-                                                cType.getElementType()))
-            : fill   ? tb.refill(fill, c)
-                     : c;
+        Value init = rounding
+                         ? tb.refill(fill, tb.empty({group, q, n},
+                                                    cType.getElementType()))
+                     : fill ? tb.refill(fill, c)
+                            : c;
         Value product =
             tb.batchedMatmul(tb.splitRows(gathered, group), op.getB(), init);
         return rounding ? convertElementsInto(rewriter, op.getLoc(), product, c)
@@ -431,8 +419,8 @@ void eraseDeadChain(RewriterBase &rewriter, Value v) {
     Operation *source = def->getOperand(0).getDefiningOp();
     Value init = dps ? def->getOperand(1) : Value();
     rewriter.eraseOp(def);
-    if (auto empty = init ? init.getDefiningOp<tensor::EmptyOp>()
-                          : tensor::EmptyOp();
+    if (auto empty =
+            init ? init.getDefiningOp<tensor::EmptyOp>() : tensor::EmptyOp();
         empty && empty->use_empty())
       rewriter.eraseOp(empty);
     def = source;
@@ -441,8 +429,8 @@ void eraseDeadChain(RewriterBase &rewriter, Value v) {
 
 /// Replaces the transpose back to [b, rows, N] by `result` and drops the
 /// op and what only fed it.
-void replaceStrided(RewriterBase &rewriter, Operation *op,
-                    StridedRows sr, Value result) {
+void replaceStrided(RewriterBase &rewriter, Operation *op, StridedRows sr,
+                    Value result) {
   Value a = op->getOperand(0), c = op->getOperand(2);
   Value backInit = sr.back.getInit();
   // No result: the transpose back has no user left (its user was replaced).
@@ -498,11 +486,11 @@ void decomposeStridedReduceScatter(RewriterBase &rewriter,
           Value dest = outElem == elem ? part() : tb.empty({group, q, n}, elem);
           Value init =
               fill ? tb.refill(fill, dest)
-                   : linalg::CopyOp::create(
-                         rewriter, loc,
-                         tb.reducedSlice(y4, {j, 0, o, 0}, {1, group, q, n},
-                                         {group, q, n}),
-                         dest)
+                   : linalg::CopyOp::create(rewriter, loc,
+                                            tb.reducedSlice(y4, {j, 0, o, 0},
+                                                            {1, group, q, n},
+                                                            {group, q, n}),
+                                            dest)
                          .getResult(0);
           Value product = tb.batchedMatmul(a, op.getB(), init);
           if (outElem != elem)
@@ -515,13 +503,12 @@ void decomposeStridedReduceScatter(RewriterBase &rewriter,
         // otherwise into a buffer that the tile's result unpacks.
         bool whole = q == perRank;
         Value into = whole ? tb.collapse(slot, {{0, 1}, {2}}) : Value();
-        Value scattered =
-            ReduceScatterOp::create(rewriter, loc, type, flat, into,
-                                    op.getGridAttr(), op.getGridAxesAttr(),
-                                    ReductionKindAttr::get(
-                                        rewriter.getContext(),
-                                        ReductionKind::Sum))
-                .getResult();
+        Value scattered = ReduceScatterOp::create(
+                              rewriter, loc, type, flat, into, op.getGridAttr(),
+                              op.getGridAxesAttr(),
+                              ReductionKindAttr::get(rewriter.getContext(),
+                                                     ReductionKind::Sum))
+                              .getResult();
         return tb.expand(scattered, {b, q, n}, {{0, 1}, {2}});
       });
   replaceStrided(rewriter, op, sr, out);
@@ -544,7 +531,7 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   linalg::GenericOp rounding =
       sr.y ? linalg::GenericOp()
            : tileRounding(sr.back->getResult(0), op.getA(), op.getC(), reshape);
-  Value dest = sr.y      ? sr.y
+  Value dest = sr.y       ? sr.y
                : rounding ? tb.empty({b, s, n}, xType.getElementType())
                           : tb.empty({b, s, n}, elem);
   Value acc = tb.tiles(
@@ -559,17 +546,15 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
         const int64_t q = tile.blockRows / b, o = tile.blockOffset / b;
         // This rank's q tokens of every b, packed unless they are all of
         // its rows.
-        Value local = q == perRank ? sr.x
-                                   : tb.pack(tb.slice(sr.x, {0, o, 0},
-                                                      {b, q, k}));
-        auto gatheredType = RankedTensorType::get({group * b * q, k},
-                                                  xType.getElementType());
-        Value gathered =
-            AllGatherOp::create(rewriter, loc, gatheredType,
-                                tb.collapse(local, {{0, 1}, {2}}),
-                                /*init=*/Value(), op.getGridAttr(),
-                                op.getGridAxesAttr())
-                .getResult();
+        Value local =
+            q == perRank ? sr.x : tb.pack(tb.slice(sr.x, {0, o, 0}, {b, q, k}));
+        auto gatheredType =
+            RankedTensorType::get({group * b * q, k}, xType.getElementType());
+        Value gathered = AllGatherOp::create(rewriter, loc, gatheredType,
+                                             tb.collapse(local, {{0, 1}, {2}}),
+                                             /*init=*/Value(), op.getGridAttr(),
+                                             op.getGridAxesAttr())
+                             .getResult();
         Value g4 = tb.expand(gathered, {group, b, q, k}, {{0, 1, 2}, {3}});
         for (int64_t j = 0; j < b; ++j) {
           Value a = tb.reducedSlice(g4, {0, j, 0, 0}, {group, 1, q, k},
@@ -580,12 +565,13 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
           if (rounding) {
             product = convertElementsInto(
                 rewriter, loc,
-                tb.batchedMatmul(a, op.getB(),
-                                 tb.refill(fill, tb.empty({group, q, n}, elem))),
+                tb.batchedMatmul(
+                    a, op.getB(),
+                    tb.refill(fill, tb.empty({group, q, n}, elem))),
                 c);
           } else {
-            product = tb.batchedMatmul(a, op.getB(),
-                                       fill ? tb.refill(fill, c) : c);
+            product =
+                tb.batchedMatmul(a, op.getB(), fill ? tb.refill(fill, c) : c);
           }
           slot = tb.insert(product, slot, {j, 0, 0, 0}, {1, group, q, n});
         }
@@ -612,10 +598,11 @@ void decomposeStridedAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
 /// rank-2 form), Cap tokens per block, K and N.
 struct ExpertDims {
   ExpertDims(Operation *op, const planner::TileLayout &layout)
-      : one(cast<RankedTensorType>(op->getOperand(0).getType()).getRank() ==
-            2),
+      : one(cast<RankedTensorType>(op->getOperand(0).getType()).getRank() == 2),
         e(getExpertsPerRank(op)), cap(layout.blockSize()),
-        k(cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back()),
+        k(cast<RankedTensorType>(op->getOperand(0).getType())
+              .getShape()
+              .back()),
         n(cast<RankedTensorType>(op->getOperand(1).getType())
               .getShape()
               .back()) {}
@@ -655,12 +642,12 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
   TileBuilder tb(rewriter, op.getLoc());
   const ExpertDims d(op, layout);
   const int64_t e = d.e, cap = d.cap, k = d.k, n = d.n;
-  Value a3 = d.one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}})
-                   : op.getA();
+  Value a3 =
+      d.one ? tb.expand(op.getA(), {group, cap, k}, {{0, 1}, {2}}) : op.getA();
   SmallVector<ReassociationIndices> cGroups = d.expertMajorGroups();
   linalg::FillOp fill;
-  Value c4 = tb.expand(tb.accumulatorDest(op.getC(), fill),
-                       {e, group, cap, n}, cGroups);
+  Value c4 = tb.expand(tb.accumulatorDest(op.getC(), fill), {e, group, cap, n},
+                       cGroups);
   // Every tile's tokens are packed before any tile's GEMMs: the compute
   // stream runs the packs first, so exchange t + 1 can start while the
   // experts compute tile t (packed per tile, the pack of t + 1 would wait

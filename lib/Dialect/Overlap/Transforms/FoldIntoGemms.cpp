@@ -216,9 +216,9 @@ struct FoldZeroInit : OpRewritePattern<GemmOp> {
     auto type = cast<RankedTensorType>(op.getInit().getType());
     if (!direct && !type.hasStaticShape())
       return failure();
-    Value init = direct ? direct.getOutputs()[0]
-                        : emptyLike(rewriter, op.getLoc(), type,
-                                    type.getElementType());
+    Value init =
+        direct ? direct.getOutputs()[0]
+               : emptyLike(rewriter, op.getLoc(), type, type.getElementType());
     GemmOp folded = rebuild(rewriter, op, op.getA(), op.getB(), init,
                             op.getTransposeA(), op.getTransposeB(),
                             /*accumulate=*/false);
@@ -253,14 +253,8 @@ struct FoldRounding : OpRewritePattern<GemmOp> {
                             op.getTransposeA(), op.getTransposeB(),
                             /*accumulate=*/false)
                         .getResult();
-    if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(reshape))
-      rounded = tensor::CollapseShapeOp::create(
-          rewriter, collapse.getLoc(), rounded,
-          collapse.getReassociationIndices());
-    else if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(reshape))
-      rounded = tensor::ExpandShapeOp::create(
-          rewriter, expand.getLoc(), round.getResult(0).getType(), rounded,
-          expand.getReassociationIndices());
+    rounded = reapplyReshape(rewriter, reshape, rounded,
+                             round.getResult(0).getType());
     rewriter.replaceOp(round, rounded);
     if (reshape)
       rewriter.eraseOp(reshape);
@@ -290,18 +284,18 @@ struct SplitConcatenatedB : OpRewritePattern<GemmOp> {
     Location loc = op.getLoc();
     Value acc = op.getInit();
     for (const Piece &p : pieces) {
-      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)),
-          sizes, strides(rank, rewriter.getIndexAttr(1));
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes,
+          strides(rank, rewriter.getIndexAttr(1));
       for (int64_t d = 0; d < rank; ++d)
         sizes.push_back(rewriter.getIndexAttr(initType.getDimSize(d)));
       offsets[rank - 1] = rewriter.getIndexAttr(p.offset);
       sizes[rank - 1] = rewriter.getIndexAttr(p.size);
-      Value slice = tensor::ExtractSliceOp::create(rewriter, loc, acc,
-                                                   offsets, sizes, strides);
-      Value part = rebuild(rewriter, op, op.getA(), p.source, slice,
-                           op.getTransposeA(), op.getTransposeB(),
-                           op.getAccumulate())
-                       .getResult();
+      Value slice = tensor::ExtractSliceOp::create(rewriter, loc, acc, offsets,
+                                                   sizes, strides);
+      Value part =
+          rebuild(rewriter, op, op.getA(), p.source, slice, op.getTransposeA(),
+                  op.getTransposeB(), op.getAccumulate())
+              .getResult();
       acc = tensor::InsertSliceOp::create(rewriter, loc, part, acc, offsets,
                                           sizes, strides);
     }
@@ -326,8 +320,8 @@ struct OverlapFoldIntoGemmsPass
     config.enableFolding(false)
         .enableConstantCSE(false)
         .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };
@@ -336,8 +330,8 @@ struct OverlapFoldIntoGemmsPass
 
 void mlir::overlap::populateOverlapFoldIntoGemmsPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LinalgToGemm<linalg::MatmulOp>,
-               LinalgToGemm<linalg::BatchMatmulOp>, FoldTranspose,
-               FoldZeroInit, FoldRounding, SplitConcatenatedB>(
-      patterns.getContext());
+  patterns
+      .add<LinalgToGemm<linalg::MatmulOp>, LinalgToGemm<linalg::BatchMatmulOp>,
+           FoldTranspose, FoldZeroInit, FoldRounding, SplitConcatenatedB>(
+          patterns.getContext());
 }

@@ -1,9 +1,9 @@
 //===- Pipeline.cpp - The overlap-pipeline pass pipeline -----*- C++ -*-===//
 //
-// One flag for users: expand-collectives -> raise -> reorder-chains -> plan -> decompose, with the
-// options of the passes forwarded, then every collective left unfused as
-// one unsplit collective, and a check that no shard op is left that the
-// later stages cannot lower.
+// One flag for users: expand-collectives -> raise -> reorder-chains -> plan ->
+// decompose, with the options of the passes forwarded, then every collective
+// left unfused as one unsplit collective, and a check that no shard op is left
+// that the later stages cannot lower.
 //
 //===----------------------------------------------------------------------===//
 

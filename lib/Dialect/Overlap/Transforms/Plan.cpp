@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
-#include "overlap/Dialect/Overlap/Transforms/Passes.h"
 #include "PlannerBridge.h"
 #include "TensorBuilders.h"
+#include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Planner/Json.h"
 #include "overlap/Planner/TilePlanner.h"
 
@@ -40,7 +40,8 @@ std::string formatTiles(ArrayRef<int64_t> tiles) {
   return text;
 }
 
-struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlanPass> {
+struct OverlapPlanPass
+    : public mlir::overlap::impl::OverlapPlanBase<OverlapPlanPass> {
   using OverlapPlanBase::OverlapPlanBase;
 
   void runOnOperation() override {
@@ -83,7 +84,8 @@ struct OverlapPlanPass : public mlir::overlap::impl::OverlapPlanBase<OverlapPlan
           mlir::getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth() / 8);
     };
     Value a = op->getOperand(0), c = op->getOperand(2);
-    double k = static_cast<double>(problem.k), n = static_cast<double>(problem.n);
+    double k = static_cast<double>(problem.k),
+           n = static_cast<double>(problem.n);
     // A C that is not a fill is copied into each tile's packed rows.
     bool copiesC = !fillThroughViews(c) &&
                    isa<MatmulReduceScatterOp, MatmulAllToAllOp>(op);

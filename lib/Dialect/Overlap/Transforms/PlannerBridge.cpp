@@ -1,4 +1,5 @@
-//===- PlannerBridge.cpp - What passes share to call the Planner -*- C++ -*-===//
+//===- PlannerBridge.cpp - What passes share to call the Planner -*- C++
+//-*-===//
 
 #include "PlannerBridge.h"
 #include "TensorBuilders.h"
@@ -15,9 +16,8 @@ mlir::overlap::loadPassProfile(Operation *anchor, StringRef passName,
   std::string dir = planner::shippedProfilesDir();
   std::string path = planner::resolveProfilePath(nameOrPath, dir);
   if (path.empty())
-    return anchor->emitError()
-           << passName << ": profile '" << nameOrPath
-           << "' is neither a file nor a name in " << dir;
+    return anchor->emitError() << passName << ": profile '" << nameOrPath
+                               << "' is neither a file nor a name in " << dir;
   llvm::Expected<planner::Profile> loaded = planner::loadProfile(path);
   if (!loaded)
     return anchor->emitError()
@@ -134,8 +134,8 @@ mlir::overlap::stridedRowsOf(Operation *op) {
       rows.expand.getResultType().getDimSize(1) != rows.b ||
       !rows.expand.getResult().hasOneUse())
     return std::nullopt;
-  rows.back =
-      dyn_cast<linalg::TransposeOp>(*rows.expand.getResult().getUsers().begin());
+  rows.back = dyn_cast<linalg::TransposeOp>(
+      *rows.expand.getResult().getUsers().begin());
   if (!rows.back || !rows.back.hasPureTensorSemantics() ||
       rows.back.getInput() != rows.expand.getResult() ||
       rows.back.getPermutation() != ArrayRef<int64_t>{1, 0, 2})

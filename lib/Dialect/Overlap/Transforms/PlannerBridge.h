@@ -24,9 +24,8 @@ namespace overlap {
 /// Loads the profile a pass option names (a path, or a bare name looked up
 /// in planner::shippedProfilesDir()). Emits an
 /// error on `anchor` that carries the Planner's message on failure.
-FailureOr<::overlap::planner::Profile> loadPassProfile(Operation *anchor,
-                                                      StringRef passName,
-                                                      StringRef nameOrPath);
+FailureOr<::overlap::planner::Profile>
+loadPassProfile(Operation *anchor, StringRef passName, StringRef nameOrPath);
 
 /// The Planner's name for a matmul element type, if it has one.
 std::optional<::overlap::planner::DType> plannerDType(Type type);
@@ -53,8 +52,8 @@ std::string dynamicShapeOf(Operation *op);
 /// Where the rows of each of `plan`'s tiles of fused op `op` over `group`
 /// ranks are: the Planner's TileLayout, the one rule that overlap-bench runs
 /// too (the all-reduce layout does not depend on the group: pass 1 when it
-/// is unknown; all-to-all's blocks are the group's ranks x experts). Emits an error on `op` with the Planner's reason when the
-/// plan does not fit the op.
+/// is unknown; all-to-all's blocks are the group's ranks x experts). Emits an
+/// error on `op` with the Planner's reason when the plan does not fit the op.
 FailureOr<::overlap::planner::TileLayout>
 tileLayoutOf(Operation *op, PlanAttr plan, int64_t group);
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -112,7 +112,8 @@ SmallVector<Footprint> footprintsOf(Operation *op) {
     Value v = effect.getValue();
     if (!v || !isa<BaseMemRefType>(v.getType()))
       continue;
-    fps.push_back(footprintOf(v, isa<MemoryEffects::Write>(effect.getEffect())));
+    fps.push_back(
+        footprintOf(v, isa<MemoryEffects::Write>(effect.getEffect())));
   }
   return fps;
 }
@@ -204,11 +205,12 @@ struct OverlapScheduleStreamsPass
         if (!fp.write)
           reads.push_back(fp);
       for (unsigned j = i; j-- > 0;) {
-        bool writes = llvm::any_of(tasks[j].footprints, [&](const Footprint &w) {
-          return w.write && llvm::any_of(reads, [&](const Footprint &r) {
-                   return w.overlaps(r);
-                 });
-        });
+        bool writes =
+            llvm::any_of(tasks[j].footprints, [&](const Footprint &w) {
+              return w.write && llvm::any_of(reads, [&](const Footprint &r) {
+                       return w.overlaps(r);
+                     });
+            });
         if (writes) {
           tasks[i].stream = tasks[j].stream;
           break;
@@ -249,8 +251,8 @@ struct OverlapScheduleStreamsPass
     rewriter.setInsertionPoint(anchor);
     Location loc = anchor->getLoc();
     Value signals;
-    auto signalsType = flags ? SignalsType::get(rewriter.getContext(), flags)
-                             : SignalsType();
+    auto signalsType =
+        flags ? SignalsType::get(rewriter.getContext(), flags) : SignalsType();
     if (flags)
       signals = SignalsOp::create(rewriter, loc, signalsType);
     auto concurrent = ConcurrentOp::create(rewriter, loc);
@@ -259,8 +261,8 @@ struct OverlapScheduleStreamsPass
     const char *names[2] = {"compute", "comm"};
     for (unsigned s = 0; s < 2; ++s) {
       rewriter.setInsertionPointToEnd(body);
-      auto stream = StreamOp::create(rewriter, loc,
-                                     rewriter.getStringAttr(names[s]));
+      auto stream =
+          StreamOp::create(rewriter, loc, rewriter.getStringAttr(names[s]));
       streamBlocks[s] = rewriter.createBlock(&stream.getBody());
     }
     for (Task &t : tasks) {

@@ -87,12 +87,12 @@ static Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
 Value mlir::overlap::convertElementsInto(OpBuilder &b, Location loc,
                                          Value value, Value into) {
   Type to = getElementTypeOrSelf(into.getType());
-  return elementwiseGeneric(
-             b, loc, value, into,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nloc, convertScalar(nb, nloc, args[0], to));
-             })
+  return elementwiseGeneric(b, loc, value, into,
+                            [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                              linalg::YieldOp::create(
+                                  nb, nloc,
+                                  convertScalar(nb, nloc, args[0], to));
+                            })
       .getResult(0);
 }
 
@@ -151,6 +151,17 @@ linalg::GenericOp mlir::overlap::roundingUser(Value v, Type to,
   return generic;
 }
 
+Value mlir::overlap::reapplyReshape(OpBuilder &b, Operation *reshape,
+                                    Value value, Type resultType) {
+  if (auto collapse = dyn_cast_or_null<tensor::CollapseShapeOp>(reshape))
+    return tensor::CollapseShapeOp::create(b, collapse.getLoc(), value,
+                                           collapse.getReassociationIndices());
+  if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(reshape))
+    return tensor::ExpandShapeOp::create(b, expand.getLoc(), resultType, value,
+                                         expand.getReassociationIndices());
+  return value;
+}
+
 bool mlir::overlap::isPlainElementwise(linalg::GenericOp op) {
   return op.hasPureTensorSemantics() && op.getNumDpsInputs() == 1 &&
          op.getNumDpsInits() == 1 && op.getNumReductionLoops() == 0 &&
@@ -169,9 +180,9 @@ Value mlir::overlap::linearInGroup(OpBuilder &b, Location loc,
     int64_t size = grid.getShape()[axis];
     Value extent =
         ShapedType::isDynamic(size)
-            ? shard::GridShapeOp::create(
-                  b, loc, TypeRange{b.getIndexType()}, grid.getSymName(),
-                  ArrayRef<int16_t>{axis})
+            ? shard::GridShapeOp::create(b, loc, TypeRange{b.getIndexType()},
+                                         grid.getSymName(),
+                                         ArrayRef<int16_t>{axis})
                   ->getResult(0)
             : arith::ConstantIndexOp::create(b, loc, size).getResult();
     rank = arith::AddIOp::create(
@@ -180,11 +191,11 @@ Value mlir::overlap::linearInGroup(OpBuilder &b, Location loc,
   return rank;
 }
 
-Value mlir::overlap::groupRankOf(OpBuilder &b, Location loc,
-                                 shard::GridOp grid, ArrayRef<int16_t> axes) {
+Value mlir::overlap::groupRankOf(OpBuilder &b, Location loc, shard::GridOp grid,
+                                 ArrayRef<int16_t> axes) {
   SmallVector<Type> indexTypes(axes.size(), b.getIndexType());
-  auto coords = shard::ProcessMultiIndexOp::create(
-      b, loc, indexTypes, grid.getSymName(), axes);
+  auto coords = shard::ProcessMultiIndexOp::create(b, loc, indexTypes,
+                                                   grid.getSymName(), axes);
   return linearInGroup(b, loc, grid, axes, coords->getResults());
 }
 
@@ -192,11 +203,10 @@ Value mlir::overlap::stackGroup(OpBuilder &b, Location loc, Value part,
                                 shard::GridOp grid, ArrayRef<int16_t> axes,
                                 int64_t group) {
   auto type = cast<RankedTensorType>(part.getType());
-  part = linalg::CopyOp::create(
-             b, loc, part,
-             tensor::EmptyOp::create(b, loc, type.getShape(),
-                                     type.getElementType())
-                 .getResult())
+  part = linalg::CopyOp::create(b, loc, part,
+                                tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                        type.getElementType())
+                                    .getResult())
              .getResult(0);
   SmallVector<int64_t> unit = {1}, stacked = {group};
   unit.append(type.getShape().begin(), type.getShape().end());
@@ -232,8 +242,8 @@ Value mlir::overlap::pickBlock(OpBuilder &b, Location loc, Value stacked,
 Value mlir::overlap::selectTensor(OpBuilder &b, Location loc, Value cond,
                                   Value a, Value other) {
   auto type = cast<RankedTensorType>(a.getType());
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                       type.getElementType());
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   AffineMap id = b.getMultiDimIdentityMap(type.getRank());
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
@@ -241,8 +251,8 @@ Value mlir::overlap::selectTensor(OpBuilder &b, Location loc, Value cond,
              b, loc, type, ValueRange{a, other}, ValueRange{init},
              ArrayRef<AffineMap>{id, id, id}, iterators,
              [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value v = arith::SelectOp::create(nb, nl, cond, args[0],
-                                                 args[1]);
+               Value v =
+                   arith::SelectOp::create(nb, nl, cond, args[0], args[1]);
                linalg::YieldOp::create(nb, nl, v);
              })
       .getResult(0);

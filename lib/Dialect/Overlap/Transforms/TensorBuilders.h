@@ -58,6 +58,12 @@ bool isPositiveZero(Value v, linalg::FillOp *direct = nullptr);
 /// most one reshape (then in `reshape`); null otherwise.
 linalg::GenericOp roundingUser(Value v, Type to, Operation *&reshape);
 
+/// `value` reshaped as `reshape` (a tensor.collapse_shape or expand_shape,
+/// or null for none) reshapes its source, to `resultType` (expand_shape's
+/// type; collapse_shape infers it).
+Value reapplyReshape(OpBuilder &b, Operation *reshape, Value value,
+                     Type resultType);
+
 /// An elementwise linalg.generic of one input that reads neither indices
 /// nor its init: it computes the same values on any reshaping or
 /// redistribution of its input.

@@ -31,8 +31,7 @@ typedef struct {
   int64_t offset, sizes[2], strides[2];
 } Memref2D;
 
-void _mlir_ciface_sets(Memref2D *result, overlap_context *ctx,
-                       Memref2D *arg0) {
+void _mlir_ciface_sets(Memref2D *result, overlap_context *ctx, Memref2D *arg0) {
   enum { N = 32 };
   float *in = arg0->aligned + arg0->offset;
   float *out = malloc(N * sizeof(float));

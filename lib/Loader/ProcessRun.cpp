@@ -45,6 +45,22 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
   int launched = rt().overlap_process_launched(nullptr, nullptr, &name);
   if (launched < 0)
     error = rt().overlap_host_launch_error();
+  if (launched == 0) {
+    // torchrun (or elastic launchers like it) starts no MPI job: its
+    // processes could not agree or gather, and as threads every process
+    // would run the whole grid on its own. Refuse, saying what to use.
+    const char *world = std::getenv("WORLD_SIZE");
+    const char *rank = std::getenv("RANK");
+    if (std::getenv("TORCHELASTIC_RUN_ID") ||
+        (world && rank && std::getenv("LOCAL_RANK") &&
+         std::string(world) != "1"))
+      error = std::string("this process was started by torchrun (RANK ") +
+              (rank ? rank : "?") + " of WORLD_SIZE " +
+              (world ? world : "?") +
+              "), which starts no MPI job: overlap-exec's processes agree "
+              "and gather through MPI; start them with mpirun -np N (or "
+              "srun -n N)";
+  }
   if (launched != 1)
     return false;
   launcher = name;

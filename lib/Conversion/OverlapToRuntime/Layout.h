@@ -29,9 +29,6 @@ Layout unitInnerStride(Value memref);
 /// Whether `memref` is row-major contiguous.
 Layout contiguous(Value memref);
 
-/// An element type overlap_gemm takes (f32, f16, bf16).
-bool isGemmElementType(Type type);
-
 /// Elements the runtime can move by bytes: integers or floats of whole
 /// bytes, and i1 (one byte each); not index or complex, whose size the
 /// memref does not say.

@@ -72,10 +72,6 @@ Layout contiguous(Value memref) {
   return Layout::AtRunTime;
 }
 
-bool isGemmElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16();
-}
-
 bool hasByteSizedElements(MemRefType type) { return elementBytes(type) > 0; }
 
 int64_t elementBytes(MemRefType type) {

@@ -23,16 +23,16 @@ int64_t dimFromEnd(Value v, int64_t fromEnd) {
   return type.getDimSize(type.getRank() - fromEnd);
 }
 
-bool isGemmElement(Type type) {
-  return type.isF16() || type.isBF16() || type.isF32();
-}
-
 /// Two sizes agree unless both are static and differ.
 bool agree(int64_t x, int64_t y) {
   return ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y;
 }
 
 } // namespace
+
+bool mlir::overlap::isGemmElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
 
 int64_t GemmOp::getM() { return dimFromEnd(getInit(), 2); }
 int64_t GemmOp::getN() { return dimFromEnd(getInit(), 1); }
@@ -63,7 +63,7 @@ LogicalResult GemmOp::verify() {
     return emitOpError() << "needs b of rank 2 or init's rank " << rank
                          << ", not " << b.getRank();
   Type ab = a.getElementType();
-  if (!isGemmElement(ab) || b.getElementType() != ab)
+  if (!isGemmElementType(ab) || b.getElementType() != ab)
     return emitOpError() << "needs a and b of one element type among f16, "
                             "bf16 and f32, not "
                          << ab << " and " << b.getElementType();

@@ -189,25 +189,27 @@ private:
 // of each tile within every rank's block come from the Planner's TileLayout
 // (the rule overlap-bench runs too), never from arithmetic of their own.
 
-/// Drops a fill accumulator (and its empty tensor) that packed fills
-/// replaced, rather than leave bufferization a dead buffer.
-void eraseDeadFill(RewriterBase &rewriter, Value c) {
-  // The views between C and its fill first, then the fill and its empty.
-  Operation *def = c.getDefiningOp();
-  while (def && def->use_empty() &&
-         isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-             tensor::ExtractSliceOp, linalg::TransposeOp>(def)) {
+/// Erases `v`'s defining ops while they are dead, down to a fill and the
+/// empty tensors they wrote into: an accumulator fill that per-tile fills
+/// replaced, and the views and transposes between it and C (overlap-raise's
+/// for the (s, b) rows of a strided layout too). `v` is not used afterwards.
+void eraseDeadChain(RewriterBase &rewriter, Value v) {
+  Operation *def = v.getDefiningOp();
+  while (
+      def && def->use_empty() &&
+      isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+          tensor::ExtractSliceOp, linalg::TransposeOp, linalg::FillOp>(def)) {
+    // A transpose or fill writes into an init (an empty tensor) of its own;
+    // a fill's operand 0 is its scalar, where the walk stops.
+    bool dps = isa<linalg::TransposeOp, linalg::FillOp>(def);
     Operation *source = def->getOperand(0).getDefiningOp();
+    Value init = dps ? def->getOperand(1) : Value();
     rewriter.eraseOp(def);
-    def = source;
-  }
-  if (auto fill = dyn_cast_or_null<linalg::FillOp>(def);
-      fill && fill->use_empty()) {
-    Value init = fill.getOutputs()[0];
-    rewriter.eraseOp(fill);
-    if (auto empty = init.getDefiningOp<tensor::EmptyOp>();
+    if (auto empty =
+            init ? init.getDefiningOp<tensor::EmptyOp>() : tensor::EmptyOp();
         empty && empty->use_empty())
       rewriter.eraseOp(empty);
+    def = source;
   }
 }
 
@@ -255,7 +257,7 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
       });
   Value c = op.getC();
   rewriter.replaceOp(op, result);
-  eraseDeadFill(rewriter, c);
+  eraseDeadChain(rewriter, c);
 }
 
 void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
@@ -303,7 +305,7 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   Value c = op.getC();
   rewriter.replaceOp(op, out);
   // A fill accumulator was replaced by fills of the packed buffers.
-  eraseDeadFill(rewriter, c);
+  eraseDeadChain(rewriter, c);
 }
 
 /// The rounding of an all-gather + matmul's f32 result to the factors'
@@ -389,7 +391,7 @@ void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
   } else {
     rewriter.replaceOp(op, tb.joinRows(acc));
   }
-  eraseDeadFill(rewriter, c);
+  eraseDeadChain(rewriter, c);
 }
 
 // Sequence parallelism on [b, s, k] with b > 1 (StridedRows): the fused
@@ -405,26 +407,6 @@ bool takesWholeGroups(const planner::TileLayout &layout, int64_t b) {
   return llvm::all_of(layout.getSpans(), [&](const planner::TileSpan &t) {
     return t.blockRows % b == 0 && t.blockOffset % b == 0;
   });
-}
-
-/// Erases `v`'s defining ops while they are dead: the transposes and
-/// reshapes overlap-raise wrote for the (s, b) rows, down to a fill and
-/// the empty tensors they wrote into. `v` is not used afterwards.
-void eraseDeadChain(RewriterBase &rewriter, Value v) {
-  Operation *def = v.getDefiningOp();
-  while (def && def->use_empty() &&
-         isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-             linalg::TransposeOp, linalg::FillOp>(def)) {
-    bool dps = isa<linalg::TransposeOp, linalg::FillOp>(def);
-    Operation *source = def->getOperand(0).getDefiningOp();
-    Value init = dps ? def->getOperand(1) : Value();
-    rewriter.eraseOp(def);
-    if (auto empty =
-            init ? init.getDefiningOp<tensor::EmptyOp>() : tensor::EmptyOp();
-        empty && empty->use_empty())
-      rewriter.eraseOp(empty);
-    def = source;
-  }
 }
 
 /// Replaces the transpose back to [b, rows, N] by `result` and drops the
@@ -686,7 +668,7 @@ void decomposeDispatch(RewriterBase &rewriter, AllToAllMatmulOp op,
       });
   Value c = op.getC();
   rewriter.replaceOp(op, tb.collapse(acc, cGroups));
-  eraseDeadFill(rewriter, c);
+  eraseDeadChain(rewriter, c);
 }
 
 /// Combine: A is E x (G Cap) x K, C is E x (G Cap) x N (rank 2: (G Cap) x
@@ -747,7 +729,7 @@ void decomposeCombine(RewriterBase &rewriter, MatmulAllToAllOp op,
       });
   Value c = op.getC();
   rewriter.replaceOp(op, one ? tb.collapse(out, {{0, 1}, {2}}) : out);
-  eraseDeadFill(rewriter, c);
+  eraseDeadChain(rewriter, c);
 }
 
 enum class Decomposed { Yes, Skipped, Failed };

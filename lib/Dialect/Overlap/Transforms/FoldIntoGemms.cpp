@@ -43,8 +43,6 @@ namespace {
 
 constexpr llvm::StringLiteral kPass = "overlap-fold-into-gemms";
 
-bool isGemmElement(Type t) { return t.isF16() || t.isBF16() || t.isF32(); }
-
 /// The input of a linalg.transpose (tensors) that swaps the last two
 /// dimensions of `v` and keeps the others, or null.
 Value transposedFrom(Value v) {
@@ -153,7 +151,7 @@ template <typename OpTy> struct LinalgToGemm : OpRewritePattern<OpTy> {
     Value a = op.getInputs()[0], b = op.getInputs()[1],
           init = op.getOutputs()[0];
     Type ab = getElementTypeOrSelf(a), c = getElementTypeOrSelf(init);
-    if (!isGemmElement(ab) || getElementTypeOrSelf(b) != ab ||
+    if (!isGemmElementType(ab) || getElementTypeOrSelf(b) != ab ||
         (!c.isF32() && c != ab))
       return failure();
     for (Value v : {a, b, init})

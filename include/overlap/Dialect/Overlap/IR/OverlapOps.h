@@ -31,6 +31,10 @@ struct SignalResource : public SideEffects::Resource::Base<SignalResource> {
 /// all_to_all_matmul, matmul_all_to_all.
 bool isFusedMatmul(Operation *op);
 
+/// An element type overlap.gemm's factors (and overlap_gemm's) take: f32,
+/// f16, bf16.
+bool isGemmElementType(Type type);
+
 /// Whether `op` is a tile-level collective (all_reduce, reduce_scatter,
 /// all_gather, all_to_all): work for the comm stream.
 bool isTileCollective(Operation *op);

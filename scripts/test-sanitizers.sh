@@ -168,6 +168,12 @@ for kind in "${kinds[@]}"; do
     fi
     ;;
   tsan)
+    # The TCP process transport: a reader thread per process beside the
+    # callers' threads.
+    if build tsan "$TSAN_BUILD" thread OverlapRuntimeTcpTests; then
+      run_suite tsan "$TSAN_BUILD/unittests/OverlapRuntimeTcpTests" '*' \
+        TSAN_OPTIONS=second_deadlock_stack=1
+    fi
     # Every race is listed (no halt_on_error); the exit status says 66.
     if build tsan "$TSAN_BUILD" thread OverlapRuntimeTests; then
       exe=$TSAN_BUILD/unittests/OverlapRuntimeTests

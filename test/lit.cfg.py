@@ -2,6 +2,7 @@
 # Lit configuration of the Overlap regression suite.
 
 import os
+import sys
 import shutil
 
 import lit.formats
@@ -56,6 +57,15 @@ if mpirun and config.overlap_have_mpi:
     config.available_features.add("mpirun")
     config.substitutions.append(
         ("%mpirun", mpirun + " --allow-run-as-root --oversubscribe"))
+
+# %torchrun: a stand-in for `torchrun --standalone` (no PyTorch needed) that
+# gives its workers torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+# MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID, ...); their processes join
+# over TCP (lib/Runtime/Process/TcpTransport.cpp).
+config.substitutions.append(
+    ("%torchrun", sys.executable + " " + os.path.join(
+        config.overlap_src_root, "test", "Tools", "overlap-exec", "Inputs",
+        "torchrun.py")))
 
 tool_dirs = [config.overlap_tools_dir, config.llvm_tools_dir]
 tools = ["overlap-opt", "overlap-plan", "overlap-compile", "overlap-run",

@@ -45,22 +45,6 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
   int launched = rt().overlap_process_launched(nullptr, nullptr, &name);
   if (launched < 0)
     error = rt().overlap_host_launch_error();
-  if (launched == 0) {
-    // torchrun (or elastic launchers like it) starts no MPI job: its
-    // processes could not agree or gather, and as threads every process
-    // would run the whole grid on its own. Refuse, saying what to use.
-    const char *world = std::getenv("WORLD_SIZE");
-    const char *rank = std::getenv("RANK");
-    if (std::getenv("TORCHELASTIC_RUN_ID") ||
-        (world && rank && std::getenv("LOCAL_RANK") &&
-         std::string(world) != "1"))
-      error = std::string("this process was started by torchrun (RANK ") +
-              (rank ? rank : "?") + " of WORLD_SIZE " +
-              (world ? world : "?") +
-              "), which starts no MPI job: overlap-exec's processes agree "
-              "and gather through MPI; start them with mpirun -np N (or "
-              "srun -n N)";
-  }
   if (launched != 1)
     return false;
   launcher = name;
@@ -77,6 +61,12 @@ int overlap::exec::agreeOnStatus(int status, std::string &error) {
 }
 
 namespace {
+
+/// "MPI", or "TCP" for a job that joins over sockets (torchrun).
+std::string transportName() {
+  const char *transport = rt().overlap_process_transport();
+  return transport && std::string(transport) == "tcp" ? "TCP" : "MPI";
+}
 
 /// This process's rank: what hostRankMain does for each thread.
 void processRankMain(overlap_context *ctx, void *user) {
@@ -103,7 +93,7 @@ public:
 
   std::string where() const override {
     return std::to_string(size) + " host rank" + (size == 1 ? "" : "s") +
-           ", one process each (MPI)";
+           ", one process each (" + transportName() + ")";
   }
   const char *backend() const override { return "host"; }
 

@@ -71,6 +71,9 @@ private:
   const SessionOptions &o;
   const SessionOutput &output;
   bool processes_ = false;
+  /// The launcher that started this job's processes ("Open MPI",
+  /// "torchrun"), "" with --ranks-as processes and none.
+  std::string launcher_;
   int rank_ = 0, size_ = 1;
   bool agreed_ = false;
   std::vector<std::string> errors_;
@@ -172,6 +175,7 @@ int Session::createExecutor(const std::string &backend, const char *option,
                    "rank, e.g. mpirun -np " +
                    std::to_string(ranks) +
                    " overlap-exec --backend cuda PROGRAM.so (or srun -n " +
+                   std::to_string(ranks) + ", or torchrun --nproc-per-node " +
                    std::to_string(ranks) + "; docs/gpu.md)");
     bool noDevice = false;
     std::string message;
@@ -213,6 +217,7 @@ int Session::run() {
     return error(why);
   std::string launcher, malformed;
   processes_ = ranksAsProcesses(o.ranksAs, launcher, malformed);
+  launcher_ = launcher;
   if (!malformed.empty())
     return error(malformed + " (--ranks-as threads ignores them and runs "
                              "every rank as a thread of this process)");
@@ -293,7 +298,10 @@ int Session::runRanks() {
         return error(job + " but grid @" + grid.name + " of @" + sig.name +
                      (grid.isDynamic() ? " needs a multiple of " : " has ") +
                      std::to_string(grid.size()) +
-                     " devices: start as many (mpirun -np " +
+                     " devices: start as many (" +
+                     (launcher_ == "torchrun" ? "torchrun --nproc-per-node "
+                      : launcher_ == "Slurm"  ? "srun -n "
+                                              : "mpirun -np ") +
                      std::to_string(grid.size()) + ")");
   }
   if (!run::checkRanks(sig, ranks, message))

@@ -25,23 +25,26 @@ namespace exec {
 enum class RanksAs {
   /// Threads of this process (overlap_host_launch).
   Threads,
-  /// One rank per process of the MPI job this process is part of.
+  /// One rank per process of the job this process is part of.
   Processes,
-  /// Processes when an MPI launcher started this process, else threads.
+  /// Processes when a launcher started this process (mpirun, srun,
+  /// torchrun: overlap_process_launched), else threads.
   Auto,
 };
 
 /// "threads", "processes", "auto"; false for anything else.
 bool parseRanksAs(const std::string &text, RanksAs &mode);
 
-/// Whether `mode` means processes here; for Auto, whether an MPI launcher
-/// (mpirun) started this process, which `launcher` then names.
+/// Whether `mode` means processes here; for Auto, whether a launcher
+/// (mpirun, srun, torchrun) started this process, which `launcher` then
+/// names.
 /// With RanksAs::Auto, false also when the launcher's variables are
 /// malformed; then `error` says which (the caller must refuse to run:
 /// falling back to threads would run the whole grid in every process).
 bool ranksAsProcesses(RanksAs mode, std::string &launcher, std::string &error);
 
-/// `size` host ranks, one per process of the joined MPI job; this process
+/// `size` host ranks, one per process of the joined job (over MPI, or TCP
+/// under torchrun: overlap_process_transport); this process
 /// runs rank `rank`. Its execute() is collective: every process runs it,
 /// and it returns the same success on all (on failure, rank 0 has the
 /// reason and the other ranks an empty one). Afterwards rank 0's Outcome

@@ -18,7 +18,9 @@
  * liboverlap_runtime_mpi.so (built when CMake finds MPI) from the runtime's
  * own directory, or from $OVERLAP_MPI_TRANSPORT, and that library links
  * libmpi. Without it every call below fails with a message that says so;
- * the threaded backend needs none of this.
+ * the threaded backend needs none of this. A job torchrun started joins
+ * over TCP sockets instead (overlap_process_transport), with the same
+ * semantics.
  *
  * Every call below except overlap_process_launched is collective over the
  * job: each process makes the same calls in the same order. Errors are
@@ -38,19 +40,29 @@
 extern "C" {
 #endif
 
-/* 1 when an MPI launcher (Open MPI's mpirun, MPICH's or Intel MPI's
-   mpiexec, MVAPICH's mpirun_rsh) started this process, read from its
-   environment variables (OMPI_COMM_WORLD_RANK / _SIZE, ...): then *rank
-   and *size are this process's rank and the job's size, and *launcher (if
-   not NULL) names the launcher ("Open MPI"). 0 when no launcher's
-   variables are set, or another launcher's (torchrun, Slurm without MPI,
-   OVERLAP_RANK by hand). -1 when launcher variables are set but malformed
-   (OVERLAP_RANK=abc, a rank not below the size, a size without a rank):
-   overlap_host_launch_error() says which, so that a caller refuses to run
-   rather than fall back to running the whole grid in every process. Not
-   collective; MPI is not touched. */
+/* 1 when a launcher whose processes make one job started this process:
+   an MPI launcher (Open MPI's mpirun, MPICH's or Intel MPI's mpiexec,
+   MVAPICH's mpirun_rsh), Slurm's srun or torchrun, read from its
+   environment variables (OMPI_COMM_WORLD_RANK / _SIZE, SLURM_PROCID,
+   RANK / WORLD_SIZE, ...): then *rank and *size are this process's rank and
+   the job's size, and *launcher (if not NULL) names the launcher ("Open
+   MPI", "torchrun"). 0 when no launcher's variables are set (or only
+   OVERLAP_RANK, set by hand). -1 when launcher variables are set but
+   malformed (OVERLAP_RANK=abc, a rank not below the size, a size without a
+   rank): overlap_host_launch_error() says which, so that a caller refuses
+   to run rather than fall back to running the whole grid in every process.
+   Not collective; nothing is joined. */
 OVERLAP_RUNTIME_EXPORT int overlap_process_launched(int *rank, int *size,
                                                     const char **launcher);
+
+/* The transport overlap_process_init will join the job with: "mpi"
+   (liboverlap_runtime_mpi.so and libmpi: the MPI launchers and srun) or
+   "tcp" (TCP sockets, no MPI: torchrun; rank 0 listens at
+   $OVERLAP_PROCESS_ADDR, host:port, else at $MASTER_ADDR and
+   $MASTER_PORT + 2). $OVERLAP_PROCESS_TRANSPORT (mpi or tcp) overrides the
+   choice; another value is returned as it is and refused by
+   overlap_process_init. */
+OVERLAP_RUNTIME_EXPORT const char *overlap_process_transport(void);
 
 /* Joins the job: loads the MPI transport, initializes MPI with
    MPI_THREAD_MULTIPLE (unless the caller did) and returns this process's

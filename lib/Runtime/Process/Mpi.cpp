@@ -179,10 +179,16 @@ private:
     return true;
   }
 
-  bool error(const char *what, int rc) {
-    status_ = fail(OVERLAP_ERROR_INTERNAL,
-                   std::string(call_) + ": " + mpi_.error(what, rc));
-    return false;
+  /// A failed exchange (a peer whose connection closed, over TCP) leaves
+  /// the other processes waiting for this one's part: end the job, as for
+  /// a late peer, rather than let them wait for the timeout.
+  [[noreturn]] bool error(const char *what, int rc) {
+    std::fprintf(stderr, "overlap: rank %d: %s: %s; ending the job with %s\n",
+                 mpi_.rank, call_, mpi_.error(what, rc).c_str(),
+                 mpi_.abortName());
+    std::fflush(stderr);
+    mpi_.api->abort(2);
+    std::_Exit(2);
   }
 
   [[noreturn]] void late(int rank, const char *what) {
@@ -190,9 +196,9 @@ private:
                  "overlap: rank %d: %s: rank %d %s within %lld ms "
                  "(OVERLAP_BOOTSTRAP_TIMEOUT_MS; is it stopped, still "
                  "running, or running another program?); ending the job "
-                 "with MPI_Abort\n",
+                 "with %s\n",
                  mpi_.rank, call_, rank, what,
-                 static_cast<long long>(timeoutMs_));
+                 static_cast<long long>(timeoutMs_), mpi_.abortName());
     std::fflush(stderr);
     mpi_.api->abort(2);
     std::_Exit(2); // MPI_Abort does not return; should it, do not wait
@@ -211,7 +217,10 @@ private:
 std::string Mpi::error(const char *call, int code) const {
   char text[512];
   api->errorString(code, text, sizeof text);
-  return std::string(call) + ": " + text;
+  std::string name = call;
+  if (tcp && name.rfind("MPI_", 0) == 0)
+    name = name.substr(4);
+  return name + ": " + text;
 }
 
 Mpi *overlap::process::joinedMpi() {
@@ -234,8 +243,11 @@ void Backoff::idle() {
 extern "C" {
 
 int overlap_process_launched(int *rank, int *size, const char **launcher) {
-  static const char *const kMpiLaunchers[] = {"Open MPI", "MVAPICH",
-                                              "MPICH/Intel MPI (PMI)"};
+  // The launchers whose processes make one job: the MPI launchers and Slurm
+  // (srun, whose processes MPI_Init joins through PMI), and torchrun (over
+  // TCP). Only OVERLAP_RANK set by hand is not one.
+  static const char *const kJobLaunchers[] = {
+      "Open MPI", "MVAPICH", "MPICH/Intel MPI (PMI)", "torchrun", "Slurm"};
   bootstrap::Launch launch;
   std::string error;
   host::hostLaunchError().clear();
@@ -245,7 +257,7 @@ int overlap_process_launched(int *rank, int *size, const char **launcher) {
         error;
     return -1;
   }
-  for (const char *name : kMpiLaunchers) {
+  for (const char *name : kJobLaunchers) {
     if (launch.launcher != name)
       continue;
     if (rank)
@@ -259,6 +271,17 @@ int overlap_process_launched(int *rank, int *size, const char **launcher) {
   return 0;
 }
 
+const char *overlap_process_transport(void) {
+  if (const char *given = std::getenv("OVERLAP_PROCESS_TRANSPORT"))
+    if (*given)
+      return given;
+  const char *launcher = nullptr;
+  if (overlap_process_launched(nullptr, nullptr, &launcher) == 1 &&
+      std::strcmp(launcher, "torchrun") == 0)
+    return "tcp";
+  return "mpi";
+}
+
 overlap_status overlap_process_init(int *rank, int *size) {
   host::hostLaunchError().clear();
   std::lock_guard<std::mutex> lock(joinMutex);
@@ -268,39 +291,55 @@ overlap_status overlap_process_init(int *rank, int *size) {
                 call + "MPI was finalized (overlap_process_finalize); a "
                        "process joins its job once");
   if (!joined) {
-    const std::string path = transportPath();
-    // A FIFO would block dlopen for ever (orphaning the job's other
-    // ranks): the path must be a regular file that starts as ELF does.
-    if (std::string why = notALibrary(path); !why.empty())
+    const std::string transport = overlap_process_transport();
+    const overlap_mpi_transport *api = nullptr;
+    if (transport == "tcp") {
+      api = tcpTransport();
+    } else if (transport != "mpi") {
       return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
-                  call + "cannot load the MPI transport " + path + ": " + why);
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!handle)
-      return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
-                  call + "ranks as processes need the MPI transport " +
-                      kTransportLibrary +
-                      ", which is built when CMake finds MPI (install "
-                      "libopenmpi-dev and reconfigure; "
-                      "$OVERLAP_MPI_TRANSPORT names another file): " +
-                      dlerror());
-    auto get = reinterpret_cast<overlap_mpi_transport_fn>(
-        dlsym(handle, OVERLAP_MPI_TRANSPORT_SYMBOL));
-    const overlap_mpi_transport *api = get ? get() : nullptr;
-    if (!api || api->version != OVERLAP_MPI_TRANSPORT_VERSION)
-      return fail(
-          OVERLAP_ERROR_INVALID_ARGUMENT,
-          call + path + " is not an MPI transport of this runtime (" +
-              (api ? "version " + std::to_string(api->version) + ", expected " +
-                         std::to_string(OVERLAP_MPI_TRANSPORT_VERSION)
-                   : std::string("no ") + OVERLAP_MPI_TRANSPORT_SYMBOL) +
-              ")");
+                  call + "OVERLAP_PROCESS_TRANSPORT=" + transport +
+                      " is no transport: mpi or tcp");
+    } else {
+      const std::string path = transportPath();
+      // A FIFO would block dlopen for ever (orphaning the job's other
+      // ranks): the path must be a regular file that starts as ELF does.
+      if (std::string why = notALibrary(path); !why.empty())
+        return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                    call + "cannot load the MPI transport " + path + ": " +
+                        why);
+      void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (!handle)
+        return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                    call + "ranks as processes need the MPI transport " +
+                        kTransportLibrary +
+                        ", which is built when CMake finds MPI (install "
+                        "libopenmpi-dev and reconfigure; "
+                        "$OVERLAP_MPI_TRANSPORT names another file; "
+                        "OVERLAP_PROCESS_TRANSPORT=tcp needs no MPI): " +
+                        dlerror());
+      auto get = reinterpret_cast<overlap_mpi_transport_fn>(
+          dlsym(handle, OVERLAP_MPI_TRANSPORT_SYMBOL));
+      api = get ? get() : nullptr;
+      if (!api || api->version != OVERLAP_MPI_TRANSPORT_VERSION)
+        return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                    call + path + " is not an MPI transport of this runtime (" +
+                        (api ? "version " + std::to_string(api->version) +
+                                   ", expected " +
+                                   std::to_string(OVERLAP_MPI_TRANSPORT_VERSION)
+                             : std::string("no ") +
+                                   OVERLAP_MPI_TRANSPORT_SYMBOL) +
+                        ")");
+    }
     auto mpi = std::make_unique<Mpi>();
     mpi->api = api;
+    mpi->tcp = transport == "tcp";
     int multiple = 0, initialized = 0;
     if (int rc = api->init(&mpi->rank, &mpi->size, &multiple,
                            &mpi->tagUpperBound, &initialized))
       return fail(OVERLAP_ERROR_INTERNAL,
-                  call + mpi->error("MPI_Init_thread", rc));
+                  call + mpi->error(transport == "tcp" ? "joining over TCP"
+                                                       : "MPI_Init_thread",
+                                    rc));
     if (initialized) {
       initializedBy = api;
       std::atexit(finalizeAtExit);

@@ -42,12 +42,25 @@ struct Mpi {
   /// A duplicate of MPI_COMM_WORLD for overlap_process_gather / _max.
   overlap_mpi_comm utility = nullptr;
 
-  /// "MPI_Comm_split: MPI_ERR_COMM: invalid communicator".
+  /// Joined over TCP (torchrun) rather than MPI.
+  bool tcp = false;
+
+  /// "MPI_Comm_split: MPI_ERR_COMM: invalid communicator" (over TCP, the
+  /// call without its MPI_ prefix).
   std::string error(const char *call, int code) const;
+  /// How abort ends the job, for messages: "MPI_Abort", or over TCP "an
+  /// abort to every rank".
+  const char *abortName() const {
+    return tcp ? "an abort to every rank" : "MPI_Abort";
+  }
 };
 
 /// The joined job, or null before overlap_process_init succeeded.
 Mpi *joinedMpi();
+
+/// The transport table served over TCP sockets (TcpTransport.cpp), for jobs
+/// no MPI launcher started (torchrun).
+const overlap_mpi_transport *tcpTransport();
 
 /// Sleeps a little longer each time nothing happened, so that polling ranks
 /// leave the CPU to the ranks they wait for (mpirun --oversubscribe).

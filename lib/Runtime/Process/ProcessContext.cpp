@@ -182,9 +182,10 @@ void ProcessWorld::monitor() {
       } else if (now - failedAt > grace) {
         std::fprintf(stderr,
                      "overlap: rank %d is not done %lld ms after rank %d "
-                     "failed (%s); ending the job with MPI_Abort\n",
+                     "failed (%s); ending the job with %s\n",
                      mpi.rank, static_cast<long long>(grace.count()),
-                     world.rootRank(), world.rootError().c_str());
+                     world.rootRank(), world.rootError().c_str(),
+                     mpi.abortName());
         std::fflush(stderr);
         mpi.api->abort(2);
       }
@@ -500,8 +501,8 @@ overlap_process_launch(int ranks, const overlap_host_options *opts,
     // job rather than leave them waiting.
     std::fprintf(stderr,
                  "overlap: rank %d: overlap_process_launch: %s; "
-                 "ending the job with MPI_Abort\n",
-                 mpi->rank, why.c_str());
+                 "ending the job with %s\n",
+                 mpi->rank, why.c_str(), mpi->abortName());
     std::fflush(stderr);
     mpi->api->abort(2);
     launchError = "overlap_process_launch: " + why;

@@ -1,0 +1,356 @@
+//===- TcpTransportTest.cpp - The process transport over TCP ----*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// lib/Runtime/Process/TcpTransport.cpp on its own: each test forks four
+// rank processes that join over loopback (OVERLAP_RANK, OVERLAP_PROCESS_ADDR)
+// and check the calls the process backend makes: messages matched by
+// source and tag in the order sent, synchronous sends, self sends, splits
+// by color and key, barriers, the max; a peer that dies makes the calls
+// waiting on it fail with the reason; an abort ends every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProcessBackend.h"
+
+#include "gtest/gtest.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace overlap::process;
+
+namespace {
+
+constexpr int kRanks = 4;
+
+const overlap_mpi_transport &tcp() { return *tcpTransport(); }
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+/// In a rank process: a failed check prints where and exits 1.
+#define CHECK_RANK(cond)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__,  \
+                   #cond);                                                     \
+      std::_Exit(1);                                                           \
+    }                                                                          \
+  } while (0)
+
+/// The text of error `rc`.
+std::string text(int rc) {
+  char buffer[512];
+  tcp().errorString(rc, buffer, sizeof buffer);
+  return buffer;
+}
+
+/// Runs `body(rank)` in kRanks forked processes joined over TCP; returns
+/// each process's exit status (-signal if killed; 99 if it ran past 60 s).
+std::vector<int> runRanks(const std::function<void(int)> &body) {
+  const int port = freePort();
+  std::vector<pid_t> pids;
+  std::fflush(nullptr); // the children would print what is buffered again
+  for (int r = 0; r < kRanks; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::alarm(60);
+      ::setenv("OVERLAP_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
+      ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
+      ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", "20000", 1);
+      ::setenv("OVERLAP_PROCESS_ADDR",
+               ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+      body(r);
+      // exit, not _Exit: a sanitizer's report makes the status non-zero.
+      std::exit(0);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status)     ? WEXITSTATUS(status)
+                    : WTERMSIG(status) == SIGALRM ? 99
+                                              : -WTERMSIG(status));
+  }
+  return codes;
+}
+
+int join(int expectRank) {
+  int rank = -1, size = 0, multiple = 0, tagUb = 0, initialized = 0;
+  int rc = tcp().init(&rank, &size, &multiple, &tagUb, &initialized);
+  if (rc) {
+    std::fprintf(stderr, "init: %s\n", text(rc).c_str());
+    std::_Exit(2);
+  }
+  if (rank != expectRank || size != kRanks || !multiple || !initialized)
+    std::_Exit(3);
+  return rank;
+}
+
+/// Receives one message from `source` with `tag`, polling.
+std::string receive(overlap_mpi_comm comm, int source, int tag, int rank,
+                    int *from = nullptr) {
+  for (;;) {
+    int found = 0, src = -1, gotTag = -1, bytes = 0;
+    overlap_mpi_message message = nullptr;
+    int rc = tcp().improbe(comm, source, tag, &found, &message, &src, &gotTag,
+                           &bytes);
+    CHECK_RANK(rc == 0);
+    if (!found) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
+    CHECK_RANK(tag < 0 || gotTag == tag);
+    std::string out(static_cast<size_t>(bytes), '\0');
+    CHECK_RANK(tcp().mrecv(message, bytes ? &out[0] : nullptr, bytes) == 0);
+    if (from)
+      *from = src;
+    return out;
+  }
+}
+
+void waitDone(overlap_mpi_request &request, int rank) {
+  for (int done = 0; !done;) {
+    CHECK_RANK(tcp().test(&request, &done) == 0);
+    if (!done)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  CHECK_RANK(request == nullptr);
+}
+
+} // namespace
+
+TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
+  auto codes = runRanks([](int expect) {
+    int rank = join(expect);
+    overlap_mpi_comm comm = nullptr;
+    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+    int next = (rank + 1) % kRanks, prev = (rank + kRanks - 1) % kRanks;
+    // Three messages on tag 7 and one on tag 9 to the next rank, and one to
+    // itself; taken by tag first, then in the order sent.
+    std::vector<overlap_mpi_request> sends(5, nullptr);
+    std::vector<std::string> payloads = {"a" + std::to_string(rank),
+                                         "b" + std::to_string(rank),
+                                         std::string(1 << 20, 'c'), "tag9"};
+    for (int i = 0; i < 3; ++i)
+      CHECK_RANK(tcp().issend(comm, next, 7, payloads[i].data(),
+                              static_cast<int>(payloads[i].size()),
+                              &sends[i]) == 0);
+    CHECK_RANK(tcp().issend(comm, next, 9, payloads[3].data(), 4,
+                            &sends[3]) == 0);
+    CHECK_RANK(tcp().issend(comm, rank, 5, "self", 4, &sends[4]) == 0);
+    CHECK_RANK(receive(comm, rank, 5, rank) == "self");
+    CHECK_RANK(receive(comm, prev, 9, rank) == "tag9");
+    CHECK_RANK(receive(comm, prev, 7, rank) == "a" + std::to_string(prev));
+    int from = -1;
+    CHECK_RANK(receive(comm, -1, 7, rank, &from) == "b" + std::to_string(prev));
+    CHECK_RANK(from == prev);
+    CHECK_RANK(receive(comm, prev, -1, rank) == std::string(1 << 20, 'c'));
+    for (auto &request : sends)
+      waitDone(request, rank);
+    // Nothing is left, and another communicator's messages are not seen.
+    overlap_mpi_comm other = nullptr;
+    CHECK_RANK(tcp().dupWorld(&other) == 0);
+    overlap_mpi_request request = nullptr;
+    CHECK_RANK(tcp().issend(other, next, 7, "x", 1, &request) == 0);
+    int found = 1, src = 0, tag = 0, bytes = 0;
+    overlap_mpi_message message = nullptr;
+    CHECK_RANK(tcp().improbe(comm, -1, -1, &found, &message, &src, &tag,
+                             &bytes) == 0);
+    CHECK_RANK(!found);
+    CHECK_RANK(receive(other, prev, 7, rank) == "x");
+    waitDone(request, rank);
+    tcp().commFree(other);
+    tcp().commFree(comm);
+    CHECK_RANK(tcp().finalize() == 0);
+  });
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+TEST(TcpTransport, SplitBarrierAndMax) {
+  auto codes = runRanks([](int expect) {
+    int rank = join(expect);
+    overlap_mpi_comm comm = nullptr;
+    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+    // Even and odd ranks, ordered by the negated rank: {2, 0} and {3, 1}.
+    overlap_mpi_comm half = nullptr;
+    CHECK_RANK(tcp().split(comm, rank % 2, -rank, &half) == 0);
+    CHECK_RANK(half != nullptr);
+    int halfRank = -1;
+    CHECK_RANK(tcp().commRank(half, &halfRank) == 0);
+    CHECK_RANK(halfRank == (rank >= 2 ? 0 : 1));
+    // A message to half rank 1 of each half reaches world rank 0 or 1.
+    if (halfRank == 0) {
+      overlap_mpi_request request = nullptr;
+      std::string mine = std::to_string(rank);
+      CHECK_RANK(tcp().issend(half, 1, 3, mine.data(), 1, &request) == 0);
+      waitDone(request, rank);
+    } else {
+      int from = -1;
+      CHECK_RANK(receive(half, -1, 3, rank, &from) ==
+                 std::to_string(rank + 2));
+      CHECK_RANK(from == 0);
+    }
+    int64_t value = 10 * rank + 1;
+    CHECK_RANK(tcp().allreduceMax(half, &value) == 0);
+    CHECK_RANK(value == 10 * (rank % 2 + 2) + 1);
+    value = rank == 1 ? 100 : rank;
+    CHECK_RANK(tcp().allreduceMax(comm, &value) == 0);
+    CHECK_RANK(value == 100);
+    // MPI_UNDEFINED (a negative color) gives no communicator.
+    overlap_mpi_comm none = half;
+    CHECK_RANK(tcp().split(comm, rank == 3 ? -1 : 0, 0, &none) == 0);
+    CHECK_RANK((none == nullptr) == (rank == 3));
+    // A barrier completes only when every rank has entered it: rank 2
+    // enters late, after the others found theirs not done.
+    if (rank == 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    overlap_mpi_request barrier = nullptr;
+    CHECK_RANK(tcp().ibarrier(comm, &barrier) == 0);
+    int done = 0;
+    if (rank != 2) {
+      CHECK_RANK(tcp().test(&barrier, &done) == 0);
+      CHECK_RANK(!done);
+    }
+    waitDone(barrier, rank);
+    tcp().commFree(none);
+    tcp().commFree(half);
+    tcp().commFree(comm);
+    CHECK_RANK(tcp().finalize() == 0);
+  });
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+TEST(TcpTransport, ADeadPeerFailsTheCallsThatWaitOnIt) {
+  auto codes = runRanks([](int expect) {
+    int rank = join(expect);
+    overlap_mpi_comm comm = nullptr;
+    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+    if (rank == 3)
+      std::_Exit(0); // gone without its goodbye
+    // Waiting for rank 3's message, its barrier or its max fails, naming it.
+    int rc = 0;
+    for (int found = 0; !rc && !found;) {
+      int src = 0, tag = 0, bytes = 0;
+      overlap_mpi_message message = nullptr;
+      rc = tcp().improbe(comm, 3, -1, &found, &message, &src, &tag, &bytes);
+      CHECK_RANK(!found);
+    }
+    CHECK_RANK(text(rc).find("rank 3's connection closed before it finished") !=
+               std::string::npos);
+    int64_t value = 0;
+    rc = tcp().allreduceMax(comm, &value);
+    CHECK_RANK(rc != 0 && text(rc).find("rank 3") != std::string::npos);
+    // The others still talk.
+    overlap_mpi_request request = nullptr;
+    if (rank < 2) {
+      CHECK_RANK(tcp().issend(comm, 1 - rank, 4, "ok", 2, &request) == 0);
+      CHECK_RANK(receive(comm, 1 - rank, 4, rank) == "ok");
+      waitDone(request, rank);
+    }
+    // A send to it fails at once or when tested.
+    rc = tcp().issend(comm, 3, 4, "late", 4, &request);
+    if (rc == 0)
+      for (int done = 0; !rc && !done;)
+        rc = tcp().test(&request, &done);
+    CHECK_RANK(rc != 0);
+    tcp().commFree(comm);
+    CHECK_RANK(tcp().finalize() == 0);
+  });
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+TEST(TcpTransport, AbortEndsEveryRank) {
+  auto codes = runRanks([](int expect) {
+    int rank = join(expect);
+    overlap_mpi_comm comm = nullptr;
+    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      tcp().abort(5);
+    }
+    // The others wait in a max rank 1 never joins: its abort ends them.
+    int64_t value = 0;
+    tcp().allreduceMax(comm, &value);
+    std::_Exit(1);
+  });
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], 5) << "rank " << r;
+}
+
+TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {
+  const int port = freePort();
+  std::vector<pid_t> pids;
+  int pipes[2];
+  ASSERT_EQ(::pipe(pipes), 0);
+  std::fflush(nullptr);
+  for (int r = 0; r < kRanks - 1; ++r) { // rank 3 never comes
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::alarm(60);
+      ::dup2(pipes[1], 2);
+      ::setenv("OVERLAP_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
+      ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
+      ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", "1000", 1);
+      ::setenv("OVERLAP_PROCESS_ADDR",
+               ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+      int rank = r, size = 0, multiple = 0, tagUb = 0, initialized = 0;
+      int rc = tcp().init(&rank, &size, &multiple, &tagUb, &initialized);
+      std::fprintf(stderr, "[%d] %s\n", r, rc ? text(rc).c_str() : "joined");
+      std::_Exit(rc ? 4 : 0);
+    }
+    pids.push_back(pid);
+  }
+  ::close(pipes[1]);
+  std::string out;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipes[0], buffer, sizeof buffer)) > 0;)
+    out.append(buffer, static_cast<size_t>(n));
+  ::close(pipes[0]);
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 4) << out;
+  }
+  EXPECT_NE(out.find("[0] rank 3 did not connect to rank 0 at 127.0.0.1:" +
+                     std::to_string(port) +
+                     " (OVERLAP_PROCESS_ADDR) within 1000 ms"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[1] rank 1: rank 0 at 127.0.0.1:" +
+                     std::to_string(port) +
+                     " (OVERLAP_PROCESS_ADDR) gave up: rank 3 did not connect"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[2] rank 2: rank 0 at"), std::string::npos) << out;
+}

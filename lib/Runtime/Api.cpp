@@ -214,6 +214,9 @@ overlap_status overlap_group_split_cached(overlap_context *ctx,
   if (!parent)
     parent = ctx->worldGroup();
   const overlap_context::SplitKey cacheKey{parent, tag, color, key};
+  // Held across the split: a second thread asking for the same group waits
+  // for it rather than splitting again.
+  std::lock_guard<std::mutex> lock(ctx->cacheMutex);
   auto it = ctx->cachedSplits.find(cacheKey);
   if (it != ctx->cachedSplits.end()) {
     *group = it->second;
@@ -243,6 +246,7 @@ overlap_status overlap_group_destroy(overlap_context *ctx,
         "the world group cannot be destroyed");
   // A later group may reuse the address: no cached split may name this one,
   // as its result or as its parent.
+  std::lock_guard<std::mutex> lock(ctx->cacheMutex);
   for (auto it = ctx->cachedSplits.begin(); it != ctx->cachedSplits.end();) {
     if (it->second == group || std::get<0>(it->first) == group)
       it = ctx->cachedSplits.erase(it);
@@ -539,6 +543,7 @@ overlap_status overlap_signals_acquire(overlap_context *ctx, int64_t key,
   *sigs = nullptr;
   if (n < 1)
     return call.bad("a signal set needs at least one flag, got " + str(n));
+  std::lock_guard<std::mutex> lock(ctx->cacheMutex);
   auto it = ctx->keyedSignals.find({key, n});
   if (it == ctx->keyedSignals.end()) {
     if (overlap_status s = ctx->createSignals(n, sigs))
@@ -568,11 +573,14 @@ overlap_status overlap_signals_destroy(overlap_context *ctx,
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   if (!sigs)
     return OVERLAP_SUCCESS;
-  for (const auto &entry : ctx->keyedSignals)
-    if (entry.second == sigs)
-      return Call{ctx, Site::thread("overlap_signals_destroy")}.bad(
-          "the set of key " + str(entry.first.first) +
-          " belongs to the context (from overlap_signals_acquire)");
+  {
+    std::lock_guard<std::mutex> lock(ctx->cacheMutex);
+    for (const auto &entry : ctx->keyedSignals)
+      if (entry.second == sigs)
+        return Call{ctx, Site::thread("overlap_signals_destroy")}.bad(
+            "the set of key " + str(entry.first.first) +
+            " belongs to the context (from overlap_signals_acquire)");
+  }
   ctx->destroySignals(sigs);
   return OVERLAP_SUCCESS;
 }

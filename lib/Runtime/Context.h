@@ -187,6 +187,11 @@ struct overlap_context {
   using SplitKey = std::tuple<overlap_group *, uint64_t, int, int>;
   std::map<SplitKey, overlap_group *> cachedSplits;
 
+  /// Guards keyedSignals and cachedSplits: threads that share a context (a
+  /// runner calling two programs at once, a framework's worker threads) may
+  /// acquire and split at the same time.
+  std::mutex cacheMutex;
+
   overlap_status status() const {
     return status_.load(std::memory_order_acquire);
   }

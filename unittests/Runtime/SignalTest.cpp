@@ -111,6 +111,33 @@ TEST(Signals, OneKeyWithTwoFlagCountsIsTwoSets) {
   ASSERT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
 }
 
+TEST(Signals, AcquiredFromSeveralThreadsOfOneContext) {
+  // Threads that share a context (a runner calling two programs at once)
+  // acquire the same keys at the same time: each key is still one set
+  // (the context's cache is locked; TSan checks the rest).
+  overlap_host_options opts = quietOptions(5000);
+  constexpr int kThreads = 4, kKeys = 64;
+  overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
+    std::vector<std::vector<overlap_signals *>> got(
+        kThreads, std::vector<overlap_signals *>(kKeys, nullptr));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        for (int k = 0; k < kKeys; ++k)
+          overlap_signals_acquire(ctx, (k * 7 + t) % kKeys, 2,
+                                  &got[t][(k * 7 + t) % kKeys]);
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    for (int k = 0; k < kKeys; ++k)
+      for (int t = 0; t < kThreads; ++t) {
+        ASSERT_NE(got[t][k], nullptr) << "key " << k << ", thread " << t;
+        EXPECT_EQ(got[t][k], got[0][k]) << "key " << k << ": two sets";
+      }
+  });
+  ASSERT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
+}
+
 TEST(Signals, ExplicitEpochsAndCreatedSets) {
   overlap_host_options opts = quietOptions(5000);
   overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {

@@ -15,6 +15,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
+#include "Watchdog.h"
+
+#include "overlap/Runtime/Bootstrap.h"
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -59,17 +62,50 @@ static ncclRedOp_t ncclOp(overlap_reduce_op op) {
   }
 }
 
+ncclResult_t CudaContext::boundedSplit(const Site &site, overlap_group *parent,
+                                       int color, int key, ncclComm_t *made,
+                                       ncclConfig_t *config,
+                                       overlap_status &timedOut) {
+  timedOut = OVERLAP_SUCCESS;
+  auto *owner = static_cast<CudaGroup *>(parent);
+  ncclComm_t from = commOf(parent);
+  // A communicator the caller handed in is not ours to abort: no bound.
+  if (!owner->owned)
+    return ncclCommSplit(from, color, key, made, config);
+  const int64_t bound = splitTimeoutMs(options);
+  runtime::Watchdog watchdog(bound, [from] { (void)ncclCommAbort(from); });
+  ncclResult_t result = ncclCommSplit(from, color, key, made, config);
+  if (!watchdog.finish())
+    return result;
+  // Aborted under the split: the parent is gone (never destroyed again),
+  // and so is whatever the split made.
+  owner->comm = nullptr;
+  if (*made)
+    (void)ncclCommAbort(*made), *made = nullptr;
+  timedOut = fail(
+      OVERLAP_ERROR_TIMEOUT,
+      runtime::formatError(
+          site, rank,
+          "ncclCommSplit did not return within " + std::to_string(bound) +
+              " ms (the larger of wait_timeout_ms and "
+              "OVERLAP_BOOTSTRAP_TIMEOUT_MS): a rank of the parent group did "
+              "not split with it (it failed, or runs another program); the "
+              "parent communicator was aborted"));
+  return result;
+}
+
 overlap_status CudaContext::split(overlap_group *parent, int color, int key,
                                   overlap_group **group) {
   Site site = Site::thread("overlap_group_split");
   ncclComm_t made = nullptr;
   ncclConfig_t config = ncclSplitConfigFor(options);
-  if (overlap_status s = check(site, "ncclCommSplit",
-                               ncclCommSplit(commOf(parent),
-                                             color == OVERLAP_UNDEFINED_COLOR
-                                                 ? NCCL_SPLIT_NOCOLOR
-                                                 : color,
-                                             key, &made, &config)))
+  overlap_status timedOut = OVERLAP_SUCCESS;
+  ncclResult_t splitResult = boundedSplit(
+      site, parent, color == OVERLAP_UNDEFINED_COLOR ? NCCL_SPLIT_NOCOLOR : color,
+      key, &made, &config, timedOut);
+  if (timedOut != OVERLAP_SUCCESS)
+    return timedOut;
+  if (overlap_status s = check(site, "ncclCommSplit", splitResult))
     return s;
   if (!made) {
     *group = nullptr;
@@ -91,6 +127,15 @@ overlap_status CudaContext::split(overlap_group *parent, int color, int key,
   *group = result.get();
   groups_.push_back(std::move(result));
   return OVERLAP_SUCCESS;
+}
+
+int64_t overlap::cuda::splitTimeoutMs(const Options &options) {
+  int64_t bootstrap = 60000;
+  std::string ignored; // a malformed value was refused at bootstrap
+  if (!bootstrap::bootstrapTimeoutMs(bootstrap::processEnv(), bootstrap,
+                                     ignored))
+    bootstrap = 60000;
+  return std::max<int64_t>(options.waitTimeoutMs, bootstrap);
 }
 
 void CudaContext::destroyGroup(overlap_group *group) {

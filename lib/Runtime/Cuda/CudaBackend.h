@@ -98,6 +98,12 @@ ncclConfig_t ncclSplitConfigFor(int commSms);
 ncclConfig_t ncclConfigFor(const Options &options);
 ncclConfig_t ncclSplitConfigFor(const Options &options);
 
+/// How long an ncclCommSplit may block before its parent communicator is
+/// aborted (CudaContext::boundedSplit): the larger of wait_timeout_ms and
+/// $OVERLAP_BOOTSTRAP_TIMEOUT_MS (60000 when unset), since a split meets
+/// every rank as the bootstrap does.
+int64_t splitTimeoutMs(const Options &options);
+
 //===- Zero-SM all-gather: the decisions that make no CUDA call ----------===//
 
 /// Whether the zero-SM path may serve a collective of `kind`: all-gathers
@@ -247,6 +253,14 @@ public:
   int streamIndex(cudaStream_t s) const;
   std::string describeSettings() const;
   std::string gemmReport() const;
+  /// ncclCommSplit of `parent` with a deadline (splitTimeoutMs): a rank
+  /// that never splits would block it for ever, so a Watchdog aborts the
+  /// parent (when the context owns it) at the deadline; then `timedOut` is
+  /// the context's sticky OVERLAP_ERROR_TIMEOUT, naming the call, and the
+  /// parent's communicator is gone.
+  ncclResult_t boundedSplit(const runtime::Site &site, overlap_group *parent,
+                            int color, int key, ncclComm_t *made,
+                            ncclConfig_t *config, overlap_status &timedOut);
   overlap_status split(overlap_group *parent, int color, int key,
                        overlap_group **group) override;
   void destroyGroup(overlap_group *group) override;

@@ -159,8 +159,11 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
     // the same all-gather.
     ncclConfig_t config = zeroSmSplitConfig();
     ncclComm_t made = nullptr;
-    ncclResult_t split =
-        ncclCommSplit(group.comm, 0, group.rank, &made, &config);
+    overlap_status timedOut = OVERLAP_SUCCESS;
+    ncclResult_t split = boundedSplit(site, &group, 0, group.rank, &made, &config,
+                                      timedOut);
+    if (timedOut != OVERLAP_SUCCESS)
+      return timedOut;
     // Every rank falls back together: a rank alone on the plain path would
     // call ncclAllGather on another communicator than the others (a hang).
     bool all = false;

@@ -378,6 +378,15 @@ TEST(CudaKnobs, ZeroSmPrerequisitesAndReasons) {
   EXPECT_EQ(zeroSmPrerequisiteProblem(22809, 22809, 12040),
             "CUDA driver 12.4; NCCL's copy-engine collectives need 12.5 or "
             "later");
+  // One node: every rank's host key equal; the key is 31 bits (a min
+  // all-reduce of it and of its negation gives the range).
+  EXPECT_EQ(zeroSmNodeKey("gpu-node-1"), zeroSmNodeKey("gpu-node-1"));
+  EXPECT_NE(zeroSmNodeKey("gpu-node-1"), zeroSmNodeKey("gpu-node-2"));
+  EXPECT_GE(zeroSmNodeKey("gpu-node-1"), 0);
+  EXPECT_EQ(zeroSmLocalityProblem(17, 17), "");
+  EXPECT_EQ(zeroSmLocalityProblem(zeroSmNodeKey("a"), zeroSmNodeKey("b"))
+                .substr(0, 44),
+            "the group's ranks are on several nodes: NCCL");
   EXPECT_EQ(zeroSmFallbackReason("ncclMemAlloc(16384 bytes)",
                                  "it failed on another rank"),
             "ncclMemAlloc(16384 bytes) failed: it failed on another rank; "

@@ -121,6 +121,16 @@ size_t zeroSmWindowBytes(int groupSize, size_t count, size_t elemBytes);
 std::string zeroSmPrerequisiteProblem(int compiledNccl, int loadedNccl,
                                       int driverVersion);
 
+/// This host's key for the one-node check of the zero-SM path: 31 bits of
+/// a hash of `hostname`, the same on every rank of one node.
+int zeroSmNodeKey(const std::string &hostname);
+
+/// Why the zero-SM path cannot run in a group whose ranks' node keys
+/// range from `lowest` to `highest`: "" on one node. NCCL runs the
+/// zero-CTA all-gather on the copy engines within one node only; across
+/// nodes it would run CTAs without an error, uncapped, beside the GEMM.
+std::string zeroSmLocalityProblem(int lowest, int highest);
+
 /// The one-line reason a group records when its zero-SM path is disabled:
 /// "<step> failed: <error>; plain ncclAllGather".
 std::string zeroSmFallbackReason(const std::string &step,
@@ -370,6 +380,9 @@ private:
   /// `false` with `why` set; a stuck stream is the context's error.
   overlap_status zeroSmAgree(ncclComm_t comm, int stream, bool ok, bool &all,
                              std::string &why);
+  /// The smallest `value` of any rank of `comm`, as zeroSmAgree.
+  overlap_status zeroSmAgreeMin(ncclComm_t comm, int stream, int value,
+                                int &lowest, std::string &why);
   /// Deregisters the windows, destroys (aborts) the zero-CTA
   /// communicators and frees the buffers (`freeMemory`) of `group`.
   void zeroSmRelease(CudaGroup &group, bool abort, bool freeMemory);

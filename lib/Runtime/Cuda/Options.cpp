@@ -317,6 +317,21 @@ std::string overlap::cuda::zeroSmPrerequisiteProblem(int compiledNccl,
   return "";
 }
 
+int overlap::cuda::zeroSmNodeKey(const std::string &hostname) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : hostname)
+    h = (h ^ c) * 16777619u;
+  return static_cast<int>(h & 0x7fffffffu);
+}
+
+std::string overlap::cuda::zeroSmLocalityProblem(int lowest, int highest) {
+  if (lowest == highest)
+    return "";
+  return "the group's ranks are on several nodes: NCCL runs the zero-CTA "
+         "all-gather on the copy engines within one node only (across nodes "
+         "it would run CTAs beside the GEMM, uncapped); plain ncclAllGather";
+}
+
 std::string overlap::cuda::zeroSmFallbackReason(const std::string &step,
                                                 const std::string &error) {
   return step + " failed: " + error + "; plain ncclAllGather";

@@ -37,6 +37,8 @@
 
 #include "CudaBackend.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 using namespace overlap;
@@ -89,7 +91,15 @@ std::string CudaContext::zeroSmReport() const {
 
 overlap_status CudaContext::zeroSmAgree(ncclComm_t comm, int s, bool ok,
                                         bool &all, std::string &why) {
-  all = false;
+  int lowest = 0;
+  overlap_status st = zeroSmAgreeMin(comm, s, ok ? 1 : 0, lowest, why);
+  all = st == OVERLAP_SUCCESS && why.empty() && lowest == 1;
+  return st;
+}
+
+overlap_status CudaContext::zeroSmAgreeMin(ncclComm_t comm, int s, int value,
+                                           int &lowest, std::string &why) {
+  lowest = value;
   cudaStream_t stream = streams_[s];
   auto failed = [&](const char *api, const std::string &error) {
     why = std::string(api) + " (agreement) failed: " + error;
@@ -110,7 +120,7 @@ overlap_status CudaContext::zeroSmAgree(ncclComm_t comm, int s, bool ok,
     zeroSmFlag_ = static_cast<int *>(flag);
     zeroSmHostFlag_ = static_cast<int *>(host);
   }
-  *zeroSmHostFlag_ = ok ? 1 : 0;
+  *zeroSmHostFlag_ = value;
   if (cudaError_t e = cudaMemcpyAsync(zeroSmFlag_, zeroSmHostFlag_, sizeof(int),
                                       cudaMemcpyHostToDevice, stream))
     return failed("cudaMemcpyAsync", describe(e));
@@ -123,7 +133,7 @@ overlap_status CudaContext::zeroSmAgree(ncclComm_t comm, int s, bool ok,
   // Bounded: a stream stuck behind a wait is the context's timeout error.
   if (overlap_status st = drain({s}, "overlap_all_gather"))
     return st;
-  all = *zeroSmHostFlag_ == 1;
+  lowest = *zeroSmHostFlag_;
   return OVERLAP_SUCCESS;
 }
 
@@ -153,6 +163,32 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
         zeroSmPrerequisiteProblem(NCCL_VERSION_CODE, loaded, driver);
     if (!problem.empty()) {
       zeroSmDisable(group, problem + "; plain ncclAllGather");
+      return OVERLAP_SUCCESS;
+    }
+    // One node (NCCL's copy-engine collectives do not cross nodes; there
+    // the zero-CTA policy would run CTAs, uncapped, without an error):
+    // the lowest and the highest host key over the group, by two min
+    // all-reduces, the same on every rank, so all fall back together.
+    char hostname[256] = {0};
+    if (gethostname(hostname, sizeof hostname - 1) != 0)
+      hostname[0] = 0;
+    const int node = zeroSmNodeKey(hostname);
+    int lowest = node, negatedHighest = -node;
+    std::string agreeWhy;
+    if (overlap_status st =
+            zeroSmAgreeMin(group.comm, s, node, lowest, agreeWhy))
+      return st;
+    if (agreeWhy.empty())
+      if (overlap_status st = zeroSmAgreeMin(group.comm, s, -node,
+                                             negatedHighest, agreeWhy))
+        return st;
+    if (!agreeWhy.empty()) {
+      zeroSmDisable(group, zeroSmFallbackReason("the one-node check", agreeWhy));
+      return OVERLAP_SUCCESS;
+    }
+    if (std::string problem = zeroSmLocalityProblem(lowest, -negatedHighest);
+        !problem.empty()) {
+      zeroSmDisable(group, problem);
       return OVERLAP_SUCCESS;
     }
     // Collective over the group, as every split: every rank gets here at

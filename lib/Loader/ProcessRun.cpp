@@ -42,10 +42,17 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
   if (mode != RanksAs::Auto)
     return mode == RanksAs::Processes;
   const char *name = nullptr;
-  int launched = rt().overlap_process_launched(nullptr, nullptr, &name);
+  int size = 0;
+  int launched = rt().overlap_process_launched(nullptr, &size, &name);
   if (launched < 0)
     error = rt().overlap_host_launch_error();
   if (launched != 1)
+    return false;
+  // One process of torchrun or srun is no job to join (`srun -n 1`, a
+  // WORLD_SIZE of 1): it runs the grid as threads, as without a launcher.
+  // mpirun -np 1 stays an MPI job of one process.
+  if (size == 1 && (std::string(name) == "torchrun" ||
+                    std::string(name) == "Slurm"))
     return false;
   launcher = name;
   return true;

@@ -21,10 +21,15 @@
 #      each library that is "not found".
 #   4. Prints the libraries ldd resolved and the NCCL version that will be
 #      loaded (ncclGetVersion of that libnccl.so.2, through python3's ctypes;
-#      else its file name).
+#      else its file name), and stops with exit status 2 when that is of an
+#      older minor version than the NCCL the backend was built against
+#      (BUILD_DIR/lib/overlap_runtime_cuda.nccl): it lacks calls the backend
+#      makes, and every program would die at the first ("symbol lookup
+#      error", exit 127).
 #
 # Run alone it ends with the line `export LD_LIBRARY_PATH=...` to paste.
-# Exit status: 0, or 2 when a library is missing (1: bad usage).
+# Exit status: 0, or 2 when a library is missing or NCCL too old (1: bad
+# usage).
 
 # The libraries the CUDA backend links (liboverlap_runtime_cuda.so).
 PREFLIGHT_LIBS=${PREFLIGHT_LIBS:-libcudart.so.13 libcublasLt.so.13 libnccl.so.2}
@@ -93,6 +98,16 @@ try:
 except Exception:
     pass
 ' "$1" 2>/dev/null
+}
+
+# Whether version $1 ("2.27.3") is of an older major.minor than $2.
+preflight_older_minor() {
+  local a b
+  IFS=. read -r -a a <<<"$1"
+  IFS=. read -r -a b <<<"$2"
+  [ "${a[0]:-0}" -lt "${b[0]:-0}" ] && return 0
+  [ "${a[0]:-0}" -gt "${b[0]:-0}" ] && return 1
+  [ "${a[1]:-0}" -lt "${b[1]:-0}" ]
 }
 
 # The binaries a session in BUILD_DIR runs.
@@ -176,6 +191,16 @@ preflight() {
       # For run.sh's steps that need a newer NCCL (several ranks on one GPU).
       export PREFLIGHT_NCCL_VERSION=$version
       echo "preflight: NCCL $version ($nccl)"
+      # An older minor version than the backend was built against lacks
+      # calls it makes (ncclAlltoAll since 2.28): every program would die
+      # at its first such call with "symbol lookup error" (exit 127).
+      local built=""
+      [ -f "$build/lib/overlap_runtime_cuda.nccl" ] &&
+        built=$(head -1 "$build/lib/overlap_runtime_cuda.nccl")
+      if [ -n "$built" ] && preflight_older_minor "$version" "$built"; then
+        echo "preflight: *** stopping: NCCL $version is loaded but the CUDA backend was built against NCCL $built (a $(echo "$built" | cut -d. -f1,2) or later is needed: calls such as ncclAlltoAll are missing before); put a newer libnccl.so.2 first (pip install nvidia-nccl-cu13, or CUDA_DIRS / LD_LIBRARY_PATH)"
+        return 2
+      fi
     else
       echo "preflight: NCCL of unknown version ($(readlink -f "$nccl"))"
     fi

@@ -37,7 +37,7 @@ bool parseRanksAs(const std::string &text, RanksAs &mode);
 
 /// Whether `mode` means processes here; for Auto, whether a launcher
 /// (mpirun, srun, torchrun) started this process, which `launcher` then
-/// names.
+/// names (one process of srun or torchrun is no job: threads).
 /// With RanksAs::Auto, false also when the launcher's variables are
 /// malformed; then `error` says which (the caller must refuse to run:
 /// falling back to threads would run the whole grid in every process).

@@ -10,6 +10,8 @@
 #   DIR/bin/python3      prints DIR/site as its site-packages, else runs
 #                        the real python3 (ctypes for the NCCL version)
 #   DIR/build/lib/liboverlap_runtime_cuda.so      needs all four
+#   DIR/build/lib/overlap_runtime_cuda.nccl       the NCCL it was built
+#                        against: 2.28.9, or $FAKE_NCCL_BUILT
 #   DIR/build/{bin,unittests}/...  the programs run.sh runs, each printing
 #                        its name (and OVERLAP_RANK/OVERLAP_WORLD_SIZE and
 #                        NCCL_MULTI_RANK_GPU_ENABLE when set), sleeping
@@ -21,6 +23,7 @@ REAL_PYTHON=$(command -v python3)
 mkdir -p "$DIR/cuda/lib64" "$DIR/site/nvidia/cu13/lib" \
   "$DIR/site/nvidia/nccl/lib" "$DIR/site/nvidia/fake/lib" "$DIR/bin" \
   "$DIR/build/lib" "$DIR/build/bin" "$DIR/build/unittests" "$DIR/src"
+echo "${FAKE_NCCL_BUILT:-2.28.9}" >"$DIR/build/lib/overlap_runtime_cuda.nccl"
 cd "$DIR/src"
 echo 'int fake_symbol;' >empty.c
 echo "int ncclGetVersion(int *v) { *v = ${FAKE_NCCL_VERSION:-22805}; return 0; }" >nccl.c

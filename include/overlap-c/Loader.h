@@ -96,6 +96,38 @@ OVERLAP_C_API const void *overlapOutputsData(const OverlapOutputs *outputs,
                                              int rank, int output);
 OVERLAP_C_API void overlapOutputsDestroy(OverlapOutputs *outputs);
 
+/** A compiled layer that a framework calls once per device and step (JAX:
+ *  one XLA FFI call per device of the mesh, each on its own thread): rank
+ *  r's k-th overlapStepCall is step k; the last call of a step runs the
+ *  program once on every rank (host backend, overlapRunInputs) with every
+ *  call's inputs and writes every call's results. lib/Loader/
+ *  StepRendezvous.cpp; docs/jax.md, "Calling Overlap from JAX". */
+typedef struct OverlapStep OverlapStep;
+
+/** Loads `options->program`'s signature and makes its rendezvous; a rank
+ *  missing from a step fails it after `timeoutMs` (> 0). NULL with why in
+ *  `*messages` (free with overlapFree; `messages` may be NULL). */
+OVERLAP_C_API OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
+                                             int64_t timeoutMs,
+                                             char **messages);
+
+/** Rank `rank`'s call of the next step: `inputs[a]` is its argument a (as
+ *  overlapRunInputs takes them), `outputs[i]` where its result i is written
+ *  (a contiguous buffer of the result's type and size). Blocks until the
+ *  step ran. Returns 0, or 2 with why in `*messages` (the program failed,
+ *  a rank did not come, wrong counts). NULL-safe (2). */
+OVERLAP_C_API int overlapStepCall(OverlapStep *step, int rank,
+                                  const void *const *inputs, size_t numInputs,
+                                  void *const *outputs, size_t numOutputs,
+                                  char **messages);
+
+/** Steps launched so far (0 for NULL). */
+OVERLAP_C_API int64_t overlapStepLaunches(const OverlapStep *step);
+/** Ranks of the step's program (0 for NULL). */
+OVERLAP_C_API int overlapStepRanks(const OverlapStep *step);
+/** No call may be in flight. NULL-safe. */
+OVERLAP_C_API void overlapStepDestroy(OverlapStep *step);
+
 #ifdef __cplusplus
 }
 #endif

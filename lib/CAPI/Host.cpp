@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap-c/Loader.h"
+#include "overlap/Loader/StepRendezvous.h"
 #include "overlap-c/Planner.h"
 
 #include "overlap/Loader/Executor.h"
@@ -274,3 +275,124 @@ const void *overlapOutputsData(const OverlapOutputs *o, int rank, int output) {
   return o->data[rank][output].data();
 }
 void overlapOutputsDestroy(OverlapOutputs *o) { delete o; }
+
+struct OverlapStep {
+  OverlapRunOptions options;
+  std::string program;
+  std::vector<size_t> argBytes, resultBytes;
+  std::string name;
+  std::unique_ptr<overlap::exec::StepRendezvous> rendezvous;
+};
+
+OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
+                               int64_t timeoutMs, char **messages) {
+  if (messages)
+    *messages = nullptr;
+  auto fail = [&](const std::string &text) -> OverlapStep * {
+    if (messages)
+      *messages = copy(text);
+    return nullptr;
+  };
+  if (!options || options->size != sizeof(OverlapRunOptions))
+    return fail("overlap: error: overlapStepCreate: no options, or options "
+                "of another layout (start from overlapRunOptionsDefault())\n");
+  if (timeoutMs <= 0)
+    return fail("overlap: error: overlapStepCreate: the timeout must be > 0 "
+                "ms\n");
+  overlap::run::Signature sig;
+  std::string message;
+  if (!loadSignature(options->program, sig, message))
+    return fail(message);
+  for (const auto *list : {&sig.args, &sig.results})
+    for (const overlap::run::BufferSpec &spec : *list)
+      if (spec.isDynamic())
+        return fail("overlap: error: overlapStepCreate: " + spec.name +
+                    " of @" + sig.name + " has a dynamic shape (" +
+                    spec.typeString() +
+                    "): a layer's buffers have static shapes\n");
+  auto step = std::make_unique<OverlapStep>();
+  step->options = *options;
+  step->program = options->program;
+  step->options.program = step->program.c_str();
+  step->options.reference = nullptr;
+  step->options.iterations = 1;
+  step->name = sig.name;
+  for (const overlap::run::BufferSpec &spec : sig.args)
+    step->argBytes.push_back(spec.numElements() * spec.elemBytes());
+  for (const overlap::run::BufferSpec &spec : sig.results)
+    step->resultBytes.push_back(spec.numElements() * spec.elemBytes());
+  const int ranks =
+      options->ranks > 0 ? options->ranks : overlap::run::defaultRanks(sig);
+  OverlapStep *self = step.get();
+  step->rendezvous = std::make_unique<overlap::exec::StepRendezvous>(
+      ranks, timeoutMs,
+      [self](const std::vector<std::vector<const void *>> &in,
+             const std::vector<std::vector<void *>> &out, std::string &error) {
+        std::vector<const void *> flat;
+        for (const auto &rank : in)
+          flat.insert(flat.end(), rank.begin(), rank.end());
+        OverlapOutputs *outputs = nullptr;
+        char *report = nullptr, *why = nullptr;
+        int status = overlapRunInputs(&self->options, flat.data(), flat.size(),
+                                      &outputs, &report, &why);
+        std::string text = why ? why : "";
+        std::free(report);
+        std::free(why);
+        std::unique_ptr<OverlapOutputs> owned(outputs);
+        if (status != 0 || !outputs) {
+          error = "@" + self->name + " failed (status " +
+                  std::to_string(status) + "): " + text;
+          return false;
+        }
+        for (size_t r = 0; r < out.size(); ++r)
+          for (size_t i = 0; i < self->resultBytes.size(); ++i) {
+            if (outputs->bytes[i] != self->resultBytes[i] ||
+                outputs->data[r][i].size() != self->resultBytes[i]) {
+              error = "@" + self->name + ": result " + std::to_string(i) +
+                      " has " + std::to_string(outputs->bytes[i]) +
+                      " bytes, the signature says " +
+                      std::to_string(self->resultBytes[i]);
+              return false;
+            }
+            std::memcpy(out[r][i], outputs->data[r][i].data(),
+                        self->resultBytes[i]);
+          }
+        return true;
+      });
+  return step.release();
+}
+
+int overlapStepCall(OverlapStep *step, int rank, const void *const *inputs,
+                    size_t numInputs, void *const *outputs, size_t numOutputs,
+                    char **messages) {
+  if (messages)
+    *messages = nullptr;
+  std::string error;
+  if (!step)
+    error = "no step (overlapStepCreate failed?)";
+  else if (numInputs != step->argBytes.size() ||
+           numOutputs != step->resultBytes.size() ||
+           (numInputs && !inputs) || (numOutputs && !outputs))
+    error = "@" + step->name + " takes " +
+            std::to_string(step->argBytes.size()) + " inputs and " +
+            std::to_string(step->resultBytes.size()) +
+            " outputs per rank, but a call gave " + std::to_string(numInputs) +
+            " and " + std::to_string(numOutputs);
+  else if (step->rendezvous->call(
+               rank, std::vector<const void *>(inputs, inputs + numInputs),
+               std::vector<void *>(outputs, outputs + numOutputs), error))
+    return 0;
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return 2;
+}
+
+int64_t overlapStepLaunches(const OverlapStep *step) {
+  return step ? step->rendezvous->launches() : 0;
+}
+
+int overlapStepRanks(const OverlapStep *step) {
+  return step ? step->rendezvous->ranks() : 0;
+}
+
+void overlapStepDestroy(OverlapStep *step) { delete step; }

@@ -157,6 +157,16 @@ def host_api() -> ctypes.CDLL:
         lib.overlapOutputsData.restype = ctypes.c_void_p
         lib.overlapOutputsDestroy.argtypes = [ctypes.c_void_p]
         lib.overlapOutputsDestroy.restype = None
+        # A layer called once per device and step (overlap.jax.jit).
+        lib.overlapStepCreate.argtypes = [ctypes.POINTER(RunOptions),
+                                          ctypes.c_int64, out]
+        lib.overlapStepCreate.restype = ctypes.c_void_p
+        lib.overlapStepLaunches.argtypes = [ctypes.c_void_p]
+        lib.overlapStepLaunches.restype = ctypes.c_int64
+        lib.overlapStepRanks.argtypes = [ctypes.c_void_p]
+        lib.overlapStepRanks.restype = ctypes.c_int
+        lib.overlapStepDestroy.argtypes = [ctypes.c_void_p]
+        lib.overlapStepDestroy.restype = None
         lib._overlap_ready = True
     return lib
 

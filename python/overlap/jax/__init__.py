@@ -4,6 +4,8 @@
     >>> text = ojax.lower(f, x, w1, w2)     # the per-device program, MLIR
     >>> res = ojax.run(f, x, w1, w2, strategy="auto")
     >>> res.outputs, res.plans, res.mlir
+    >>> layer = ojax.jit(f, strategy="auto")  # callable inside jax.jit
+    >>> y = jax.jit(lambda x: layer(x, w1, w2) * 2)(x)
 
 ``f`` is what ``jax.shard_map(body, mesh=..., in_specs=..., out_specs=...)``
 returns, optionally under ``jax.jit``; ``args`` are global arrays. The
@@ -30,8 +32,8 @@ import numpy as np
 from ._emit import Emitter, UnsupportedError, Value, elem_type, tensor_type
 from ._translate import SUPPORTED, Translator, unknown_primitives
 
-__all__ = ["JaxRun", "Lowered", "UnsupportedError", "SUPPORTED", "lower",
-           "lower_program", "run"]
+__all__ = ["JaxRun", "Layer", "Lowered", "UnsupportedError", "SUPPORTED",
+           "jit", "lower", "lower_program", "run"]
 
 
 @dataclass
@@ -52,6 +54,11 @@ class Lowered:
     #: Global shapes of the outputs.
     out_shapes: List[Tuple[int, ...]]
     out_dtypes: List[np.dtype]
+    #: The shard_map's mesh, and the equation itself (its body, specs and
+    #: operands), for overlap.jax.jit's call and backward.
+    mesh: Any = None
+    eqn: Any = None
+    operands: List[Any] = field(default_factory=list)
 
     @property
     def ranks(self) -> int:
@@ -184,7 +191,8 @@ def lower_program(f, *args) -> Lowered:
         out_specs=[_spec_tuple(s, len(a.shape))
                    for s, a in zip(eqn.params["out_specs"], out_avals)],
         out_shapes=[tuple(int(d) for d in a.shape) for a in out_avals],
-        out_dtypes=[np.dtype(a.dtype) for a in out_avals])
+        out_dtypes=[np.dtype(a.dtype) for a in out_avals],
+        mesh=mesh, eqn=eqn, operands=operands)
 
 
 def lower(f, *args) -> str:
@@ -334,3 +342,6 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
                   missed=prog.missed,
                   mlir=low.mlir, rank_outputs=per_rank,
                   value=jax.tree_util.tree_unflatten(tree, outputs))
+
+
+from ._call import Layer, jit  # noqa: E402  (needs lower_program above)

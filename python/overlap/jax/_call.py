@@ -1,0 +1,338 @@
+"""JAX out: an Overlap-compiled layer called from inside a JAX program.
+
+    >>> layer = overlap.jax.jit(f, strategy="auto")
+    >>> loss = jax.jit(lambda x, w1, w2: jnp.sum(layer(x, w1, w2) ** 2))
+    >>> jax.grad(loss, argnums=1)(x, w1, w2)
+
+``f`` is a ``jax.shard_map`` layer as ``overlap.jax.run`` takes it. The
+layer is compiled once per signature (the leaves' shapes and dtypes: the
+mesh is f's) and cached; each call lowers to a ``jax.shard_map`` whose
+body is one XLA FFI custom call per device (``overlap_layer``,
+``_ffi_handler.cc``): operand 0 the device's rank (``axis_index`` over the
+mesh axes, row-major as Overlap numbers ranks), then its shards. On JAX's
+CPU devices each device's call is one rank of Overlap's host backend: the
+calls of one step meet in ``overlapStepCall`` (lib/Loader/
+StepRendezvous.cpp), the last one runs the program on every rank, and each
+device gets its blocks back. Differentiation: a ``custom_vjp`` whose
+backward is the per-device vjp of f's body in the same shard_map,
+imported and compiled by Overlap the same way (docs/jax.md, "Calling
+Overlap from JAX").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import UnsupportedError, lower_program
+from . import _ffi
+
+_RUNNABLE = ("float32", "float16", "bfloat16")
+
+
+def _pspec(spec):
+    from jax.sharding import PartitionSpec as P
+    return P(*[None if not names else
+               (names[0] if len(names) == 1 else tuple(names))
+               for names in spec])
+
+
+def _local_shape(low, shape, spec) -> Tuple[int, ...]:
+    out = []
+    for d, names in zip(shape, spec):
+        n = 1
+        for name in names:
+            n *= low.sizes[low.axes.index(name)]
+        out.append(d // n)
+    return tuple(out)
+
+
+@dataclass
+class _Compiled:
+    low: Any
+    plans: List[Dict[str, Any]]
+    missed: List[Dict[str, Any]]
+    path: str
+    step: int  # the OverlapStep*
+    out_tree: Any
+    fn: Any = None  # the shard_map that calls the handler
+    backward: Any = None  # a Layer, when differentiable
+
+
+class Layer:
+    """What ``overlap.jax.jit(f)`` returns: callable like ``f`` inside
+    ``jax.jit`` (and outside), compiled once per signature."""
+
+    def __init__(self, f, *, strategy: str = "auto",
+                 profile: Optional[str] = None, timeout_ms: int = 60000,
+                 differentiable: bool = True):
+        if timeout_ms <= 0:
+            raise ValueError(f"timeout_ms={timeout_ms}: must be > 0")
+        self.f = f
+        self.strategy = strategy
+        self.profile = profile
+        self.timeout_ms = int(timeout_ms)
+        self.differentiable = differentiable
+        #: How many signatures were compiled (each once).
+        self.compiles = 0
+        self._cache: Dict[Any, _Compiled] = {}
+        self._last: Optional[_Compiled] = None
+        self._dir = tempfile.mkdtemp(prefix="overlap-jax-layer-")
+        self._finalizer = weakref.finalize(self, Layer._release,
+                                           self._dir, [])
+        functools.update_wrapper(self, f, updated=())
+
+    # -- what was compiled ---------------------------------------------------
+
+    @property
+    def plans(self) -> List[Dict[str, Any]]:
+        """The plans of the signature compiled or called last, as
+        ``overlap.jax.run`` gives them ("tiles", "strategy", ...)."""
+        return list(self._last.plans) if self._last else []
+
+    @property
+    def missed(self) -> List[Dict[str, Any]]:
+        return list(self._last.missed) if self._last else []
+
+    @property
+    def mlir(self) -> str:
+        return self._last.low.mlir if self._last else ""
+
+    def launches(self) -> int:
+        """Steps the host ranks ran for the last signature."""
+        if not self._last:
+            return 0
+        from .. import native
+        return int(native.host_api().overlapStepLaunches(self._last.step))
+
+    @staticmethod
+    def _release(directory, steps):
+        from .. import native
+        try:
+            api = native.host_api()
+            for step in steps:
+                api.overlapStepDestroy(step)
+        except Exception:
+            pass
+        shutil.rmtree(directory, ignore_errors=True)
+
+    # -- compile -------------------------------------------------------------
+
+    def _key(self, args):
+        import jax
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        return (tree,) + tuple((tuple(np.shape(a)), str(np.dtype(a.dtype)))
+                               for a in leaves)
+
+    def _compile(self, args) -> _Compiled:
+        import jax
+        from .. import compiler, native
+        structs = jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), args)
+        low = lower_program(self.f, *structs)
+        name = low.entry
+        for i, dt in enumerate(low.out_dtypes):
+            if np.dtype(dt).name not in _RUNNABLE:
+                raise UnsupportedError(
+                    f"result {i} of {name} is {np.dtype(dt).name}: an "
+                    f"Overlap layer returns float32, float16 and bfloat16 "
+                    f"arrays; convert it inside the shard_map")
+        leaves = jax.tree_util.tree_leaves(structs)
+        for a in low.param_args:
+            if np.dtype(leaves[a].dtype).name not in _RUNNABLE:
+                raise UnsupportedError(
+                    f"argument {a} of {name} (a leaf, in jax.tree_util "
+                    f"order) is {np.dtype(leaves[a].dtype).name}: an Overlap "
+                    f"layer takes float32, float16 and bfloat16 arrays")
+        for j, a in enumerate(low.param_args):
+            for d, names in enumerate(low.in_specs[j]):
+                n = int(np.prod([low.sizes[low.axes.index(x)]
+                                 for x in names])) if names else 1
+                if leaves[a].shape[d] % n:
+                    raise ValueError(
+                        f"{name}: argument {a} has shape "
+                        f"{tuple(leaves[a].shape)}, but its spec splits dim "
+                        f"{d} over {'x'.join(names)} ({n} devices): give it "
+                        f"a multiple of {n} there")
+        devices = jax.devices()
+        if len(devices) < low.ranks or devices[0].platform != "cpu":
+            raise RuntimeError(
+                f"{name}: the layer's mesh has {low.ranks} devices "
+                f"({dict(zip(low.axes, low.sizes))}) but JAX has "
+                f"{len(devices)} {devices[0].platform} device(s): on CPU set "
+                f"XLA_FLAGS=--xla_force_host_platform_device_count="
+                f"{low.ranks} before importing jax (on GPUs the layer is "
+                f"not run yet: docs/jax.md)")
+        path = os.path.join(self._dir, f"{name}-{len(self._cache)}.so")
+        prog = compiler.compile(low.mlir, strategy=self.strategy,
+                                profile=self.profile, output=path,
+                                source_name=getattr(self.f, "__name__",
+                                                    None))
+        api = native.host_api()
+        options = api.overlapRunOptionsDefault()
+        options.program = path.encode()
+        options.ranks = low.ranks
+        messages = ctypes.c_void_p()
+        step = api.overlapStepCreate(ctypes.byref(options), self.timeout_ms,
+                                     ctypes.byref(messages))
+        if not step:
+            text = ctypes.string_at(messages.value).decode() \
+                if messages.value else "?"
+            api.overlapFree(messages)
+            raise RuntimeError(f"overlap.jax.jit: {text.strip()}")
+        self._finalizer.detach()
+        steps = [c.step for c in self._cache.values()] + [step]
+        self._finalizer = weakref.finalize(self, Layer._release, self._dir,
+                                           steps)
+        out_tree = jax.tree_util.tree_structure(
+            jax.eval_shape(self.f, *structs))
+        compiled = _Compiled(low=low, plans=prog.plans, missed=prog.missed,
+                             path=path, step=step, out_tree=out_tree)
+        compiled.fn = self._caller(compiled)
+        self.compiles += 1
+        return compiled
+
+    def _caller(self, c: _Compiled):
+        """The shard_map whose body is the FFI call, over the program's
+        parameters (global arrays)."""
+        import jax
+        import jax.numpy as jnp
+        from .. import native
+        low = c.low
+        _ffi.register()
+        api = native.host_api()
+        call_fn = ctypes.cast(api.overlapStepCall, ctypes.c_void_p).value
+        free_fn = ctypes.cast(api.overlapFree, ctypes.c_void_p).value
+        outs = [jax.ShapeDtypeStruct(_local_shape(low, s, spec), dt)
+                for s, spec, dt in zip(low.out_shapes, low.out_specs,
+                                       low.out_dtypes)]
+        ffi = jax.ffi.ffi_call(_ffi.TARGET, outs)
+        axes = tuple(low.axes)
+
+        def per_device(*shards):
+            rank = jax.lax.axis_index(axes).astype(jnp.int32)
+            return tuple(ffi(rank, *shards, step=np.int64(c.step),
+                             call=np.int64(call_fn),
+                             release=np.int64(free_fn)))
+
+        return jax.shard_map(
+            per_device, mesh=low.mesh,
+            in_specs=tuple(_pspec(s) for s in low.in_specs),
+            out_specs=tuple(_pspec(s) for s in low.out_specs),
+            check_vma=False)
+
+    def compiled_for(self, *args) -> _Compiled:
+        key = self._key(args)
+        c = self._cache.get(key)
+        if c is None:
+            c = self._compile(args)
+            self._cache[key] = c
+        self._last = c
+        return c
+
+    # -- call ----------------------------------------------------------------
+
+    def __call__(self, *args):
+        import jax
+        c = self.compiled_for(*args)
+        leaves = jax.tree_util.tree_leaves(args)
+        if not self.differentiable:
+            return self._apply(c, leaves)
+
+        @jax.custom_vjp
+        def apply(*xs):
+            return self._apply(c, list(xs))
+
+        def fwd(*xs):
+            return apply(*xs), xs
+
+        def bwd(xs, cts):
+            return self._backward(c, list(xs), cts)
+
+        apply.defvjp(fwd, bwd)
+        return apply(*leaves)
+
+    def _apply(self, c: _Compiled, leaves):
+        import jax
+        outs = c.fn(*[leaves[a] for a in c.low.param_args])
+        return jax.tree_util.tree_unflatten(c.out_tree, list(outs))
+
+    # -- differentiate -------------------------------------------------------
+
+    def _backward(self, c: _Compiled, leaves, cts):
+        """The cotangents of f's leaves: the per-device vjp of the
+        shard_map's body, in the same shard_map, compiled as a Layer."""
+        import jax
+        import jax.numpy as jnp
+        low = c.low
+        ct_leaves = jax.tree_util.tree_leaves(cts)
+        if c.backward is None:
+            c.backward = Layer(self._backward_function(low),
+                               strategy=self.strategy, profile=self.profile,
+                               timeout_ms=self.timeout_ms,
+                               differentiable=False)
+        params = [leaves[a] for a in low.param_args]
+        grads = c.backward(*params, *ct_leaves)
+        out = [jnp.zeros_like(x) for x in leaves]
+        for j, a in enumerate(low.param_args):
+            out[a] = out[a] + grads[j]
+        return tuple(out)
+
+    @staticmethod
+    def _backward_function(low):
+        import jax
+        from jax.extend import core as jcore
+        eqn = low.eqn
+        body = eqn.params["jaxpr"]
+        consts = list(getattr(body, "consts", []))
+        body = getattr(body, "jaxpr", body)
+        operands = low.operands
+        n_params = len(low.param_args)
+
+        run_body = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(body, consts))
+
+        def body_fun(*params):
+            it = iter(params)
+            vals = [next(it) if kind == "arg" else what
+                    for kind, what in operands]
+            return run_body(*vals)
+
+        def per_device(*xs):
+            params, cts = xs[:n_params], xs[n_params:]
+            _, vjp = jax.vjp(body_fun, *params)
+            return tuple(vjp(list(cts)))
+
+        def backward(*xs):
+            return jax.shard_map(
+                per_device, mesh=low.mesh,
+                in_specs=tuple(_pspec(s) for s in
+                               list(low.in_specs) + list(low.out_specs)),
+                out_specs=tuple(_pspec(s) for s in low.in_specs),
+                check_vma=eqn.params.get("check_vma", True))(*xs)
+
+        backward.__name__ = low.entry + "_backward"
+        return backward
+
+
+def jit(f=None, *, strategy: str = "auto", profile: Optional[str] = None,
+        timeout_ms: int = 60000, differentiable: bool = True):
+    """``f`` (a ``jax.shard_map`` layer) as a callable that works inside the
+    user's ``jax.jit``-ed code: compiled by Overlap once per signature,
+    run by Overlap's host backend (one rank per mesh device) through an XLA
+    FFI call. ``timeout_ms`` bounds how long a device's call waits for the
+    other devices of its step. Usable as a decorator
+    (``@overlap.jax.jit(strategy="auto")``)."""
+    if f is None:
+        return functools.partial(jit, strategy=strategy, profile=profile,
+                                 timeout_ms=timeout_ms,
+                                 differentiable=differentiable)
+    return Layer(f, strategy=strategy, profile=profile,
+                 timeout_ms=timeout_ms, differentiable=differentiable)

@@ -1,0 +1,70 @@
+// The XLA FFI handler of an Overlap layer called from JAX (overlap.jax.jit;
+// docs/jax.md, "Calling Overlap from JAX"). Built on first use by
+// overlap/jax/_ffi.py against the FFI headers jaxlib ships
+// (jax.ffi.include_dir()); it links nothing: the host C API's
+// overlapStepCall (libOverlapHostCAPI.so, lib/Loader/StepRendezvous.cpp)
+// comes in as an attribute holding its address, with the layer's step.
+//
+// One call per device and step: operand 0 is the device's rank (an int32
+// scalar, jax.lax.axis_index over the mesh axes in order), the others are
+// its shards of the layer's arguments; the results are its blocks of the
+// layer's results. The call blocks until every device of the step came
+// and the program ran once on all of them (host ranks).
+
+#include "xla/ffi/api/ffi.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+using StepCall = int (*)(void *step, int rank, const void *const *inputs,
+                         size_t numInputs, void *const *outputs,
+                         size_t numOutputs, char **messages);
+using FreeFn = void (*)(void *);
+
+ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
+                            ffi::Buffer<ffi::S32> rank,
+                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  if (!step || !call || !release)
+    return ffi::Error::InvalidArgument(
+        "overlap_layer: no step (the layer was not made by overlap.jax.jit)");
+  std::vector<const void *> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto arg = args.get<ffi::AnyBuffer>(i);
+    if (!arg.has_value())
+      return arg.error();
+    inputs.push_back(arg->untyped_data());
+  }
+  std::vector<void *> outputs;
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto ret = rets.get<ffi::AnyBuffer>(i);
+    if (!ret.has_value())
+      return ret.error();
+    outputs.push_back((*ret)->untyped_data());
+  }
+  char *messages = nullptr;
+  int status = reinterpret_cast<StepCall>(call)(
+      reinterpret_cast<void *>(step), rank.typed_data()[0], inputs.data(),
+      inputs.size(), outputs.data(), outputs.size(), &messages);
+  std::string text = messages ? messages : "";
+  reinterpret_cast<FreeFn>(release)(messages);
+  if (status != 0)
+    return ffi::Error::Internal("overlap_layer: " + text);
+  return ffi::Error::Success();
+}
+
+} // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayer, OverlapLayerImpl,
+                              ffi::Ffi::Bind()
+                                  .Attr<int64_t>("step")
+                                  .Attr<int64_t>("call")
+                                  .Attr<int64_t>("release")
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .RemainingArgs()
+                                  .RemainingRets());

@@ -1,0 +1,115 @@
+//===- StepRendezvousTest.cpp - Device calls of one step --------*- C++ -*-===//
+//
+// Part of the Overlap project.
+//
+//===----------------------------------------------------------------------===//
+//
+// StepRendezvous (lib/Loader/StepRendezvous.cpp), which joins a framework's
+// per-device calls of a compiled layer into one launch: every rank's k-th
+// call is step k, launched once with every rank's buffers; a missing rank
+// fails the step for all its calls, naming it, at the timeout; a failed
+// launch is every call's error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "overlap/Loader/StepRendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+using overlap::exec::StepRendezvous;
+
+namespace {
+
+/// Each rank's input is one int; the launch writes, for each rank, the sum
+/// of every rank's input plus its own rank.
+StepRendezvous::Launch summing(std::atomic<int> &launches) {
+  return [&launches](const std::vector<std::vector<const void *>> &in,
+                     const std::vector<std::vector<void *>> &out,
+                     std::string &) {
+    ++launches;
+    int sum = 0;
+    for (const auto &rank : in)
+      sum += *static_cast<const int *>(rank[0]);
+    for (size_t r = 0; r < out.size(); ++r)
+      *static_cast<int *>(out[r][0]) = sum + static_cast<int>(r);
+    return true;
+  };
+}
+
+} // namespace
+
+TEST(StepRendezvous, EachStepIsOneLaunchWithEveryRanksBuffers) {
+  std::atomic<int> launches{0};
+  StepRendezvous steps(4, 10000, summing(launches));
+  constexpr int kSteps = 20;
+  std::vector<std::vector<int>> got(4, std::vector<int>(kSteps, -1));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      for (int k = 0; k < kSteps; ++k) {
+        int input = 100 * k + r, output = -1;
+        std::string error;
+        // Ranks arrive in different orders from step to step.
+        if ((k + r) % 3 == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        EXPECT_TRUE(steps.call(r, {&input}, {&output}, error)) << error;
+        got[r][k] = output;
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(launches.load(), kSteps);
+  EXPECT_EQ(steps.launches(), kSteps);
+  for (int r = 0; r < 4; ++r)
+    for (int k = 0; k < kSteps; ++k)
+      EXPECT_EQ(got[r][k], 400 * k + 6 + r) << "rank " << r << " step " << k;
+}
+
+TEST(StepRendezvous, AMissingRankFailsTheStepForEveryCallOfIt) {
+  std::atomic<int> launches{0};
+  StepRendezvous steps(3, 200, summing(launches));
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) // rank 2 never calls
+    threads.emplace_back([&, r] {
+      int input = r, output = 0;
+      EXPECT_FALSE(steps.call(r, {&input}, {&output}, errors[r]));
+    });
+  for (auto &t : threads)
+    t.join();
+  EXPECT_EQ(launches.load(), 0);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(errors[r].find("call 1 of this layer: rank"), std::string::npos)
+        << errors[r];
+  EXPECT_NE(errors[0].find("for rank 2, which did not call it"),
+            std::string::npos)
+      << errors[0];
+  // Rank 2 coming late hears the same at once, without a launch.
+  int input = 2, output = 0;
+  std::string late;
+  EXPECT_FALSE(steps.call(2, {&input}, {&output}, late));
+  EXPECT_NE(late.find("which did not call it"), std::string::npos) << late;
+  EXPECT_EQ(launches.load(), 0);
+}
+
+TEST(StepRendezvous, AFailedLaunchIsEveryCallsError) {
+  StepRendezvous steps(2, 10000,
+                       [](const std::vector<std::vector<const void *>> &,
+                          const std::vector<std::vector<void *>> &,
+                          std::string &error) {
+                         error = "the program failed";
+                         return false;
+                       });
+  std::vector<std::string> errors(2);
+  std::thread other([&] { steps.call(1, {}, {}, errors[1]); });
+  EXPECT_FALSE(steps.call(0, {}, {}, errors[0]));
+  other.join();
+  EXPECT_EQ(errors[0], "the program failed");
+  EXPECT_EQ(errors[1], "the program failed");
+  std::string bad;
+  EXPECT_FALSE(steps.call(2, {}, {}, bad));
+  EXPECT_EQ(bad, "rank 2 called a layer of 2 ranks");
+}

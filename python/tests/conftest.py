@@ -94,3 +94,15 @@ def _temporary_files_under_pytest(tmp_path_factory):
     tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
     yield
     tempfile.tempdir = old
+
+
+def tp_mesh():
+    """A 1-D mesh "tp" of 4 of JAX's CPU devices (the oracle of the JAX
+    tests; XLA_FLAGS above makes them)."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+    devices = jax.devices()
+    assert len(devices) >= 4, ("XLA_FLAGS needs "
+                               "--xla_force_host_platform_device_count=4")
+    return Mesh(np.array(devices[:4]), ("tp",))

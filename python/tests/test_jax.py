@@ -21,7 +21,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, tp_mesh
 
 if os.environ.get("OVERLAP_REQUIRE_JAX"):
     import jax  # noqa: F401
@@ -44,10 +44,7 @@ STRATEGIES = ["none", "uniform:2", "auto"]
 
 @pytest.fixture(scope="module")
 def mesh():
-    devices = jax.devices()
-    assert len(devices) >= 4, ("XLA_FLAGS needs "
-                               "--xla_force_host_platform_device_count=4")
-    return Mesh(np.array(devices[:4]), ("tp",))
+    return tp_mesh()
 
 
 pytestmark = pytest.mark.usefixtures("native_libraries")

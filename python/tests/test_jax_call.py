@@ -13,7 +13,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, tp_mesh
 
 if os.environ.get("OVERLAP_REQUIRE_JAX"):
     import jax  # noqa: F401
@@ -41,10 +41,7 @@ pytestmark = pytest.mark.usefixtures("native_libraries")
 
 @pytest.fixture(scope="module")
 def mesh():
-    devices = jax.devices()
-    assert len(devices) >= 4, ("XLA_FLAGS needs "
-                               "--xla_force_host_platform_device_count=4")
-    return Mesh(np.array(devices[:4]), ("tp",))
+    return tp_mesh()
 
 
 def mlp(mesh):

@@ -128,6 +128,40 @@ OVERLAP_C_API int overlapStepRanks(const OverlapStep *step);
 /** No call may be in flight. NULL-safe. */
 OVERLAP_C_API void overlapStepDestroy(OverlapStep *step);
 
+/** A --target=cuda program that a framework calls on its own device buffers
+ *  and stream, one rank per process and GPU (overlap.jax.jit on GPUs). This
+ *  version synchronizes on the host around each call. Not yet run on a
+ *  GPU (docs/jax.md, "Calling Overlap from JAX"). */
+typedef struct OverlapDeviceLayer OverlapDeviceLayer;
+
+/** Rank 0's NCCL unique id (128 bytes) for overlapDeviceLayerCreate, to be
+ *  sent to the other ranks by the framework (jax.distributed's key-value
+ *  store). Returns 0, or 3 without a CUDA device or backend, 2 otherwise,
+ *  with why in `*messages`. */
+OVERLAP_C_API int overlapCudaUniqueId(uint8_t *id, char **messages);
+
+/** Loads `program` and makes its context: rank `rank` of `ranks` on CUDA
+ *  device `device`, NCCL from `uniqueId` (NULL when `ranks` is 1).
+ *  Collective over the ranks. NULL with the status (2, or 3 without a
+ *  device) in `*status` and why in `*messages` (each may be NULL). */
+OVERLAP_C_API OverlapDeviceLayer *
+overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
+                         int ranks, int rank, int device,
+                         int64_t waitTimeoutMs, int *status, char **messages);
+
+/** One call on the caller's `stream` (a cudaStream_t): `inputs[a]` device
+ *  pointers of the arguments (never written), `outputs[i]` where result i
+ *  goes. Returns 0, or 2 with why in `*messages`. NULL-safe (2). */
+OVERLAP_C_API int overlapDeviceLayerCall(OverlapDeviceLayer *layer,
+                                         void *stream,
+                                         const void *const *inputs,
+                                         size_t numInputs,
+                                         void *const *outputs,
+                                         size_t numOutputs, char **messages);
+
+/** NULL-safe. */
+OVERLAP_C_API void overlapDeviceLayerDestroy(OverlapDeviceLayer *layer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -396,3 +396,69 @@ int overlapStepRanks(const OverlapStep *step) {
 }
 
 void overlapStepDestroy(OverlapStep *step) { delete step; }
+
+struct OverlapDeviceLayer {
+  std::unique_ptr<overlap::exec::DeviceLayer> layer;
+};
+
+int overlapCudaUniqueId(uint8_t *id, char **messages) {
+  if (messages)
+    *messages = nullptr;
+  std::string error;
+  bool noDevice = false;
+  if (!id)
+    error = "no id buffer";
+  else if (overlap::exec::loadRuntime(error) &&
+           overlap::exec::cudaUniqueId(id, noDevice, error))
+    return 0;
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return noDevice ? 3 : 2;
+}
+
+OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
+                                             const uint8_t *uniqueId,
+                                             int ranks, int rank, int device,
+                                             int64_t waitTimeoutMs,
+                                             int *status, char **messages) {
+  if (messages)
+    *messages = nullptr;
+  if (status)
+    *status = 2;
+  std::string error;
+  bool noDevice = false;
+  std::unique_ptr<overlap::exec::DeviceLayer> layer;
+  if (!program)
+    error = "no program library given";
+  else if (overlap::exec::loadRuntime(error))
+    layer = overlap::exec::createDeviceLayer(program, uniqueId, ranks, rank,
+                                             device, waitTimeoutMs, noDevice,
+                                             error);
+  if (layer) {
+    if (status)
+      *status = 0;
+    return new OverlapDeviceLayer{std::move(layer)};
+  }
+  if (status)
+    *status = noDevice ? 3 : 2;
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return nullptr;
+}
+
+int overlapDeviceLayerCall(OverlapDeviceLayer *layer, void *stream,
+                           const void *const *inputs, size_t numInputs,
+                           void *const *outputs, size_t numOutputs,
+                           char **messages) {
+  if (messages)
+    *messages = nullptr;
+  std::string error = "no layer (overlapDeviceLayerCreate failed?)";
+  if (layer && layer->layer->call(stream, inputs, numInputs, outputs,
+                                  numOutputs, error))
+    return 0;
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return 2;
+}
+
+void overlapDeviceLayerDestroy(OverlapDeviceLayer *layer) { delete layer; }

@@ -456,6 +456,156 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
                       /*processes=*/true, error);
 }
 
+namespace {
+
+class CudaDeviceLayer : public DeviceLayer {
+public:
+  CudaDeviceLayer(overlap_context *ctx) : ctx(ctx) {}
+  ~CudaDeviceLayer() override {
+    run::freeResults(lib.sig, data, releaseResult);
+    for (void *ptr : deviceArgs)
+      rt().overlap_free(ctx, ptr);
+    rt().overlap_cuda_context_destroy(ctx);
+  }
+
+  bool call(void *stream, const void *const *inputs, size_t numInputs,
+            void *const *outputs, size_t numOutputs,
+            std::string &error) override {
+    const run::Signature &sig = lib.sig;
+    if (numInputs != sig.args.size() || numOutputs != sig.results.size()) {
+      error = "@" + sig.name + " takes " + std::to_string(sig.args.size()) +
+              " inputs and " + std::to_string(sig.results.size()) +
+              " outputs, but the call gave " + std::to_string(numInputs) +
+              " and " + std::to_string(numOutputs);
+      return false;
+    }
+    auto cudaFailed = [&](const char *what, cudaError_t e) {
+      error = std::string(what) + ": " + cudaText(e);
+      return false;
+    };
+    // The framework's stream has produced the inputs.
+    if (cudaError_t e =
+            cu().cudaStreamSynchronize(static_cast<cudaStream_t>(stream)))
+      return cudaFailed("cudaStreamSynchronize of the caller's stream", e);
+    // The last call's results were copied out: free them (once).
+    run::freeResults(sig, data, releaseResult);
+    run::resetResultStorage(sig, data);
+    for (size_t i = 0; i < sig.args.size(); ++i) {
+      const run::BufferSpec &spec = sig.args[i];
+      size_t bytes = spec.numElements() * spec.elemBytes();
+      if (cudaError_t e = cu().cudaMemcpy(deviceArgs[i], inputs[i], bytes,
+                                          cudaMemcpyDeviceToDevice))
+        return cudaFailed(("copying " + spec.name).c_str(), e);
+      data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
+    }
+    std::vector<void *> values = run::entryValues(sig, data, ctx);
+    callCInterface(lib.entry, values);
+    if (overlap_status status = rt().overlap_context_synchronize(ctx)) {
+      error = std::string(rt().overlap_status_name(status)) + ": " +
+              rt().overlap_last_error(ctx);
+      return false;
+    }
+    std::vector<run::OutputView> views;
+    if (!run::outputViews(sig, data, views, error))
+      return false;
+    for (size_t i = 0; i < sig.results.size(); ++i) {
+      const run::BufferSpec &spec = sig.results[i];
+      const run::OutputView &view = views[i];
+      int64_t stride = 1;
+      for (size_t d = spec.shape.size(); d-- > 0;) {
+        if (spec.shape[d] != 1 && view.strides[d] != stride) {
+          error = spec.name + " of @" + sig.name +
+                  " is strided in device memory; the device layer copies "
+                  "contiguous results only";
+          return false;
+        }
+        stride *= spec.shape[d];
+      }
+      size_t bytes = spec.numElements() * spec.elemBytes();
+      const char *base = static_cast<const char *>(view.base);
+      if (cudaError_t e = cu().cudaMemcpy(outputs[i], base, bytes,
+                                          cudaMemcpyDeviceToDevice))
+        return cudaFailed(("copying " + spec.name + " out").c_str(), e);
+    }
+    return true;
+  }
+
+  overlap_context *ctx;
+  Library lib;
+  run::RankData data;
+  std::vector<void *> deviceArgs;
+};
+
+} // namespace
+
+bool cudaUniqueId(uint8_t *id, bool &noDevice, std::string &error) {
+  if (!visibleDevices(noDevice, error))
+    return false;
+  if (rt().overlap_cuda_unique_id(id) != OVERLAP_SUCCESS) {
+    error = std::string("overlap_cuda_unique_id: ") +
+            rt().overlap_cuda_create_error();
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<DeviceLayer>
+createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
+                  int ranks, int rank, int device, int64_t waitTimeoutMs,
+                  bool &noDevice, std::string &error) {
+  std::optional<int> count = visibleDevices(noDevice, error);
+  if (!count)
+    return nullptr;
+  if (device < 0 || device >= *count || ranks < 1 || rank < 0 ||
+      rank >= ranks || (ranks > 1 && !uniqueId)) {
+    error = "rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+            " on device " + std::to_string(device) + " of " +
+            std::to_string(*count) +
+            (ranks > 1 && !uniqueId ? ", without an NCCL unique id" : "");
+    return nullptr;
+  }
+  overlap_cuda_options options;
+  rt().overlap_cuda_options_init(&options);
+  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_context *ctx = nullptr;
+  overlap_status status =
+      ranks == 1
+          ? rt().overlap_cuda_context_create_single(device, &options, &ctx)
+          : rt().overlap_cuda_context_create_rank(uniqueId, ranks, rank,
+                                                  device, &options, &ctx);
+  if (status != OVERLAP_SUCCESS) {
+    error = std::string("cannot create a CUDA context: ") +
+            rt().overlap_cuda_create_error();
+    return nullptr;
+  }
+  auto layer = std::make_unique<CudaDeviceLayer>(ctx);
+  if (!loadLibrary(program, layer->lib, error))
+    return nullptr;
+  const run::Signature &sig = layer->lib.sig;
+  if (sig.target != "cuda") {
+    error = program + " was compiled for --target=" + sig.target +
+            "; a device layer runs --target=cuda programs";
+    return nullptr;
+  }
+  run::RankData &data = layer->data;
+  data.argDescriptors.resize(sig.args.size());
+  layer->deviceArgs.assign(sig.args.size(), nullptr);
+  for (size_t i = 0; i < sig.args.size(); ++i) {
+    const run::BufferSpec &spec = sig.args[i];
+    if (spec.isDynamic()) {
+      error = spec.name + " of @" + sig.name + " has a dynamic shape";
+      return nullptr;
+    }
+    if (rt().overlap_alloc(ctx, spec.numElements() * spec.elemBytes(),
+                           &layer->deviceArgs[i]) != OVERLAP_SUCCESS) {
+      error = "allocating " + spec.name + ": " + rt().overlap_last_error(ctx);
+      return nullptr;
+    }
+  }
+  run::resetResultStorage(sig, data);
+  return layer;
+}
+
 } // namespace exec
 } // namespace overlap
 
@@ -478,6 +628,18 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int, int, int64_t,
                                                     bool &noDevice,
                                                     std::string &error) {
   return createCudaExecutor(0, 0, noDevice, error);
+}
+
+bool cudaUniqueId(uint8_t *, bool &noDevice, std::string &error) {
+  return static_cast<bool>(createCudaExecutor(0, 0, noDevice, error));
+}
+
+std::unique_ptr<DeviceLayer> createDeviceLayer(const std::string &,
+                                               const uint8_t *, int, int, int,
+                                               int64_t, bool &noDevice,
+                                               std::string &error) {
+  createCudaExecutor(0, 0, noDevice, error);
+  return nullptr;
 }
 
 } // namespace exec

@@ -167,6 +167,15 @@ def host_api() -> ctypes.CDLL:
         lib.overlapStepRanks.restype = ctypes.c_int
         lib.overlapStepDestroy.argtypes = [ctypes.c_void_p]
         lib.overlapStepDestroy.restype = None
+        # The same on GPUs: one rank per process (overlap.jax.jit).
+        lib.overlapCudaUniqueId.argtypes = [ctypes.c_void_p, out]
+        lib.overlapCudaUniqueId.restype = ctypes.c_int
+        lib.overlapDeviceLayerCreate.argtypes = [
+            ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+            ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_int), out]
+        lib.overlapDeviceLayerCreate.restype = ctypes.c_void_p
+        lib.overlapDeviceLayerDestroy.argtypes = [ctypes.c_void_p]
+        lib.overlapDeviceLayerDestroy.restype = None
         lib._overlap_ready = True
     return lib
 

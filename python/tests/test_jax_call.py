@@ -195,3 +195,28 @@ def test_bad_uses_say_what_to_change(mesh):
         ojax.jit(lambda x: x * 2)(np.ones(4, np.float32))
     with pytest.raises(ValueError, match="timeout_ms"):
         ojax.jit(f, timeout_ms=0)
+
+
+def test_the_gpu_path_says_no_device_here(tmp_path):
+    # The GPU half (one process and GPU per rank) is compiled and reachable
+    # through the C API; on a machine without a GPU it stops there, saying
+    # so (status 3), before any NCCL bootstrap.
+    import ctypes
+    from overlap import native
+    api = native.host_api()
+    messages = ctypes.c_void_p()
+    uid = (ctypes.c_uint8 * 128)()
+    status = api.overlapCudaUniqueId(uid, ctypes.byref(messages))
+    text = ctypes.string_at(messages.value).decode() if messages.value else ""
+    api.overlapFree(messages)
+    if status == 0:
+        pytest.skip("this machine has a CUDA device")
+    assert status == 3
+    assert "CUDA" in text
+    code = ctypes.c_int()
+    layer = api.overlapDeviceLayerCreate(
+        str(tmp_path / "missing.so").encode(), None, 1, 0, 0, 0,
+        ctypes.byref(code), ctypes.byref(messages))
+    text = ctypes.string_at(messages.value).decode() if messages.value else ""
+    api.overlapFree(messages)
+    assert not layer and code.value == 3, text

@@ -150,6 +150,37 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
                                                     bool &noDevice,
                                                     std::string &error);
 
+/// A --target=cuda program that a framework calls on its own device
+/// buffers and stream (overlap.jax.jit on GPUs: one process and one GPU per
+/// rank). This version synchronizes on the host around the entry: it waits
+/// for `stream` (the inputs are ready), copies the inputs into buffers of
+/// its own (a program may reuse an argument's buffer), calls the entry,
+/// waits for the context, and copies each result into `outputs`.
+class DeviceLayer {
+public:
+  virtual ~DeviceLayer() = default;
+  /// One call: `inputs[a]` the device pointer of argument a, `outputs[i]`
+  /// where result i goes (contiguous, the signature's type and shape).
+  virtual bool call(void *stream, const void *const *inputs, size_t numInputs,
+                    void *const *outputs, size_t numOutputs,
+                    std::string &error) = 0;
+};
+
+/// Loads `program` (compiled with --target=cuda) and makes its context:
+/// rank `rank` of `ranks` on CUDA device `device`, NCCL bootstrapped from
+/// `uniqueId` (OVERLAP_CUDA_UNIQUE_ID_BYTES, from rank 0's
+/// overlap_cuda_unique_id, passed by the framework's own means), or alone
+/// when `ranks` is 1. Collective over the ranks. Fails with `error`
+/// (`noDevice` set when there is no device or no CUDA backend).
+std::unique_ptr<DeviceLayer>
+createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
+                  int ranks, int rank, int device, int64_t waitTimeoutMs,
+                  bool &noDevice, std::string &error);
+
+/// Rank 0's NCCL unique id for createDeviceLayer; false with `error`
+/// (`noDevice` set) without a device or the CUDA backend.
+bool cudaUniqueId(uint8_t *id, bool &noDevice, std::string &error);
+
 } // namespace exec
 } // namespace overlap
 

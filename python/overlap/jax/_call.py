@@ -63,6 +63,7 @@ class _Compiled:
     path: str
     step: int  # the OverlapStep*
     out_tree: Any
+    gpu: bool = False  # step is an OverlapDeviceLayer*, not an OverlapStep*
     fn: Any = None  # the shard_map that calls the handler
     backward: Any = None  # a Layer, when differentiable
 
@@ -85,6 +86,7 @@ class Layer:
         self.compiles = 0
         self._cache: Dict[Any, _Compiled] = {}
         self._last: Optional[_Compiled] = None
+        self._handles: List[Tuple[bool, int]] = []
         self._dir = tempfile.mkdtemp(prefix="overlap-jax-layer-")
         self._finalizer = weakref.finalize(self, Layer._release,
                                            self._dir, [])
@@ -108,18 +110,21 @@ class Layer:
 
     def launches(self) -> int:
         """Steps the host ranks ran for the last signature."""
-        if not self._last:
+        if not self._last or self._last.gpu:
             return 0
         from .. import native
         return int(native.host_api().overlapStepLaunches(self._last.step))
 
     @staticmethod
-    def _release(directory, steps):
+    def _release(directory, handles):
         from .. import native
         try:
             api = native.host_api()
-            for step in steps:
-                api.overlapStepDestroy(step)
+            for gpu, handle in handles:
+                if gpu:
+                    api.overlapDeviceLayerDestroy(handle)
+                else:
+                    api.overlapStepDestroy(handle)
         except Exception:
             pass
         shutil.rmtree(directory, ignore_errors=True)
@@ -153,19 +158,49 @@ class Layer:
                     f"order) is {np.dtype(leaves[a].dtype).name}: an Overlap "
                     f"layer takes float32, float16 and bfloat16 arrays")
         devices = jax.devices()
-        if len(devices) < low.ranks or devices[0].platform != "cpu":
+        platform = devices[0].platform
+        gpu = platform in ("gpu", "cuda")
+        if not gpu and platform != "cpu":
+            raise RuntimeError(f"{name}: an Overlap layer runs on CPU and "
+                               f"CUDA devices, not {platform}")
+        if not gpu and len(devices) < low.ranks:
             raise RuntimeError(
                 f"{name}: the layer's mesh has {low.ranks} devices "
                 f"({dict(zip(low.axes, low.sizes))}) but JAX has "
-                f"{len(devices)} {devices[0].platform} device(s): on CPU set "
-                f"XLA_FLAGS=--xla_force_host_platform_device_count="
-                f"{low.ranks} before importing jax (on GPUs the layer is "
-                f"not run yet: docs/jax.md)")
+                f"{len(devices)} CPU device(s): set XLA_FLAGS="
+                f"--xla_force_host_platform_device_count={low.ranks} before "
+                f"importing jax")
         path = os.path.join(self._dir, f"{name}-{len(self._cache)}.so")
         prog = compiler.compile(low.mlir, strategy=self.strategy,
                                 profile=self.profile, output=path,
+                                target="cuda" if gpu else None,
                                 source_name=getattr(self.f, "__name__",
                                                     None))
+        step = (self._device_layer(low, path) if gpu else
+                self._host_step(low, path))
+        self._handles.append((gpu, step))
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, Layer._release, self._dir,
+                                           list(self._handles))
+        out_tree = jax.tree_util.tree_structure(
+            jax.eval_shape(self.f, *structs))
+        compiled = _Compiled(low=low, plans=prog.plans, missed=prog.missed,
+                             path=path, step=step, out_tree=out_tree,
+                             gpu=gpu)
+        compiled.fn = self._caller(compiled)
+        self.compiles += 1
+        return compiled
+
+    @staticmethod
+    def _failed(api, messages, what):
+        text = ctypes.string_at(messages.value).decode() \
+            if messages.value else "?"
+        api.overlapFree(messages)
+        return RuntimeError(f"overlap.jax.jit: {what}{text.strip()}")
+
+    def _host_step(self, low, path) -> int:
+        """The rendezvous of the devices' calls (host ranks)."""
+        from .. import native
         api = native.host_api()
         options = api.overlapRunOptionsDefault()
         options.program = path.encode()
@@ -174,21 +209,54 @@ class Layer:
         step = api.overlapStepCreate(ctypes.byref(options), self.timeout_ms,
                                      ctypes.byref(messages))
         if not step:
-            text = ctypes.string_at(messages.value).decode() \
-                if messages.value else "?"
-            api.overlapFree(messages)
-            raise RuntimeError(f"overlap.jax.jit: {text.strip()}")
-        self._finalizer.detach()
-        steps = [c.step for c in self._cache.values()] + [step]
-        self._finalizer = weakref.finalize(self, Layer._release, self._dir,
-                                           steps)
-        out_tree = jax.tree_util.tree_structure(
-            jax.eval_shape(self.f, *structs))
-        compiled = _Compiled(low=low, plans=prog.plans, missed=prog.missed,
-                             path=path, step=step, out_tree=out_tree)
-        compiled.fn = self._caller(compiled)
-        self.compiles += 1
-        return compiled
+            raise self._failed(api, messages, "")
+        return step
+
+    def _device_layer(self, low, path) -> int:
+        """This process's rank on its GPU (one process and GPU per rank,
+        as jax.distributed starts them); rank 0's NCCL id goes to the
+        others through jax.distributed's key-value store. Compiled, not yet
+        run on a GPU (docs/jax.md)."""
+        import jax
+        from .. import native
+        name = low.entry
+        if jax.local_device_count() != 1:
+            raise RuntimeError(
+                f"{name}: on GPUs an Overlap layer runs one rank per process "
+                f"and GPU (jax.distributed.initialize, one local device "
+                f"each); this process has {jax.local_device_count()}")
+        ranks, rank = jax.process_count(), jax.process_index()
+        order = [d.process_index for d in low.mesh.devices.flat]
+        if ranks != low.ranks or order != list(range(ranks)):
+            raise RuntimeError(
+                f"{name}: the mesh's devices must be the job's processes in "
+                f"order (device of process r at row-major position r); the "
+                f"job has {ranks} processes, the mesh holds processes "
+                f"{order}")
+        api = native.host_api()
+        messages = ctypes.c_void_p()
+        uid = None
+        if ranks > 1:
+            from jax._src import distributed
+            client = distributed.global_state.client
+            key = f"overlap.jax.jit/{name}/{len(self._handles)}"
+            if rank == 0:
+                uid = (ctypes.c_uint8 * 128)()
+                if api.overlapCudaUniqueId(uid, ctypes.byref(messages)):
+                    raise self._failed(api, messages, "")
+                client.key_value_set(key, bytes(uid).hex())
+            else:
+                text = client.blocking_key_value_get(key, self.timeout_ms)
+                uid = (ctypes.c_uint8 * 128).from_buffer_copy(
+                    bytes.fromhex(text))
+        status = ctypes.c_int()
+        layer = api.overlapDeviceLayerCreate(
+            path.encode(), uid, ranks, rank,
+            jax.local_devices()[0].local_hardware_id, 0,
+            ctypes.byref(status), ctypes.byref(messages))
+        if not layer:
+            raise self._failed(api, messages, "")
+        return layer
 
     def _caller(self, c: _Compiled):
         """The shard_map whose body is the FFI call, over the program's
@@ -197,9 +265,10 @@ class Layer:
         import jax.numpy as jnp
         from .. import native
         low = c.low
-        _ffi.register()
+        _ffi.register("CUDA" if c.gpu else "cpu")
         api = native.host_api()
-        call_fn = ctypes.cast(api.overlapStepCall, ctypes.c_void_p).value
+        call_fn = ctypes.cast(api.overlapDeviceLayerCall if c.gpu else
+                              api.overlapStepCall, ctypes.c_void_p).value
         free_fn = ctypes.cast(api.overlapFree, ctypes.c_void_p).value
         outs = [jax.ShapeDtypeStruct(_local_shape(low, s, spec), dt)
                 for s, spec, dt in zip(low.out_shapes, low.out_specs,

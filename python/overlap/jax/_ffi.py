@@ -24,7 +24,7 @@ from pathlib import Path
 TARGET = "overlap_layer"
 
 _lock = threading.Lock()
-_registered = False
+_registered: set = set()
 _library = None
 
 
@@ -70,16 +70,19 @@ def _build() -> Path:
     return out
 
 
-def register() -> None:
-    """Builds (once per jaxlib) and registers the handler with XLA for the
-    CPU platform."""
-    global _registered, _library
+def register(platform: str = "cpu") -> None:
+    """Builds (once per jaxlib) and registers the handler with XLA for
+    `platform`: "cpu" (OverlapLayer: host ranks) or "CUDA"
+    (OverlapLayerCuda: one GPU per process)."""
+    global _library
     with _lock:
-        if _registered:
+        if platform in _registered:
             return
         import jax
-        path = _build()
-        _library = ctypes.CDLL(str(path))
+        if _library is None:
+            _library = ctypes.CDLL(str(_build()))
+        symbol = "OverlapLayer" if platform == "cpu" else "OverlapLayerCuda"
         jax.ffi.register_ffi_target(
-            TARGET, jax.ffi.pycapsule(_library.OverlapLayer), platform="cpu")
-        _registered = True
+            TARGET, jax.ffi.pycapsule(getattr(_library, symbol)),
+            platform=platform)
+        _registered.add(platform)

@@ -8,8 +8,14 @@
 // One call per device and step: operand 0 is the device's rank (an int32
 // scalar, jax.lax.axis_index over the mesh axes in order), the others are
 // its shards of the layer's arguments; the results are its blocks of the
-// layer's results. The call blocks until every device of the step came
-// and the program ran once on all of them (host ranks).
+// layer's results.
+// - OverlapLayer (CPU): the call blocks until every device of the step
+//   came and the program ran once on all of them (host ranks).
+// - OverlapLayerCuda (GPU, one process and GPU per rank): the handler gets
+//   XLA's stream and calls overlapDeviceLayerCall (the --target=cuda
+//   program on this process's GPU); the rank operand is not read (it is
+//   in device memory, and the process's rank is the layer's). Compiled,
+//   not yet run on a GPU.
 
 #include "xla/ffi/api/ffi.h"
 
@@ -58,7 +64,54 @@ ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
   return ffi::Error::Success();
 }
 
+using DeviceCall = int (*)(void *layer, void *stream,
+                           const void *const *inputs, size_t numInputs,
+                           void *const *outputs, size_t numOutputs,
+                           char **messages);
+
+ffi::Error OverlapLayerCudaImpl(void *stream, int64_t step, int64_t call,
+                                int64_t release, ffi::AnyBuffer /*rank*/,
+                                ffi::RemainingArgs args,
+                                ffi::RemainingRets rets) {
+  if (!step || !call || !release)
+    return ffi::Error::InvalidArgument(
+        "overlap_layer: no layer (it was not made by overlap.jax.jit)");
+  std::vector<const void *> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto arg = args.get<ffi::AnyBuffer>(i);
+    if (!arg.has_value())
+      return arg.error();
+    inputs.push_back(arg->untyped_data());
+  }
+  std::vector<void *> outputs;
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto ret = rets.get<ffi::AnyBuffer>(i);
+    if (!ret.has_value())
+      return ret.error();
+    outputs.push_back((*ret)->untyped_data());
+  }
+  char *messages = nullptr;
+  int status = reinterpret_cast<DeviceCall>(call)(
+      reinterpret_cast<void *>(step), stream, inputs.data(), inputs.size(),
+      outputs.data(), outputs.size(), &messages);
+  std::string text = messages ? messages : "";
+  reinterpret_cast<FreeFn>(release)(messages);
+  if (status != 0)
+    return ffi::Error::Internal("overlap_layer: " + text);
+  return ffi::Error::Success();
+}
+
 } // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayerCuda, OverlapLayerCudaImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void *>>()
+                                  .Attr<int64_t>("step")
+                                  .Attr<int64_t>("call")
+                                  .Attr<int64_t>("release")
+                                  .Arg<ffi::AnyBuffer>()
+                                  .RemainingArgs()
+                                  .RemainingRets());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayer, OverlapLayerImpl,
                               ffi::Ffi::Bind()

@@ -39,15 +39,15 @@ OVERLAP_C_API OverlapRunOptions overlapRunOptionsDefault(void);
  *  error, 3 no CUDA device) with its report in `*report` and its messages
  *  in `*messages` (free both with overlapFree from overlap-c/Planner.h). */
 OVERLAP_C_API int overlapRun(const OverlapRunOptions *options, char **report,
-               char **messages);
+                             char **messages);
 
 /** The signature embedded in the library `program` (overlap-compile
  *  --emit=so), in its text form: lines "entry NAME", "target host", "grid
  *  NAME SIZE", "arg NAME 256x512xf32 [inout]", "result NAME TYPE". Returns
  *  0 with the text in `*signature`, or 2 with why not in `*messages` (free
  *  both with overlapFree). */
-OVERLAP_C_API int overlapProgramSignature(const char *program,
-                                          char **signature, char **messages);
+OVERLAP_C_API int overlapProgramSignature(const char *program, char **signature,
+                                          char **messages);
 
 /** Every output of every rank of one run: the entry's results, then its
  *  arguments (which a program may update in place), each a contiguous
@@ -64,9 +64,9 @@ typedef struct OverlapOutputs OverlapOutputs;
  *  (destroy with overlapOutputsDestroy), otherwise it is NULL. `report`,
  *  `messages` and `outputs` may each be NULL. */
 OVERLAP_C_API int overlapRunInputs(const OverlapRunOptions *options,
-                                   const void *const *inputs,
-                                   size_t numInputs, OverlapOutputs **outputs,
-                                   char **report, char **messages);
+                                   const void *const *inputs, size_t numInputs,
+                                   OverlapOutputs **outputs, char **report,
+                                   char **messages);
 
 /** overlapRunInputs for an entry whose arguments have dynamic sizes ("?"
  *  in its signature): `shapes[a]` points at argument a's sizes (as many as
@@ -146,8 +146,8 @@ OVERLAP_C_API int overlapCudaUniqueId(uint8_t *id, char **messages);
  *  device) in `*status` and why in `*messages` (each may be NULL). */
 OVERLAP_C_API OverlapDeviceLayer *
 overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
-                         int ranks, int rank, int device,
-                         int64_t waitTimeoutMs, int *status, char **messages);
+                         int ranks, int rank, int device, int64_t waitTimeoutMs,
+                         int *status, char **messages);
 
 /** One call on the caller's `stream` (a cudaStream_t): `inputs[a]` device
  *  pointers of the arguments (never written), `outputs[i]` where result i
@@ -155,8 +155,7 @@ overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
 OVERLAP_C_API int overlapDeviceLayerCall(OverlapDeviceLayer *layer,
                                          void *stream,
                                          const void *const *inputs,
-                                         size_t numInputs,
-                                         void *const *outputs,
+                                         size_t numInputs, void *const *outputs,
                                          size_t numOutputs, char **messages);
 
 /** NULL-safe. */

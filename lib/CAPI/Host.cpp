@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap-c/Loader.h"
-#include "overlap/Loader/StepRendezvous.h"
 #include "overlap-c/Planner.h"
+#include "overlap/Loader/StepRendezvous.h"
 
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/RuntimeApi.h"
@@ -371,8 +371,8 @@ int overlapStepCall(OverlapStep *step, int rank, const void *const *inputs,
   if (!step)
     error = "no step (overlapStepCreate failed?)";
   else if (numInputs != step->argBytes.size() ||
-           numOutputs != step->resultBytes.size() ||
-           (numInputs && !inputs) || (numOutputs && !outputs))
+           numOutputs != step->resultBytes.size() || (numInputs && !inputs) ||
+           (numOutputs && !outputs))
     error = "@" + step->name + " takes " +
             std::to_string(step->argBytes.size()) + " inputs and " +
             std::to_string(step->resultBytes.size()) +
@@ -417,10 +417,10 @@ int overlapCudaUniqueId(uint8_t *id, char **messages) {
 }
 
 OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
-                                             const uint8_t *uniqueId,
-                                             int ranks, int rank, int device,
-                                             int64_t waitTimeoutMs,
-                                             int *status, char **messages) {
+                                             const uint8_t *uniqueId, int ranks,
+                                             int rank, int device,
+                                             int64_t waitTimeoutMs, int *status,
+                                             char **messages) {
   if (messages)
     *messages = nullptr;
   if (status)
@@ -431,9 +431,8 @@ OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
   if (!program)
     error = "no program library given";
   else if (overlap::exec::loadRuntime(error))
-    layer = overlap::exec::createDeviceLayer(program, uniqueId, ranks, rank,
-                                             device, waitTimeoutMs, noDevice,
-                                             error);
+    layer = overlap::exec::createDeviceLayer(
+        program, uniqueId, ranks, rank, device, waitTimeoutMs, noDevice, error);
   if (layer) {
     if (status)
       *status = 0;
@@ -453,8 +452,8 @@ int overlapDeviceLayerCall(OverlapDeviceLayer *layer, void *stream,
   if (messages)
     *messages = nullptr;
   std::string error = "no layer (overlapDeviceLayerCreate failed?)";
-  if (layer && layer->layer->call(stream, inputs, numInputs, outputs,
-                                  numOutputs, error))
+  if (layer &&
+      layer->layer->call(stream, inputs, numInputs, outputs, numOutputs, error))
     return 0;
   if (messages)
     *messages = copy("overlap: error: " + error + "\n");

@@ -571,8 +571,8 @@ createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
   overlap_status status =
       ranks == 1
           ? rt().overlap_cuda_context_create_single(device, &options, &ctx)
-          : rt().overlap_cuda_context_create_rank(uniqueId, ranks, rank,
-                                                  device, &options, &ctx);
+          : rt().overlap_cuda_context_create_rank(uniqueId, ranks, rank, device,
+                                                  &options, &ctx);
   if (status != OVERLAP_SUCCESS) {
     error = std::string("cannot create a CUDA context: ") +
             rt().overlap_cuda_create_error();

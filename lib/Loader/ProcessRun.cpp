@@ -51,8 +51,8 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
   // One process of torchrun or srun is no job to join (`srun -n 1`, a
   // WORLD_SIZE of 1): it runs the grid as threads, as without a launcher.
   // mpirun -np 1 stays an MPI job of one process.
-  if (size == 1 && (std::string(name) == "torchrun" ||
-                    std::string(name) == "Slurm"))
+  if (size == 1 &&
+      (std::string(name) == "torchrun" || std::string(name) == "Slurm"))
     return false;
   launcher = name;
   return true;

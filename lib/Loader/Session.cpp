@@ -297,8 +297,7 @@ int Session::runRanks() {
       if (!grid.fits(ranks))
         return error(job + " but grid @" + grid.name + " of @" + sig.name +
                      (grid.isDynamic() ? " needs a multiple of " : " has ") +
-                     std::to_string(grid.size()) +
-                     " devices: start as many (" +
+                     std::to_string(grid.size()) + " devices: start as many (" +
                      (launcher_ == "torchrun" ? "torchrun --nproc-per-node "
                       : launcher_ == "Slurm"  ? "srun -n "
                                               : "mpirun -np ") +

@@ -73,8 +73,8 @@ bool StepRendezvous::call(int rank, std::vector<const void *> inputs,
       step->error =
           "call " + std::to_string(index + 1) + " of this layer: rank " +
           std::to_string(rank) + " waited " + std::to_string(timeoutMs_) +
-          " ms for rank" + (missing.find(',') == std::string::npos ? " " : "s ") +
-          missing +
+          " ms for rank" +
+          (missing.find(',') == std::string::npos ? " " : "s ") + missing +
           ", which did not call it (every device must call the layer once "
           "per step, the same number of times)";
       changed_.notify_all();

@@ -26,17 +26,17 @@ namespace {
 /// Each rank's input is one int; the launch writes, for each rank, the sum
 /// of every rank's input plus its own rank.
 StepRendezvous::Launch summing(std::atomic<int> &launches) {
-  return [&launches](const std::vector<std::vector<const void *>> &in,
-                     const std::vector<std::vector<void *>> &out,
-                     std::string &) {
-    ++launches;
-    int sum = 0;
-    for (const auto &rank : in)
-      sum += *static_cast<const int *>(rank[0]);
-    for (size_t r = 0; r < out.size(); ++r)
-      *static_cast<int *>(out[r][0]) = sum + static_cast<int>(r);
-    return true;
-  };
+  return
+      [&launches](const std::vector<std::vector<const void *>> &in,
+                  const std::vector<std::vector<void *>> &out, std::string &) {
+        ++launches;
+        int sum = 0;
+        for (const auto &rank : in)
+          sum += *static_cast<const int *>(rank[0]);
+        for (size_t r = 0; r < out.size(); ++r)
+          *static_cast<int *>(out[r][0]) = sum + static_cast<int>(r);
+        return true;
+      };
 }
 
 } // namespace

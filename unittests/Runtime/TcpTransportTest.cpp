@@ -55,7 +55,7 @@ int freePort() {
 #define CHECK_RANK(cond)                                                       \
   do {                                                                         \
     if (!(cond)) {                                                             \
-      std::fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__,  \
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__,   \
                    #cond);                                                     \
       std::_Exit(1);                                                           \
     }                                                                          \
@@ -94,9 +94,9 @@ std::vector<int> runRanks(const std::function<void(int)> &body) {
   for (pid_t pid : pids) {
     int status = 0;
     ::waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status)     ? WEXITSTATUS(status)
+    codes.push_back(WIFEXITED(status)             ? WEXITSTATUS(status)
                     : WTERMSIG(status) == SIGALRM ? 99
-                                              : -WTERMSIG(status));
+                                                  : -WTERMSIG(status));
   }
   return codes;
 }
@@ -162,8 +162,8 @@ TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
       CHECK_RANK(tcp().issend(comm, next, 7, payloads[i].data(),
                               static_cast<int>(payloads[i].size()),
                               &sends[i]) == 0);
-    CHECK_RANK(tcp().issend(comm, next, 9, payloads[3].data(), 4,
-                            &sends[3]) == 0);
+    CHECK_RANK(tcp().issend(comm, next, 9, payloads[3].data(), 4, &sends[3]) ==
+               0);
     CHECK_RANK(tcp().issend(comm, rank, 5, "self", 4, &sends[4]) == 0);
     CHECK_RANK(receive(comm, rank, 5, rank) == "self");
     CHECK_RANK(receive(comm, prev, 9, rank) == "tag9");
@@ -181,8 +181,8 @@ TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
     CHECK_RANK(tcp().issend(other, next, 7, "x", 1, &request) == 0);
     int found = 1, src = 0, tag = 0, bytes = 0;
     overlap_mpi_message message = nullptr;
-    CHECK_RANK(tcp().improbe(comm, -1, -1, &found, &message, &src, &tag,
-                             &bytes) == 0);
+    CHECK_RANK(
+        tcp().improbe(comm, -1, -1, &found, &message, &src, &tag, &bytes) == 0);
     CHECK_RANK(!found);
     CHECK_RANK(receive(other, prev, 7, rank) == "x");
     waitDone(request, rank);
@@ -214,8 +214,7 @@ TEST(TcpTransport, SplitBarrierAndMax) {
       waitDone(request, rank);
     } else {
       int from = -1;
-      CHECK_RANK(receive(half, -1, 3, rank, &from) ==
-                 std::to_string(rank + 2));
+      CHECK_RANK(receive(half, -1, 3, rank, &from) == std::to_string(rank + 2));
       CHECK_RANK(from == 0);
     }
     int64_t value = 10 * rank + 1;
@@ -347,8 +346,7 @@ TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {
                      " (OVERLAP_PROCESS_ADDR) within 1000 ms"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("[1] rank 1: rank 0 at 127.0.0.1:" +
-                     std::to_string(port) +
+  EXPECT_NE(out.find("[1] rank 1: rank 0 at 127.0.0.1:" + std::to_string(port) +
                      " (OVERLAP_PROCESS_ADDR) gave up: rank 3 did not connect"),
             std::string::npos)
       << out;

@@ -48,8 +48,8 @@ TEST(Watchdog, ABlockedCallIsReleasedAtTheDeadline) {
   });
   {
     std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30),
-                            [&] { return released; }));
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(30), [&] { return released; }));
   }
   EXPECT_TRUE(watchdog.finish());
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(

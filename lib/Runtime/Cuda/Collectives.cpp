@@ -101,8 +101,9 @@ overlap_status CudaContext::split(overlap_group *parent, int color, int key,
   ncclConfig_t config = ncclSplitConfigFor(options);
   overlap_status timedOut = OVERLAP_SUCCESS;
   ncclResult_t splitResult = boundedSplit(
-      site, parent, color == OVERLAP_UNDEFINED_COLOR ? NCCL_SPLIT_NOCOLOR : color,
-      key, &made, &config, timedOut);
+      site, parent,
+      color == OVERLAP_UNDEFINED_COLOR ? NCCL_SPLIT_NOCOLOR : color, key, &made,
+      &config, timedOut);
   if (timedOut != OVERLAP_SUCCESS)
     return timedOut;
   if (overlap_status s = check(site, "ncclCommSplit", splitResult))

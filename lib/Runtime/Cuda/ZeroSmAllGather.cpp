@@ -179,11 +179,12 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
             zeroSmAgreeMin(group.comm, s, node, lowest, agreeWhy))
       return st;
     if (agreeWhy.empty())
-      if (overlap_status st = zeroSmAgreeMin(group.comm, s, -node,
-                                             negatedHighest, agreeWhy))
+      if (overlap_status st =
+              zeroSmAgreeMin(group.comm, s, -node, negatedHighest, agreeWhy))
         return st;
     if (!agreeWhy.empty()) {
-      zeroSmDisable(group, zeroSmFallbackReason("the one-node check", agreeWhy));
+      zeroSmDisable(group,
+                    zeroSmFallbackReason("the one-node check", agreeWhy));
       return OVERLAP_SUCCESS;
     }
     if (std::string problem = zeroSmLocalityProblem(lowest, -negatedHighest);
@@ -196,8 +197,8 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
     ncclConfig_t config = zeroSmSplitConfig();
     ncclComm_t made = nullptr;
     overlap_status timedOut = OVERLAP_SUCCESS;
-    ncclResult_t split = boundedSplit(site, &group, 0, group.rank, &made, &config,
-                                      timedOut);
+    ncclResult_t split =
+        boundedSplit(site, &group, 0, group.rank, &made, &config, timedOut);
     if (timedOut != OVERLAP_SUCCESS)
       return timedOut;
     // Every rank falls back together: a rank alone on the plain path would

@@ -63,7 +63,10 @@ std::string notALibrary(const std::string &path) {
           : S_ISDIR(st.st_mode) ? "a directory, not a shared library"
                                 : "not a regular file";
   else if (::read(fd, magic, sizeof magic) != sizeof magic ||
-           std::memcmp(magic, "\x7f" "ELF", 4) != 0)
+           std::memcmp(magic,
+                       "\x7f"
+                       "ELF",
+                       4) != 0)
     why = "not an ELF shared library";
   ::close(fd);
   return why;
@@ -164,8 +167,8 @@ private:
     for (int found = 0; !found; backoff.idle()) {
       int source = 0, gotTag = 0, count = 0;
       overlap_mpi_message message = nullptr;
-      if (int rc = mpi_.api->improbe(mpi_.utility, from, tag, &found,
-                                     &message, &source, &gotTag, &count))
+      if (int rc = mpi_.api->improbe(mpi_.utility, from, tag, &found, &message,
+                                     &source, &gotTag, &count))
         return error("MPI_Improbe", rc);
       if (!found) {
         if (host::Clock::now() >= deadline_)
@@ -210,7 +213,6 @@ private:
   int64_t timeoutMs_ = 60000;
   host::Clock::time_point deadline_;
 };
-
 
 } // namespace
 
@@ -321,14 +323,14 @@ overlap_status overlap_process_init(int *rank, int *size) {
           dlsym(handle, OVERLAP_MPI_TRANSPORT_SYMBOL));
       api = get ? get() : nullptr;
       if (!api || api->version != OVERLAP_MPI_TRANSPORT_VERSION)
-        return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
-                    call + path + " is not an MPI transport of this runtime (" +
-                        (api ? "version " + std::to_string(api->version) +
-                                   ", expected " +
-                                   std::to_string(OVERLAP_MPI_TRANSPORT_VERSION)
-                             : std::string("no ") +
-                                   OVERLAP_MPI_TRANSPORT_SYMBOL) +
-                        ")");
+        return fail(
+            OVERLAP_ERROR_INVALID_ARGUMENT,
+            call + path + " is not an MPI transport of this runtime (" +
+                (api ? "version " + std::to_string(api->version) +
+                           ", expected " +
+                           std::to_string(OVERLAP_MPI_TRANSPORT_VERSION)
+                     : std::string("no ") + OVERLAP_MPI_TRANSPORT_SYMBOL) +
+                ")");
     }
     auto mpi = std::make_unique<Mpi>();
     mpi->api = api;
@@ -394,8 +396,8 @@ overlap_status overlap_process_gather(const void *data, size_t bytes,
   if (!meeting.ready())
     return meeting.status();
   std::vector<std::string> parts;
-  if (!meeting.toRoot(kGatherTag, std::string(static_cast<const char *>(data),
-                                               bytes),
+  if (!meeting.toRoot(kGatherTag,
+                      std::string(static_cast<const char *>(data), bytes),
                       parts))
     return meeting.status();
   if (mpi->rank != 0)

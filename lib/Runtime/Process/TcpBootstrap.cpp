@@ -142,8 +142,8 @@ int listenOn(int family, uint16_t port, int backlog, std::string &why) {
         htonl(INADDR_ANY);
   }
   setPort(address, port);
-  socklen_t length = family == AF_INET6 ? sizeof(sockaddr_in6)
-                                        : sizeof(sockaddr_in);
+  socklen_t length =
+      family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   if (::bind(fd, reinterpret_cast<sockaddr *>(&address), length) != 0 ||
       ::listen(fd, backlog) != 0) {
     why = std::string(std::strerror(errno));
@@ -183,7 +183,6 @@ int connectTo(const sockaddr_storage &address, Clock::time_point deadline,
 }
 
 } // namespace
-
 
 namespace {
 
@@ -239,8 +238,8 @@ bool resolve(const std::string &host, int port, sockaddr_storage &address,
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo *found = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints,
-                         &found);
+  int rc =
+      ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (rc != 0 || !found) {
     why = "cannot resolve " + host + ": " + ::gai_strerror(rc);
     return false;
@@ -274,9 +273,8 @@ int Job::init(std::string &why) {
   const uint64_t key = hashKey(config.key);
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(config.timeoutMs);
-  const std::string waited =
-      " within " + std::to_string(config.timeoutMs) +
-      " ms (OVERLAP_BOOTSTRAP_TIMEOUT_MS)";
+  const std::string waited = " within " + std::to_string(config.timeoutMs) +
+                             " ms (OVERLAP_BOOTSTRAP_TIMEOUT_MS)";
 
   world_.id = kWorldId;
   world_.rank = rank;
@@ -314,7 +312,7 @@ int Job::init(std::string &why) {
           if (peers_[r]->fd < 0)
             missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         why = std::string(missing.find(',') == std::string::npos ? "rank "
-                                                                   : "ranks ") +
+                                                                 : "ranks ") +
               missing + " did not connect to rank 0 at " + root + waited +
               " (are they started, and is the address reachable?)";
         // The ranks that came hear why at once.
@@ -333,8 +331,8 @@ int Job::init(std::string &why) {
       }
       sockaddr_storage from{};
       socklen_t length = sizeof from;
-      int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from),
-                         &length, SOCK_CLOEXEC);
+      int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from), &length,
+                         SOCK_CLOEXEC);
       if (fd < 0)
         continue;
       tune(fd);
@@ -391,8 +389,8 @@ int Job::init(std::string &why) {
     mine.listenPort = portOf(bound);
     int fd = connectTo(rootAddress, deadline, why);
     if (fd < 0) {
-      why = "rank " + std::to_string(rank) + " cannot reach rank 0 at " +
-            root + waited + ": " + why;
+      why = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + root +
+            waited + ": " + why;
       ::close(listener);
       return 1;
     }
@@ -413,8 +411,9 @@ int Job::init(std::string &why) {
       return 1;
     }
     if (answer.magic != kMagic ||
-        answer.bytes > (answer.status ? 4096 : addresses.size() *
-                                                   sizeof(sockaddr_storage))) {
+        answer.bytes > (answer.status
+                            ? 4096
+                            : addresses.size() * sizeof(sockaddr_storage))) {
       why = "rank " + std::to_string(rank) + ": what listens at " + root +
             " is not rank 0 of an Overlap job (set OVERLAP_PROCESS_ADDR to a "
             "free port)";
@@ -425,8 +424,8 @@ int Job::init(std::string &why) {
     std::string payload(static_cast<size_t>(answer.bytes), '\0');
     if (!readAll(fd, payload.empty() ? nullptr : &payload[0], payload.size(),
                  answerBy, readWhy) ||
-        answer.status != 0 || payload.size() != addresses.size() *
-                                                   sizeof(sockaddr_storage)) {
+        answer.status != 0 ||
+        payload.size() != addresses.size() * sizeof(sockaddr_storage)) {
       why = "rank " + std::to_string(rank) + ": rank 0 at " + root +
             (answer.status ? " gave up: " + payload
                            : " did not answer: " + readWhy);
@@ -532,4 +531,3 @@ void Job::abort(int code) {
   std::fflush(stderr);
   std::_Exit(code);
 }
-

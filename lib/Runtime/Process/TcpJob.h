@@ -81,8 +81,8 @@ struct Frame {
 struct Peer {
   int fd = -1;
   std::mutex write;
-  bool bye = false;  ///< said goodbye (finalize)
-  bool dead = false; ///< closed without goodbye
+  bool bye = false;    ///< said goodbye (finalize)
+  bool dead = false;   ///< closed without goodbye
   bool closed = false; ///< nothing more to read
   // The frame being read.
   Frame frame;
@@ -159,7 +159,7 @@ private:
   bool sendFrame(int to, const Frame &frame, const void *data);
   /// Locked: the first queued message that matches, or end.
   std::list<overlap_mpi_message_s>::iterator find(uint64_t comm, int source,
-                                                int tag);
+                                                  int tag);
   /// Locked: why waiting on world rank `peer` is hopeless ("" if it is not).
   std::string deadReason(int peer) const;
   void progress();
@@ -183,7 +183,6 @@ private:
   std::mutex errorsMutex_;
   std::vector<std::string> errors_;
 };
-
 
 /// The job this process joined (null before).
 extern Job *job;

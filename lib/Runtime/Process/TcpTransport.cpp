@@ -106,9 +106,9 @@ void Job::progress() {
 bool Job::readFrom(int r) {
   Peer &peer = *peers_[r];
   if (peer.headerGot < sizeof peer.frame) {
-    ssize_t n = ::recv(peer.fd, reinterpret_cast<char *>(&peer.frame) +
-                                    peer.headerGot,
-                       sizeof peer.frame - peer.headerGot, MSG_DONTWAIT);
+    ssize_t n =
+        ::recv(peer.fd, reinterpret_cast<char *>(&peer.frame) + peer.headerGot,
+               sizeof peer.frame - peer.headerGot, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       return true;
     if (n <= 0)
@@ -388,8 +388,7 @@ int Job::exchange(overlap_mpi_comm comm, int tag, const std::string &mine,
         break;
       }
       if (std::string why = deadReason(member); !why.empty())
-        return fail("waiting for rank " + std::to_string(member) + ": " +
-                    why);
+        return fail("waiting for rank " + std::to_string(member) + ": " + why);
       changed_.wait_for(lock, std::chrono::milliseconds(100));
     }
   }

@@ -151,6 +151,14 @@ void releaseResult(void *ptr) {
   }
 }
 
+/// The CUDA backend's defaults with the session's wait timeout.
+overlap_cuda_options cudaOptions(int64_t waitTimeoutMs) {
+  overlap_cuda_options options;
+  rt().overlap_cuda_options_init(&options);
+  options.wait_timeout_ms = waitTimeoutMs;
+  return options;
+}
+
 std::string cudaText(cudaError_t e) {
   return std::string(cu().cudaGetErrorName(e)) + " (" +
          cu().cudaGetErrorString(e) + ")";
@@ -391,9 +399,7 @@ std::unique_ptr<Executor> createCudaExecutor(int device, int64_t waitTimeoutMs,
             std::to_string(*count) + " CUDA device" + (*count == 1 ? "" : "s");
     return nullptr;
   }
-  overlap_cuda_options options;
-  rt().overlap_cuda_options_init(&options);
-  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_cuda_options options = cudaOptions(waitTimeoutMs);
   overlap_context *ctx = nullptr;
   if (rt().overlap_cuda_context_create_single(device, &options, &ctx) !=
       OVERLAP_SUCCESS) {
@@ -425,9 +431,7 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
     error = mine;
     return nullptr;
   }
-  overlap_cuda_options options;
-  rt().overlap_cuda_options_init(&options);
-  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_cuda_options options = cudaOptions(waitTimeoutMs);
   overlap_context *ctx = nullptr;
   // Rank, world size and local rank from the launcher's environment, the
   // device by local rank, NCCL's unique id through the rendezvous
@@ -564,9 +568,7 @@ createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
             (ranks > 1 && !uniqueId ? ", without an NCCL unique id" : "");
     return nullptr;
   }
-  overlap_cuda_options options;
-  rt().overlap_cuda_options_init(&options);
-  options.wait_timeout_ms = waitTimeoutMs;
+  overlap_cuda_options options = cudaOptions(waitTimeoutMs);
   overlap_context *ctx = nullptr;
   overlap_status status =
       ranks == 1

@@ -33,6 +33,26 @@ using StepCall = int (*)(void *step, int rank, const void *const *inputs,
                          size_t numOutputs, char **messages);
 using FreeFn = void (*)(void *);
 
+/// The data pointers of the call's operands (after the rank) and results.
+ffi::Error buffers(const ffi::RemainingArgs &args,
+                   const ffi::RemainingRets &rets,
+                   std::vector<const void *> &inputs,
+                   std::vector<void *> &outputs) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto arg = args.get<ffi::AnyBuffer>(i);
+    if (!arg.has_value())
+      return arg.error();
+    inputs.push_back(arg->untyped_data());
+  }
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto ret = rets.get<ffi::AnyBuffer>(i);
+    if (!ret.has_value())
+      return ret.error();
+    outputs.push_back((*ret)->untyped_data());
+  }
+  return ffi::Error::Success();
+}
+
 ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
                             ffi::Buffer<ffi::S32> rank,
                             ffi::RemainingArgs args, ffi::RemainingRets rets) {
@@ -40,19 +60,9 @@ ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
     return ffi::Error::InvalidArgument(
         "overlap_layer: no step (the layer was not made by overlap.jax.jit)");
   std::vector<const void *> inputs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto arg = args.get<ffi::AnyBuffer>(i);
-    if (!arg.has_value())
-      return arg.error();
-    inputs.push_back(arg->untyped_data());
-  }
   std::vector<void *> outputs;
-  for (size_t i = 0; i < rets.size(); ++i) {
-    auto ret = rets.get<ffi::AnyBuffer>(i);
-    if (!ret.has_value())
-      return ret.error();
-    outputs.push_back((*ret)->untyped_data());
-  }
+  if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
+    return error;
   char *messages = nullptr;
   int status = reinterpret_cast<StepCall>(call)(
       reinterpret_cast<void *>(step), rank.typed_data()[0], inputs.data(),
@@ -77,19 +87,9 @@ ffi::Error OverlapLayerCudaImpl(void *stream, int64_t step, int64_t call,
     return ffi::Error::InvalidArgument(
         "overlap_layer: no layer (it was not made by overlap.jax.jit)");
   std::vector<const void *> inputs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto arg = args.get<ffi::AnyBuffer>(i);
-    if (!arg.has_value())
-      return arg.error();
-    inputs.push_back(arg->untyped_data());
-  }
   std::vector<void *> outputs;
-  for (size_t i = 0; i < rets.size(); ++i) {
-    auto ret = rets.get<ffi::AnyBuffer>(i);
-    if (!ret.has_value())
-      return ret.error();
-    outputs.push_back((*ret)->untyped_data());
-  }
+  if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
+    return error;
   char *messages = nullptr;
   int status = reinterpret_cast<DeviceCall>(call)(
       reinterpret_cast<void *>(step), stream, inputs.data(), inputs.size(),

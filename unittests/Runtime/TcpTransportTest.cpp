@@ -70,8 +70,12 @@ std::string text(int rc) {
 
 /// Runs `body(rank)` in kRanks forked processes joined over TCP; returns
 /// each process's exit status (-signal if killed; 99 if it ran past 60 s).
-std::vector<int> runRanks(const std::function<void(int)> &body) {
+/// `beforeRanks(port)`, when given, runs in the parent before they start.
+std::vector<int> runRanks(const std::function<void(int)> &body,
+                          const std::function<void(int)> &beforeRanks = {}) {
   const int port = freePort();
+  if (beforeRanks)
+    beforeRanks(port);
   std::vector<pid_t> pids;
   std::fflush(nullptr); // the children would print what is buffered again
   for (int r = 0; r < kRanks; ++r) {
@@ -100,6 +104,13 @@ std::vector<int> runRanks(const std::function<void(int)> &body) {
   }
   return codes;
 }
+
+/// Finalizes the joined transport in a rank process (exit 4 if it fails).
+#define CHECK_RANK_FINALIZE()                                                  \
+  do {                                                                         \
+    if (tcp().finalize() != 0)                                                 \
+      std::_Exit(4);                                                           \
+  } while (0)
 
 int join(int expectRank) {
   int rank = -1, size = 0, multiple = 0, tagUb = 0, initialized = 0;
@@ -351,4 +362,45 @@ TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("[2] rank 2: rank 0 at"), std::string::npos) << out;
+}
+
+TEST(TcpTransport, ASilentConnectionDoesNotHoldUpTheJob) {
+  // Something connects to rank 0's port and says nothing (a port scanner,
+  // a stale client): rank 0 drops it after a few seconds and the ranks
+  // still join, well before the bootstrap timeout (20 s here).
+  int silent = -1;
+  std::thread opener;
+  auto start = std::chrono::steady_clock::now();
+  auto codes = runRanks(
+      [](int expect) {
+        join(expect);
+        CHECK_RANK_FINALIZE();
+      },
+      [&](int port) {
+        opener = std::thread([&silent, port] {
+          sockaddr_in address{};
+          address.sin_family = AF_INET;
+          address.sin_port = htons(static_cast<uint16_t>(port));
+          address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          for (int tries = 0; tries < 200 && silent < 0; ++tries) {
+            int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            if (::connect(fd, reinterpret_cast<sockaddr *>(&address),
+                          sizeof address) == 0) {
+              silent = fd;
+              break;
+            }
+            ::close(fd);
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
+        });
+      });
+  opener.join();
+  auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+  if (silent >= 0)
+    ::close(silent);
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], 0) << "rank " << r;
+  EXPECT_LT(waited, 15);
 }

@@ -61,6 +61,13 @@ uint64_t overlap::process::tcp::hashKey(const std::string &key) {
 
 namespace {
 
+/// How long an accepted connection may take to say who it is: a
+/// connection that says nothing (not one of the job's ranks) must not hold
+/// up the ones that come after it until the bootstrap's deadline.
+Clock::time_point helloBy(Clock::time_point deadline) {
+  return std::min(deadline, Clock::now() + std::chrono::seconds(5));
+}
+
 int remainingMs(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                   deadline - Clock::now())
@@ -340,7 +347,7 @@ int Job::init(std::string &why) {
       std::string readWhy;
       Answer answer;
       std::string reject;
-      if (!readAll(fd, &theirs, sizeof theirs, deadline, readWhy)) {
+      if (!readAll(fd, &theirs, sizeof theirs, helloBy(deadline), readWhy)) {
         ::close(fd); // not one of ours, or gone
         continue;
       }
@@ -464,7 +471,7 @@ int Job::init(std::string &why) {
       tune(peer);
       Hello theirs;
       std::string readWhy;
-      if (!readAll(peer, &theirs, sizeof theirs, deadline, readWhy) ||
+      if (!readAll(peer, &theirs, sizeof theirs, helloBy(deadline), readWhy) ||
           theirs.magic != kMagic || theirs.keyHash != key ||
           theirs.rank <= rank || theirs.rank >= size ||
           peers_[theirs.rank]->fd >= 0) {

@@ -140,8 +140,8 @@ llvm::Error CompileOptions::validate() const {
     return llvm::createStringError("profile: empty (a JSON path or the name "
                                    "of a shipped profile)");
   if (strategy.empty())
-    return llvm::createStringError("strategy: empty (none, uniform:N, mc2, "
-                                   "optimal, waves, ficco, auto)");
+    return llvm::createStringError("strategy: empty (" OVERLAP_STRATEGY_LIST
+                                   ")");
   // Checked before anything is compiled: a module with nothing to plan
   // must not hide a misspelt strategy.
   if (llvm::Error err = ::overlap::planner::checkStrategy(strategy))

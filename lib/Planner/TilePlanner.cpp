@@ -20,8 +20,11 @@ static Error badValue(const Twine &msg) {
 }
 
 ArrayRef<StringRef> overlap::planner::strategyNames() {
-  static const StringRef names[] = {"none",  "uniform:n", "mc2", "optimal",
-                                    "waves", "ficco",     "auto"};
+  static const std::vector<StringRef> names = [] {
+    SmallVector<StringRef, 8> parts;
+    StringRef(OVERLAP_STRATEGY_LIST).split(parts, ", ");
+    return std::vector<StringRef>(parts.begin(), parts.end());
+  }();
   return names;
 }
 
@@ -128,8 +131,10 @@ static Expected<Plan> planAuto(const CostModel &model) {
   int64_t blocks = model.getProblem().m / model.getAlignment();
   for (int64_t n = 2; n <= std::min<int64_t>(16, blocks); ++n)
     names.push_back(("uniform:" + Twine(n)).str());
-  for (StringRef s : {"mc2", "optimal", "waves", "ficco"})
-    names.push_back(s.str());
+  // Every other strategy of the list but auto itself.
+  for (StringRef s : strategyNames())
+    if (s != "none" && s != "auto" && !s.starts_with("uniform:"))
+      names.push_back(s.str());
 
   std::optional<Plan> best;
   std::vector<Candidate> candidates;

@@ -19,6 +19,12 @@ namespace planner {
 /// sheet (profiles/h100-nvlink-datasheet.json).
 inline constexpr const char kDefaultProfile[] = "h100-nvlink-datasheet";
 
+/// The strategies planTiles takes, written once ("uniform:n" stands for all
+/// n), as a string literal so that flag descriptions are made of it at
+/// compile time (CompileOptions.def, OverlapPipelineOptions); the errors of
+/// checkStrategy and strategyNames() (TilePlanner.h) are made of it too.
+#define OVERLAP_STRATEGY_LIST "none, uniform:n, mc2, optimal, waves, ficco, auto"
+
 /// The tiling strategy used when none is named.
 inline constexpr const char kDefaultStrategy[] = "auto";
 

@@ -25,6 +25,7 @@
 #ifndef OVERLAP_PLANNER_TILEPLANNER_H
 #define OVERLAP_PLANNER_TILEPLANNER_H
 
+#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Plan.h"
 #include "overlap/Planner/Strategies.h"
 
@@ -48,7 +49,7 @@ llvm::Expected<Plan> evaluateTiles(const Profile &profile,
                                    llvm::ArrayRef<int64_t> tiles,
                                    llvm::StringRef strategyName = "given");
 
-/// The strategy names accepted by planTiles ("uniform:n" stands for all n).
+/// OVERLAP_STRATEGY_LIST's names (Defaults.h), in order.
 llvm::ArrayRef<llvm::StringRef> strategyNames();
 
 /// Whether planTiles takes `strategy` (one of strategyNames(), uniform:n

@@ -46,8 +46,7 @@ struct OverlapPipelineOptions
       llvm::cl::init(::overlap::planner::kDefaultProfile)};
   PassOptions::Option<std::string> strategy{
       *this, "strategy",
-      llvm::cl::desc("Tiling strategy: none, uniform:N, mc2, optimal, waves, "
-                     "ficco, auto"),
+      llvm::cl::desc("Tiling strategy: " OVERLAP_STRATEGY_LIST),
       llvm::cl::init(::overlap::planner::kDefaultStrategy)};
   PassOptions::Option<int64_t> ranks{
       *this, "ranks",

@@ -369,8 +369,8 @@ def OverlapPlan : Pass<"overlap-plan", "ModuleOp"> {
            "installed profiles/ directory">,
     Option<"strategy", "strategy", "std::string",
            /*default=*/"::overlap::planner::kDefaultStrategy",
-           "Tiling strategy: none, uniform:N, mc2, optimal, waves, ficco, "
-           "auto">,
+           "Tiling strategy, as overlap-compile's --strategy (the list: "
+           "OVERLAP_STRATEGY_LIST, overlap/Planner/Defaults.h)">,
     Option<"ranks", "ranks", "int64_t", /*default=*/"0",
            "Group size to plan for; 0 takes it from the op's grid and axes">
   ];

@@ -504,7 +504,7 @@ void Job::finalize() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait_for(lock, std::chrono::seconds(60), [&] {
       for (int r = 0; r < size; ++r)
-        if (r != rank && !peers_[r]->bye && !peers_[r]->dead)
+        if (r != rank && !peers_[r]->bye && !peers_[r]->closed)
           return false;
       return true;
     });

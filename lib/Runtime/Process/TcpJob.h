@@ -82,8 +82,9 @@ struct Peer {
   int fd = -1;
   std::mutex write;
   bool bye = false;    ///< said goodbye (finalize)
-  bool dead = false;   ///< closed without goodbye
   bool closed = false; ///< nothing more to read
+  /// Closed without goodbye: it exited, crashed or was killed.
+  bool dead() const { return closed && !bye; }
   // The frame being read.
   Frame frame;
   size_t headerGot = 0;

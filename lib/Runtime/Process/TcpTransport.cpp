@@ -65,7 +65,7 @@ bool Job::sendFrame(int to, const Frame &frame, const void *data) {
 }
 
 std::string Job::deadReason(int peer) const {
-  if (!peers_[peer]->dead)
+  if (!peers_[peer]->dead())
     return "";
   return "rank " + std::to_string(peer) +
          "'s connection closed before it finished (it exited, crashed or "
@@ -96,8 +96,6 @@ void Job::progress() {
       // the end of a finished peer, before it the death of one.
       std::lock_guard<std::mutex> lock(mutex_);
       peers_[r]->closed = true;
-      if (!peers_[r]->bye)
-        peers_[r]->dead = true;
       changed_.notify_all();
     }
   }

@@ -2,7 +2,7 @@
 # mlir-opt plugin, profiles (P/share/overlap/profiles) and the CMake package
 # (P/lib/cmake/overlap/OverlapConfig.cmake) with the imported targets
 # Overlap::Compiler, Runner, CAPI, HostCAPI, Planner, Artifact, Loader,
-# Runtime [, RuntimeCuda].
+# Support, Runtime [, RuntimeCuda].
 # Nothing installed names the source or the build tree: binaries find the
 # runtime and the profiles relative to themselves ($ORIGIN/../lib,
 # <binary dir>/../share/overlap/profiles) and LLVM in its installation.
@@ -11,8 +11,9 @@ include(CMakePackageConfigHelpers)
 set(OVERLAP_INSTALL_PROFILESDIR ${CMAKE_INSTALL_DATADIR}/overlap/profiles)
 set(OVERLAP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/overlap)
 
-set(overlap_exported OverlapPlanner OverlapArtifact OverlapLoader
-  overlap_runtime OverlapHostCAPI)
+set(overlap_exported OverlapSupport OverlapPlanner OverlapArtifact
+  OverlapLoader overlap_runtime OverlapHostCAPI)
+set_target_properties(OverlapSupport PROPERTIES EXPORT_NAME Support)
 set_target_properties(OverlapArtifact PROPERTIES EXPORT_NAME Artifact)
 set_target_properties(OverlapHostCAPI PROPERTIES EXPORT_NAME HostCAPI)
 set_target_properties(OverlapPlanner PROPERTIES EXPORT_NAME Planner)

@@ -8,6 +8,7 @@
 #ifndef OVERLAP_C_LOADER_H
 #define OVERLAP_C_LOADER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,23 +18,44 @@
 extern "C" {
 #endif
 
+/** The run options; overlapRunOptionsDefault() gives the defaults (the same
+ *  as overlap-exec's). Their fields are the rows of
+ *  overlap/Loader/RunOptions.def, the one declaration that overlap-exec's
+ *  and overlap-run's flags, this struct and Python's overlap.run share;
+ *  its comments say what each is and takes. A string NULL or "" keeps the
+ *  default (ranksAs "auto"; chaos off; backend the program's target). Every
+ *  value is checked before anything runs (status 2, naming the field). */
+#define OVERLAP_RUN_OPTION_C_PATH const char *
+#define OVERLAP_RUN_OPTION_C_CHOICE const char *
+#define OVERLAP_RUN_OPTION_C_RANKS_AS const char *
+#define OVERLAP_RUN_OPTION_C_INT int
+#define OVERLAP_RUN_OPTION_C_INT64 int64_t
+#define OVERLAP_RUN_OPTION_C_UINT64 uint64_t
+#define OVERLAP_RUN_OPTION_C_SEED const char *
+#define OVERLAP_RUN_OPTION_C_DOUBLE double
+#define OVERLAP_RUN_OPTION_C_BOOL bool
 typedef struct {
   /* sizeof(OverlapRunOptions), as overlapRunOptionsDefault() sets it:
    * options laid out by another version of this header are refused (status
    * 2, saying so), never misread. */
   size_t size;
-  const char *program;   /* the library to run */
-  const char *reference; /* NULL or "": no reference (checksums) */
-  const char *backend;   /* NULL: the program's target; "host" or "cuda" */
-  int ranks;             /* 0: the size of the program's grid */
-  uint64_t seed;
-  int iterations;
-  double rtol, atol;
-  int64_t waitTimeoutMs; /* 0: the runtime's default */
+  const char *program; /* the library to run */
+#define OVERLAP_RUN_OPTION(GROUP, FIELD, FLAG, KIND, DEFAULT, LOW, HIGH, UNIT, \
+                           ZERO, META, HELP)                                   \
+  OVERLAP_RUN_OPTION_C_##KIND FIELD;
+#include "overlap/Loader/RunOptions.def"
 } OverlapRunOptions;
 
 /** The defaults of overlap-exec (seed 1, one iteration, exact). */
 OVERLAP_C_API OverlapRunOptions overlapRunOptionsDefault(void);
+
+/** The layout of OverlapRunOptions as this library was built with it: JSON
+ *  {"size": N, "fields": [{"field", "flag" (overlap-exec's, "" for size and
+ *  program), "kind" (size, string, int, int64, uint64, double, bool),
+ *  "offset", "help"}, ...]} in field order: what a binding that mirrors the
+ *  struct (Python's ctypes) builds its mirror from. Static storage; never
+ *  NULL. */
+OVERLAP_C_API const char *overlapRunOptionsLayout(void);
 
 /** Runs as overlap-exec; returns its exit status (0 match, 1 mismatch, 2
  *  error, 3 no CUDA device) with its report in `*report` and its messages

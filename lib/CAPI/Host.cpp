@@ -14,6 +14,7 @@
 #include "overlap/Loader/Session.h"
 #include "overlap/Planner/Json.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -59,20 +60,102 @@ int overlapPlanJSON(const char *request, char **result, char **error) {
 
 void overlapFree(void *pointer) { std::free(pointer); }
 
+namespace {
+using overlap::exec::RunOption;
+using overlap::exec::SessionOptions;
+
+// One row of OverlapRunOptions into the session: a number as it is, a
+// string (NULL or "": the default) read as overlap-exec reads its flag.
+template <typename T>
+std::string fromC(SessionOptions &session, const RunOption &row, T &,
+                  const char *text) {
+  if (!text || !*text)
+    return "";
+  return overlap::exec::setRunOption(
+      session, row, text, std::string("OverlapRunOptions.") + row.field);
+}
+template <typename T>
+std::string fromC(SessionOptions &, const RunOption &, T &out, const T &in) {
+  out = in;
+  return "";
+}
+
+// A row's default in C: a number as it is, a string NULL.
+template <typename T> void defaultC(const char *&out, const T &) {
+  out = nullptr;
+}
+template <typename T> void defaultC(T &out, const T &in) { out = in; }
+} // namespace
+
 OverlapRunOptions overlapRunOptionsDefault(void) {
-  overlap::exec::SessionOptions defaults;
+  SessionOptions defaults;
   OverlapRunOptions options;
   options.size = sizeof(OverlapRunOptions);
   options.program = nullptr;
-  options.reference = nullptr;
-  options.backend = nullptr;
-  options.ranks = defaults.ranks;
-  options.seed = defaults.seed;
-  options.iterations = defaults.iterations;
-  options.rtol = defaults.tolerance.rtol;
-  options.atol = defaults.tolerance.atol;
-  options.waitTimeoutMs = defaults.waitTimeoutMs;
+#define OVERLAP_RUN_OPTION(GROUP, FIELD, FLAG, KIND, DEFAULT, LOW, HIGH, UNIT, \
+                           ZERO, META, HELP)                                   \
+  defaultC(options.FIELD, defaults.FIELD);
+#include "overlap/Loader/RunOptions.def"
   return options;
+}
+
+const char *overlapRunOptionsLayout(void) {
+  static const std::string layout = [] {
+    std::string fields;
+    auto field = [&](const char *name, const char *flag, const char *kind,
+                     size_t offset) {
+      fields += std::string(fields.empty() ? "" : ", ") + "{\"field\": \"" +
+                name + "\", \"flag\": \"" + flag + "\", \"kind\": \"" + kind +
+                "\", \"offset\": " + std::to_string(offset) + "}";
+    };
+    field("size", "", "size", offsetof(OverlapRunOptions, size));
+    field("program", "", "string", offsetof(OverlapRunOptions, program));
+#define OVERLAP_RUN_KIND_PATH "string"
+#define OVERLAP_RUN_KIND_CHOICE "string"
+#define OVERLAP_RUN_KIND_RANKS_AS "string"
+#define OVERLAP_RUN_KIND_SEED "string"
+#define OVERLAP_RUN_KIND_INT "int"
+#define OVERLAP_RUN_KIND_INT64 "int64"
+#define OVERLAP_RUN_KIND_UINT64 "uint64"
+#define OVERLAP_RUN_KIND_DOUBLE "double"
+#define OVERLAP_RUN_KIND_BOOL "bool"
+#define OVERLAP_RUN_OPTION(GROUP, FIELD, FLAG, KIND, DEFAULT, LOW, HIGH, UNIT, \
+                           ZERO, META, HELP)                                   \
+  field(#FIELD, FLAG, OVERLAP_RUN_KIND_##KIND,                                 \
+        offsetof(OverlapRunOptions, FIELD));
+#include "overlap/Loader/RunOptions.def"
+    return "{\"size\": " + std::to_string(sizeof(OverlapRunOptions)) +
+           ", \"fields\": [" + fields + "]}";
+  }();
+  return layout.c_str();
+}
+
+/// The session `options` asks for; "" or why not (one line of the form
+/// "overlap: error: ...\n").
+static std::string sessionFromC(const OverlapRunOptions *options,
+                                SessionOptions &session) {
+  if (options && options->size != sizeof(OverlapRunOptions))
+    return "overlap: error: OverlapRunOptions: size " +
+           std::to_string(options->size) + ", but this library's is " +
+           std::to_string(sizeof(OverlapRunOptions)) +
+           " (start from overlapRunOptionsDefault(), built with this "
+           "library's overlap-c/Loader.h)\n";
+  if (!options || !options->program)
+    return "overlap: error: no program library given\n";
+  session.tool = "overlap";
+  session.program = options->program;
+  std::string error;
+#define OVERLAP_RUN_OPTION(GROUP, FIELD, FLAG, KIND, DEFAULT, LOW, HIGH, UNIT, \
+                           ZERO, META, HELP)                                   \
+  if (error.empty())                                                           \
+    error = fromC(session, *overlap::exec::findRunOption(FLAG), session.FIELD, \
+                  options->FIELD);
+#include "overlap/Loader/RunOptions.def"
+  if (error.empty())
+    error = overlap::exec::checkRunOptions(session, [](const RunOption &row) {
+      return std::string("OverlapRunOptions.") + row.field;
+    });
+  return error.empty() ? "" : "overlap: error: " + error + "\n";
 }
 
 struct OverlapOutputs {
@@ -89,33 +172,9 @@ static int runWith(const OverlapRunOptions *options,
                    OverlapOutputs *outputs, char **report, char **messages) {
   std::string out, err;
   int status = 2;
-  if (options && options->size != sizeof(OverlapRunOptions)) {
-    err = "overlap: error: OverlapRunOptions: size " +
-          std::to_string(options->size) + ", but this library's is " +
-          std::to_string(sizeof(OverlapRunOptions)) +
-          " (start from overlapRunOptionsDefault(), built with this "
-          "library's overlap-c/Loader.h)\n";
-  } else if (!options || !options->program) {
-    err = "overlap: error: no program library given\n";
-  } else if (options->iterations < 1 || options->ranks < 0 ||
-             !(options->rtol >= 0) || !(options->atol >= 0) ||
-             options->waitTimeoutMs < 0) {
-    err = "overlap: error: iterations must be >= 1; ranks, tolerances and "
-          "the wait timeout >= 0\n";
-  } else {
-    overlap::exec::SessionOptions session;
-    session.tool = "overlap";
-    session.program = options->program;
-    if (options->reference)
-      session.reference = options->reference;
-    if (options->backend)
-      session.backend = options->backend;
-    session.ranks = options->ranks;
-    session.seed = options->seed;
-    session.iterations = options->iterations;
-    session.tolerance.rtol = options->rtol;
-    session.tolerance.atol = options->atol;
-    session.waitTimeoutMs = options->waitTimeoutMs;
+  overlap::exec::SessionOptions session;
+  err = sessionFromC(options, session);
+  if (err.empty()) {
     session.inputs = inputs;
     if (shapes)
       session.inputShapes = *shapes;
@@ -311,11 +370,21 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
                     spec.typeString() +
                     "): a layer's buffers have static shapes\n");
   auto step = std::make_unique<OverlapStep>();
+  // The caller's strings need not outlive this call: the step keeps the
+  // program's name and runs every rank as a thread of this process, once
+  // per step, with no reference and no .npz files.
   step->options = *options;
   step->program = options->program;
   step->options.program = step->program.c_str();
+  OverlapRunOptions defaults = overlapRunOptionsDefault();
   step->options.reference = nullptr;
-  step->options.iterations = 1;
+  step->options.inputsNpz = nullptr;
+  step->options.outputsNpz = nullptr;
+  step->options.backend = nullptr;
+  step->options.refBackend = nullptr;
+  step->options.chaos = nullptr;
+  step->options.ranksAs = "threads";
+  step->options.iterations = defaults.iterations;
   step->name = sig.name;
   for (const overlap::run::BufferSpec &spec : sig.args)
     step->argBytes.push_back(spec.numElements() * spec.elemBytes());

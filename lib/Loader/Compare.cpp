@@ -125,8 +125,7 @@ static void compareOutput(Elem elem, const OutputView &got,
     // Integers are equal by their bits (an i64 past 2^53 is not exact as
     // a double); a tolerance still admits nearby values.
     bool ok = (isInteger(elem) && sameBits) ||
-              (!nan && abs <= tolerance.atol +
-                                  tolerance.rtol * std::fabs(w));
+              (!nan && abs <= tolerance.atol + tolerance.rtol * std::fabs(w));
     if (!ok) {
       if (stats.mismatches == 0) {
         stats.firstRank = rank;
@@ -163,19 +162,6 @@ static std::string outputColumns(const BufferSpec &spec) {
   std::snprintf(buffer, sizeof buffer, "  %-8s %-16s", spec.name.c_str(),
                 spec.typeString().c_str());
   return buffer;
-}
-
-bool checkTolerance(const Tolerance &tolerance, std::string &error) {
-  for (auto [flag, value] :
-       {std::pair<const char *, double>{"--rtol", tolerance.rtol},
-        {"--atol", tolerance.atol}}) {
-    if (std::isfinite(value) && value >= 0)
-      continue;
-    error = std::string(flag) + " " + formatDouble("%g", value) +
-            ": a tolerance is a finite number >= 0";
-    return false;
-  }
-  return true;
 }
 
 /// Whether some rank's argument `index` no longer holds the input that

@@ -27,23 +27,6 @@ namespace run {
 
 using exec::rt;
 
-bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
-                    std::string &error) {
-  auto check = [&](const char *flag, int64_t value, int64_t limit,
-                   const char *unit) {
-    if (value >= 0 && value <= limit)
-      return true;
-    error = std::string(flag) + " " + std::to_string(value) +
-            ": expected 0 (the runtime's default) to " + std::to_string(limit) +
-            " " + unit;
-    return false;
-  };
-  return check("--wait-timeout-ms", waitTimeoutMs, OVERLAP_MAX_WAIT_TIMEOUT_MS,
-               "milliseconds") &&
-         check("--chaos-max-us", chaosMaxUs, OVERLAP_MAX_CHAOS_DELAY_US,
-               "microseconds");
-}
-
 //===----------------------------------------------------------------------===//
 // Poison
 //===----------------------------------------------------------------------===//

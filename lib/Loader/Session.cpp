@@ -212,7 +212,11 @@ int Session::createExecutor(const std::string &backend, const char *option,
 }
 
 int Session::run() {
-  std::string why;
+  // Whichever front end set them (flags, C, Python): RunOptions.def's
+  // ranges and choices.
+  std::string why = checkRunOptions(o);
+  if (!why.empty())
+    return error(why);
   if (!loadRuntime(why))
     return error(why);
   std::string launcher, malformed;
@@ -390,8 +394,8 @@ int Session::runRanks() {
     } else {
       facts.add("--seed", std::to_string(o.seed));
     }
-    facts.add("--rtol/--atol", std::to_string(o.tolerance.rtol) + "/" +
-                                   std::to_string(o.tolerance.atol));
+    facts.add("--rtol/--atol",
+              std::to_string(o.rtol) + "/" + std::to_string(o.atol));
     facts.add("--chaos", o.chaos ? std::to_string(*o.chaos) : "off");
     facts.add("--outputs", o.outputsNpz.empty() ? "none" : "given");
     facts_ = facts.text();
@@ -505,7 +509,7 @@ int Session::runRanks() {
   int status = 0;
   if (haveReference) {
     run::Comparison comparison = run::compareOutputs(
-        sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance,
+        sig, programOutcome.outputs, referenceOutcome.outputs, o.tolerance(),
         label.c_str(), "reference", o.seed);
     out(comparison.text + timing + run::verdict(comparison));
     status = comparison.ok ? 0 : 1;

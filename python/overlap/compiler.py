@@ -330,34 +330,83 @@ def _check_inputs(sig: Signature, inputs, ranks: int) -> List[np.ndarray]:
     return flat
 
 
+# The C range of each integer kind of overlapRunOptionsLayout.
+_INT_RANGES = {"int": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1),
+               "uint64": (0, 2**64 - 1)}
+
+
+def _snake(field: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in field)
+
+
+def run_option_names() -> List[str]:
+    """The keyword arguments of ``run`` besides ``inputs``: the rows of
+    RunOptions.def (overlap-exec's flags), by field name in snake case."""
+    lib = native.host_api()
+    return [_snake(f) for f in lib.RunOptions.kinds
+            if f not in ("size", "program")]
+
+
+def _run_options(lib, program, given: Dict[str, Any]):
+    """The C OverlapRunOptions of ``given`` (keyword -> value; None keeps
+    the default) and the bytes objects its strings point into. The values
+    are checked by the library against RunOptions.def (status 2, naming the
+    field); here only what ctypes would wrap or cannot hold."""
+    options = lib.overlapRunOptionsDefault()
+    keep = [os.fspath(program).encode()]
+    options.program = keep[0]
+    fields = {_snake(f): f for f in lib.RunOptions.kinds
+              if f not in ("size", "program")}
+    for key, value in given.items():
+        if value is None:
+            continue
+        field = fields.get(key)
+        if field is None:
+            import difflib
+            near = difflib.get_close_matches(key, list(fields), n=1)
+            raise TypeError(
+                f"run() has no option '{key}'"
+                + (f"; did you mean '{near[0]}'?" if near else "")
+                + f" (the options: {', '.join(fields)})")
+        kind = lib.RunOptions.kinds[field]
+        if kind == "string":
+            if isinstance(value, bool):
+                raise TypeError(f"{key} must be a string, got a bool")
+            text = os.fspath(value) if isinstance(value, (str, os.PathLike)) \
+                else str(_checked_int(key, value, 0, 2**64 - 1))
+            keep.append(text.encode())
+            value = keep[-1]
+        elif kind in _INT_RANGES:
+            value = _checked_int(key, value, *_INT_RANGES[kind])
+        elif kind == "double":
+            value = float(value)
+        elif kind == "bool":
+            value = bool(value)
+        setattr(options, field, value)
+    return options, keep
+
+
 def run(program: Union[str, os.PathLike], *,
         reference: Optional[Union[str, os.PathLike]] = None,
         ranks: int = 0, seed: int = 1, iterations: int = 1,
         rtol: float = 0.0, atol: float = 0.0,
         backend: Optional[str] = None,
-        inputs: Optional[Sequence[Sequence[Any]]] = None) -> RunResult:
+        inputs: Optional[Sequence[Sequence[Any]]] = None,
+        **options: Any) -> RunResult:
     """Runs the shared library ``program`` (from ``compile``) with seeded
     inputs on ``ranks`` host ranks (0: the program's grid) or, with
     backend="cuda", one CUDA device; with ``reference`` compares every
     output of every rank. With ``inputs`` ([rank][argument] numpy arrays of
     the signature's shapes and dtypes) it runs once with those and returns
-    every rank's outputs in ``RunResult.outputs``."""
+    every rank's outputs in ``RunResult.outputs``. ``options``: the other
+    rows of RunOptions.def, overlap-exec's flags, by field name in snake
+    case (``wait_timeout_ms``, ``chaos``, ``chaos_max_us``, ``ranks_as``,
+    ``device``, ``verbose``, ...: ``run_option_names()``); a bad value is
+    refused by the library with status 2, naming it."""
     lib = native.host_api()
-    options = lib.overlapRunOptionsDefault()
-    keep = [os.fspath(program).encode()]
-    options.program = keep[0]
-    if reference is not None:
-        keep.append(os.fspath(reference).encode())
-        options.reference = keep[-1]
-    if backend is not None:
-        keep.append(backend.encode())
-        options.backend = keep[-1]
-    options.ranks = _checked_int("ranks", ranks, 0, 2**31 - 1)
-    options.seed = _checked_int("seed", seed, 0, 2**64 - 1)
-    options.iterations = _checked_int("iterations", iterations, 1,
-                                      2**31 - 1)
-    options.rtol = rtol
-    options.atol = atol
+    options, keep = _run_options(lib, program, dict(
+        options, reference=reference, ranks=ranks, seed=seed,
+        iterations=iterations, rtol=rtol, atol=atol, backend=backend))
     report, messages = ctypes.c_void_p(), ctypes.c_void_p()
     if inputs is None:
         status = lib.overlapRun(ctypes.byref(options), ctypes.byref(report),

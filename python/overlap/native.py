@@ -77,47 +77,42 @@ class MlirStringRef(ctypes.Structure):
         return ctypes.string_at(self.data, self.length).decode()
 
 
-# The ctypes type of each kind of field overlapCompileOptionsLayout names.
+# The ctypes type of each kind of field the layouts name
+# (overlapCompileOptionsLayout, overlapRunOptionsLayout).
 _OPTION_KINDS = {"size": ctypes.c_size_t, "string": ctypes.c_char_p,
                  "bool": ctypes.c_bool, "emit": ctypes.c_int,
-                 "unsigned": ctypes.c_uint}
+                 "unsigned": ctypes.c_uint, "int": ctypes.c_int,
+                 "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
+                 "double": ctypes.c_double}
 
 
-def _compile_options_type(lib: ctypes.CDLL) -> type:
-    """The ctypes mirror of OverlapCompileOptions, built from the layout the
-    library reports (overlapCompileOptionsLayout), not declared here: a field
-    added in C (a row of CompileOptions.def) cannot shift it silently. Its
-    ``flags`` map overlap-compile's flag names to fields."""
-    lib.overlapCompileOptionsLayout.argtypes = []
-    lib.overlapCompileOptionsLayout.restype = ctypes.c_char_p
-    layout = json.loads(lib.overlapCompileOptionsLayout().decode())
+def _options_type(lib: ctypes.CDLL, layout_fn: str, name: str) -> type:
+    """The ctypes mirror of an options struct, built from the layout the
+    library reports (``layout_fn``), not declared here: a field added in C
+    (a row of CompileOptions.def or RunOptions.def) cannot shift it
+    silently. Its ``flags`` map the tool's flag names to (field, kind)."""
+    fn = getattr(lib, layout_fn)
+    fn.argtypes = []
+    fn.restype = ctypes.c_char_p
+    layout = json.loads(fn().decode())
     fields = layout["fields"]
-    cls = type("CompileOptions", (ctypes.Structure,), {
+    cls = type(name, (ctypes.Structure,), {
         "_fields_": [(f["field"], _OPTION_KINDS[f["kind"]]) for f in fields],
         "flags": {f["flag"]: (f["field"], f["kind"]) for f in fields
                   if f["flag"]},
+        "kinds": {f["field"]: f["kind"] for f in fields},
     })
     for f in fields:
         if getattr(cls, f["field"]).offset != f["offset"]:
             raise RuntimeError(
-                f"OverlapCompileOptions.{f['field']}: ctypes puts it at "
+                f"Overlap{name}.{f['field']}: ctypes puts it at "
                 f"{getattr(cls, f['field']).offset}, the library at "
                 f"{f['offset']}")
     if ctypes.sizeof(cls) != layout["size"]:
-        raise RuntimeError(f"OverlapCompileOptions: ctypes size "
+        raise RuntimeError(f"Overlap{name}: ctypes size "
                            f"{ctypes.sizeof(cls)}, the library's "
                            f"{layout['size']}")
     return cls
-
-
-class RunOptions(ctypes.Structure):
-    # Sized: a mirror that no longer matches overlap-c/Loader.h is refused
-    # by the library (its size differs), not misread.
-    _fields_ = [("size", ctypes.c_size_t), ("program", ctypes.c_char_p), ("reference", ctypes.c_char_p),
-                ("backend", ctypes.c_char_p), ("ranks", ctypes.c_int),
-                ("seed", ctypes.c_uint64), ("iterations", ctypes.c_int),
-                ("rtol", ctypes.c_double), ("atol", ctypes.c_double),
-                ("waitTimeoutMs", ctypes.c_int64)]
 
 
 def host_api() -> ctypes.CDLL:
@@ -129,6 +124,9 @@ def host_api() -> ctypes.CDLL:
         lib.overlapPlanJSON.restype = ctypes.c_int
         lib.overlapFree.argtypes = [ctypes.c_void_p]
         lib.overlapFree.restype = None
+        RunOptions = _options_type(lib, "overlapRunOptionsLayout",
+                                   "RunOptions")
+        lib.RunOptions = RunOptions
         lib.overlapRunOptionsDefault.argtypes = []
         lib.overlapRunOptionsDefault.restype = RunOptions
         lib.overlapRun.argtypes = [ctypes.POINTER(RunOptions), out, out]
@@ -184,7 +182,8 @@ def compiler_api() -> ctypes.CDLL:
     """libOverlapCAPI.so with its prototypes."""
     lib = _load("libOverlapCAPI.so")
     if not hasattr(lib, "_overlap_ready"):
-        options_type = _compile_options_type(lib)
+        options_type = _options_type(lib, "overlapCompileOptionsLayout",
+                                     "CompileOptions")
         lib.CompileOptions = options_type
         lib.overlapCompileOptionsDefault.argtypes = []
         lib.overlapCompileOptionsDefault.restype = options_type

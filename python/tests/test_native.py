@@ -185,8 +185,22 @@ def test_run_errors_say_why(compiler_api, host_api, mlp, tmp_path):
     # would run 4 ranks).
     with pytest.raises(ValueError, match=r"ranks=4294967300 is out of range"):
         overlap.run(prog.path, ranks=2**32 + 4)
-    with pytest.raises(ValueError, match="iterations=0"):
-        overlap.run(prog.path, iterations=0)
+    # The library checks every value against RunOptions.def, whichever front
+    # end set it, and names the field with what its row accepts.
+    bad = overlap.run(prog.path, iterations=0)
+    assert bad.status == 2
+    assert ("OverlapRunOptions.iterations 0: expected 1 to 1000000 "
+            "iterations") in bad.messages
+    bad = overlap.run(prog.path, wait_timeout_ms=-5)
+    assert bad.status == 2 and ("OverlapRunOptions.waitTimeoutMs -5: "
+                                "expected 0 (the runtime's default) to "
+                                "1000000000 milliseconds") in bad.messages
+    bad = overlap.run(prog.path, ranks_as="thread")
+    assert bad.status == 2 and ("OverlapRunOptions.ranksAs 'thread': "
+                                "expected auto, threads or processes"
+                                ) in bad.messages
+    with pytest.raises(TypeError, match="did you mean 'wait_timeout_ms'"):
+        overlap.run(prog.path, wait_timeout=5)
     with pytest.raises(TypeError, match="seed must be an integer"):
         overlap.run(prog.path, seed=1.5)
     with pytest.raises(ValueError, match=r"opt_level=1099511627776"):
@@ -355,3 +369,26 @@ def test_run_loads_a_program_recompiled_to_the_same_path(
         first.report.splitlines()[1:-1]
     # The private copies are unlinked once loaded.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.so"]
+
+
+def test_run_takes_every_run_option(compiler_api, host_api, mlp, tmp_path):
+    # RunOptions.def's rows are overlap.run's keywords (the struct's mirror
+    # is built from the library's layout): chaos, its delay and the wait
+    # timeout reach the run, and the report says so.
+    assert {"chaos", "chaos_max_us", "wait_timeout_ms", "ranks_as",
+            "device", "verbose", "ref_backend", "inputs_npz",
+            "outputs_npz"} <= set(overlap.compiler.run_option_names())
+    prog = overlap.compile(mlp, strategy="uniform:2",
+                           output=tmp_path / "p.so")
+    ref = overlap.compile(mlp, strategy="none", output=tmp_path / "r.so")
+    result = overlap.run(prog.path, reference=ref.path, chaos=7,
+                         chaos_max_us=50, wait_timeout_ms=60000,
+                         ranks_as="threads")
+    assert result.status == 0, result.messages
+    assert "chaos 7" in result.report
+    out = tmp_path / "out.npz"
+    result = overlap.run(prog.path, outputs_npz=out)
+    assert result.status == 0, result.messages
+    import numpy as np
+    with np.load(out) as saved:
+        assert saved["result0"].shape[0] == 4

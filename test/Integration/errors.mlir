@@ -26,13 +26,13 @@
 // Tolerances are finite and not negative: a NaN bound would report a
 // bit-identical run as a MISMATCH.
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --rtol nan %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=RTOL-NAN
-// RTOL-NAN: overlap-run: error: --rtol nan: a tolerance is a finite number >= 0
+// RTOL-NAN: overlap-run: error: --rtol 'nan': expected a finite number >= 0
 // RTOL-NAN-NEXT: exit 2
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --atol inf %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ATOL-INF
-// ATOL-INF: overlap-run: error: --atol inf: a tolerance is a finite number >= 0
+// ATOL-INF: overlap-run: error: --atol 'inf': expected a finite number >= 0
 // ATOL-INF-NEXT: exit 2
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --atol -1e-3 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=ATOL-NEG
-// ATOL-NEG: overlap-run: error: --atol -0.001: a tolerance is a finite number >= 0
+// ATOL-NEG: overlap-run: error: --atol '-1e-3': expected a finite number >= 0
 // ATOL-NEG-NEXT: exit 2
 //
 // An explicit tile count the preferred 128-row blocks cannot hold is
@@ -61,10 +61,10 @@
 // Timeouts and chaos delays have limits (a timeout of 9.2e12 ms overflowed
 // the deadline and timed out at once; a delay of 2^62 us never ended).
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --wait-timeout-ms 9200000000000 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=WAITMAX
-// WAITMAX: overlap-run: error: --wait-timeout-ms 9200000000000: expected 0 (the runtime's default) to 1000000000 milliseconds
+// WAITMAX: overlap-run: error: --wait-timeout-ms '9200000000000': expected 0 (the runtime's default) to 1000000000 milliseconds
 // WAITMAX: exit 2
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --chaos 1 --chaos-max-us 4611686018427387904 %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=CHAOSMAX
-// CHAOSMAX: overlap-run: error: --chaos-max-us 4611686018427387904: expected 0 (the runtime's default) to 10000000 microseconds
+// CHAOSMAX: overlap-run: error: --chaos-max-us '4611686018427387904': expected 0 (the runtime's default) to 10000000 microseconds
 // CHAOSMAX: exit 2
 // RUN: bash -c 'OVERLAP_WAIT_TIMEOUT_MS=9200000000000 overlap-run --ranks 4 --entry mar %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=WAITENV
 // WAITENV: overlap-run: error: the overlap run failed: OVERLAP_ERROR_INVALID_ARGUMENT: overlap_host_launch: OVERLAP_WAIT_TIMEOUT_MS must be a positive integer of at most 1000000000 (ms)

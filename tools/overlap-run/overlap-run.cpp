@@ -62,39 +62,56 @@ cl::OptionCategory category("overlap-run options");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
                                cl::Required, cl::cat(category));
-cl::opt<int> ranks("ranks",
-                   cl::desc("Number of ranks (threads); must equal the size "
-                            "of the entry's grid (default: that size; a "
-                            "grid with a dynamic extent takes it from here)"),
-                   cl::init(0), cl::cat(category));
 cl::opt<std::string> entry("entry",
                            cl::desc("Function to run (default: the only "
                                     "public function with a body)"),
                            cl::init(""), cl::cat(category));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
-                       cl::init(1), cl::cat(category));
-cl::opt<std::string>
-    chaos("chaos",
-          cl::desc("Host chaos mode with this seed (random delays before "
-                   "stream work), for both runs; default: "
-                   "$OVERLAP_HOST_CHAOS"),
-          cl::value_desc("seed"), cl::init(""), cl::cat(category));
-cl::opt<int64_t> chaosMaxUs("chaos-max-us",
-                            cl::desc("Longest chaos delay in microseconds "
-                                     "(0: the runtime's default)"),
-                            cl::init(0), cl::cat(category));
-cl::opt<int64_t> waitTimeoutMs("wait-timeout-ms",
-                               cl::desc("Timeout of waits and collectives "
-                                        "(0: the runtime's default)"),
-                               cl::init(0), cl::cat(category));
-cl::opt<double> relTolerance("rtol",
-                             cl::desc("Relative tolerance (default 0: exact)"),
-                             cl::init(0.0), cl::cat(category));
-cl::opt<double> absTolerance("atol",
-                             cl::desc("Absolute tolerance (default 0: exact)"),
-                             cl::init(0.0), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
+
+/// The flags of RunOptions.def's RUN rows (LIBRARY rows name libraries
+/// that overlap-run makes itself): each keeps its text, which
+/// exec::setRunOption reads and checks as overlap-exec does.
+struct RunFlags {
+  std::vector<std::unique_ptr<cl::opt<std::string>>> values;
+  std::unique_ptr<cl::opt<bool>> verbose;
+  std::vector<std::string> help;
+
+  RunFlags() {
+    const std::vector<exec::RunOption> &rows = exec::runOptions();
+    help.reserve(rows.size());
+    for (const exec::RunOption &row : rows) {
+      if (row.group != exec::RunGroup::Run)
+        continue;
+      help.push_back(exec::helpText(row));
+      if (row.kind == exec::RunKind::Bool) {
+        verbose = std::make_unique<cl::opt<bool>>(llvm::StringRef(row.flag),
+                                                  cl::desc(help.back()),
+                                                  cl::cat(category));
+        continue;
+      }
+      values.push_back(std::make_unique<cl::opt<std::string>>(
+          llvm::StringRef(row.flag), cl::desc(help.back()),
+          cl::value_desc(row.meta), cl::cat(category)));
+    }
+  }
+
+  /// Sets `o` from the flags given; "" or the first error.
+  std::string apply(exec::SessionOptions &o) const {
+    for (const auto &value : values)
+      if (value->getNumOccurrences())
+        if (std::string error = exec::setRunOption(
+                o, *exec::findRunOption(value->ArgStr.str()), *value);
+            !error.empty())
+          return error;
+    o.verbose = verbose && *verbose;
+    return "";
+  }
+};
+RunFlags &runFlags() {
+  static RunFlags flags;
+  return flags;
+}
 } // namespace
 
 static constexpr const char *kTool = "overlap-run";
@@ -161,6 +178,7 @@ int main(int argc, char **argv) {
   // rows, as overlap-compile takes them (the reference keeps the profile and
   // is compiled with strategy none and its waits).
   compiler::registerCompileCLOptions(category);
+  runFlags();
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
@@ -169,27 +187,14 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return 2;
 
-  if (ranks.getNumOccurrences() && (ranks < 1 || ranks > 1024))
-    return usageOrCompileError("--ranks " + llvm::Twine(ranks) +
-                               ": give 1 to 1024 ranks");
+  // overlap-run's ranks are threads of this process: it JITs its programs.
+  exec::SessionOptions session;
+  session.ranksAs = exec::RanksAs::Threads;
+  if (std::string error = runFlags().apply(session); !error.empty())
+    return usageOrCompileError(error);
   if (optLevel > 3)
     return usageOrCompileError("-O" + llvm::Twine(optLevel) +
                                ": the level is 0 to 3");
-  run::Tolerance tolerance{relTolerance, absTolerance};
-  std::string toleranceError;
-  if (!run::checkTolerance(tolerance, toleranceError))
-    return usageOrCompileError(toleranceError);
-  std::string flagError;
-  if (!run::checkTimeFlags(waitTimeoutMs, chaosMaxUs, flagError))
-    return usageOrCompileError(flagError);
-  std::optional<uint64_t> chaosSeed;
-  if (!chaos.empty()) {
-    unsigned long long value;
-    if (llvm::getAsUnsignedInteger(chaos, 10, value))
-      return usageOrCompileError("--chaos '" + chaos +
-                                 "': expected an unsigned seed");
-    chaosSeed = value;
-  }
 
   // The overlap program is compiled in a context whose remarks the flags
   // turn on; the reference in its own, silent one.
@@ -223,9 +228,9 @@ int main(int argc, char **argv) {
       compiler::describeEntry(*parsed, *entryName, kTool, error);
   if (failed(sig))
     return usageOrCompileError(error);
-  if (!ranks.getNumOccurrences())
-    ranks = run::defaultRanks(*sig);
-  if (!run::checkRanks(*sig, ranks, error))
+  if (!session.ranks)
+    session.ranks = run::defaultRanks(*sig);
+  if (!run::checkRanks(*sig, session.ranks, error))
     return usageOrCompileError(error);
 
   compiler::CompileOptions overlapOptions = compiler::compileOptionsFromCL();
@@ -269,18 +274,10 @@ int main(int argc, char **argv) {
   overlapProgram.library.sig.profile = profile;
   referenceProgram.library.sig = *sig;
   referenceProgram.library.sig.strategy = "none";
-  exec::SessionOptions session;
   session.tool = kTool;
   session.programLibrary = &overlapProgram.library;
   session.referenceLibrary = &referenceProgram.library;
   session.programLabel = "overlap";
-  session.ranks = ranks;
-  session.ranksAs = exec::RanksAs::Threads;
-  session.seed = seed;
-  session.tolerance = tolerance;
-  session.waitTimeoutMs = waitTimeoutMs;
-  session.chaos = chaosSeed;
-  session.chaosMaxUs = chaosMaxUs;
   exec::SessionOutput output;
   output.out = [](const std::string &text) {
     llvm::outs() << text;

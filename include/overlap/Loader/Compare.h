@@ -24,12 +24,6 @@ struct Tolerance {
   double atol = 0;
 };
 
-/// Each tolerance must be a finite number >= 0 (a NaN bound would fail
-/// every element, bit-identical ones included; an infinite one would pass
-/// every element but a NaN). On failure returns false with the flag
-/// (--rtol, --atol) and its value in `error`.
-bool checkTolerance(const Tolerance &tolerance, std::string &error);
-
 /// The comparison of two runs of the same signature.
 struct Comparison {
   /// One line per output (and one more per output that differs).

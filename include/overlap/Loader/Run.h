@@ -33,13 +33,6 @@ namespace run {
 // their loader names.
 using namespace ::overlap::artifact;
 
-/// --wait-timeout-ms and --chaos-max-us against the runtime's limits
-/// (OVERLAP_MAX_WAIT_TIMEOUT_MS, OVERLAP_MAX_CHAOS_DELAY_US; 0 is the
-/// runtime's default). On failure returns false with one line naming the
-/// flag, the value and the limit in `error`.
-bool checkTimeFlags(int64_t waitTimeoutMs, int64_t chaosMaxUs,
-                    std::string &error);
-
 //===----------------------------------------------------------------------===//
 // Poison
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,5 @@
-//===- Session.h - Run a compiled program, as overlap-exec does --*- C++ -*-===//
+//===- Session.h - Run a compiled program, as overlap-exec does --*- C++
+//-*-===//
 //
 // One call that loads a library from `overlap-compile --emit=so` (and a
 // reference), runs both on their backends with the same inputs (seeded,
@@ -15,6 +16,7 @@
 #include "overlap/Loader/Executor.h"
 #include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/Run.h"
+#include "overlap/Loader/RunOptions.h"
 
 #include <cstdint>
 #include <functional>
@@ -24,13 +26,18 @@
 namespace overlap {
 namespace exec {
 
-/// What to run and how (overlap-exec's flags).
+/// What to run and how: the rows of RunOptions.def (overlap-exec's flags,
+/// the C API's OverlapRunOptions, overlap.run's keywords), then what only
+/// a caller in C++ gives (libraries already loaded, inputs in memory).
 struct SessionOptions {
+#define OVERLAP_RUN_OPTION(GROUP, FIELD, FLAG, KIND, DEFAULT, LOW, HIGH, UNIT, \
+                           ZERO, META, HELP)                                   \
+  OVERLAP_RUN_OPTION_CXX_##KIND FIELD = DEFAULT;
+#include "overlap/Loader/RunOptions.def"
+
   /// The name that starts every message ("overlap-exec").
   std::string tool = "overlap-exec";
   std::string program;
-  /// Empty: no reference, a checksum per output.
-  std::string reference;
   /// Not null: a program the caller has already loaded (overlap-run's JIT:
   /// `path` names it in messages, `handle` is null and `entry` is the C
   /// interface), run instead of the library at `program`; the same for
@@ -42,39 +49,16 @@ struct SessionOptions {
   Library *referenceLibrary = nullptr;
   /// What the report calls the program ("program"; overlap-run: "overlap").
   std::string programLabel = "program";
-  /// 0: the size of the program's grid.
-  int ranks = 0;
-  /// Host ranks as threads of this process, or one per process of the MPI
-  /// job that started it (overlap-exec's default is Auto: processes under
-  /// mpirun). As processes, every process runs the session, rank 0 prints
-  /// the report and the errors of every rank, and all return the same
-  /// status.
-  RanksAs ranksAs = RanksAs::Threads;
-  uint64_t seed = 1;
   /// Not null: the caller's inputs, [rank][argument], instead of the seeded
-  /// ones, for the program and the reference (run::GivenInputs).
+  /// ones, for the program and the reference (run::GivenInputs); not with
+  /// inputsNpz.
   const run::GivenInputs *inputs = nullptr;
   /// With `inputs`: argument i's shape where inputShapes[i] is not empty
   /// (the same on every rank), which sets its dynamic sizes; without,
   /// a dynamic size is run::seededDynamicSize.
   std::vector<std::vector<int64_t>> inputShapes;
-  /// Not empty: read the inputs from this .npz instead (npz::readInputs;
-  /// overlap-exec's --inputs); not with `inputs`.
-  std::string inputsNpz;
-  /// Not empty: write the program's outputs to this .npz after the run
-  /// (npz::writeOutputs; overlap-exec's --outputs).
-  std::string outputsNpz;
-  run::Tolerance tolerance;
-  /// Empty: the program's target.
-  std::string backend;
-  /// Empty: `backend`.
-  std::string refBackend;
-  int device = 0;
-  int iterations = 1;
-  int64_t waitTimeoutMs = 0;
-  std::optional<uint64_t> chaos;
-  int64_t chaosMaxUs = 0;
-  bool verbose = false;
+
+  run::Tolerance tolerance() const { return {rtol, atol}; }
 };
 
 /// Where the session writes: the report (`out`, a line or more at a time,

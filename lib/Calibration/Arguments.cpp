@@ -11,61 +11,6 @@
 using namespace overlap;
 using namespace overlap::calibration;
 
-bool Args::parse(int argc, const char *const *argv,
-                 const std::vector<std::string> &valued,
-                 const std::vector<std::string> &flags) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (std::find(flags.begin(), flags.end(), a) != flags.end()) {
-      values[a] = "1";
-      continue;
-    }
-    if (std::find(valued.begin(), valued.end(), a) == valued.end() ||
-        i + 1 >= argc) {
-      fail("unknown option or missing value: " + a);
-      return false;
-    }
-    values[a] = argv[++i];
-  }
-  return true;
-}
-
-std::string Args::get(const std::string &key, const std::string &def) const {
-  auto it = values.find(key);
-  return it == values.end() ? def : it->second;
-}
-
-int64_t Args::getInt(const std::string &key, int64_t def) const {
-  if (!has(key))
-    return def;
-  const std::string text = get(key, "");
-  size_t pos = 0;
-  int64_t v = 0;
-  if (!readPositive(text, pos, v) || pos != text.size()) {
-    fail(key + " needs a positive integer, got '" + text + "'");
-    return def;
-  }
-  return v;
-}
-
-void Args::fail(const std::string &message) const {
-  if (firstError.empty())
-    firstError = message;
-}
-
-bool calibration::readPositive(const std::string &text, size_t &pos,
-                               int64_t &out) {
-  size_t start = pos;
-  int64_t v = 0;
-  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-    if (v > (int64_t(1) << 62) / 10)
-      return false;
-    v = v * 10 + (text[pos++] - '0');
-  }
-  out = v;
-  return pos > start && v > 0;
-}
-
 std::vector<std::string> calibration::splitList(const std::string &text) {
   std::vector<std::string> items;
   size_t at = 0;

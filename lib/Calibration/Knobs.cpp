@@ -23,7 +23,7 @@ struct Choice {
 const Choice commPriority = {
     "--comm-priority",
     {{"high", OVERLAP_CUDA_KNOB_ON}, {"normal", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice flags = {
+const Choice deviceFlagsChoice = {
     "--flags",
     {{"device", OVERLAP_CUDA_KNOB_ON}, {"host", OVERLAP_CUDA_KNOB_OFF}}};
 const Choice sync = {"--sync",
@@ -118,7 +118,7 @@ CudaKnobs calibration::readCudaKnobs(const Args &args) {
                 text + "'");
   }
   k.commPriority = readChoice(args, commPriority, k.commPriority);
-  k.deviceFlags = readChoice(args, flags, k.deviceFlags);
+  k.deviceFlags = readChoice(args, deviceFlagsChoice, k.deviceFlags);
   k.sync = readChoice(args, sync, k.sync);
   k.gemmCache = readChoice(args, gemmCache, k.gemmCache);
   k.streamOrderedAlloc = readChoice(args, alloc, k.streamOrderedAlloc);
@@ -180,7 +180,7 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
   if (knobs.commPriority != OVERLAP_CUDA_KNOB_DEFAULT)
     add(commPriority.flag, nameOf(commPriority, knobs.commPriority));
   if (knobs.deviceFlags != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(flags.flag, nameOf(flags, knobs.deviceFlags));
+    add(deviceFlagsChoice.flag, nameOf(deviceFlagsChoice, knobs.deviceFlags));
   if (knobs.sync != OVERLAP_CUDA_SYNC_FROM_ENV)
     add(sync.flag, nameOf(sync, knobs.sync));
   if (knobs.gemmCache != OVERLAP_CUDA_KNOB_DEFAULT)

@@ -174,7 +174,7 @@ bool Args::parse(int argc, const char *const *argv, int first,
     }
     std::string name = arg, value;
     size_t eq = arg.find('=');
-    bool inline_ = eq != std::string::npos && arg.compare(0, 2, "--") == 0;
+    bool inline_ = eq != std::string::npos;
     if (inline_) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
@@ -202,7 +202,10 @@ bool Args::parse(int argc, const char *const *argv, int first,
       }
       value = argv[++i];
     }
-    values[name] = value;
+    if (!values.emplace(name, value).second) {
+      fail("option '" + name + "' given twice");
+      return false;
+    }
     order.emplace_back(name, value);
   }
   return true;
@@ -211,6 +214,13 @@ bool Args::parse(int argc, const char *const *argv, int first,
 std::string Args::get(const std::string &name, const std::string &def) const {
   auto it = values.find(name);
   return it == values.end() ? def : it->second;
+}
+
+std::optional<std::string> Args::value(const std::string &name) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return std::nullopt;
+  return it->second;
 }
 
 int64_t Args::getInt(const std::string &name, int64_t def) const {

@@ -45,45 +45,67 @@ using planner::Collective;
 
 namespace {
 
-const char *usage =
-    "usage: overlap-bench [--collective C[,C...]] [--shapes MxNxK,...]\n"
-    "         [--dtype f16|bf16|f32] [--leg copy-engine|sm-copy|nccl]\n"
-    "         [--ranks R]\n"
-    "         [--side dispatch|combine]\n"
-    "         [--profile NAME|PATH] [--strategy S] [--tiles T]\n"
-    "         [--tile-gemm batched|contiguous|both] [--warmup 5] [--iters 20]\n"
-    "         [--input-sets 3] [--csv FILE] [CUDA backend options]\n"
-    "       overlap-bench --pack [--pack-shapes [ROWSx]BYTES[@STRIDE][:ELEM],"
-    "...]\n"
-    "         [--pack-total BYTES] [--warmup 5] [--iters 20] [--csv FILE]\n"
-    "         [CUDA backend options]\n"
-    "C is all-reduce (default), reduce-scatter, all-gather or all-to-all\n"
-    "(one expert per rank: --side dispatch, the default, exchanges A before\n"
-    "the GEMM, --side combine its output after it); a list runs each in\n"
-    "turn. R (default 8, at least 2) is the group size of the stand-in\n"
-    "legs (one process): copy-engine copies each tile's ring wire bytes\n"
-    "device -> pinned host with the copy engines (no SM), sm-copy the same\n"
-    "bytes device -> device with a kernel of comm_sms CTAs (every SM when\n"
-    "comm_sms is 0) on the comm stream. The nccl leg's group is the\n"
-    "world: one process per GPU, e.g. mpirun -np 8 overlap-bench --leg\n"
-    "nccl ... (or srun, torchrun --no-python; one process alone is one\n"
-    "rank); every rank\n"
-    "must get the same arguments, rank 0 prints and writes --csv. Without\n"
-    "--profile the overlapped variant uses T uniform tiles (default 4;\n"
-    "multiples of R but for all-reduce) and no prediction is\n"
-    "reported. Default shapes: a sweep of 24 from compute- to comm-bound,\n"
-    "including M=4096 N=8192 K=3072. --tile-gemm also times the plan's\n"
-    "first reduce-scatter / all-gather tile's GEMM as G batched GEMMs of\n"
-    "rows/G rows and as one contiguous GEMM of its rows.\n"
-    "--pack times overlap_pack and overlap_unpack against cudaMemcpy2DAsync\n"
-    "and a contiguous device-to-device copy. Blocks default to rows of 2 B\n"
-    ".. 16 KiB with a stride of twice the row, --pack-total bytes each\n"
-    "(default 64 MiB); ROWS defaults to that total / BYTES, STRIDE to\n"
-    "2 x BYTES, ELEM to the widest of 4, 2, 1 dividing BYTES.\n";
+const char *synopsis =
+    "usage: overlap-bench [options] [CUDA backend options]\n"
+    "       overlap-bench --pack [--pack-shapes ...] [--pack-total BYTES]\n"
+    "         [--warmup N] [--iters N] [--csv FILE] [CUDA backend options]\n";
+
+const char *about =
+    "\nTimes serial, overlapped and ideal GEMM + collective per shape against\n"
+    "the Planner's prediction. The stand-in legs (one process) stand in for\n"
+    "R ranks: copy-engine copies each tile's ring wire bytes device ->\n"
+    "pinned host with the copy engines (no SM), sm-copy the same bytes\n"
+    "device -> device with a kernel of comm_sms CTAs (every SM when\n"
+    "comm_sms is 0) on the comm stream. The nccl leg's group is the world:\n"
+    "one process per GPU, e.g. mpirun -np 8 overlap-bench --leg nccl ...\n"
+    "(or srun, torchrun --no-python; one process alone is one rank); every\n"
+    "rank must get the same arguments, rank 0 prints and writes --csv.\n"
+    "--pack times overlap_pack and overlap_unpack against\n"
+    "cudaMemcpy2DAsync and a contiguous device-to-device copy.\n\n";
+
+/// The flags (overlap/Support/Flags.h); the CUDA backend's follow
+/// (cudaKnobFlags, cudaKnobUsage).
+const std::vector<flags::Flag> table = {
+    {"--collective", "C[,C...]",
+     "all-reduce (default), reduce-scatter, all-gather or all-to-all (one "
+     "expert per rank); a list runs each in turn"},
+    {"--side", "dispatch|combine",
+     "all-to-all: dispatch (default) exchanges A before the GEMM, combine "
+     "its output after it"},
+    {"--shapes", "MxNxK[,...]",
+     "default: a sweep of 24 from compute- to comm-bound, including M=4096 "
+     "N=8192 K=3072"},
+    {"--dtype", "f16|bf16|f32", "element type (default f16)"},
+    {"--leg", "copy-engine|sm-copy|nccl",
+     "the communication leg (default copy-engine)"},
+    {"--ranks", "R",
+     "group size of the stand-in legs (default 8, at least 2); the nccl "
+     "leg's is the world"},
+    {"--profile", "NAME|PATH",
+     "the Planner's profile: the overlapped variant runs its plan and the "
+     "prediction is reported"},
+    {"--strategy", "S", "the Planner's strategy with --profile"},
+    {"--tiles", "T",
+     "without --profile: T uniform tiles (default 4; multiples of R but for "
+     "all-reduce), no prediction"},
+    {"--tile-gemm", "batched|contiguous|both",
+     "also time the plan's first reduce-scatter / all-gather tile's GEMM as "
+     "G batched GEMMs of rows/G rows and as one contiguous GEMM of its rows"},
+    {"--warmup", "N", "untimed runs first (default 5)"},
+    {"--iters", "N", "timed runs (default 20)"},
+    {"--input-sets", "N", "sets of inputs cycled through (default 3)"},
+    {"--csv", "FILE", "also write the rows as CSV"},
+    {"--pack", "", "time the pack kernel instead"},
+    {"--pack-shapes", "[ROWSx]BYTES[@STRIDE][:ELEM],...",
+     "--pack's blocks: default rows of 2 B .. 16 KiB with a stride of twice "
+     "the row; ROWS defaults to --pack-total / BYTES, STRIDE to 2 x BYTES, "
+     "ELEM to the widest of 4, 2, 1 dividing BYTES"},
+    {"--pack-total", "BYTES", "bytes of each block (default 64 MiB)"},
+};
 
 /// Exits 2 with one line on stderr.
 [[noreturn]] void usageError(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fprintf(stderr, "overlap-bench: error: %s\n", message.c_str());
   std::exit(2);
 }
 
@@ -248,34 +270,28 @@ void writeCsv(std::ostream &csv, const SweepOptions &o,
         << (row.coll == Collective::AllToAll
                 ? "all-to-all-" + planner::toString(o.side).str()
                 : planner::toString(row.coll).str())
-        << ',' << o.ranks
-        << ',' << o.dtypeName << ',' << row.s.m << ',' << row.s.n << ','
-        << row.s.k << ',' << row.bytes << ',' << row.wire << ',' << row.tiles
-        << ',' << row.gemm << ',' << row.comm << ',' << row.serial << ','
-        << row.overlapped << ',' << row.ideal << ',' << row.predicted << ','
-        << row.speedup() << ',' << row.eta() << ',' << row.predictionError()
-        << ',' << row.tileRows << ',' << row.tileBatch << ','
-        << row.tileBatchedUs << ',' << row.tileContiguousUs << ",\"" << knobs
-        << "\",\"" << row.check << "\"\n";
+        << ',' << o.ranks << ',' << o.dtypeName << ',' << row.s.m << ','
+        << row.s.n << ',' << row.s.k << ',' << row.bytes << ',' << row.wire
+        << ',' << row.tiles << ',' << row.gemm << ',' << row.comm << ','
+        << row.serial << ',' << row.overlapped << ',' << row.ideal << ','
+        << row.predicted << ',' << row.speedup() << ',' << row.eta() << ','
+        << row.predictionError() << ',' << row.tileRows << ',' << row.tileBatch
+        << ',' << row.tileBatchedUs << ',' << row.tileContiguousUs << ",\""
+        << knobs << "\",\"" << row.check << "\"\n";
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  Args args;
-  std::vector<std::string> valued = {
-      "--collective", "--shapes",      "--dtype",      "--leg",
-      "--ranks",      "--profile",     "--strategy",   "--tiles",
-      "--warmup",     "--iters",       "--input-sets", "--csv",
-      "--tile-gemm",  "--pack-shapes", "--pack-total", "--side"};
-  valued.insert(valued.end(), cudaKnobFlags().begin(), cudaKnobFlags().end());
-  if (!args.parse(argc, argv, valued, {"--help", "--pack"}) ||
-      args.has("--help")) {
-    if (!args.error().empty())
-      std::fprintf(stderr, "error: %s\n", args.error().c_str());
-    std::fputs(usage, args.has("--help") ? stdout : stderr);
-    std::fputs(cudaKnobUsage(), args.has("--help") ? stdout : stderr);
-    return args.has("--help") ? 0 : 2;
+  Args args(table);
+  for (const std::string &knob : cudaKnobFlags())
+    args.add({knob, "V", ""});
+  if (!args.parse(argc, argv))
+    usageError(args.error() + " (overlap-bench --help: the options)");
+  if (args.helpAsked()) {
+    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
+                cudaKnobUsage());
+    return 0;
   }
   const CudaKnobs knobs = readCudaKnobs(args);
   SweepOptions o;
@@ -348,8 +364,8 @@ int main(int argc, char **argv) {
                "use --leg nccl for one rank");
   std::string profileText; // ranks must plan from the same profile
   if (args.has("--profile")) {
-    std::string path = planner::resolveProfilePath(args.get("--profile", ""),
-                                                   planner::shippedProfilesDir());
+    std::string path = planner::resolveProfilePath(
+        args.get("--profile", ""), planner::shippedProfilesDir());
     if (path.empty())
       usageError("no profile " + args.get("--profile", ""));
     auto loaded = planner::loadProfile(path);
@@ -362,7 +378,8 @@ int main(int argc, char **argv) {
   std::optional<int64_t> profileCommSms;
   if (o.profile)
     profileCommSms = o.profile->device.commSms;
-  const overlap_cuda_options opts = measuringOptions(knobs, profileCommSms, parseLeg(o.leg));
+  const overlap_cuda_options opts =
+      measuringOptions(knobs, profileCommSms, parseLeg(o.leg));
 
   DeviceInfo device;
   overlap_context *ctx = nullptr;

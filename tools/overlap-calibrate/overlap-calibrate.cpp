@@ -45,43 +45,56 @@
 using namespace overlap;
 using namespace overlap::calibration;
 
-static const char *usage =
-    "usage: overlap-calibrate [--nk NxK,...] [--dtype f16|bf16|f32]\n"
-    "         [--ranks R] [--leg copy-engine|sm-copy|nccl] [--max-m M]\n"
-    "         [--step 128]\n"
-    "         [--max-bytes B] [--warmup 5] [--iters 20] [--name NAME]\n"
-    "         [--batched-gemms on|off] [--out FILE] [CUDA backend options]\n"
-    "One GEMM curve per (N, K), and with --batched-gemms on (the default)\n"
+static const char *synopsis =
+    "usage: overlap-calibrate [options] [CUDA backend options]\n";
+
+static const char *about =
+    "\nMeasures GEMMs and the communication leg on a GPU and writes a\n"
+    "Planner profile: one GEMM curve per (N, K), and with --batched-gemms on\n"
     "one more per (N, K) for strided batches of R matrices (\"batch\": R).\n"
-    "Defaults: the (N, K) pairs of overlap-bench's sweep, f16, 8 ranks,\n"
-    "copy-engine, m up to 8192 in steps of 128, sizes 64 KiB .. 256 MiB,\n"
-    "output calibrated.json.\n"
     "--leg copy-engine runs in one process and stands in for R ranks with\n"
     "the copy engines (no SM); --leg sm-copy moves the same bytes with a\n"
-    "copy kernel of comm_sms CTAs (every SM when comm_sms is 0).\n"
-    "--leg nccl times NCCL on the world: one process per GPU, at least 2,\n"
-    "e.g. mpirun -np 8 overlap-calibrate --leg nccl ... (or srun, torchrun\n"
-    "--no-python); R is the world size, every rank must get the same\n"
-    "arguments, rank 0 writes the profile.\n";
+    "copy kernel of comm_sms CTAs (every SM when comm_sms is 0). --leg nccl\n"
+    "times NCCL on the world: one process per GPU, at least 2, e.g. mpirun\n"
+    "-np 8 overlap-calibrate --leg nccl ... (or srun, torchrun --no-python);\n"
+    "R is the world size, every rank must get the same arguments, rank 0\n"
+    "writes the profile.\n\n";
+
+/// The flags (overlap/Support/Flags.h); the CUDA backend's follow
+/// (cudaKnobFlags, cudaKnobUsage).
+static const std::vector<flags::Flag> table = {
+    {"--nk", "NxK[,NxK...]",
+     "the GEMM curves (default: the (N, K) pairs of overlap-bench's sweep)"},
+    {"--dtype", "f16|bf16|f32", "element type (default f16)"},
+    {"--ranks", "R", "ranks the stand-in legs stand in for (default 8)"},
+    {"--leg", "copy-engine|sm-copy|nccl",
+     "the communication leg (default copy-engine)"},
+    {"--max-m", "M", "largest M of the GEMM curves (default 8192)"},
+    {"--step", "S", "step of M (default 128)"},
+    {"--max-bytes", "B",
+     "largest message of the leg (default 256 MiB; from 64 KiB)"},
+    {"--warmup", "N", "untimed runs first (default 5)"},
+    {"--iters", "N", "timed runs (default 20)"},
+    {"--name", "NAME", "the profile's name (default calibrated)"},
+    {"--batched-gemms", "on|off", "also the batched GEMM curves (default on)"},
+    {"--out", "FILE", "the profile written (default calibrated.json)"},
+};
 
 [[noreturn]] static void usageError(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fprintf(stderr, "overlap-calibrate: error: %s\n", message.c_str());
   std::exit(2);
 }
 
 int main(int argc, char **argv) {
-  Args args;
-  std::vector<std::string> valued = {
-      "--nk",    "--dtype", "--ranks",         "--leg",
-      "--max-m", "--step",  "--max-bytes",     "--warmup",
-      "--iters", "--name",  "--batched-gemms", "--out"};
-  valued.insert(valued.end(), cudaKnobFlags().begin(), cudaKnobFlags().end());
-  if (!args.parse(argc, argv, valued, {"--help"}) || args.has("--help")) {
-    if (!args.error().empty())
-      std::fprintf(stderr, "error: %s\n", args.error().c_str());
-    std::fputs(usage, args.has("--help") ? stdout : stderr);
-    std::fputs(cudaKnobUsage(), args.has("--help") ? stdout : stderr);
-    return args.has("--help") ? 0 : 2;
+  Args args(table);
+  for (const std::string &knob : cudaKnobFlags())
+    args.add({knob, "V", ""});
+  if (!args.parse(argc, argv))
+    usageError(args.error() + " (overlap-calibrate --help: the options)");
+  if (args.helpAsked()) {
+    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
+                cudaKnobUsage());
+    return 0;
   }
   const CudaKnobs knobs = readCudaKnobs(args);
   CalibrateOptions o;
@@ -116,7 +129,8 @@ int main(int argc, char **argv) {
   if (!o.nccl && o.ranks < 2)
     usageError("the " + leg +
                " leg needs --ranks >= 2 (one rank puts nothing on the wire)");
-  const overlap_cuda_options opts = measuringOptions(knobs, std::nullopt, parsedLeg);
+  const overlap_cuda_options opts =
+      measuringOptions(knobs, std::nullopt, parsedLeg);
 
   DeviceInfo device;
   overlap_context *ctx = nullptr;

@@ -17,11 +17,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Json.h"
-#include "overlap/Planner/ChainPlanner.h"
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TilePlanner.h"
+#include "overlap/Support/Flags.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -36,89 +37,70 @@
 using namespace llvm;
 using namespace overlap::planner;
 
-static const char *const kUsage = R"(usage:
-  overlap-plan matmul --collective all-reduce|reduce-scatter|all-gather|
-                                   all-to-all [--side dispatch|combine]
-                                              [--experts E]
-                      --m M --n N --k K [--dtype f16|bf16|f32] --ranks R
-                      [--profile FILE|NAME]
-                      [--strategy none|uniform:n|mc2|optimal|waves|ficco|auto]
-                      [--json] [--trace FILE]
+static const char *const kSynopsis = R"(usage:
+  overlap-plan matmul --collective C --m M --n N --k K --ranks R [options]
   overlap-plan chain --dims P0,P1,...,Pn --fast-memory Mf [--json]
-
-matmul plans the M-tiling of C = A.B fused with a collective (defaults, as
-for every entry point: --dtype f16, --profile {0},
---strategy auto). An all-to-all dispatches the tokens A before
-the experts' GEMM (--side dispatch, the default) or combines its output C
-(--side combine); M is then the rows all of a rank's --experts E (default 1)
-compute. NAME is looked up as <NAME>.json in the
-shipped profiles directory ($OVERLAP_PROFILES_DIR, else
-share/overlap/profiles of the installation).
-chain orders a matrix chain (OP_Count) and decides TEE-ACM2 fusion per node
-with a fast memory of Mf elements.
 )";
 
+/// matmul's flags (overlap/Support/Flags.h).
+static std::vector<overlap::flags::Flag> matmulFlags() {
+  return {
+      {"--collective", "all-reduce|reduce-scatter|all-gather|all-to-all",
+       "the collective fused with C = A.B (required)"},
+      {"--side", "dispatch|combine",
+       "all-to-all: dispatch the tokens A before the experts' GEMM (the "
+       "default) or combine its output C"},
+      {"--experts", "E",
+       "all-to-all: experts per rank; M is then the rows all of a rank's "
+       "experts compute (default 1)"},
+      {"--m", "M", "rows of A and C (required)"},
+      {"--n", "N", "columns of C (required)"},
+      {"--k", "K", "the contraction (required)"},
+      {"--dtype", "f16|bf16|f32", "element type (default f16)"},
+      {"--ranks", "R", "ranks of the collective (required)"},
+      {"--profile", "FILE|NAME",
+       std::string("hardware profile (default ") + kDefaultProfile +
+           "); NAME is looked up as <NAME>.json in the shipped profiles "
+           "directory ($OVERLAP_PROFILES_DIR, else share/overlap/profiles "
+           "of the installation)"},
+      {"--strategy", "S",
+       std::string(OVERLAP_STRATEGY_LIST) + " (default " + kDefaultStrategy +
+           ")"},
+      {"--json", "", "the plan as JSON"},
+      {"--trace", "FILE", "write the plan's schedule as a Chrome trace"},
+  };
+}
+
+/// chain's flags.
+static std::vector<overlap::flags::Flag> chainFlags() {
+  return {{"--dims", "P0,P1,...,Pn", "the chain's dimensions (required)"},
+          {"--fast-memory", "Mf",
+           "fast memory in elements for TEE-ACM2 fusion (required)"},
+          {"--json", "", "the plan as JSON"}};
+}
+
+static std::string help() {
+  return std::string(kSynopsis) +
+         "\nmatmul plans the M-tiling of C = A.B fused with a collective:\n" +
+         overlap::flags::formatHelp(matmulFlags()) +
+         "\nchain orders a matrix chain (OP_Count) and decides TEE-ACM2 "
+         "fusion per\nnode:\n" +
+         overlap::flags::formatHelp(chainFlags());
+}
+
 namespace {
-
-/// A usage error: printed as one line, exit status 2.
-struct UsageError {
-  std::string message;
-};
-
-/// `--flag value` / `--flag=value` / `--switch` parsing against a fixed set.
-class Args {
-public:
-  Args(StringRef command, ArrayRef<StringRef> valueFlags,
-       ArrayRef<StringRef> switches)
-      : command(command), valueFlags(valueFlags), switches(switches) {}
-
-  std::optional<UsageError> parse(ArrayRef<const char *> argv) {
-    for (size_t i = 0; i < argv.size(); ++i) {
-      StringRef arg = argv[i];
-      if (!arg.starts_with("--"))
-        return UsageError{
-            formatv("unexpected argument '{0}' for '{1}'", arg, command)};
-      auto [flag, inlineValue] = arg.split('=');
-      bool hasInline = arg.contains('=');
-      if (is_contained(switches, flag)) {
-        if (hasInline)
-          return UsageError{formatv("{0}: takes no value", flag)};
-        if (values.count(flag))
-          return UsageError{formatv("{0}: given twice", flag)};
-        values[flag] = "";
-        continue;
-      }
-      if (!is_contained(valueFlags, flag))
-        return UsageError{formatv("{0}: unknown flag for '{1}' (see "
-                                  "overlap-plan --help)",
-                                  flag, command)};
-      if (values.count(flag))
-        return UsageError{formatv("{0}: given twice", flag)};
-      StringRef value = inlineValue;
-      if (!hasInline) {
-        if (i + 1 >= argv.size())
-          return UsageError{formatv("{0}: expected a value", flag)};
-        value = argv[++i];
-      }
-      values[flag] = value.str();
-    }
-    return std::nullopt;
-  }
-
-  bool has(StringRef flag) const { return values.count(flag); }
-  std::optional<std::string> get(StringRef flag) const {
-    auto it = values.find(flag);
-    if (it == values.end())
+/// A command's flags, parsed: a usage error is one line, exit status 2.
+struct Args : overlap::flags::Args {
+  Args(const char *command, std::vector<overlap::flags::Flag> flags)
+      : overlap::flags::Args(std::move(flags)), command(command) {}
+  std::optional<std::string> parse(ArrayRef<const char *> argv) {
+    std::vector<const char *> words(argv.begin(), argv.end());
+    if (overlap::flags::Args::parse(int(words.size()), words.data(), 0))
       return std::nullopt;
-    return it->second;
+    return command + ": " + error() + " (overlap-plan --help)";
   }
-
-private:
   std::string command;
-  ArrayRef<StringRef> valueFlags, switches;
-  StringMap<std::string> values;
 };
-
 } // namespace
 
 static int usageError(const Twine &msg) {
@@ -219,22 +201,16 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
 }
 
 static int runMatmul(ArrayRef<const char *> argv) {
-  static const StringRef valueFlags[] = {
-      "--collective", "--side",  "--m",       "--n",        "--k",
-      "--dtype",      "--ranks", "--profile", "--strategy", "--trace",
-      "--experts"};
-  static const StringRef switches[] = {"--json"};
-  Args args("matmul", valueFlags, switches);
-  if (std::optional<UsageError> e = args.parse(argv))
-    return usageError(e->message);
+  Args args("matmul", matmulFlags());
+  if (std::optional<std::string> e = args.parse(argv))
+    return usageError(*e);
 
-  for (StringRef req :
-       {"--collective", "--m", "--n", "--k", "--ranks"})
+  for (const char *req : {"--collective", "--m", "--n", "--k", "--ranks"})
     if (!args.has(req))
       return usageError(formatv("{0}: required for 'matmul'", req));
 
   MatmulProblem pb;
-  std::string coll = *args.get("--collective");
+  std::string coll = *args.value("--collective");
   std::optional<Collective> c = parseCollective(coll);
   if (!c)
     return usageError(formatv("--collective: expected all-reduce, "
@@ -242,7 +218,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
                               "got '{0}'",
                               coll));
   pb.collective = *c;
-  if (std::optional<std::string> side = args.get("--side")) {
+  if (std::optional<std::string> side = args.value("--side")) {
     std::optional<AllToAllSide> s = parseAllToAllSide(*side);
     if (*c != Collective::AllToAll)
       return usageError("--side: only for --collective all-to-all");
@@ -254,32 +230,32 @@ static int runMatmul(ArrayRef<const char *> argv) {
   if (args.has("--experts") && *c != Collective::AllToAll)
     return usageError("--experts: only for --collective all-to-all");
   if (args.has("--experts")) {
-    std::string v = *args.get("--experts");
+    std::string v = *args.value("--experts");
     std::optional<int64_t> x = parsePositive(v);
     if (!x)
       return usageError(
           formatv("--experts: expected a positive integer, got '{0}'", v));
     pb.experts = *x;
   }
-  for (auto [flag, field] : {std::pair<StringRef, int64_t *>{"--m", &pb.m},
+  for (auto [flag, field] : {std::pair<const char *, int64_t *>{"--m", &pb.m},
                              {"--n", &pb.n},
                              {"--k", &pb.k},
                              {"--ranks", &pb.ranks}}) {
-    std::string v = *args.get(flag);
+    std::string v = *args.value(flag);
     std::optional<int64_t> x = parsePositive(v);
     if (!x)
       return usageError(
           formatv("{0}: expected a positive integer, got '{1}'", flag, v));
     *field = *x;
   }
-  std::string dt = args.get("--dtype").value_or("f16");
+  std::string dt = args.value("--dtype").value_or("f16");
   std::optional<DType> dtype = parseDType(dt);
   if (!dtype)
     return usageError(
         formatv("--dtype: expected f16, bf16 or f32, got '{0}'", dt));
   pb.dtype = *dtype;
 
-  std::string profileArg = args.get("--profile").value_or(kDefaultProfile);
+  std::string profileArg = args.value("--profile").value_or(kDefaultProfile);
   std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
   if (path.empty())
     return usageError(formatv("--profile: no file '{0}' and no profile of "
@@ -294,12 +270,12 @@ static int runMatmul(ArrayRef<const char *> argv) {
   if (!model)
     return planError(model.takeError());
 
-  std::string strategy = args.get("--strategy").value_or(kDefaultStrategy);
+  std::string strategy = args.value("--strategy").value_or(kDefaultStrategy);
   Expected<Plan> plan = planTiles(*profile, pb, strategy);
   if (!plan)
     return planError(plan.takeError());
 
-  if (std::optional<std::string> trace = args.get("--trace")) {
+  if (std::optional<std::string> trace = args.value("--trace")) {
     std::error_code ec;
     raw_fd_ostream out(*trace, ec, sys::fs::OF_Text);
     if (ec)
@@ -333,18 +309,16 @@ static int runMatmul(ArrayRef<const char *> argv) {
 //===----------------------------------------------------------------------===//
 
 static int runChain(ArrayRef<const char *> argv) {
-  static const StringRef valueFlags[] = {"--dims", "--fast-memory"};
-  static const StringRef switches[] = {"--json"};
-  Args args("chain", valueFlags, switches);
-  if (std::optional<UsageError> e = args.parse(argv))
-    return usageError(e->message);
-  for (StringRef req : {"--dims", "--fast-memory"})
+  Args args("chain", chainFlags());
+  if (std::optional<std::string> e = args.parse(argv))
+    return usageError(*e);
+  for (const char *req : {"--dims", "--fast-memory"})
     if (!args.has(req))
       return usageError(formatv("{0}: required for 'chain'", req));
 
   std::vector<int64_t> dims;
   SmallVector<StringRef> parts;
-  std::string dimsArg = *args.get("--dims");
+  std::string dimsArg = *args.value("--dims");
   StringRef(dimsArg).split(parts, ',');
   for (StringRef p : parts) {
     std::optional<int64_t> d = parsePositive(p);
@@ -356,7 +330,7 @@ static int runChain(ArrayRef<const char *> argv) {
   }
   if (dims.size() < 2)
     return usageError("--dims: expected at least two dimensions P0,P1");
-  std::string mfArg = *args.get("--fast-memory");
+  std::string mfArg = *args.value("--fast-memory");
   double mf = 0;
   if (StringRef(mfArg).trim().getAsDouble(mf) || !(mf >= 1) ||
       !std::isfinite(mf))
@@ -399,12 +373,12 @@ int main(int argc, char **argv) {
                       "overlap-plan --help)");
   StringRef cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    outs() << formatv(kUsage, kDefaultProfile);
+    outs() << help();
     return 0;
   }
   for (StringRef a : args.drop_front(2)) {
     if (a == "--help" || a == "-h") {
-      outs() << formatv(kUsage, kDefaultProfile);
+      outs() << help();
       return 0;
     }
   }

@@ -21,10 +21,12 @@ namespace {
 /// options; the parsed Args.
 Args parsed(std::vector<const char *> words, bool &ok) {
   words.insert(words.begin(), "tool");
-  std::vector<std::string> valued = {"--iters", "--name"};
-  valued.insert(valued.end(), cudaKnobFlags().begin(), cudaKnobFlags().end());
-  Args args;
-  ok = args.parse(int(words.size()), words.data(), valued, {"--pack"});
+  Args args({{"--iters", "N", "timed runs"},
+             {"--name", "NAME", "a name"},
+             {"--pack", "", "a switch"}});
+  for (const std::string &knob : cudaKnobFlags())
+    args.add({knob, "V", ""});
+  ok = args.parse(int(words.size()), words.data());
   return args;
 }
 

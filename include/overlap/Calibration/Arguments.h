@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // What overlap-bench and overlap-calibrate share to read their command
-// lines: "--key value" options, comma lists of shapes, (N, K) pairs and
-// collectives, element types, and the benchmark's default sweep. Pure C++
-// (OverlapCalibration), so it is tested where there is no GPU.
+// lines besides the flag parser (flags::Args): comma lists of shapes, (N, K)
+// pairs and collectives, element types, and the benchmark's default sweep. Pure
+// C++ (OverlapCalibration), so it is tested where there is no GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 
 #include "overlap/Planner/Profile.h"
 #include "overlap/Runtime/overlap_runtime.h"
+#include "overlap/Support/Flags.h"
 
 #include <cstdint>
 #include <map>
@@ -27,35 +28,10 @@
 namespace overlap {
 namespace calibration {
 
-/// "--key value" options and "--flag" switches. Reading a malformed value
-/// records an error (the first one is kept) and returns the default, so
-/// that a tool reads all its options, then checks error() once.
-class Args {
-public:
-  /// Returns false, with error() saying why, on an unknown option or an
-  /// option without its value.
-  bool parse(int argc, const char *const *argv,
-             const std::vector<std::string> &valued,
-             const std::vector<std::string> &flags);
-  bool has(const std::string &key) const { return values.count(key) != 0; }
-  std::string get(const std::string &key, const std::string &def) const;
-  /// A positive integer, or `def` when absent.
-  int64_t getInt(const std::string &key, int64_t def) const;
-  /// The first error of parse or a getter ("" if none): one line naming
-  /// the option.
-  const std::string &error() const { return firstError; }
-  /// Records `message` as the error unless one is already recorded.
-  void fail(const std::string &message) const;
-
-private:
-  std::map<std::string, std::string> values;
-  mutable std::string firstError;
-};
-
-/// Reads a positive decimal integer at `text[pos]` and advances `pos`.
-/// Rejects signs, empty digits and values that do not fit 2^62 (so that
-/// products of a few of them are still checked for overflow by the callers).
-bool readPositive(const std::string &text, size_t &pos, int64_t &out);
+/// The tools' flag parser (overlap/Support/Flags.h): a table of flags
+/// with their help, "--key value" options and switches.
+using flags::Args;
+using flags::readPositive;
 
 /// Splits at commas; an empty item (",," or a trailing comma) is kept so
 /// that the parsers reject it.

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,9 +74,9 @@ public:
   Args &add(const std::vector<Flag> &flags);
 
   /// Reads argv[first, argc). Returns false, with error() saying why, on an
-  /// unknown option (naming the closest one), an option without its value,
-  /// a switch given one, or an argument that is not an option when
-  /// `positionals` is false. Stops at -h or --help (helpAsked()).
+  /// unknown option (naming the closest one), an option without its value
+  /// or given twice, a switch given a value, or an argument that is not an
+  /// option when `positionals` is false. Stops at -h or --help (helpAsked()).
   bool parse(int argc, const char *const *argv, int first = 1,
              bool positionals = false);
   bool helpAsked() const { return help_; }
@@ -83,6 +84,8 @@ public:
 
   bool has(const std::string &name) const { return values.count(name) != 0; }
   std::string get(const std::string &name, const std::string &def) const;
+  /// The value given, or nullopt.
+  std::optional<std::string> value(const std::string &name) const;
   /// A positive integer, or `def` when absent.
   int64_t getInt(const std::string &name, int64_t def) const;
   /// The options given, in the order given (a repeated one: each time).

@@ -11,6 +11,7 @@
 
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
+#include "overlap-c/Export.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,67 +51,67 @@ typedef struct {
   const char *sourceName;
 } OverlapCompileOptions;
 
-MLIR_CAPI_EXPORTED OverlapCompileOptions overlapCompileOptionsDefault(void);
+OVERLAP_C_API OverlapCompileOptions overlapCompileOptionsDefault(void);
 
 /** The layout of OverlapCompileOptions as this library was built with it, a
  *  JSON array of {"field", "flag", "kind" (size, string, bool, emit,
  *  unsigned), "offset"} in field order, and its "size": what a binding that
  *  mirrors the struct (Python's ctypes) builds its mirror from. Static
- *  storage; never null. */
-MLIR_CAPI_EXPORTED const char *overlapCompileOptionsLayout(void);
+ *  storage; never NULL. */
+OVERLAP_C_API const char *overlapCompileOptionsLayout(void);
 
 /** Sets the pipeline option named `flag` (as overlap-compile spells it:
  *  "strategy", "gpu-chip", "testing-drop-waits") from its text; the string
- *  is copied into storage that lives as long as the process. Returns NULL,
- *  or a message naming the option (with the closest name when there is no
- *  such option), which the caller frees with free(). */
-MLIR_CAPI_EXPORTED char *overlapCompileOptionsSet(OverlapCompileOptions *o,
-                                                  const char *flag,
-                                                  const char *value);
+ *  is copied into storage that lives as long as the process. Returns 0, or
+ *  2 with a message naming the option (with the closest name when there is
+ *  no such option) in `*messages` (overlap-c/Export.h's convention). */
+OVERLAP_C_API int overlapCompileOptionsSet(OverlapCompileOptions *o,
+                                           const char *flag, const char *value,
+                                           char **messages);
 
+/** What a compilation chose and said: NULL-safe accessors, destroyed with
+ *  overlapCompileResultDestroy. */
 typedef struct OverlapCompileResult OverlapCompileResult;
 
-/** Compiles the MLIR text `source` and writes the output to `outputPath`.
- *  Never returns null; destroy the result with overlapCompileResultDestroy. */
-MLIR_CAPI_EXPORTED OverlapCompileResult *
-overlapCompile(MlirStringRef source, MlirStringRef outputPath,
-               const OverlapCompileOptions *options);
+/** Compiles the MLIR text (or bytecode) `source` of `length` bytes and
+ *  writes the output to `outputPath`. Returns 0 with what it chose in
+ *  `*result`; 1 when the compilation failed, 2 when the options are bad,
+ *  with what went wrong (stage, diagnostics with locations) in
+ *  `*messages` (overlap-c/Export.h's convention: free with overlapFree;
+ *  `result` and `messages` may be NULL; `*result` is NULL on failure). */
+OVERLAP_C_API int overlapCompile(const char *source, size_t length,
+                                 const char *outputPath,
+                                 const OverlapCompileOptions *options,
+                                 OverlapCompileResult **result,
+                                 char **messages);
 
-/** Whether the compilation succeeded. */
-MLIR_CAPI_EXPORTED bool
-overlapCompileResultSucceeded(const OverlapCompileResult *result);
-
-/** On failure: what went wrong (stage, diagnostics with locations). Every
- *  accessor takes NULL: an empty text, "[]" for the plans and the missed
- *  remarks, false. */
-MLIR_CAPI_EXPORTED MlirStringRef
-overlapCompileResultError(const OverlapCompileResult *result);
-
-/** On success: the plans chosen, in the order of the ops, a JSON array with
- *  one object per fused op: the Planner's document of its plan, as
- *  overlapPlanJSON returns it ("strategy", "tiles" an array of integers,
- *  "bound", "predicted_us", "serial_us" and the other times as numbers,
- *  "problem", "profile", "tasks", ...), plus "location" (file:line:col),
- *  "op" (the fused op's name) and "summary" (the plan remark's text). */
-MLIR_CAPI_EXPORTED MlirStringRef
+/** The plans chosen, in the order of the ops, a JSON array with one object
+ *  per fused op: the Planner's document of its plan, as overlapPlanJSON
+ *  returns it ("strategy", "tiles" an array of integers, "bound",
+ *  "predicted_us", "serial_us" and the other times as numbers, "problem",
+ *  "profile", "tasks", ...), plus "location" (file:line:col), "op" (the
+ *  fused op's name) and "summary" (the plan remark's text). "[]" for a
+ *  NULL result. */
+OVERLAP_C_API const char *
 overlapCompileResultPlansJSON(const OverlapCompileResult *result);
 
-/** On success: why ops were not overlapped, a JSON array with one object
- *  per missed remark of Overlap's passes: "location" (file:line:col),
- *  "pass" (overlap-raise, overlap-lower-collectives, ...), "name"
- *  (not-raised, not-overlapped, ...) and "reason" (the remark's text); the
- *  same remarks overlap-compile prints with --remarks-filter=overlap. */
-MLIR_CAPI_EXPORTED MlirStringRef
+/** Why ops were not overlapped, a JSON array with one object per missed
+ *  remark of Overlap's passes: "location" (file:line:col), "pass"
+ *  (overlap-raise, overlap-lower-collectives, ...), "name" (not-raised,
+ *  not-overlapped, ...) and "reason" (the remark's text); the same remarks
+ *  overlap-compile prints with --remarks-filter=overlap. "[]" for a NULL
+ *  result. */
+OVERLAP_C_API const char *
 overlapCompileResultMissedJSON(const OverlapCompileResult *result);
 
-/** On success: what the caller should be told, one warning a line ending in
- *  '\n' (e.g. "no overlap_entry_signature embedded (overlap-exec cannot
- *  run the output): ..."); empty when there is none. overlap-compile prints
- *  the same lines as "warning:"s. */
-MLIR_CAPI_EXPORTED MlirStringRef
+/** What the caller should be told, one warning a line ending in '\n' (e.g.
+ *  "no overlap_entry_signature embedded (overlap-exec cannot run the
+ *  output): ..."); "" when there is none or for a NULL result.
+ *  overlap-compile prints the same lines as "warning:"s. */
+OVERLAP_C_API const char *
 overlapCompileResultWarnings(const OverlapCompileResult *result);
 
-MLIR_CAPI_EXPORTED void overlapCompileResultDestroy(OverlapCompileResult *r);
+OVERLAP_C_API void overlapCompileResultDestroy(OverlapCompileResult *result);
 
 /** Runs the registered pipeline `overlap-to-llvm{options}` (options as in
  *  the pipeline's text form, e.g. "target=host strategy=uniform:2") on

@@ -17,12 +17,10 @@ extern "C" {
  *  "n": N, "k": K, "ranks": R, "dtype": "f16", "profile": NAME_OR_PATH,
  *  "strategy": "auto"} or {"kind": "chain", "dims": [...], "fast_memory":
  *  Mf}. Returns 0 and the JSON document in `*result`; 2 for a bad request,
- *  1 when planning fails, with the message in `*error`. Free both with
+ *  1 when planning fails, with the message in `*messages`. Free both with
  *  overlapFree. */
-OVERLAP_C_API int overlapPlanJSON(const char *request, char **result, char **error);
-
-/** Frees a string returned by the C API (NULL is ignored). */
-OVERLAP_C_API void overlapFree(void *pointer);
+OVERLAP_C_API int overlapPlanJSON(const char *request, char **result,
+                                  char **messages);
 
 #ifdef __cplusplus
 }

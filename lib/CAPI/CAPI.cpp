@@ -24,7 +24,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -102,27 +104,33 @@ const char *overlapCompileOptionsLayout(void) {
   return layout.c_str();
 }
 
-char *overlapCompileOptionsSet(OverlapCompileOptions *options, const char *flag,
-                               const char *value) {
-  auto failWith = [](const std::string &message) {
-    return strdup(message.c_str());
-  };
+/// overlap-c/Export.h's convention: `status`, with `message` in
+/// `*messages` when there is one.
+static int reply(int status, const std::string &message, char **messages) {
+  if (messages)
+    *messages = message.empty() ? nullptr : strdup(message.c_str());
+  return status;
+}
+
+void overlapFree(void *pointer) { std::free(pointer); }
+
+int overlapCompileOptionsSet(OverlapCompileOptions *options, const char *flag,
+                             const char *value, char **messages) {
   if (!options || !flag || !value)
-    return failWith("overlapCompileOptionsSet: null options, flag or value");
+    return reply(2, "overlapCompileOptionsSet: null options, flag or value",
+                 messages);
   compiler::CompileOptions parsed;
   if (llvm::Error err = compiler::setCompileOption(parsed, flag, value))
-    return failWith(llvm::toString(std::move(err)));
+    return reply(2, llvm::toString(std::move(err)), messages);
   llvm::StringRef name(flag);
 #define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
   if (name == FLAG)                                                            \
     options->FIELD = cValue(parsed.FIELD);
 #include "overlap/Compiler/CompileOptions.def"
-  return nullptr;
+  return reply(0, "", messages);
 }
 
 struct OverlapCompileResult {
-  bool succeeded = false;
-  std::string error;
   std::string plansJSON = "[]";
   std::string missedJSON = "[]";
   /// One warning a line (e.g. no signature embedded), empty if none.
@@ -140,22 +148,24 @@ static std::string plansToJSON(const std::vector<Record> &records) {
   return text;
 }
 
-OverlapCompileResult *overlapCompile(MlirStringRef source,
-                                     MlirStringRef outputPath,
-                                     const OverlapCompileOptions *options) {
-  auto *result = new OverlapCompileResult;
+int overlapCompile(const char *source, size_t length, const char *outputPath,
+                   const OverlapCompileOptions *options,
+                   OverlapCompileResult **result, char **messages) {
+  if (result)
+    *result = nullptr;
+  if (!source || !outputPath)
+    return reply(2, "overlapCompile: null source or output path", messages);
   compiler::DriverOptions driver;
   if (options) {
-    if (options->size != sizeof(OverlapCompileOptions)) {
-      result->error = "OverlapCompileOptions: size " +
-                      std::to_string(options->size) +
-                      ", but this library's "
-                      "is " +
-                      std::to_string(sizeof(OverlapCompileOptions)) +
-                      " (start from overlapCompileOptionsDefault(), built "
-                      "with this library's overlap-c/Compiler.h)";
-      return result;
-    }
+    if (options->size != sizeof(OverlapCompileOptions))
+      return reply(2,
+                   "OverlapCompileOptions: size " +
+                       std::to_string(options->size) +
+                       ", but this library's is " +
+                       std::to_string(sizeof(OverlapCompileOptions)) +
+                       " (start from overlapCompileOptionsDefault(), built "
+                       "with this library's overlap-c/Compiler.h)",
+                   messages);
     auto set = [](auto &field, auto value) {
       if constexpr (std::is_pointer_v<decltype(value)>) {
         if (value)
@@ -170,54 +180,43 @@ OverlapCompileResult *overlapCompile(MlirStringRef source,
     set(driver.entry, options->entry);
     set(driver.cpu, options->cpu);
     if (options->emit < OVERLAP_EMIT_MLIR ||
-        options->emit > OVERLAP_EMIT_SHARED_LIBRARY) {
-      result->error = "emit: " + std::to_string(int(options->emit)) +
-                      " is not an OverlapEmit";
-      return result;
-    }
+        options->emit > OVERLAP_EMIT_SHARED_LIBRARY)
+      return reply(2,
+                   "emit: " + std::to_string(int(options->emit)) +
+                       " is not an OverlapEmit",
+                   messages);
     driver.emit = static_cast<compiler::Emit>(options->emit);
     driver.optLevel = options->optLevel;
     set(driver.sourceName, options->sourceName);
   }
-  llvm::Expected<compiler::Artifact> artifact =
-      compiler::compileToFiles(unwrap(source), unwrap(outputPath), driver);
-  if (!artifact) {
-    result->error = llvm::toString(artifact.takeError());
-    return result;
-  }
-  result->succeeded = true;
-  result->plansJSON = plansToJSON(artifact->plans);
-  result->missedJSON = plansToJSON(artifact->missed);
+  // A bad value is bad input (2), said before anything is compiled.
+  if (llvm::Error err = driver.compile.validate())
+    return reply(2, llvm::toString(std::move(err)), messages);
+  llvm::Expected<compiler::Artifact> artifact = compiler::compileToFiles(
+      llvm::StringRef(source, length), outputPath, driver);
+  if (!artifact)
+    return reply(1, llvm::toString(artifact.takeError()), messages);
+  auto made = std::make_unique<OverlapCompileResult>();
+  made->plansJSON = plansToJSON(artifact->plans);
+  made->missedJSON = plansToJSON(artifact->missed);
   for (const std::string &warning : artifact->warnings)
-    result->warnings += warning + "\n";
-  return result;
+    made->warnings += warning + "\n";
+  if (result)
+    *result = made.release();
+  return reply(0, "", messages);
 }
 
-bool overlapCompileResultSucceeded(const OverlapCompileResult *result) {
-  return result && result->succeeded;
+// NULL-safe like every accessor: a NULL result is an empty text or "[]".
+const char *overlapCompileResultPlansJSON(const OverlapCompileResult *result) {
+  return result ? result->plansJSON.c_str() : "[]";
 }
 
-MlirStringRef overlapCompileResultError(const OverlapCompileResult *result) {
-  // NULL-safe like every accessor: a null result is an empty text.
-  return result ? wrap(llvm::StringRef(result->error))
-                : wrap(llvm::StringRef());
+const char *overlapCompileResultMissedJSON(const OverlapCompileResult *result) {
+  return result ? result->missedJSON.c_str() : "[]";
 }
 
-MlirStringRef
-overlapCompileResultPlansJSON(const OverlapCompileResult *result) {
-  return result ? wrap(llvm::StringRef(result->plansJSON))
-                : wrap(llvm::StringRef("[]"));
-}
-
-MlirStringRef
-overlapCompileResultMissedJSON(const OverlapCompileResult *result) {
-  return result ? wrap(llvm::StringRef(result->missedJSON))
-                : wrap(llvm::StringRef("[]"));
-}
-
-MlirStringRef overlapCompileResultWarnings(const OverlapCompileResult *result) {
-  return result ? wrap(llvm::StringRef(result->warnings))
-                : wrap(llvm::StringRef());
+const char *overlapCompileResultWarnings(const OverlapCompileResult *result) {
+  return result ? result->warnings.c_str() : "";
 }
 
 void overlapCompileResultDestroy(OverlapCompileResult *result) {

@@ -130,7 +130,11 @@ static std::string textOf(RanksAs v) {
 }
 
 std::string exec::defaultText(const RunOption &row) {
-  static const SessionOptions defaults;
+  return defaultText(row, SessionOptions());
+}
+
+std::string exec::defaultText(const RunOption &row,
+                              const SessionOptions &defaults) {
   switch (row.kind) {
   case RunKind::Path:
   case RunKind::Bool:
@@ -151,8 +155,13 @@ std::string exec::defaultText(const RunOption &row) {
 }
 
 std::string exec::helpText(const RunOption &row) {
+  return helpText(row, SessionOptions());
+}
+
+std::string exec::helpText(const RunOption &row,
+                           const SessionOptions &defaults) {
   std::string text = row.help;
-  std::string d = defaultText(row);
+  std::string d = defaultText(row, defaults);
   return d.empty() ? text : text + " (" + d + ")";
 }
 

@@ -171,17 +171,18 @@ def compile(module: Union[str, os.PathLike], *, target: Optional[str] = None,
         os.close(fd)
     source = module.encode()
     out = os.fspath(output).encode()
-    result = lib.overlapCompile(native.MlirStringRef.of(source),
-                                native.MlirStringRef.of(out),
-                                ctypes.byref(options))
+    result, messages = ctypes.c_void_p(), ctypes.c_void_p()
+    status = lib.overlapCompile(source, len(source), out,
+                                ctypes.byref(options), ctypes.byref(result),
+                                ctypes.byref(messages))
+    (why,) = native.take_strings(lib, messages)
+    if status != 0:
+        raise CompileError(why or f"overlapCompile: status {status}", [])
     try:
-        notes = lib.overlapCompileResultWarnings(result).text().splitlines()
-        if not lib.overlapCompileResultSucceeded(result):
-            raise CompileError(lib.overlapCompileResultError(result).text(),
-                               notes)
-        plans = json.loads(lib.overlapCompileResultPlansJSON(result).text())
+        notes = lib.overlapCompileResultWarnings(result).decode().splitlines()
+        plans = json.loads(lib.overlapCompileResultPlansJSON(result).decode())
         missed = json.loads(
-            lib.overlapCompileResultMissedJSON(result).text())
+            lib.overlapCompileResultMissedJSON(result).decode())
     finally:
         lib.overlapCompileResultDestroy(result)
     for note in notes:

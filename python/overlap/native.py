@@ -66,17 +66,6 @@ def _load(name: str) -> ctypes.CDLL:
         + ", ".join(tried))
 
 
-class MlirStringRef(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_char_p), ("length", ctypes.c_size_t)]
-
-    @classmethod
-    def of(cls, text: bytes) -> "MlirStringRef":
-        return cls(text, len(text))
-
-    def text(self) -> str:
-        return ctypes.string_at(self.data, self.length).decode()
-
-
 # The ctypes type of each kind of field the layouts name
 # (overlapCompileOptionsLayout, overlapRunOptionsLayout).
 _OPTION_KINDS = {"size": ctypes.c_size_t, "string": ctypes.c_char_p,
@@ -187,17 +176,22 @@ def compiler_api() -> ctypes.CDLL:
         lib.CompileOptions = options_type
         lib.overlapCompileOptionsDefault.argtypes = []
         lib.overlapCompileOptionsDefault.restype = options_type
-        lib.overlapCompile.argtypes = [MlirStringRef, MlirStringRef,
-                                       ctypes.POINTER(options_type)]
-        lib.overlapCompile.restype = ctypes.c_void_p
-        lib.overlapCompileResultSucceeded.argtypes = [ctypes.c_void_p]
-        lib.overlapCompileResultSucceeded.restype = ctypes.c_bool
-        for fn in ("overlapCompileResultError",
-                   "overlapCompileResultPlansJSON",
+        out = ctypes.POINTER(ctypes.c_void_p)
+        lib.overlapCompile.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                       ctypes.c_char_p,
+                                       ctypes.POINTER(options_type), out, out]
+        lib.overlapCompile.restype = ctypes.c_int
+        lib.overlapCompileOptionsSet.argtypes = [
+            ctypes.POINTER(options_type), ctypes.c_char_p, ctypes.c_char_p,
+            out]
+        lib.overlapCompileOptionsSet.restype = ctypes.c_int
+        lib.overlapFree.argtypes = [ctypes.c_void_p]
+        lib.overlapFree.restype = None
+        for fn in ("overlapCompileResultPlansJSON",
                    "overlapCompileResultMissedJSON",
                    "overlapCompileResultWarnings"):
             getattr(lib, fn).argtypes = [ctypes.c_void_p]
-            getattr(lib, fn).restype = MlirStringRef
+            getattr(lib, fn).restype = ctypes.c_char_p
         lib.overlapCompileResultDestroy.argtypes = [ctypes.c_void_p]
         lib.overlapCompileResultDestroy.restype = None
         lib._overlap_ready = True

@@ -71,8 +71,8 @@ static int runPipeline(MlirContext ctx, MlirModule module, const char *text) {
   MlirLogicalResult parsed = mlirParsePassPipeline(
       opm, mlirStringRefCreateFromCString(text), printToFile, stderr);
   int ok = mlirLogicalResultIsSuccess(parsed) &&
-           mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(
-               pm, mlirModuleGetOperation(module)));
+           mlirLogicalResultIsSuccess(
+               mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(module)));
   mlirPassManagerDestroy(pm);
   return ok;
 }
@@ -143,97 +143,80 @@ int main(int argc, char **argv) {
   printf("defaults: profile %s, strategy %s, target %s\n", options.profile,
          options.strategy, options.target);
   options.strategy = "uniform:2";
-  OverlapCompileResult *result =
-      overlapCompile(mlirStringRefCreateFromCString(source),
-                     mlirStringRefCreateFromCString(argv[2]), &options);
-  if (!overlapCompileResultSucceeded(result)) {
-    MlirStringRef error = overlapCompileResultError(result);
-    fprintf(stderr, "overlapCompile: %.*s\n", (int)error.length, error.data);
+  size_t length = strlen(source);
+  OverlapCompileResult *result = NULL;
+  char *why = NULL;
+  int status = overlapCompile(source, length, argv[2], &options, &result, &why);
+  if (status != 0) {
+    fprintf(stderr, "overlapCompile: %d: %s\n", status, why ? why : "");
     return 1;
   }
-  MlirStringRef plans = overlapCompileResultPlansJSON(result);
-  MlirStringRef none = overlapCompileResultWarnings(result);
-  printf("compiled: %s\nplans: %.*s\nwarnings: '%.*s'\n", argv[2],
-         (int)plans.length, plans.data, (int)none.length, none.data);
+  printf("compiled: %s\nplans: %s\nwarnings: '%s'\n", argv[2],
+         overlapCompileResultPlansJSON(result),
+         overlapCompileResultWarnings(result));
   overlapCompileResultDestroy(result);
 
+  /* Bad input is status 2, said in the messages; *result stays NULL. */
   options.target = "tpu";
-  result = overlapCompile(mlirStringRefCreateFromCString(source),
-                          mlirStringRefCreateFromCString(argv[2]), &options);
-  MlirStringRef error = overlapCompileResultError(result);
-  printf("bad target: %s: %.*s\n",
-         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
-         (int)error.length, error.data);
-  overlapCompileResultDestroy(result);
+  status = overlapCompile(source, length, argv[2], &options, &result, &why);
+  printf("bad target: %d, result %s: %s\n", status, result ? "set" : "NULL",
+         why);
+  overlapFree(why);
 
   /* Options laid out by another header are refused, not misread. */
   OverlapCompileOptions other = overlapCompileOptionsDefault();
   other.size = 8;
-  result = overlapCompile(mlirStringRefCreateFromCString(source),
-                          mlirStringRefCreateFromCString(argv[2]), &other);
-  error = overlapCompileResultError(result);
-  printf("other layout: %s: %.*s\n",
-         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
-         (int)error.length, error.data);
-  overlapCompileResultDestroy(result);
+  status = overlapCompile(source, length, argv[2], &other, NULL, &why);
+  printf("other layout: %d: %s\n", status, why);
+  overlapFree(why);
   /* Options by their flag names, the one declaration's. */
   OverlapCompileOptions named = overlapCompileOptionsDefault();
-  char *why = overlapCompileOptionsSet(&named, "gpu-chip", "sm_80");
-  printf("set gpu-chip: %s -> %s\n", why ? why : "ok", named.gpuChip);
-  free(why);
-  why = overlapCompileOptionsSet(&named, "testing-drop-waits", "true");
-  printf("set testing-drop-waits: %s -> %d\n", why ? why : "ok",
+  status = overlapCompileOptionsSet(&named, "gpu-chip", "sm_80", &why);
+  printf("set gpu-chip: %d %s -> %s\n", status, why ? why : "ok",
+         named.gpuChip);
+  overlapFree(why);
+  status = overlapCompileOptionsSet(&named, "testing-drop-waits", "true", &why);
+  printf("set testing-drop-waits: %d %s -> %d\n", status, why ? why : "ok",
          (int)named.testingDropWaits);
-  free(why);
-  why = overlapCompileOptionsSet(&named, "stratgy", "mc2");
-  printf("set stratgy: %s\n", why ? why : "ok");
-  free(why);
-  why = overlapCompileOptionsSet(&named, "testing-drop-waits", "maybe");
-  printf("set testing-drop-waits maybe: %s\n", why ? why : "ok");
-  free(why);
+  overlapFree(why);
+  status = overlapCompileOptionsSet(&named, "stratgy", "mc2", &why);
+  printf("set stratgy: %d %s\n", status, why ? why : "ok");
+  overlapFree(why);
+  status =
+      overlapCompileOptionsSet(&named, "testing-drop-waits", "maybe", NULL);
+  printf("set testing-drop-waits maybe: %d\n", status);
   printf("layout: %s\n", overlapCompileOptionsLayout());
 
-  /* An output that cannot be written is a failed result, not the end of
-   * the process (LLVM's fatal "IO failure on output stream"). */
+  /* An output that cannot be written is a failed compile (1), not the end
+   * of the process (LLVM's fatal "IO failure on output stream"). */
   options.target = "host";
   options.emit = OVERLAP_EMIT_MLIR;
-  result =
-      overlapCompile(mlirStringRefCreateFromCString(source),
-                     mlirStringRefCreateFromCString("/dev/full"), &options);
-  error = overlapCompileResultError(result);
-  printf("full disk: %s: %.*s\n",
-         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
-         (int)error.length, error.data);
-  overlapCompileResultDestroy(result);
+  status = overlapCompile(source, length, "/dev/full", &options, &result, &why);
+  printf("full disk: %d, result %s: %s\n", status, result ? "set" : "NULL",
+         why);
+  overlapFree(why);
 
   /* A library that overlap-exec cannot run says so in the warnings. */
   options.emit = OVERLAP_EMIT_OBJECT;
-  result =
-      overlapCompile(mlirStringRefCreateFromCString(
-                         "func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
-                         "  return %x : tensor<4xf32>\n}\n"
-                         "func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
-                         "  return %x : tensor<4xf32>\n}\n"),
-                     mlirStringRefCreateFromCString("/dev/null"), &options);
-  MlirStringRef warnings = overlapCompileResultWarnings(result);
-  printf("two entries: %s, warnings: %.*s",
-         overlapCompileResultSucceeded(result) ? "succeeded" : "failed",
-         (int)warnings.length, warnings.data);
+  const char *two = "func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  return %x : tensor<4xf32>\n}\n"
+                    "func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                    "  return %x : tensor<4xf32>\n}\n";
+  status =
+      overlapCompile(two, strlen(two), "/dev/null", &options, &result, &why);
+  printf("two entries: %d, messages %s, warnings: %s", status,
+         why ? why : "NULL", overlapCompileResultWarnings(result));
   overlapCompileResultDestroy(result);
 
-  /* Every accessor is NULL-safe. */
-  MlirStringRef nullError = overlapCompileResultError(NULL);
-  MlirStringRef nullPlans = overlapCompileResultPlansJSON(NULL);
-  MlirStringRef nullWarnings = overlapCompileResultWarnings(NULL);
-  MlirStringRef nullMissed = overlapCompileResultMissedJSON(NULL);
-  printf("null result: %s, error '%.*s', plans %.*s, warnings '%.*s', "
-         "missed %.*s\n",
-         overlapCompileResultSucceeded(NULL) ? "succeeded" : "failed",
-         (int)nullError.length, nullError.data ? nullError.data : "",
-         (int)nullPlans.length, nullPlans.data, (int)nullWarnings.length,
-         nullWarnings.data ? nullWarnings.data : "", (int)nullMissed.length,
-         nullMissed.data);
+  /* Every accessor is NULL-safe, and so is every out-parameter. */
+  printf("null result: plans %s, warnings '%s', missed %s\n",
+         overlapCompileResultPlansJSON(NULL),
+         overlapCompileResultWarnings(NULL),
+         overlapCompileResultMissedJSON(NULL));
   overlapCompileResultDestroy(NULL);
+  printf("null source: %d\n",
+         overlapCompile(NULL, 0, "/dev/null", &options, NULL, NULL));
+  overlapFree(NULL);
   free(source);
   return 0;
 }

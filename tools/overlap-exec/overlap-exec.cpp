@@ -45,13 +45,21 @@ static const char *const kAbout =
     "checksum per output. The options are the rows of\n"
     "include/overlap/Loader/RunOptions.def; docs/tools.md describes it.\n\n";
 
+/// overlap-exec's defaults: the table's, but a launcher's processes are its
+/// ranks (auto).
+static exec::SessionOptions defaults() {
+  exec::SessionOptions o;
+  o.ranksAs = exec::RanksAs::Auto;
+  return o;
+}
+
 /// The flags: every row of RunOptions.def.
 static flags::Args runFlags() {
   flags::Args args;
   for (const exec::RunOption &row : exec::runOptions())
     args.add({exec::flagSpelling(row),
               row.kind == exec::RunKind::Bool ? "" : row.meta,
-              exec::helpText(row)});
+              exec::helpText(row, defaults())});
   return args;
 }
 
@@ -89,7 +97,7 @@ static bool parseOptions(int argc, char **argv, flags::Args &args,
 }
 
 int main(int argc, char **argv) {
-  exec::SessionOptions o;
+  exec::SessionOptions o = defaults();
   flags::Args args = runFlags();
   std::string message;
   if (!parseOptions(argc, argv, args, o, message)) {

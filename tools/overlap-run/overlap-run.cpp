@@ -187,9 +187,9 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return 2;
 
-  // overlap-run's ranks are threads of this process: it JITs its programs.
+  // overlap-run's ranks are threads of this process (it JITs its programs):
+  // the table's default.
   exec::SessionOptions session;
-  session.ranksAs = exec::RanksAs::Threads;
   if (std::string error = runFlags().apply(session); !error.empty())
     return usageOrCompileError(error);
   if (optLevel > 3)

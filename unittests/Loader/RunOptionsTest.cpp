@@ -96,7 +96,10 @@ TEST(RunOptions, EveryRowHasAFlagHelpAndItsDefault) {
             "default 0: the size of the program's grid");
   EXPECT_EQ(defaultText(*findRunOption("backend")),
             "default: the program's target");
-  EXPECT_EQ(defaultText(*findRunOption("ranks-as")), "default auto");
+  EXPECT_EQ(defaultText(*findRunOption("ranks-as")), "default threads");
+  SessionOptions tool;
+  tool.ranksAs = RanksAs::Auto;
+  EXPECT_EQ(defaultText(*findRunOption("ranks-as"), tool), "default auto");
   EXPECT_EQ(defaultText(*findRunOption("ref")), "");
   EXPECT_EQ(flagSpelling(*findRunOption("v")), "-v");
   EXPECT_EQ(findRunOption("nope"), nullptr);

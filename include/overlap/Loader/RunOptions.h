@@ -76,11 +76,14 @@ std::string flagSpelling(const RunOption &row);
 /// 1024 ranks", "host or cuda", "a finite number >= 0".
 std::string expectedValue(const RunOption &row);
 
-/// The row's default, for the help: "default 1", "default: the program's
-/// target", or "" for a path or a switch.
+/// The row's default in `defaults` (a tool's, where it differs from the
+/// table's), for the help: "default 1", "default: the program's target",
+/// or "" for a path or a switch.
+std::string defaultText(const RunOption &row, const SessionOptions &defaults);
 std::string defaultText(const RunOption &row);
 
 /// The row's help with its default: what a tool's help prints.
+std::string helpText(const RunOption &row, const SessionOptions &defaults);
 std::string helpText(const RunOption &row);
 
 /// Sets the row's field of `o` from `text` (a flag's value; "1" for a

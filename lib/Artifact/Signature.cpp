@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace overlap {
 namespace artifact {
@@ -18,27 +19,16 @@ namespace artifact {
 // Signature
 //===----------------------------------------------------------------------===//
 
+/// Every element type with its name, in Elem's order.
+static const std::pair<Elem, const char *> elemNames[] = {
+    {Elem::F32, "f32"}, {Elem::F16, "f16"}, {Elem::BF16, "bf16"},
+    {Elem::F64, "f64"}, {Elem::I1, "i1"},   {Elem::I8, "i8"},
+    {Elem::I16, "i16"}, {Elem::I32, "i32"}, {Elem::I64, "i64"}};
+
 const char *elemName(Elem elem) {
-  switch (elem) {
-  case Elem::F32:
-    return "f32";
-  case Elem::F16:
-    return "f16";
-  case Elem::BF16:
-    return "bf16";
-  case Elem::F64:
-    return "f64";
-  case Elem::I1:
-    return "i1";
-  case Elem::I8:
-    return "i8";
-  case Elem::I16:
-    return "i16";
-  case Elem::I32:
-    return "i32";
-  case Elem::I64:
-    return "i64";
-  }
+  for (const auto &[value, name] : elemNames)
+    if (value == elem)
+      return name;
   return "?";
 }
 
@@ -62,10 +52,9 @@ size_t elemSize(Elem elem) {
 }
 
 static std::optional<Elem> parseElem(std::string_view name) {
-  for (Elem elem : {Elem::F32, Elem::F16, Elem::BF16, Elem::F64, Elem::I1,
-                    Elem::I8, Elem::I16, Elem::I32, Elem::I64})
-    if (name == elemName(elem))
-      return elem;
+  for (const auto &[value, elemText] : elemNames)
+    if (name == elemText)
+      return value;
   return std::nullopt;
 }
 
@@ -139,8 +128,7 @@ int64_t GridSpec::size() const {
 }
 
 bool GridSpec::isDynamic() const {
-  return std::find(shape.begin(), shape.end(), kDynamicExtent) !=
-         shape.end();
+  return std::find(shape.begin(), shape.end(), kDynamicExtent) != shape.end();
 }
 
 bool GridSpec::fits(int64_t ranks) const {
@@ -286,7 +274,8 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
       if (item.size() != size_t(3 + spec.inout) || !parseType(item[2], spec))
         return fail("expected '" + std::string(key) + " NAME TYPE" +
                     (key == "arg" ? " [inout]" : "") +
-                    "' with a shape (? for a dynamic size) and an element type of f32, f16, bf16, "
+                    "' with a shape (? for a dynamic size) and an element type "
+                    "of f32, f16, bf16, "
                     "f64, i1, i8, i16, i32 or i64, found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);
@@ -325,9 +314,9 @@ std::string signatureDifference(const Signature &program,
   auto sizes = [](const Signature &sig) {
     std::vector<std::string> out;
     for (const GridSpec &grid : sig.grids)
-      out.push_back(grid.isDynamic() ? "a multiple of " +
-                                           std::to_string(grid.size())
-                                     : std::to_string(grid.size()));
+      out.push_back(grid.isDynamic()
+                        ? "a multiple of " + std::to_string(grid.size())
+                        : std::to_string(grid.size()));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     std::string s;
@@ -363,13 +352,13 @@ bool checkRanks(const Signature &sig, int ranks, std::string &error) {
     if (grid.fits(ranks))
       continue;
     if (grid.isDynamic())
-      error = "--ranks " + std::to_string(ranks) + " but grid @" +
-              grid.name + " (" + joinShape(grid.shape) +
-              ") has its static extents on " + std::to_string(grid.size()) +
+      error = "--ranks " + std::to_string(ranks) + " but grid @" + grid.name +
+              " (" + joinShape(grid.shape) + ") has its static extents on " +
+              std::to_string(grid.size()) +
               " devices; the number of ranks must be a multiple of that";
     else
-      error = "--ranks " + std::to_string(ranks) + " but grid @" +
-              grid.name + " has " + std::to_string(grid.size()) +
+      error = "--ranks " + std::to_string(ranks) + " but grid @" + grid.name +
+              " has " + std::to_string(grid.size()) +
               " devices; the number of ranks must equal the grid's size";
     return false;
   }

@@ -7,6 +7,7 @@
 #include "overlap/Calibration/BenchSweep.h"
 
 #include "overlap/Calibration/Reports.h"
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include <algorithm>
@@ -19,13 +20,11 @@ using planner::TileLayout;
 
 std::optional<TileGemmMode>
 calibration::parseTileGemmMode(const std::string &text) {
-  if (text == "batched")
-    return TileGemmMode::Batched;
-  if (text == "contiguous")
-    return TileGemmMode::Contiguous;
-  if (text == "both")
-    return TileGemmMode::Both;
-  return std::nullopt;
+  static const planner::EnumName<TileGemmMode> names[] = {
+      {TileGemmMode::Batched, "batched"},
+      {TileGemmMode::Contiguous, "contiguous"},
+      {TileGemmMode::Both, "both"}};
+  return planner::valueOf(names, text);
 }
 
 Expected<ShapePlan> calibration::planShape(const SweepOptions &o,

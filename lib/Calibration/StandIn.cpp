@@ -6,7 +6,9 @@
 
 #include "overlap/Calibration/StandIn.h"
 
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Ring.h"
+#include "overlap/Support/Flags.h"
 
 #include <algorithm>
 
@@ -14,30 +16,22 @@ using namespace overlap;
 using namespace overlap::calibration;
 using planner::Collective;
 
+static const planner::EnumName<Leg> legNames[] = {
+    {Leg::CopyEngine, "copy-engine"},
+    {Leg::SmCopy, "sm-copy"},
+    {Leg::Nccl, "nccl"}};
+
 std::optional<Leg> calibration::parseLeg(const std::string &name) {
-  if (name == "copy-engine")
-    return Leg::CopyEngine;
-  if (name == "sm-copy")
-    return Leg::SmCopy;
-  if (name == "nccl")
-    return Leg::Nccl;
-  return std::nullopt;
+  return planner::valueOf(legNames, name);
 }
 
 const char *calibration::legName(Leg leg) {
-  switch (leg) {
-  case Leg::CopyEngine:
-    return "copy-engine";
-  case Leg::SmCopy:
-    return "sm-copy";
-  case Leg::Nccl:
-    return "nccl";
-  }
-  return "?";
+  return planner::nameOf(legNames, leg);
 }
 
 std::string calibration::badLegMessage(const std::string &given) {
-  return "--leg: expected copy-engine, sm-copy or nccl, got '" + given + "'";
+  return "--leg: expected " + flags::listChoices(planner::namesOf(legNames)) +
+         ", got '" + given + "'";
 }
 
 StandInBytes calibration::standInBytes(Collective coll, int64_t group,

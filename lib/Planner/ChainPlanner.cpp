@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/ChainPlanner.h"
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
 
 #include "llvm/ADT/Twine.h"
@@ -17,16 +18,11 @@
 using namespace llvm;
 using namespace overlap::planner;
 
+static const EnumName<Fusion> fusionNames[] = {
+    {Fusion::None, "none"}, {Fusion::Left, "left"}, {Fusion::Right, "right"}};
+
 StringRef overlap::planner::toString(Fusion fusion) {
-  switch (fusion) {
-  case Fusion::None:
-    return "none";
-  case Fusion::Left:
-    return "left";
-  case Fusion::Right:
-    return "right";
-  }
-  llvm_unreachable("unknown fusion");
+  return nameOf(fusionNames, fusion);
 }
 
 static Error overflow() {

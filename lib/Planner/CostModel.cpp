@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/CostModel.h"
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -21,31 +22,26 @@ StringRef overlap::planner::toString(Bound bound) {
   return bound == Bound::Comm ? "comm" : "compute";
 }
 
+static const EnumName<TileGemmPricing> tileGemmPricingNames[] = {
+    {TileGemmPricing::Contiguous, "contiguous"},
+    {TileGemmPricing::BatchedCurve, "batched-curve"},
+    {TileGemmPricing::TileQuantized, "tile-quantized"},
+    {TileGemmPricing::UnbatchedApproximation, "unbatched-approximation"}};
+
 StringRef overlap::planner::toString(TileGemmPricing pricing) {
-  switch (pricing) {
-  case TileGemmPricing::Contiguous:
-    return "contiguous";
-  case TileGemmPricing::BatchedCurve:
-    return "batched-curve";
-  case TileGemmPricing::TileQuantized:
-    return "tile-quantized";
-  case TileGemmPricing::UnbatchedApproximation:
-    return "unbatched-approximation";
-  }
-  llvm_unreachable("unknown tile GEMM pricing");
+  return nameOf(tileGemmPricingNames, pricing);
 }
+
+static const EnumName<AllToAllSide> allToAllSideNames[] = {
+    {AllToAllSide::Dispatch, "dispatch"}, {AllToAllSide::Combine, "combine"}};
 
 std::optional<AllToAllSide>
 overlap::planner::parseAllToAllSide(StringRef name) {
-  if (name == "dispatch")
-    return AllToAllSide::Dispatch;
-  if (name == "combine")
-    return AllToAllSide::Combine;
-  return std::nullopt;
+  return valueOf(allToAllSideNames, name);
 }
 
 StringRef overlap::planner::toString(AllToAllSide side) {
-  return side == AllToAllSide::Dispatch ? "dispatch" : "combine";
+  return nameOf(allToAllSideNames, side);
 }
 
 bool overlap::planner::exchangesInput(Collective collective,

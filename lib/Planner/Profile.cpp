@@ -4,11 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Planner/Defaults.h"
 #include "overlap/Planner/Profile.h"
-#include "overlap/Planner/UserJson.h"
+#include "overlap/Planner/Defaults.h"
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Ring.h"
+#include "overlap/Planner/UserJson.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -19,9 +20,9 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
-#include <cmath>
 #include <limits>
 
 /// A function of this library whose address names the binary that holds
@@ -35,51 +36,33 @@ using namespace overlap::planner;
 // Enums
 //===----------------------------------------------------------------------===//
 
+static const EnumName<DType> dtypeNames[] = {
+    {DType::F16, "f16"}, {DType::BF16, "bf16"}, {DType::F32, "f32"}};
+
 std::optional<DType> overlap::planner::parseDType(StringRef name) {
-  return StringSwitch<std::optional<DType>>(name)
-      .Case("f16", DType::F16)
-      .Case("bf16", DType::BF16)
-      .Case("f32", DType::F32)
-      .Default(std::nullopt);
+  return valueOf(dtypeNames, name);
 }
 
 StringRef overlap::planner::toString(DType dtype) {
-  switch (dtype) {
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F32:
-    return "f32";
-  }
-  llvm_unreachable("unknown dtype");
+  return nameOf(dtypeNames, dtype);
 }
 
 unsigned overlap::planner::byteWidth(DType dtype) {
   return dtype == DType::F32 ? 4 : 2;
 }
 
+static const EnumName<Collective> collectiveNames[] = {
+    {Collective::AllReduce, "all-reduce"},
+    {Collective::ReduceScatter, "reduce-scatter"},
+    {Collective::AllGather, "all-gather"},
+    {Collective::AllToAll, "all-to-all"}};
+
 std::optional<Collective> overlap::planner::parseCollective(StringRef name) {
-  return StringSwitch<std::optional<Collective>>(name)
-      .Case("all-reduce", Collective::AllReduce)
-      .Case("reduce-scatter", Collective::ReduceScatter)
-      .Case("all-gather", Collective::AllGather)
-      .Case("all-to-all", Collective::AllToAll)
-      .Default(std::nullopt);
+  return valueOf(collectiveNames, name);
 }
 
 StringRef overlap::planner::toString(Collective collective) {
-  switch (collective) {
-  case Collective::AllReduce:
-    return "all-reduce";
-  case Collective::ReduceScatter:
-    return "reduce-scatter";
-  case Collective::AllGather:
-    return "all-gather";
-  case Collective::AllToAll:
-    return "all-to-all";
-  }
-  llvm_unreachable("unknown collective");
+  return nameOf(collectiveNames, collective);
 }
 
 double overlap::planner::ringFactor(Collective collective, int64_t ranks) {

@@ -6,6 +6,8 @@
 
 #include "overlap/Calibration/Knobs.h"
 
+#include "overlap/Planner/EnumNames.h"
+
 #include <cstdint>
 #include <utility>
 
@@ -14,61 +16,57 @@ using namespace overlap::calibration;
 
 namespace {
 
-/// One flag whose values name settings of one field.
-struct Choice {
-  const char *flag;
-  std::vector<std::pair<const char *, int32_t>> values;
-};
+using planner::EnumName;
 
-const Choice commPriority = {
-    "--comm-priority",
-    {{"high", OVERLAP_CUDA_KNOB_ON}, {"normal", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice deviceFlagsChoice = {
-    "--flags",
-    {{"device", OVERLAP_CUDA_KNOB_ON}, {"host", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice sync = {"--sync",
-                     {{"memop", OVERLAP_CUDA_SYNC_MEMOP},
-                      {"spin", OVERLAP_CUDA_SYNC_SPIN},
-                      {"event", OVERLAP_CUDA_SYNC_EVENT}}};
-const Choice gemmCache = {
-    "--gemm-cache",
-    {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice alloc = {
-    "--alloc",
-    {{"pool", OVERLAP_CUDA_KNOB_ON}, {"sync", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice ncclCtaCap = {
-    "--nccl-cta-cap",
-    {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
-const Choice zeroSmAllGather = {
-    "--zero-sm-all-gather",
-    {{"on", OVERLAP_CUDA_KNOB_ON}, {"off", OVERLAP_CUDA_KNOB_OFF}}};
+/// One knob flag besides --comm-sms: a choice among named settings, or,
+/// without names, a number from `low` to `high`. `unset` is the field's
+/// value when the flag is absent (the runtime's default).
+struct Knob {
+  const char *flag;
+  int32_t CudaKnobs::*field;
+  int32_t overlap_cuda_options::*option;
+  int32_t unset;
+  std::vector<EnumName<int32_t>> names;
+  int64_t low = 0, high = 0;
+  /// What a number knob's error says it expects.
+  const char *expected = nullptr;
+};
 
 constexpr int32_t maxAutotune = 16;
 
-/// The value of `c`'s flag in `args`, or `def` (absent, or bad: then the
-/// error names the accepted values).
-int32_t readChoice(const Args &args, const Choice &c, int32_t def) {
-  if (!args.has(c.flag))
-    return def;
-  const std::string text = args.get(c.flag, "");
-  std::string accepted;
-  for (size_t i = 0; i < c.values.size(); ++i) {
-    if (text == c.values[i].first)
-      return c.values[i].second;
-    accepted += i == 0 ? "" : i + 1 == c.values.size() ? " or " : ", ";
-    accepted += c.values[i].first;
-  }
-  args.fail(std::string(c.flag) + ": expected " + accepted + ", got '" + text +
-            "'");
-  return def;
-}
+using Names = std::vector<EnumName<int32_t>>;
 
-/// The name `value` has among `c`'s values.
-const char *nameOf(const Choice &c, int32_t value) {
-  for (const auto &[name, v] : c.values)
-    if (v == value)
-      return name;
-  return "?";
+/// The knobs in the order of their flags (cudaKnobFlags, describeCudaKnobs).
+const std::vector<Knob> &knobTable() {
+  using Options = overlap_cuda_options;
+  constexpr int32_t unset = OVERLAP_CUDA_KNOB_DEFAULT;
+  const Names onOff = {{OVERLAP_CUDA_KNOB_ON, "on"},
+                       {OVERLAP_CUDA_KNOB_OFF, "off"}};
+  static const std::vector<Knob> table = {
+      {"--comm-priority", &CudaKnobs::commPriority, &Options::comm_priority,
+       unset,
+       Names{{OVERLAP_CUDA_KNOB_ON, "high"},
+             {OVERLAP_CUDA_KNOB_OFF, "normal"}}},
+      {"--flags", &CudaKnobs::deviceFlags, &Options::device_flags, unset,
+       Names{{OVERLAP_CUDA_KNOB_ON, "device"},
+             {OVERLAP_CUDA_KNOB_OFF, "host"}}},
+      {"--sync", &CudaKnobs::sync, &Options::sync, OVERLAP_CUDA_SYNC_FROM_ENV,
+       Names{{OVERLAP_CUDA_SYNC_MEMOP, "memop"},
+             {OVERLAP_CUDA_SYNC_SPIN, "spin"},
+             {OVERLAP_CUDA_SYNC_EVENT, "event"}}},
+      {"--gemm-cache", &CudaKnobs::gemmCache, &Options::gemm_cache, unset,
+       onOff},
+      {"--gemm-autotune", &CudaKnobs::gemmAutotune, &Options::gemm_autotune, 0,
+       Names{}, 1, maxAutotune, "a number of algorithms from 1 to 16"},
+      {"--alloc", &CudaKnobs::streamOrderedAlloc,
+       &Options::stream_ordered_alloc, unset,
+       Names{{OVERLAP_CUDA_KNOB_ON, "pool"}, {OVERLAP_CUDA_KNOB_OFF, "sync"}}},
+      {"--nccl-cta-cap", &CudaKnobs::ncclCtaCap, &Options::nccl_cta_cap, unset,
+       onOff},
+      {"--zero-sm-all-gather", &CudaKnobs::zeroSmAllGather,
+       &Options::zero_sm_all_gather, unset, onOff},
+  };
+  return table;
 }
 
 /// A decimal integer in [lo, hi] (no sign, no spaces), or nullopt.
@@ -87,13 +85,40 @@ std::optional<int32_t> readBounded(const std::string &text, int64_t lo,
   return int32_t(v);
 }
 
+/// The value of `k`'s flag in `args`, or `def` (absent, or bad: then the
+/// error names what the flag accepts).
+int32_t readKnob(const Args &args, const Knob &k, int32_t def) {
+  if (!args.has(k.flag))
+    return def;
+  const std::string text = args.get(k.flag, "");
+  std::optional<int32_t> value = k.names.empty()
+                                     ? readBounded(text, k.low, k.high)
+                                     : planner::valueOf(k.names, text);
+  if (value)
+    return *value;
+  const std::string expected =
+      k.names.empty() ? std::string(k.expected)
+                      : flags::listChoices(planner::namesOf(k.names));
+  args.fail(std::string(k.flag) + ": expected " + expected + ", got '" + text +
+            "'");
+  return def;
+}
+
+/// The setting `value` of `k` as its flag's value.
+std::string describeKnob(const Knob &k, int32_t value) {
+  return k.names.empty() ? std::to_string(value)
+                         : planner::nameOf(k.names, value);
+}
+
 } // namespace
 
 const std::vector<std::string> &calibration::cudaKnobFlags() {
-  static const std::vector<std::string> names = {
-      "--comm-sms", "--comm-priority", "--flags",
-      "--sync",     "--gemm-cache",    "--gemm-autotune",
-      "--alloc",    "--nccl-cta-cap",  "--zero-sm-all-gather"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> flags = {"--comm-sms"};
+    for (const Knob &k : knobTable())
+      flags.push_back(k.flag);
+    return flags;
+  }();
   return names;
 }
 
@@ -117,23 +142,8 @@ CudaKnobs calibration::readCudaKnobs(const Args &args) {
                 "reservation), got '" +
                 text + "'");
   }
-  k.commPriority = readChoice(args, commPriority, k.commPriority);
-  k.deviceFlags = readChoice(args, deviceFlagsChoice, k.deviceFlags);
-  k.sync = readChoice(args, sync, k.sync);
-  k.gemmCache = readChoice(args, gemmCache, k.gemmCache);
-  k.streamOrderedAlloc = readChoice(args, alloc, k.streamOrderedAlloc);
-  k.ncclCtaCap = readChoice(args, ncclCtaCap, k.ncclCtaCap);
-  k.zeroSmAllGather = readChoice(args, zeroSmAllGather, k.zeroSmAllGather);
-  if (args.has("--gemm-autotune")) {
-    const std::string text = args.get("--gemm-autotune", "");
-    std::optional<int32_t> v = readBounded(text, 1, maxAutotune);
-    if (v)
-      k.gemmAutotune = *v;
-    else
-      args.fail("--gemm-autotune: expected a number of algorithms from 1 "
-                "to 16, got '" +
-                text + "'");
-  }
+  for (const Knob &knob : knobTable())
+    k.*knob.field = readKnob(args, knob, knob.unset);
   return k;
 }
 
@@ -152,22 +162,9 @@ void calibration::applyCudaKnobs(const CudaKnobs &knobs,
     opts.comm_sms = *knobs.commSms;
   else if (profileCommSms)
     opts.comm_sms = int32_t(*profileCommSms);
-  if (knobs.commPriority != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.comm_priority = knobs.commPriority;
-  if (knobs.deviceFlags != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.device_flags = knobs.deviceFlags;
-  if (knobs.sync != OVERLAP_CUDA_SYNC_FROM_ENV)
-    opts.sync = knobs.sync;
-  if (knobs.gemmCache != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.gemm_cache = knobs.gemmCache;
-  if (knobs.gemmAutotune)
-    opts.gemm_autotune = knobs.gemmAutotune;
-  if (knobs.streamOrderedAlloc != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.stream_ordered_alloc = knobs.streamOrderedAlloc;
-  if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.nccl_cta_cap = knobs.ncclCtaCap;
-  if (knobs.zeroSmAllGather != OVERLAP_CUDA_KNOB_DEFAULT)
-    opts.zero_sm_all_gather = knobs.zeroSmAllGather;
+  for (const Knob &k : knobTable())
+    if (knobs.*k.field != k.unset)
+      opts.*k.option = knobs.*k.field;
 }
 
 std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
@@ -177,21 +174,8 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
   };
   if (knobs.commSms)
     add("--comm-sms", std::to_string(*knobs.commSms));
-  if (knobs.commPriority != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(commPriority.flag, nameOf(commPriority, knobs.commPriority));
-  if (knobs.deviceFlags != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(deviceFlagsChoice.flag, nameOf(deviceFlagsChoice, knobs.deviceFlags));
-  if (knobs.sync != OVERLAP_CUDA_SYNC_FROM_ENV)
-    add(sync.flag, nameOf(sync, knobs.sync));
-  if (knobs.gemmCache != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(gemmCache.flag, nameOf(gemmCache, knobs.gemmCache));
-  if (knobs.gemmAutotune)
-    add("--gemm-autotune", std::to_string(knobs.gemmAutotune));
-  if (knobs.streamOrderedAlloc != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(alloc.flag, nameOf(alloc, knobs.streamOrderedAlloc));
-  if (knobs.ncclCtaCap != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(ncclCtaCap.flag, nameOf(ncclCtaCap, knobs.ncclCtaCap));
-  if (knobs.zeroSmAllGather != OVERLAP_CUDA_KNOB_DEFAULT)
-    add(zeroSmAllGather.flag, nameOf(zeroSmAllGather, knobs.zeroSmAllGather));
+  for (const Knob &k : knobTable())
+    if (knobs.*k.field != k.unset)
+      add(k.flag, describeKnob(k, knobs.*k.field));
   return out;
 }

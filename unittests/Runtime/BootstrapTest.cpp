@@ -25,6 +25,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <map>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,7 +44,23 @@ using overlap::testing::TempDir;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-Launch detect(std::map<std::string, std::string> vars) {
+/// Environment variables, written as a shell line sets them:
+/// "RANK=1 WORLD_SIZE=2" (a value may be empty but holds no space).
+struct Vars : std::map<std::string, std::string> {
+  using map::map;
+  Vars() = default;
+  Vars(const char *line) {
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      size_t equals = word.find('=');
+      EXPECT_NE(equals, std::string::npos) << word;
+      (*this)[word.substr(0, equals)] = word.substr(equals + 1);
+    }
+  }
+};
+
+Launch detect(Vars vars) {
   Launch launch;
   std::string error;
   EXPECT_TRUE(detectLaunch(mapEnv(std::move(vars)), launch, error)) << error;
@@ -50,7 +68,7 @@ Launch detect(std::map<std::string, std::string> vars) {
 }
 
 /// The error of a detection that must fail.
-std::string detectError(std::map<std::string, std::string> vars) {
+std::string detectError(Vars vars) {
   Launch launch;
   std::string error;
   EXPECT_FALSE(detectLaunch(mapEnv(std::move(vars)), launch, error))
@@ -70,8 +88,10 @@ std::string makeId(int seed) {
   return id;
 }
 
+const char *const kKey = "test-job";
+
 RendezvousConfig config(const TempDir &dir, int64_t timeoutMs,
-                        const std::string &key = "test-job") {
+                        const std::string &key = kKey) {
   RendezvousConfig c;
   c.directory = dir.path(); // as OVERLAP_BOOTSTRAP_DIR gives it
   c.privateDirectory = false;
@@ -180,253 +200,166 @@ void publish(const RendezvousConfig &c, int size, const std::string &id,
 // Detection
 //===----------------------------------------------------------------------===//
 
+/// Detection of `vars` must find `want`, every field of it.
+void expectLaunch(Vars vars, const Launch &want) {
+  SCOPED_TRACE("expected " + want.describe());
+  Launch l = detect(std::move(vars));
+  EXPECT_EQ(l.rank, want.rank);
+  EXPECT_EQ(l.size, want.size);
+  EXPECT_EQ(l.localRank, want.localRank);
+  EXPECT_EQ(l.launcher, want.launcher);
+  EXPECT_EQ(l.localRankVariable, want.localRankVariable);
+}
+
+/// Detection of `vars` must fail with an error that contains `part`.
+void expectDetectError(Vars vars, const std::string &part) {
+  std::string error = detectError(std::move(vars));
+  EXPECT_TRUE(contains(error, part)) << error;
+}
+
 TEST(BootstrapDetect, NothingSetIsOneRank) {
-  Launch l = detect({});
-  EXPECT_EQ(l.rank, 0);
-  EXPECT_EQ(l.size, 1);
-  EXPECT_EQ(l.localRank, 0);
-  EXPECT_EQ(l.launcher, "");
-  EXPECT_EQ(l.describe(), "rank 0 of 1 (no launcher)");
+  expectLaunch({}, {0, 1, 0, "", ""});
+  EXPECT_EQ(detect({}).describe(), "rank 0 of 1 (no launcher)");
 }
 
 TEST(BootstrapDetect, OpenMpi) {
-  Launch l = detect({{"OMPI_COMM_WORLD_RANK", "5"},
-                     {"OMPI_COMM_WORLD_SIZE", "8"},
-                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
-  EXPECT_EQ(l.rank, 5);
-  EXPECT_EQ(l.size, 8);
-  EXPECT_EQ(l.localRank, 1);
-  EXPECT_EQ(l.launcher, "Open MPI");
-  EXPECT_EQ(l.localRankVariable, "OMPI_COMM_WORLD_LOCAL_RANK");
-  EXPECT_EQ(l.describe(), "rank 5 of 8 (Open MPI)");
+  Vars vars = "OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "
+              "OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=4";
+  expectLaunch(vars, {5, 8, 1, "Open MPI", "OMPI_COMM_WORLD_LOCAL_RANK"});
+  EXPECT_EQ(detect(vars).describe(), "rank 5 of 8 (Open MPI)");
 }
 
 TEST(BootstrapDetect, MpichHydraAndIntelMpi) {
-  Launch l = detect({{"PMI_RANK", "3"},
-                     {"PMI_SIZE", "4"},
-                     {"MPI_LOCALRANKID", "3"},
-                     {"MPI_LOCALNRANKS", "4"}});
-  EXPECT_EQ(l.rank, 3);
-  EXPECT_EQ(l.size, 4);
-  EXPECT_EQ(l.localRank, 3);
-  EXPECT_EQ(l.launcher, "MPICH/Intel MPI (PMI)");
+  expectLaunch("PMI_RANK=3 PMI_SIZE=4 MPI_LOCALRANKID=3 MPI_LOCALNRANKS=4",
+               {3, 4, 3, "MPICH/Intel MPI (PMI)", "MPI_LOCALRANKID"});
   // Cray PALS names the local rank PMI_LOCAL_RANK.
-  l = detect({{"PMI_RANK", "6"}, {"PMI_SIZE", "8"}, {"PMI_LOCAL_RANK", "2"}});
-  EXPECT_EQ(l.localRank, 2);
-  EXPECT_EQ(l.localRankVariable, "PMI_LOCAL_RANK");
+  expectLaunch("PMI_RANK=6 PMI_SIZE=8 PMI_LOCAL_RANK=2",
+               {6, 8, 2, "MPICH/Intel MPI (PMI)", "PMI_LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, Mvapich) {
-  Launch l = detect({{"MV2_COMM_WORLD_RANK", "2"},
-                     {"MV2_COMM_WORLD_SIZE", "3"},
-                     {"MV2_COMM_WORLD_LOCAL_RANK", "0"}});
-  EXPECT_EQ(l.rank, 2);
-  EXPECT_EQ(l.size, 3);
-  EXPECT_EQ(l.localRank, 0);
-  EXPECT_EQ(l.launcher, "MVAPICH");
+  expectLaunch(
+      "MV2_COMM_WORLD_RANK=2 MV2_COMM_WORLD_SIZE=3 MV2_COMM_WORLD_LOCAL_RANK=0",
+      {2, 3, 0, "MVAPICH", "MV2_COMM_WORLD_LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, SlurmStep) {
-  Launch l = detect({{"SLURM_PROCID", "7"},
-                     {"SLURM_NTASKS", "16"},
-                     {"SLURM_LOCALID", "3"},
-                     {"SLURM_STEP_ID", "0"},
-                     {"SLURM_JOB_ID", "4242"}});
-  EXPECT_EQ(l.rank, 7);
-  EXPECT_EQ(l.size, 16);
-  EXPECT_EQ(l.localRank, 3);
-  EXPECT_EQ(l.launcher, "Slurm");
+  expectLaunch("SLURM_PROCID=7 SLURM_NTASKS=16 SLURM_LOCALID=3 SLURM_STEP_ID=0 "
+               "SLURM_JOB_ID=4242",
+               {7, 16, 3, "Slurm", "SLURM_LOCALID"});
   // The step's task count wins over the allocation's.
-  l = detect({{"SLURM_PROCID", "1"},
-              {"SLURM_NTASKS", "16"},
-              {"SLURM_STEP_NUM_TASKS", "2"},
-              {"SLURM_LOCALID", "1"}});
-  EXPECT_EQ(l.size, 2);
+  expectLaunch(
+      "SLURM_PROCID=1 SLURM_NTASKS=16 SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=1",
+      {1, 2, 1, "Slurm", "SLURM_LOCALID"});
 }
 
 TEST(BootstrapDetect, SlurmBatchShellIsNotALaunch) {
   // A batch script's own shell has SLURM_PROCID=0 and the allocation's
   // SLURM_NTASKS but no step: a program run there directly is one rank.
-  Launch l = detect({{"SLURM_PROCID", "0"},
-                     {"SLURM_NTASKS", "8"},
-                     {"SLURM_LOCALID", "0"},
-                     {"SLURM_JOB_ID", "4242"}});
-  EXPECT_EQ(l.size, 1);
-  EXPECT_EQ(l.launcher, "");
+  expectLaunch(
+      "SLURM_PROCID=0 SLURM_NTASKS=8 SLURM_LOCALID=0 SLURM_JOB_ID=4242",
+      {0, 1, 0, "", ""});
 }
 
 TEST(BootstrapDetect, Torchrun) {
-  Launch l = detect({{"RANK", "9"},
-                     {"WORLD_SIZE", "16"},
-                     {"LOCAL_RANK", "1"},
-                     {"LOCAL_WORLD_SIZE", "8"}});
-  EXPECT_EQ(l.rank, 9);
-  EXPECT_EQ(l.size, 16);
-  EXPECT_EQ(l.localRank, 1);
-  EXPECT_EQ(l.launcher, "torchrun");
+  expectLaunch("RANK=9 WORLD_SIZE=16 LOCAL_RANK=1 LOCAL_WORLD_SIZE=8",
+               {9, 16, 1, "torchrun", "LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, OwnVariablesWin) {
-  Launch l = detect({{"OVERLAP_RANK", "1"},
-                     {"OVERLAP_WORLD_SIZE", "2"},
-                     {"OVERLAP_LOCAL_RANK", "0"},
-                     {"OMPI_COMM_WORLD_RANK", "5"},
-                     {"OMPI_COMM_WORLD_SIZE", "8"},
-                     {"OMPI_COMM_WORLD_LOCAL_RANK", "5"}});
-  EXPECT_EQ(l.rank, 1);
-  EXPECT_EQ(l.size, 2);
-  EXPECT_EQ(l.localRank, 0);
-  EXPECT_EQ(l.launcher, "OVERLAP_RANK");
-  EXPECT_EQ(l.localRankVariable, "OVERLAP_LOCAL_RANK");
+  expectLaunch("OVERLAP_RANK=1 OVERLAP_WORLD_SIZE=2 OVERLAP_LOCAL_RANK=0 "
+               "OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "
+               "OMPI_COMM_WORLD_LOCAL_RANK=5",
+               {1, 2, 0, "OVERLAP_RANK", "OVERLAP_LOCAL_RANK"});
   // OVERLAP_LOCAL_RANK alone only moves the local rank (the device).
-  l = detect({{"OVERLAP_LOCAL_RANK", "2"},
-              {"OMPI_COMM_WORLD_RANK", "5"},
-              {"OMPI_COMM_WORLD_SIZE", "8"},
-              {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
-  EXPECT_EQ(l.rank, 5);
-  EXPECT_EQ(l.localRank, 2);
-  EXPECT_EQ(l.launcher, "Open MPI");
+  expectLaunch("OVERLAP_LOCAL_RANK=2 OMPI_COMM_WORLD_RANK=5 "
+               "OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1",
+               {5, 8, 2, "Open MPI", "OVERLAP_LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, MpiLauncherInsideSlurmAllocationWins) {
   // mpirun inside sbatch: the ranks inherit the batch step's Slurm view.
-  Launch l = detect({{"OMPI_COMM_WORLD_RANK", "3"},
-                     {"OMPI_COMM_WORLD_SIZE", "4"},
-                     {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
-                     {"SLURM_PROCID", "0"},
-                     {"SLURM_NTASKS", "32"},
-                     {"SLURM_STEP_ID", "1"},
-                     {"SLURM_LOCALID", "0"}});
-  EXPECT_EQ(l.launcher, "Open MPI");
-  EXPECT_EQ(l.rank, 3);
-  EXPECT_EQ(l.size, 4);
-  EXPECT_EQ(l.localRank, 3);
+  expectLaunch("OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 "
+               "OMPI_COMM_WORLD_LOCAL_RANK=3 SLURM_PROCID=0 SLURM_NTASKS=32 "
+               "SLURM_STEP_ID=1 SLURM_LOCALID=0",
+               {3, 4, 3, "Open MPI", "OMPI_COMM_WORLD_LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, TorchrunUnderSrunWins) {
   // srun starts one torchrun per node: SLURM_PROCID is the node's index.
-  Launch l = detect({{"RANK", "13"},
-                     {"WORLD_SIZE", "16"},
-                     {"LOCAL_RANK", "5"},
-                     {"SLURM_PROCID", "1"},
-                     {"SLURM_NTASKS", "2"},
-                     {"SLURM_STEP_ID", "0"},
-                     {"SLURM_LOCALID", "0"}});
-  EXPECT_EQ(l.launcher, "torchrun");
-  EXPECT_EQ(l.rank, 13);
-  EXPECT_EQ(l.localRank, 5);
+  expectLaunch("RANK=13 WORLD_SIZE=16 LOCAL_RANK=5 SLURM_PROCID=1 "
+               "SLURM_NTASKS=2 SLURM_STEP_ID=0 SLURM_LOCALID=0",
+               {13, 16, 5, "torchrun", "LOCAL_RANK"});
 }
 
 TEST(BootstrapDetect, LocalRankFromAnAgreeingLauncher) {
   // srun --mpi=pmi2: PMI_RANK / PMI_SIZE, but only Slurm's local id.
-  Launch l = detect({{"PMI_RANK", "5"},
-                     {"PMI_SIZE", "8"},
-                     {"SLURM_PROCID", "5"},
-                     {"SLURM_NTASKS", "8"},
-                     {"SLURM_STEP_ID", "0"},
-                     {"SLURM_LOCALID", "1"}});
-  EXPECT_EQ(l.launcher, "MPICH/Intel MPI (PMI)");
-  EXPECT_EQ(l.localRank, 1);
-  EXPECT_EQ(l.localRankVariable, "SLURM_LOCALID");
+  Vars vars = "PMI_RANK=5 PMI_SIZE=8 SLURM_PROCID=5 SLURM_NTASKS=8 "
+              "SLURM_STEP_ID=0 SLURM_LOCALID=1";
+  expectLaunch(vars, {5, 8, 1, "MPICH/Intel MPI (PMI)", "SLURM_LOCALID"});
   // A launcher that disagrees on the rank is not asked.
-  l = detect({{"PMI_RANK", "5"},
-              {"PMI_SIZE", "8"},
-              {"SLURM_PROCID", "0"},
-              {"SLURM_NTASKS", "8"},
-              {"SLURM_STEP_ID", "0"},
-              {"SLURM_LOCALID", "1"}});
-  EXPECT_EQ(l.localRank, 5);
-  EXPECT_EQ(l.localRankVariable, "");
+  vars["SLURM_PROCID"] = "0";
+  expectLaunch(vars, {5, 8, 5, "MPICH/Intel MPI (PMI)", ""});
 }
 
 TEST(BootstrapDetect, LocalRankDefaultsToRank) {
-  Launch l = detect({{"OVERLAP_RANK", "3"}, {"OVERLAP_WORLD_SIZE", "4"}});
-  EXPECT_EQ(l.localRank, 3);
-  EXPECT_EQ(l.localRankVariable, "");
+  expectLaunch("OVERLAP_RANK=3 OVERLAP_WORLD_SIZE=4",
+               {3, 4, 3, "OVERLAP_RANK", ""});
 }
 
 TEST(BootstrapDetect, EmptyValuesAreUnset) {
-  Launch l = detect({{"OMPI_COMM_WORLD_RANK", ""},
-                     {"OMPI_COMM_WORLD_SIZE", ""},
-                     {"RANK", "1"},
-                     {"WORLD_SIZE", "2"},
-                     {"LOCAL_RANK", ""}});
-  EXPECT_EQ(l.launcher, "torchrun");
-  EXPECT_EQ(l.localRank, 1);
+  expectLaunch("OMPI_COMM_WORLD_RANK= OMPI_COMM_WORLD_SIZE= RANK=1 "
+               "WORLD_SIZE=2 LOCAL_RANK=",
+               {1, 2, 1, "torchrun", ""});
 }
 
 TEST(BootstrapDetect, MalformedValuesNameTheVariable) {
   for (const char *bad :
-       {"abc", "-1", "+1", "1.5", " 2", "2 ", "0x10", "99999999999"}) {
-    std::string error = detectError(
-        {{"OMPI_COMM_WORLD_RANK", bad}, {"OMPI_COMM_WORLD_SIZE", "4"}});
-    EXPECT_TRUE(contains(error, "OMPI_COMM_WORLD_RANK='" + std::string(bad) +
-                                    "' is not a non-negative integer"))
-        << error;
-  }
-  std::string error = detectError({{"SLURM_PROCID", "0"},
-                                   {"SLURM_NTASKS", "four"},
-                                   {"SLURM_STEP_ID", "0"}});
-  EXPECT_TRUE(contains(error, "SLURM_NTASKS='four'")) << error;
-  error = detectError(
-      {{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "x"}});
-  EXPECT_TRUE(contains(error, "MPI_LOCALRANKID='x'")) << error;
-  error = detectError({{"OVERLAP_LOCAL_RANK", "-3"}});
-  EXPECT_TRUE(contains(error, "OVERLAP_LOCAL_RANK='-3'")) << error;
-  error = detectError(
-      {{"LOCAL_WORLD_SIZE", "eight"}, {"RANK", "0"}, {"WORLD_SIZE", "8"}});
-  EXPECT_TRUE(contains(error, "LOCAL_WORLD_SIZE='eight'")) << error;
+       {"abc", "-1", "+1", "1.5", " 2", "2 ", "0x10", "99999999999"})
+    expectDetectError(
+        {{"OMPI_COMM_WORLD_RANK", bad}, {"OMPI_COMM_WORLD_SIZE", "4"}},
+        "OMPI_COMM_WORLD_RANK='" + std::string(bad) +
+            "' is not a non-negative integer");
+  expectDetectError("SLURM_PROCID=0 SLURM_NTASKS=four SLURM_STEP_ID=0",
+                    "SLURM_NTASKS='four'");
+  expectDetectError("PMI_RANK=1 PMI_SIZE=4 MPI_LOCALRANKID=x",
+                    "MPI_LOCALRANKID='x'");
+  expectDetectError("OVERLAP_LOCAL_RANK=-3", "OVERLAP_LOCAL_RANK='-3'");
+  expectDetectError("LOCAL_WORLD_SIZE=eight RANK=0 WORLD_SIZE=8",
+                    "LOCAL_WORLD_SIZE='eight'");
 }
 
 TEST(BootstrapDetect, InconsistentValuesAreErrors) {
-  std::string error = detectError({{"OMPI_COMM_WORLD_RANK", "1"}});
-  EXPECT_TRUE(
-      contains(error, "OMPI_COMM_WORLD_RANK=1 is set but OMPI_COMM_WORLD_SIZE"))
-      << error;
-  error = detectError({{"WORLD_SIZE", "4"}});
-  EXPECT_TRUE(contains(error, "WORLD_SIZE=4 is set but RANK is not")) << error;
-  error = detectError({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "3"}});
-  EXPECT_TRUE(contains(error, "SLURM_STEP_NUM_TASKS or SLURM_NTASKS")) << error;
-  error = detectError({{"OVERLAP_RANK", "0"}, {"OVERLAP_WORLD_SIZE", "0"}});
-  EXPECT_TRUE(contains(error, "OVERLAP_WORLD_SIZE=0")) << error;
-  error = detectError({{"PMI_RANK", "4"}, {"PMI_SIZE", "4"}});
-  EXPECT_TRUE(contains(error, "PMI_RANK=4 is not below PMI_SIZE=4")) << error;
-  error =
-      detectError({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "4"}});
-  EXPECT_TRUE(contains(error, "LOCAL_RANK=4 is not below the world size 4"))
-      << error;
-  error = detectError({{"OMPI_COMM_WORLD_RANK", "1"},
-                       {"OMPI_COMM_WORLD_SIZE", "8"},
-                       {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
-                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
-  EXPECT_TRUE(contains(error, "OMPI_COMM_WORLD_LOCAL_RANK=2 is not below "
-                              "OMPI_COMM_WORLD_LOCAL_SIZE=2"))
-      << error;
-  error = detectError({{"RANK", "1"},
-                       {"WORLD_SIZE", "4"},
-                       {"LOCAL_RANK", "1"},
-                       {"LOCAL_WORLD_SIZE", "5"}});
-  EXPECT_TRUE(contains(error, "LOCAL_WORLD_SIZE=5 is not in [1, WORLD_SIZE=4]"))
-      << error;
-  error = detectError({{"OVERLAP_LOCAL_RANK", "1"}});
-  EXPECT_TRUE(contains(error, "OVERLAP_LOCAL_RANK=1 is not below the world "
-                              "size 1"))
-      << error;
+  expectDetectError("OMPI_COMM_WORLD_RANK=1",
+                    "OMPI_COMM_WORLD_RANK=1 is set but OMPI_COMM_WORLD_SIZE");
+  expectDetectError("WORLD_SIZE=4", "WORLD_SIZE=4 is set but RANK is not");
+  expectDetectError("SLURM_PROCID=0 SLURM_STEP_ID=3",
+                    "SLURM_STEP_NUM_TASKS or SLURM_NTASKS");
+  expectDetectError("OVERLAP_RANK=0 OVERLAP_WORLD_SIZE=0",
+                    "OVERLAP_WORLD_SIZE=0");
+  expectDetectError("PMI_RANK=4 PMI_SIZE=4",
+                    "PMI_RANK=4 is not below PMI_SIZE=4");
+  expectDetectError("RANK=1 WORLD_SIZE=4 LOCAL_RANK=4",
+                    "LOCAL_RANK=4 is not below the world size 4");
+  expectDetectError("OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=8 "
+                    "OMPI_COMM_WORLD_LOCAL_RANK=2 OMPI_COMM_WORLD_LOCAL_SIZE=2",
+                    "OMPI_COMM_WORLD_LOCAL_RANK=2 is not below "
+                    "OMPI_COMM_WORLD_LOCAL_SIZE=2");
+  expectDetectError("RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=5",
+                    "LOCAL_WORLD_SIZE=5 is not in [1, WORLD_SIZE=4]");
+  expectDetectError("OVERLAP_LOCAL_RANK=1",
+                    "OVERLAP_LOCAL_RANK=1 is not below the world size 1");
   // A malformed variable of a higher-precedence launcher is not skipped.
-  error = detectError({{"RANK", "zero"},
-                       {"WORLD_SIZE", "2"},
-                       {"SLURM_PROCID", "0"},
-                       {"SLURM_NTASKS", "2"},
-                       {"SLURM_STEP_ID", "0"}});
-  EXPECT_TRUE(contains(error, "RANK='zero'")) << error;
+  expectDetectError(
+      "RANK=zero WORLD_SIZE=2 SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_STEP_ID=0",
+      "RANK='zero'");
 }
 
 //===----------------------------------------------------------------------===//
 // Rendezvous settings
 //===----------------------------------------------------------------------===//
 
-RendezvousConfig configFrom(std::map<std::string, std::string> vars) {
+RendezvousConfig configFrom(Vars vars) {
   Env env = mapEnv(std::move(vars));
   Launch launch;
   std::string error;
@@ -437,64 +370,48 @@ RendezvousConfig configFrom(std::map<std::string, std::string> vars) {
 }
 
 TEST(BootstrapConfig, Defaults) {
-  RendezvousConfig c = configFrom({{"OVERLAP_BOOTSTRAP_KEY", "k"}});
+  RendezvousConfig c = configFrom("OVERLAP_BOOTSTRAP_KEY=k");
   EXPECT_EQ(c.directory, "/tmp/overlap-" + std::to_string(::geteuid()));
   EXPECT_TRUE(c.privateDirectory);
   EXPECT_EQ(c.timeoutMs, 60000);
   EXPECT_EQ(c.key, "k");
-  c = configFrom({{"OVERLAP_BOOTSTRAP_KEY", "k"},
-                  {"OVERLAP_BOOTSTRAP_DIR", "/shared/run"},
-                  {"OVERLAP_BOOTSTRAP_TIMEOUT_MS", "2500"}});
+  c = configFrom("OVERLAP_BOOTSTRAP_KEY=k OVERLAP_BOOTSTRAP_DIR=/shared/run "
+                 "OVERLAP_BOOTSTRAP_TIMEOUT_MS=2500");
   EXPECT_FALSE(c.privateDirectory);
   EXPECT_EQ(c.directory, "/shared/run");
   EXPECT_EQ(c.timeoutMs, 2500);
 }
 
 TEST(BootstrapConfig, JobKeysFromLaunchers) {
-  // The explicit key wins over any launcher's.
-  EXPECT_EQ(configFrom({{"OVERLAP_BOOTSTRAP_KEY", "mine"},
-                        {"OMPI_COMM_WORLD_RANK", "0"},
-                        {"OMPI_COMM_WORLD_SIZE", "2"},
-                        {"PMIX_NAMESPACE", "prterun-h-1@1"}})
-                .key,
-            "mine");
-  EXPECT_EQ(configFrom({{"OMPI_COMM_WORLD_RANK", "0"},
-                        {"OMPI_COMM_WORLD_SIZE", "2"},
-                        {"PMIX_NAMESPACE", "prterun-h-1@1"},
-                        {"OMPI_MCA_orte_hnp_uri", "123.0;tcp://1.2.3.4:5"}})
-                .key,
-            "PMIX_NAMESPACE=prterun-h-1@1");
-  EXPECT_EQ(configFrom({{"OMPI_COMM_WORLD_RANK", "0"},
-                        {"OMPI_COMM_WORLD_SIZE", "2"},
-                        {"OMPI_MCA_orte_hnp_uri", "123.0;tcp://1.2.3.4:5"}})
-                .key,
-            "OMPI_MCA_orte_hnp_uri=123.0;tcp://1.2.3.4:5");
-  EXPECT_EQ(configFrom({{"SLURM_PROCID", "0"},
-                        {"SLURM_NTASKS", "2"},
-                        {"SLURM_STEP_ID", "3"},
-                        {"SLURM_JOB_ID", "4242"}})
-                .key,
-            "SLURM_JOB_ID=4242;SLURM_STEP_ID=3");
-  EXPECT_EQ(configFrom({{"RANK", "0"},
-                        {"WORLD_SIZE", "2"},
-                        {"TORCHELASTIC_RUN_ID", "run7"},
-                        {"MASTER_ADDR", "node1"},
-                        {"MASTER_PORT", "29500"},
-                        {"TORCHELASTIC_RESTART_COUNT", "1"}})
-                .key,
-            "TORCHELASTIC_RUN_ID=run7;MASTER_ADDR=node1;MASTER_PORT=29500;"
-            "TORCHELASTIC_RESTART_COUNT=1");
-  EXPECT_EQ(
-      configFrom({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_JOBID", "77.0"}})
-          .key,
-      "PMI_JOBID=77.0");
-  // mpiexec (no job id of its own) inside an srun step: Slurm's ids.
-  EXPECT_EQ(configFrom({{"PMI_RANK", "0"},
-                        {"PMI_SIZE", "2"},
-                        {"SLURM_JOB_ID", "4242"},
-                        {"SLURM_STEP_ID", "0"}})
-                .key,
-            "SLURM_JOB_ID=4242;SLURM_STEP_ID=0");
+  struct Case {
+    Vars vars;
+    const char *key;
+  };
+  const Case cases[] = {
+      // The explicit key wins over any launcher's.
+      {"OVERLAP_BOOTSTRAP_KEY=mine OMPI_COMM_WORLD_RANK=0 "
+       "OMPI_COMM_WORLD_SIZE=2 PMIX_NAMESPACE=prterun-h-1@1",
+       "mine"},
+      {"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 "
+       "PMIX_NAMESPACE=prterun-h-1@1 "
+       "OMPI_MCA_orte_hnp_uri=123.0;tcp://1.2.3.4:5",
+       "PMIX_NAMESPACE=prterun-h-1@1"},
+      {"OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 "
+       "OMPI_MCA_orte_hnp_uri=123.0;tcp://1.2.3.4:5",
+       "OMPI_MCA_orte_hnp_uri=123.0;tcp://1.2.3.4:5"},
+      {"SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_STEP_ID=3 SLURM_JOB_ID=4242",
+       "SLURM_JOB_ID=4242;SLURM_STEP_ID=3"},
+      {"RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=run7 MASTER_ADDR=node1 "
+       "MASTER_PORT=29500 TORCHELASTIC_RESTART_COUNT=1",
+       "TORCHELASTIC_RUN_ID=run7;MASTER_ADDR=node1;MASTER_PORT=29500;"
+       "TORCHELASTIC_RESTART_COUNT=1"},
+      {"PMI_RANK=0 PMI_SIZE=2 PMI_JOBID=77.0", "PMI_JOBID=77.0"},
+      // mpiexec (no job id of its own) inside an srun step: Slurm's ids.
+      {"PMI_RANK=0 PMI_SIZE=2 SLURM_JOB_ID=4242 SLURM_STEP_ID=0",
+       "SLURM_JOB_ID=4242;SLURM_STEP_ID=0"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(configFrom(c.vars).key, c.key);
 }
 
 TEST(BootstrapConfig, Errors) {
@@ -537,13 +454,7 @@ TEST(BootstrapConfig, PathNamesTheKeySafely) {
 //===----------------------------------------------------------------------===//
 
 TEST(BootstrapRecord, RoundTripAndDamage) {
-  Record r;
-  r.worldSize = 8;
-  r.key = "job";
-  r.payload = makeId(1);
-  r.createdMs = 1700000000123;
-  r.pid = 4321;
-  r.host = "node7";
+  Record r{false, 8, "job", makeId(1), 1700000000123, 4321, "node7"};
   std::string bytes = encodeRecord(r);
   Record back;
   std::string why;
@@ -582,18 +493,47 @@ TEST(BootstrapRecord, RoundTripAndDamage) {
 // Exchange between processes
 //===----------------------------------------------------------------------===//
 
+/// Ranks 1 to size - 1 waiting for the id, each in its own process.
+std::vector<Child> startWaiters(const RendezvousConfig &c, int size) {
+  std::vector<Child> children;
+  for (int rank = 1; rank < size; ++rank)
+    children.push_back(startChild(waiter(c, rank, size)));
+  return children;
+}
+
+/// What each waiter returned, in rank order.
+std::vector<std::string> finishAll(const std::vector<Child> &children) {
+  std::vector<std::string> results;
+  for (Child child : children)
+    results.push_back(finish(child));
+  return results;
+}
+
+/// An earlier job left `leftover` at the rendezvous path; ranks 1 to
+/// size - 1 start waiting and 200 ms later rank 0 publishes a new id, which
+/// every one of them must get.
+void expectLeftoverIgnored(const std::string &leftover, int64_t timeoutMs,
+                           int size, int seed) {
+  TempDir dir("overlap-bootstrap-test");
+  RendezvousConfig c = config(dir, timeoutMs);
+  writeFile(rendezvousPath(c.directory, c.key), leftover);
+  std::vector<Child> children = startWaiters(c, size);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::string id = makeId(seed);
+  publish(c, size, id);
+  for (const std::string &result : finishAll(children))
+    EXPECT_EQ(body(result), "id:" + id) << result;
+}
+
 TEST(BootstrapExchange, RankZeroLate) {
   TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 10000);
-  std::vector<Child> children;
-  for (int rank = 1; rank < 4; ++rank)
-    children.push_back(startChild(waiter(c, rank, 4)));
+  std::vector<Child> children = startWaiters(c, 4);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::string id = makeId(2);
   Rendezvous zero(c, 0, 4);
   publish(c, 4, id, &zero);
-  for (Child child : children) {
-    std::string result = finish(child);
+  for (const std::string &result : finishAll(children)) {
     EXPECT_EQ(body(result), "id:" + id) << result;
     EXPECT_GE(waitedMs(result), 100) << "a waiter did not wait for rank 0";
   }
@@ -610,11 +550,7 @@ TEST(BootstrapExchange, RankZeroEarly) {
   std::string id = makeId(3);
   publish(c, 3, id);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::vector<Child> children;
-  for (int rank = 1; rank < 3; ++rank)
-    children.push_back(startChild(waiter(c, rank, 3)));
-  for (Child child : children) {
-    std::string result = finish(child);
+  for (const std::string &result : finishAll(startWaiters(c, 3))) {
     EXPECT_EQ(body(result), "id:" + id) << result;
     EXPECT_LT(waitedMs(result), 5000);
   }
@@ -630,103 +566,51 @@ TEST(BootstrapExchange, RanksInDifferentJobsDoNotMeet) {
   EXPECT_TRUE(contains(body(result), "never appeared")) << result;
 }
 
-TEST(BootstrapExchange, StaleFileOfAnotherWorldSizeIsIgnored) {
-  TempDir dir("overlap-bootstrap-test");
-  RendezvousConfig c = config(dir, 10000);
-  Rendezvous probe(c, 0, 4);
-  Record stale;
-  stale.worldSize = 8;
-  stale.key = c.key;
-  stale.payload = makeId(5);
-  stale.createdMs = wallClockMs();
-  stale.pid = 1;
-  stale.host = "earlier";
-  writeFile(probe.path(), encodeRecord(stale));
+// The leftover records below are {failed, worldSize, key, payload,
+// createdMs, pid, host}.
 
-  std::vector<Child> children;
-  for (int rank = 1; rank < 4; ++rank)
-    children.push_back(startChild(waiter(c, rank, 4)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::string id = makeId(6);
-  publish(c, 4, id);
-  for (Child child : children) {
-    std::string result = finish(child);
-    EXPECT_EQ(body(result), "id:" + id) << result;
-  }
+TEST(BootstrapExchange, StaleFileOfAnotherWorldSizeIsIgnored) {
+  expectLeftoverIgnored(
+      encodeRecord({false, 8, kKey, makeId(5), wallClockMs(), 1, "earlier"}),
+      10000, 4, 6);
 }
 
 TEST(BootstrapExchange, StaleFileOlderThanTheTimeoutIsIgnored) {
-  TempDir dir("overlap-bootstrap-test");
-  RendezvousConfig c = config(dir, 2000);
-  Rendezvous probe(c, 0, 2);
-  Record stale;
-  stale.worldSize = 2;
-  stale.key = c.key;
-  stale.payload = makeId(7);
-  stale.createdMs = wallClockMs() - 60000;
-  stale.pid = 1;
-  stale.host = "earlier";
-  writeFile(probe.path(), encodeRecord(stale));
-
-  Child child = startChild(waiter(c, 1, 2));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::string id = makeId(8);
-  publish(c, 2, id);
-  std::string result = finish(child);
-  EXPECT_EQ(body(result), "id:" + id) << result;
+  expectLeftoverIgnored(encodeRecord({false, 2, kKey, makeId(7),
+                                      wallClockMs() - 60000, 1, "earlier"}),
+                        2000, 2, 8);
 }
 
 TEST(BootstrapExchange, StaleFileWithoutRankZeroTimesOutSayingWhy) {
   TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 300);
-  Rendezvous probe(c, 0, 4);
-  Record stale;
-  stale.worldSize = 8;
-  stale.key = c.key;
-  stale.payload = makeId(9);
-  stale.createdMs = wallClockMs();
-  stale.pid = 99;
-  stale.host = "earlier";
-  writeFile(probe.path(), encodeRecord(stale));
+  std::string path = rendezvousPath(c.directory, c.key);
+  writeFile(path, encodeRecord({false, 8, kKey, makeId(9), wallClockMs(), 99,
+                                "earlier"}));
   std::string result = finish(startChild(waiter(c, 2, 4)));
   std::string text = body(result);
   EXPECT_EQ(text.rfind("timeout:", 0), 0u) << result;
   EXPECT_TRUE(contains(text, "rank 2 of 4")) << text;
-  EXPECT_TRUE(contains(text, probe.path())) << text;
+  EXPECT_TRUE(contains(text, path)) << text;
   EXPECT_TRUE(contains(text, "ignored")) << text;
   EXPECT_TRUE(contains(text, "a world of 8 ranks, not 4")) << text;
   EXPECT_TRUE(contains(text, "pid 99 on earlier")) << text;
 }
 
 TEST(BootstrapExchange, PartialFileIsIgnoredUntilReplaced) {
-  TempDir dir("overlap-bootstrap-test");
-  RendezvousConfig c = config(dir, 10000);
-  Rendezvous probe(c, 0, 2);
-  Record r;
-  r.worldSize = 2;
-  r.key = c.key;
-  r.payload = makeId(10);
-  r.createdMs = wallClockMs();
-  std::string bytes = encodeRecord(r);
-  writeFile(probe.path(), bytes.substr(0, bytes.size() - 40));
-
-  Child child = startChild(waiter(c, 1, 2));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::string id = makeId(11);
-  publish(c, 2, id);
-  std::string result = finish(child);
-  EXPECT_EQ(body(result), "id:" + id) << result;
+  std::string bytes =
+      encodeRecord({false, 2, kKey, makeId(10), wallClockMs(), 0, ""});
+  expectLeftoverIgnored(bytes.substr(0, bytes.size() - 40), 10000, 2, 11);
 }
 
 TEST(BootstrapExchange, TimeoutNamesRankFileAndTimeWaited) {
   TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 400);
-  std::vector<Child> children;
-  for (int rank = 1; rank < 3; ++rank)
-    children.push_back(startChild(waiter(c, rank, 3)));
+  std::vector<Child> children = startWaiters(c, 3);
   Rendezvous probe(c, 0, 3);
+  std::vector<std::string> results = finishAll(children);
   for (int rank = 1; rank < 3; ++rank) {
-    std::string result = finish(children[size_t(rank - 1)]);
+    const std::string &result = results[size_t(rank - 1)];
     std::string text = body(result);
     EXPECT_EQ(text.rfind("timeout:", 0), 0u) << result;
     EXPECT_TRUE(contains(text, "rank " + std::to_string(rank) + " of 3"))
@@ -758,16 +642,13 @@ TEST(BootstrapExchange, AFifoAtThePathDoesNotBlockPastTheTimeout) {
 TEST(BootstrapExchange, RankZeroFailureEndsTheWaitAtOnce) {
   TempDir dir("overlap-bootstrap-test");
   RendezvousConfig c = config(dir, 20000);
-  std::vector<Child> children;
-  for (int rank = 1; rank < 3; ++rank)
-    children.push_back(startChild(waiter(c, rank, 3)));
+  std::vector<Child> children = startWaiters(c, 3);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   Rendezvous zero(c, 0, 3);
   std::string error;
   ASSERT_TRUE(zero.clear(error)) << error;
   ASSERT_TRUE(zero.publishFailure("no CUDA device visible", error)) << error;
-  for (Child child : children) {
-    std::string result = finish(child);
+  for (const std::string &result : finishAll(children)) {
     std::string text = body(result);
     EXPECT_EQ(text.rfind("error:", 0), 0u) << result;
     EXPECT_TRUE(contains(text, "rank 0 failed")) << text;

@@ -10,7 +10,6 @@
 #include <cinttypes>
 #include <cstring>
 #include <limits>
-#include <utility>
 
 namespace overlap {
 namespace artifact {
@@ -19,42 +18,42 @@ namespace artifact {
 // Signature
 //===----------------------------------------------------------------------===//
 
-/// Every element type with its name, in Elem's order.
-static const std::pair<Elem, const char *> elemNames[] = {
-    {Elem::F32, "f32"}, {Elem::F16, "f16"}, {Elem::BF16, "bf16"},
-    {Elem::F64, "f64"}, {Elem::I1, "i1"},   {Elem::I8, "i8"},
-    {Elem::I16, "i16"}, {Elem::I32, "i32"}, {Elem::I64, "i64"}};
+namespace {
+/// An element type, its name and its size in bytes.
+struct ElemInfo {
+  Elem elem;
+  const char *name;
+  size_t size;
+};
+} // namespace
+
+/// Every element type, in Elem's order.
+static const ElemInfo elemInfos[] = {
+    {Elem::F32, "f32", 4}, {Elem::F16, "f16", 2}, {Elem::BF16, "bf16", 2},
+    {Elem::F64, "f64", 8}, {Elem::I1, "i1", 1},   {Elem::I8, "i8", 1},
+    {Elem::I16, "i16", 2}, {Elem::I32, "i32", 4}, {Elem::I64, "i64", 8}};
+
+static const ElemInfo *findElem(Elem elem) {
+  for (const ElemInfo &info : elemInfos)
+    if (info.elem == elem)
+      return &info;
+  return nullptr;
+}
 
 const char *elemName(Elem elem) {
-  for (const auto &[value, name] : elemNames)
-    if (value == elem)
-      return name;
-  return "?";
+  const ElemInfo *info = findElem(elem);
+  return info ? info->name : "?";
 }
 
 size_t elemSize(Elem elem) {
-  switch (elem) {
-  case Elem::F64:
-  case Elem::I64:
-    return 8;
-  case Elem::F32:
-  case Elem::I32:
-    return 4;
-  case Elem::F16:
-  case Elem::BF16:
-  case Elem::I16:
-    return 2;
-  case Elem::I1:
-  case Elem::I8:
-    return 1;
-  }
-  return 0;
+  const ElemInfo *info = findElem(elem);
+  return info ? info->size : 0;
 }
 
 static std::optional<Elem> parseElem(std::string_view name) {
-  for (const auto &[value, elemText] : elemNames)
-    if (name == elemText)
-      return value;
+  for (const ElemInfo &info : elemInfos)
+    if (name == info.name)
+      return info.elem;
   return std::nullopt;
 }
 

@@ -101,21 +101,25 @@ Expected<int64_t> overlap::planner::minScalarMults(ArrayRef<int64_t> dims) {
   return oc->cost[1][oc->n];
 }
 
-/// The sum of transfer counts, refusing sums beyond int64.
-static Expected<int64_t> sumCounts(std::initializer_list<int64_t> counts) {
-  int64_t sum = 0;
-  for (int64_t c : counts)
-    if (__builtin_add_overflow(sum, c, &sum))
-      return overflow();
-  return sum;
-}
-
 /// Real value to the transfer count, refusing values beyond int64.
 static Expected<int64_t> floorCount(double v) {
   double f = std::floor(v);
   if (!(f < 9.2e18) || f < -9.2e18)
     return overflow();
   return static_cast<int64_t>(f);
+}
+
+/// A node's transfers: its own (a real value, floored) plus its children's
+/// counts, refusing sums beyond int64.
+static Expected<int64_t>
+nodeTransfers(double own, std::initializer_list<int64_t> children) {
+  Expected<int64_t> sum = floorCount(own);
+  if (!sum)
+    return sum.takeError();
+  for (int64_t c : children)
+    if (__builtin_add_overflow(*sum, c, &*sum))
+      return overflow();
+  return sum;
 }
 
 Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
@@ -174,16 +178,23 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
     double noFuse = 2.0 * P(i - 1) * P(k) * P(j) / sq +
                     ind(i != k) * P(i - 1) * P(k) +
                     ind(k + 1 != j) * P(k) * P(j);
-    Expected<int64_t> nf = floorCount(noFuse);
-    if (!nf)
-      return nf.takeError();
-    Expected<int64_t> noFuseTotal = sumCounts({*nf, *dl, *dr});
+    Expected<int64_t> noFuseTotal = nodeTransfers(noFuse, {*dl, *dr});
     if (!noFuseTotal)
       return noFuseTotal.takeError();
     node.noFuse = *noFuseTotal;
     node.decision = Fusion::None;
     node.finalTransfers = node.noFuse;
     node.tileX = node.tileY = static_cast<int64_t>(std::floor(sq));
+    // A fusion with fewer transfers than the best so far, on x-by-y tiles,
+    // becomes the node's decision.
+    auto consider = [&](Fusion fusion, int64_t transfers, double x, double y) {
+      if (transfers >= node.finalTransfers)
+        return;
+      node.finalTransfers = transfers;
+      node.decision = fusion;
+      node.tileX = static_cast<int64_t>(x);
+      node.tileY = static_cast<int64_t>(y);
+    };
 
     // Left fuse: ((A B) C) with the left child split at k1.
     if (k > i) {
@@ -197,20 +208,12 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
             P(i - 1) * P(k1) * P(k) * (1 + alpha) * (alphaP * x + y) / (x * y) +
             ind(i != k1) * P(i - 1) * P(k1) + ind(k1 + 1 != k) * P(k1) * P(k) +
             ind(k + 1 != j) * P(k) * P(j) - 2 * P(i - 1) * P(j);
-        Expected<int64_t> hv = floorCount(h);
-        if (!hv)
-          return hv.takeError();
         Expected<int64_t> left =
-            sumCounts({*hv, childD(i, k1), childD(k1 + 1, k), *dr});
+            nodeTransfers(h, {childD(i, k1), childD(k1 + 1, k), *dr});
         if (!left)
           return left.takeError();
         node.leftFuse = *left;
-        if (*node.leftFuse < node.finalTransfers) {
-          node.finalTransfers = *node.leftFuse;
-          node.decision = Fusion::Left;
-          node.tileX = static_cast<int64_t>(x);
-          node.tileY = static_cast<int64_t>(y);
-        }
+        consider(Fusion::Left, *left, x, y);
       }
     }
     // Right fuse: (A (B C)) with the right child split at k2.
@@ -225,20 +228,12 @@ Expected<ChainPlan> overlap::planner::planChain(ArrayRef<int64_t> dims,
             P(k) * P(k2) * P(j) * (1 + beta) * (betaP * y + x) / (x * y) +
             ind(k + 1 != k2) * P(k) * P(k2) + ind(k2 + 1 != j) * P(k2) * P(j) +
             ind(i != k) * P(i - 1) * P(k) - 2 * P(i - 1) * P(j);
-        Expected<int64_t> hv = floorCount(h);
-        if (!hv)
-          return hv.takeError();
         Expected<int64_t> right =
-            sumCounts({*hv, *dl, childD(k + 1, k2), childD(k2 + 1, j)});
+            nodeTransfers(h, {*dl, childD(k + 1, k2), childD(k2 + 1, j)});
         if (!right)
           return right.takeError();
         node.rightFuse = *right;
-        if (*node.rightFuse < node.finalTransfers) {
-          node.finalTransfers = *node.rightFuse;
-          node.decision = Fusion::Right;
-          node.tileX = static_cast<int64_t>(x);
-          node.tileY = static_cast<int64_t>(y);
-        }
+        consider(Fusion::Right, *right, x, y);
       }
     }
     plan.nodes.push_back(node);

@@ -265,6 +265,30 @@ public:
 
   Expected<Curve> curve(const json::Value &v, const std::string &path) const;
 
+  /// The "curve" field of `o`, an object at `path`; `what` says what the
+  /// curve plots when it is missing.
+  Expected<Curve> curveField(const json::Object &o, const std::string &path,
+                             StringRef what) const {
+    std::string curvePath = join(path, "curve");
+    if (const json::Value *v = o.get("curve"))
+      return curve(*v, curvePath);
+    return fail(curvePath, what);
+  }
+
+  /// The string field `key` of `o`, an object at `path`, read by `parse`;
+  /// `expected` says what `parse` accepts.
+  template <typename T>
+  Expected<T> named(const json::Object &o, StringRef key,
+                    const std::string &path,
+                    function_ref<std::optional<T>(StringRef)> parse,
+                    StringRef expected) const {
+    const json::Value *v = o.get(key);
+    std::optional<StringRef> s = v ? v->getAsString() : std::nullopt;
+    if (std::optional<T> value = s ? parse(*s) : std::nullopt)
+      return *value;
+    return fail(join(path, key), expected);
+  }
+
 private:
   std::string source;
 };
@@ -561,12 +585,10 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
           return val.takeError();
         (key == "n" ? gc.n : gc.k) = *val;
       }
-      const json::Value *dv = (*co)->get("dtype");
-      std::optional<StringRef> ds = dv ? dv->getAsString() : std::nullopt;
-      std::optional<DType> dt = ds ? parseDType(*ds) : std::nullopt;
+      Expected<DType> dt = rd.named<DType>(**co, "dtype", path, parseDType,
+                                           "one of \"f16\", \"bf16\", \"f32\"");
       if (!dt)
-        return rd.fail(ProfileReader::join(path, "dtype"),
-                       "one of \"f16\", \"bf16\", \"f32\"");
+        return dt.takeError();
       gc.dtype = *dt;
       if (const json::Value *bv = (*co)->get("batch")) {
         auto batch =
@@ -575,11 +597,8 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
           return batch.takeError();
         gc.batch = *batch;
       }
-      const json::Value *curveV = (*co)->get("curve");
-      if (!curveV)
-        return rd.fail(ProfileReader::join(path, "curve"),
-                       "a curve object (time in µs vs rows m)");
-      auto curve = rd.curve(*curveV, ProfileReader::join(path, "curve"));
+      auto curve =
+          rd.curveField(**co, path, "a curve object (time in µs vs rows m)");
       if (!curve)
         return curve.takeError();
       gc.curve = std::move(*curve);
@@ -643,12 +662,11 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       if (!ranks)
         return ranks.takeError();
       cc.ranks = *ranks;
-      const json::Value *uv = (*eo)->get("x_unit");
-      std::optional<StringRef> us = uv ? uv->getAsString() : std::nullopt;
-      std::optional<double> unit = us ? unitBytes(*us) : std::nullopt;
+      Expected<double> unit =
+          rd.named<double>(**eo, "x_unit", path, unitBytes,
+                           "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
       if (!unit)
-        return rd.fail(ProfileReader::join(path, "x_unit"),
-                       "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
+        return unit.takeError();
       cc.bytesPerUnit = *unit;
       if (const json::Value *lv = (*eo)->get("latency_us")) {
         auto lat = rd.time(*lv, ProfileReader::join(path, "latency_us"));
@@ -656,11 +674,8 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
           return lat.takeError();
         cc.latencyUs = *lat;
       }
-      const json::Value *curveV = (*eo)->get("curve");
-      if (!curveV)
-        return rd.fail(ProfileReader::join(path, "curve"),
-                       "a curve object (time in µs vs buffer size)");
-      auto curve = rd.curve(*curveV, ProfileReader::join(path, "curve"));
+      auto curve = rd.curveField(**eo, path,
+                                 "a curve object (time in µs vs buffer size)");
       if (!curve)
         return curve.takeError();
       cc.curve = std::move(*curve);

@@ -46,8 +46,7 @@ StringRef overlap::planner::toString(AllToAllSide side) {
 
 bool overlap::planner::exchangesInput(Collective collective,
                                       AllToAllSide side) {
-  return collective == Collective::AllGather ||
-         (collective == Collective::AllToAll && side == AllToAllSide::Dispatch);
+  return collective == Collective::AllGather || dispatches(collective, side);
 }
 
 bool overlap::planner::exchangesInput(const MatmulProblem &problem) {

@@ -94,14 +94,8 @@ struct BenchRunner {
   char *hostExtra = nullptr; ///< where they go (host or device, as mirror)
 
   bool gathers() const { return coll == planner::Collective::AllGather; }
-  bool dispatches() const {
-    return coll == planner::Collective::AllToAll &&
-           side == planner::AllToAllSide::Dispatch;
-  }
-  bool combines() const {
-    return coll == planner::Collective::AllToAll &&
-           side == planner::AllToAllSide::Combine;
-  }
+  bool dispatches() const { return planner::dispatches(coll, side); }
+  bool combines() const { return planner::combines(coll, side); }
   /// The collective delivers the GEMM's input (all-gather, dispatch): it
   /// produces, the GEMM consumes.
   bool receivesA() const { return collectiveProduces(coll, side); }
@@ -132,9 +126,9 @@ struct BenchRunner {
   /// runs alone (serial, "GEMM alone": every SM); it also names the call in
   /// errors.
   void gemm(const planner::TileLayout &l, size_t t, int64_t tag);
-  /// Reduce-scatter and combine: the tile's buffer starts as C's rows of the tile (the
-  /// copy overlap-decompose emits when C is not a fill), one kernel for all
-  /// blocks.
+  /// Reduce-scatter and combine: the tile's buffer starts as C's rows of the
+  /// tile (the copy overlap-decompose emits when C is not a fill), one kernel
+  /// for all blocks.
   void packC(const planner::TileLayout &l, size_t t, int64_t tag);
   /// Dispatch: the tile's rows of every block of A into `send`, on the
   /// comm stream before the exchange (the pack overlap-decompose emits).

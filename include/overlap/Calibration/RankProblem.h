@@ -92,14 +92,8 @@ struct RankProblem {
   planner::AllToAllSide side = planner::AllToAllSide::Dispatch;
 
   bool gathers() const { return collective == planner::Collective::AllGather; }
-  bool dispatches() const {
-    return collective == planner::Collective::AllToAll &&
-           side == planner::AllToAllSide::Dispatch;
-  }
-  bool combines() const {
-    return collective == planner::Collective::AllToAll &&
-           side == planner::AllToAllSide::Combine;
-  }
+  bool dispatches() const { return planner::dispatches(collective, side); }
+  bool combines() const { return planner::combines(collective, side); }
   /// Rows of one rank's own A.
   int64_t aRows() const { return gathers() ? m / group : m; }
   uint64_t seed(int64_t rank, Operand operand) const {

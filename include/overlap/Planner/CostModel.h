@@ -32,6 +32,14 @@ namespace planner {
 enum class AllToAllSide { Dispatch, Combine };
 std::optional<AllToAllSide> parseAllToAllSide(llvm::StringRef name);
 llvm::StringRef toString(AllToAllSide side);
+/// The all-to-all's dispatch (resp. combine) exchange: `side` is read for
+/// all-to-all only.
+inline bool dispatches(Collective collective, AllToAllSide side) {
+  return collective == Collective::AllToAll && side == AllToAllSide::Dispatch;
+}
+inline bool combines(Collective collective, AllToAllSide side) {
+  return collective == Collective::AllToAll && side == AllToAllSide::Combine;
+}
 
 /// One fused matmul + collective. M, N, K are the global GEMM sizes
 /// (C[M,N] = A[M,K] B[K,N]); ranks is the collective's group size. For

@@ -21,33 +21,24 @@
 #include "overlap/Compiler/EntrySignature.h"
 #include "overlap/Compiler/Input.h"
 #include "overlap/Compiler/RemarkSetup.h"
-#include "overlap/Loader/Compare.h"
 #include "overlap/Loader/Run.h"
 #include "overlap/Loader/Session.h"
 #include "overlap/Runner/Jit.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ExecutionEngine/Orc/Core.h"
-#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
-#include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 using namespace mlir;

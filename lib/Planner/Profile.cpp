@@ -201,6 +201,18 @@ public:
     return fail(path, "an object");
   }
 
+  /// An object whose keys are all in `allowed` (checkKeys).
+  Expected<const json::Object *> object(const json::Value &v,
+                                        const std::string &path,
+                                        ArrayRef<StringRef> allowed) const {
+    Expected<const json::Object *> o = object(v, path);
+    if (!o)
+      return o.takeError();
+    if (Error e = checkKeys(**o, path, allowed))
+      return std::move(e);
+    return o;
+  }
+
   Expected<const json::Array *> array(const json::Value &v,
                                       const std::string &path,
                                       bool nonEmpty = true) const {
@@ -325,12 +337,10 @@ static bool isNondecreasingPoly(ArrayRef<double> coeffs, double from, double to,
 
 Expected<Curve> ProfileReader::curve(const json::Value &v,
                                      const std::string &path) const {
-  Expected<const json::Object *> objOr = object(v, path);
+  Expected<const json::Object *> objOr = object(v, path, {"pieces", "table"});
   if (!objOr)
     return objOr.takeError();
   const json::Object &obj = **objOr;
-  if (Error e = checkKeys(obj, path, {"pieces", "table"}))
-    return std::move(e);
   const json::Value *piecesV = obj.get("pieces");
   const json::Value *tableV = obj.get("table");
   if ((piecesV != nullptr) == (tableV != nullptr))
@@ -376,11 +386,10 @@ Expected<Curve> ProfileReader::curve(const json::Value &v,
   std::vector<Curve::Piece> pieces;
   for (size_t i = 0; i < (*arr)->size(); ++i) {
     std::string piecePath = index(ppath, i);
-    Expected<const json::Object *> po = object((**arr)[i], piecePath);
+    Expected<const json::Object *> po =
+        object((**arr)[i], piecePath, {"from", "to", "coeffs"});
     if (!po)
       return po.takeError();
-    if (Error e = checkKeys(**po, piecePath, {"from", "to", "coeffs"}))
-      return std::move(e);
     Curve::Piece piece;
     const json::Value *fromV = (*po)->get("from");
     if (!fromV)
@@ -470,15 +479,13 @@ Error optionalField(const json::Object &obj, StringRef key, T &out, Fn read) {
 static Error parseDevice(const ProfileReader &rd, const json::Value &v,
                          DeviceInfo &dev) {
   const std::string path = "device";
-  auto objOr = rd.object(v, path);
+  auto objOr =
+      rd.object(v, path,
+                {"name", "sm_count", "comm_sms", "gemm_tile", "peak_tflops",
+                 "memory_bandwidth_gbps", "zero_sm_all_gather"});
   if (!objOr)
     return objOr.takeError();
   const json::Object &obj = **objOr;
-  if (Error e = rd.checkKeys(obj, path,
-                             {"name", "sm_count", "comm_sms", "gemm_tile",
-                              "peak_tflops", "memory_bandwidth_gbps",
-                              "zero_sm_all_gather"}))
-    return e;
   auto str = [&](StringRef key) {
     return [&rd, key, &path](const json::Value &x) {
       return rd.string(x, ProfileReader::join(path, key));
@@ -550,12 +557,10 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
 
 static Error parseGemm(const ProfileReader &rd, const json::Value &v,
                        Profile &p) {
-  auto objOr = rd.object(v, "gemm");
+  auto objOr = rd.object(v, "gemm", {"latency_us", "curves", "roofline"});
   if (!objOr)
     return objOr.takeError();
   const json::Object &obj = **objOr;
-  if (Error e = rd.checkKeys(obj, "gemm", {"latency_us", "curves", "roofline"}))
-    return e;
   if (const json::Value *lv = obj.get("latency_us")) {
     auto lat = rd.time(*lv, "gemm.latency_us");
     if (!lat)
@@ -568,12 +573,10 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
       return arr.takeError();
     for (size_t i = 0; i < (*arr)->size(); ++i) {
       std::string path = ProfileReader::index("gemm.curves", i);
-      auto co = rd.object((**arr)[i], path);
+      auto co =
+          rd.object((**arr)[i], path, {"n", "k", "dtype", "batch", "curve"});
       if (!co)
         return co.takeError();
-      if (Error e =
-              rd.checkKeys(**co, path, {"n", "k", "dtype", "batch", "curve"}))
-        return e;
       GemmCurve gc;
       for (StringRef key : {"n", "k"}) {
         const json::Value *kv = (*co)->get(key);
@@ -609,11 +612,9 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
     }
   }
   if (const json::Value *rv = obj.get("roofline")) {
-    auto ro = rd.object(*rv, "gemm.roofline");
+    auto ro = rd.object(*rv, "gemm.roofline", {"efficiency"});
     if (!ro)
       return ro.takeError();
-    if (Error e = rd.checkKeys(**ro, "gemm.roofline", {"efficiency"}))
-      return e;
     double eff = 1.0;
     if (const json::Value *ev = (*ro)->get("efficiency")) {
       auto e = rd.numberIn(*ev, "gemm.roofline.efficiency", kMinProfileFraction,
@@ -645,12 +646,10 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       return arr.takeError();
     for (size_t i = 0; i < (*arr)->size(); ++i) {
       std::string path = ProfileReader::index(cpath, i);
-      auto eo = rd.object((**arr)[i], path);
+      auto eo = rd.object((**arr)[i], path,
+                          {"ranks", "x_unit", "latency_us", "curve"});
       if (!eo)
         return eo.takeError();
-      if (Error e = rd.checkKeys(**eo, path,
-                                 {"ranks", "x_unit", "latency_us", "curve"}))
-        return e;
       CommCurve cc;
       cc.collective = *coll;
       const json::Value *rv = (*eo)->get("ranks");
@@ -780,11 +779,9 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
     p.alignment = *a;
   }
   if (const json::Value *fv = obj->get("ficco")) {
-    auto fo = rd.object(*fv, "ficco");
+    auto fo = rd.object(*fv, "ficco", {"reference_us", "low", "high"});
     if (!fo)
       return fo.takeError();
-    if (Error e = rd.checkKeys(**fo, "ficco", {"reference_us", "low", "high"}))
-      return std::move(e);
     for (StringRef key : {"reference_us", "low", "high"}) {
       if (const json::Value *x = (*fo)->get(key)) {
         auto val = rd.numberIn(*x, "ficco." + key.str(), kMinProfileFraction,

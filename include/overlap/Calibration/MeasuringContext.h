@@ -53,6 +53,14 @@ overlap_context *&toolContext();
 /// Exits 1 on a failed runtime call, with the runtime's message.
 void check(overlap_context *ctx, overlap_status s, const char *what);
 
+/// Enqueues the runtime's `coll` (the reducing ones sum) over the world on
+/// the comm stream, as tile `tile` (-1: none), of `count` elements as the
+/// runtime counts them (all-reduce: the whole buffer; the others: one
+/// block); exits 1 on an error, naming the call.
+void enqueueCollective(overlap_context *ctx, int64_t tile,
+                       planner::Collective coll, overlap_dtype dtype,
+                       const void *src, void *dst, int64_t count);
+
 /// The options a measuring context is created with: the runtime's defaults
 /// (overlap_cuda_options_init), then the knobs (applyCudaKnobs) with the
 /// leg's default budget (legDefaultCommSms: none on the copy-engine leg).

@@ -191,10 +191,8 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
   case Collective::AllReduce: {
     char *rows = at(c, sp.offset, s.n);
     if (nccl) {
-      check(ctx,
-            overlap_all_reduce(ctx, comm, tag, nullptr, dtype, OVERLAP_SUM,
-                               rows, at(result, sp.offset, s.n), sp.rows * s.n),
-            "overlap_all_reduce");
+      enqueueCollective(ctx, tag, coll, dtype, rows, at(result, sp.offset, s.n),
+                        sp.rows * s.n);
       return;
     }
     // The tile itself, then the rest of the ring's bytes from scratch.
@@ -205,11 +203,8 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
   case Collective::ReduceScatter: {
     char *src = tileBuffer(l, t);
     if (nccl) {
-      check(ctx,
-            overlap_reduce_scatter(ctx, comm, tag, nullptr, dtype, OVERLAP_SUM,
-                                   src, at(result, sp.blockOffset, s.n),
-                                   sp.blockRows * s.n),
-            "overlap_reduce_scatter");
+      enqueueCollective(ctx, tag, coll, dtype, src,
+                        at(result, sp.blockOffset, s.n), sp.blockRows * s.n);
       return;
     }
     // A ring sends the slices of the other ranks' blocks (G-1 of G);
@@ -221,10 +216,7 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
     char *dst = tileBuffer(l, t);
     const char *local = at(a, sp.blockOffset, s.k);
     if (nccl) {
-      check(ctx,
-            overlap_all_gather(ctx, comm, tag, nullptr, dtype, local, dst,
-                               sp.blockRows * s.k),
-            "overlap_all_gather");
+      enqueueCollective(ctx, tag, coll, dtype, local, dst, sp.blockRows * s.k);
       return;
     }
     // This rank (rank 0, the only process) writes its own slot, as an
@@ -245,10 +237,8 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
                           : tileBuffer(l, t);
     char *dst = dispatches() ? tileBuffer(l, t) : at(result, sp.offset, s.n);
     if (nccl) {
-      check(ctx,
-            overlap_all_to_all(ctx, comm, tag, nullptr, dtype, src, dst,
-                               sp.blockRows * commWidth()),
-            "overlap_all_to_all");
+      enqueueCollective(ctx, tag, coll, dtype, src, dst,
+                        sp.blockRows * commWidth());
       return;
     }
     // This rank's own block stays (device -> device); the G - 1 others

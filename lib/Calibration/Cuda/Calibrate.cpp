@@ -163,33 +163,10 @@ int64_t Calibrator::communicate(Collective coll, int64_t size) {
     return wire;
   }
   const int64_t moved = movedBytes(coll, size);
-  const int64_t perRank = moved / (o.ranks * int64_t(elt));
-  switch (coll) {
-  case Collective::AllReduce:
-    check(ctx,
-          overlap_all_reduce(ctx, comm, -1, nullptr, o.dtype, OVERLAP_SUM, src,
-                             dst, moved / int64_t(elt)),
-          "overlap_all_reduce");
-    break;
-  case Collective::ReduceScatter:
-    check(ctx,
-          overlap_reduce_scatter(ctx, comm, -1, nullptr, o.dtype, OVERLAP_SUM,
-                                 src, dst, perRank),
-          "overlap_reduce_scatter");
-    break;
-  case Collective::AllGather:
-    check(
-        ctx,
-        overlap_all_gather(ctx, comm, -1, nullptr, o.dtype, src, dst, perRank),
-        "overlap_all_gather");
-    break;
-  case Collective::AllToAll:
-    check(
-        ctx,
-        overlap_all_to_all(ctx, comm, -1, nullptr, o.dtype, src, dst, perRank),
-        "overlap_all_to_all");
-    break;
-  }
+  // All-reduce counts the whole buffer, the others one rank's block.
+  const int64_t count =
+      moved / int64_t(elt) / (coll == Collective::AllReduce ? 1 : o.ranks);
+  enqueueCollective(ctx, -1, coll, o.dtype, src, dst, count);
   return planner::ringWireBytes(coll, o.ranks, moved);
 }
 

@@ -48,6 +48,35 @@ void calibration::check(overlap_context *ctx, overlap_status s,
   leave(1);
 }
 
+void calibration::enqueueCollective(overlap_context *ctx, int64_t tile,
+                                    planner::Collective coll,
+                                    overlap_dtype dtype, const void *src,
+                                    void *dst, int64_t count) {
+  const int comm = OVERLAP_STREAM_COMM;
+  switch (coll) {
+  case planner::Collective::AllReduce:
+    return check(ctx,
+                 overlap_all_reduce(ctx, comm, tile, nullptr, dtype,
+                                    OVERLAP_SUM, src, dst, count),
+                 "overlap_all_reduce");
+  case planner::Collective::ReduceScatter:
+    return check(ctx,
+                 overlap_reduce_scatter(ctx, comm, tile, nullptr, dtype,
+                                        OVERLAP_SUM, src, dst, count),
+                 "overlap_reduce_scatter");
+  case planner::Collective::AllGather:
+    return check(
+        ctx,
+        overlap_all_gather(ctx, comm, tile, nullptr, dtype, src, dst, count),
+        "overlap_all_gather");
+  case planner::Collective::AllToAll:
+    return check(
+        ctx,
+        overlap_all_to_all(ctx, comm, tile, nullptr, dtype, src, dst, count),
+        "overlap_all_to_all");
+  }
+}
+
 void calibration::checkCuda(cudaError_t e, const char *what) {
   if (e == cudaSuccess)
     return;
@@ -202,9 +231,8 @@ bool calibration::writeCsvFile(
     const std::string &path,
     const std::function<void(std::ostream &)> &writeRows) {
   struct stat info;
-  const bool aside = ::lstat(path.c_str(), &info) == 0
-                         ? S_ISREG(info.st_mode)
-                         : errno == ENOENT;
+  const bool aside = ::lstat(path.c_str(), &info) == 0 ? S_ISREG(info.st_mode)
+                                                       : errno == ENOENT;
   const std::string target = aside ? path + ".part" : path;
   std::ofstream csv(target);
   writeRows(csv);

@@ -30,17 +30,24 @@ def overlap_plan():
         pytest.skip(str(err))
 
 
+def _native(*loaders):
+    """What overlap.native's `loaders` load, the last one's result (the test
+    skipped, saying why, when a library is not built)."""
+    from overlap import native
+    try:
+        for name in loaders:
+            result = getattr(native, name)()
+        return result
+    except native.NativeNotFound as err:
+        pytest.skip(str(err))
+
+
 @pytest.fixture(scope="module")
 def native_libraries():
     """libOverlapCAPI.so and libOverlapHostCAPI.so (skipped, saying why,
     when they are not built): a test module that compiles and runs programs
     in process uses it (pytestmark = pytest.mark.usefixtures(...))."""
-    import overlap
-    try:
-        overlap.native.compiler_api()
-        overlap.native.host_api()
-    except overlap.NativeNotFound as err:
-        pytest.skip(str(err))
+    _native("compiler_api", "host_api")
 
 
 @pytest.fixture(scope="session")
@@ -51,21 +58,13 @@ def repo_root():
 @pytest.fixture(scope="session")
 def compiler_api():
     """libOverlapCAPI.so (skipped, saying why, when it is not built)."""
-    from overlap import native
-    try:
-        return native.compiler_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
+    return _native("compiler_api")
 
 
 @pytest.fixture(scope="session")
 def host_api():
     """libOverlapHostCAPI.so (skipped, saying why, when it is not built)."""
-    from overlap import native
-    try:
-        return native.host_api()
-    except native.NativeNotFound as err:
-        pytest.skip(str(err))
+    return _native("host_api")
 
 
 def png_size(path):
@@ -96,13 +95,48 @@ def _temporary_files_under_pytest(tmp_path_factory):
     tempfile.tempdir = old
 
 
-def tp_mesh():
-    """A 1-D mesh "tp" of 4 of JAX's CPU devices (the oracle of the JAX
-    tests; XLA_FLAGS above makes them)."""
+def require_jax():
+    """jax, imported; the calling test module is skipped when it is missing,
+    or fails when OVERLAP_REQUIRE_JAX is set (scripts/test-python.sh sets
+    it)."""
+    if os.environ.get("OVERLAP_REQUIRE_JAX"):
+        import jax
+        return jax
+    return pytest.importorskip("jax")
+
+
+def cpu_mesh(*names, shape=(4,)):
+    """A mesh of 4 of JAX's CPU devices (the oracle of the JAX tests;
+    XLA_FLAGS above makes them) with axes `names` of sizes `shape`."""
     import jax
     import numpy as np
     from jax.sharding import Mesh
     devices = jax.devices()
     assert len(devices) >= 4, ("XLA_FLAGS needs "
                                "--xla_force_host_platform_device_count=4")
-    return Mesh(np.array(devices[:4]), ("tp",))
+    return Mesh(np.array(devices[:4]).reshape(shape), names)
+
+
+def tp_mesh():
+    """A 1-D mesh "tp" of 4 of JAX's CPU devices."""
+    return cpu_mesh("tp")
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    """tp_mesh(), for the JAX tests (a module may define its own)."""
+    return tp_mesh()
+
+
+def check_against_jit(f, *args, strategy="none", rtol=1e-5, atol=1e-5):
+    """Runs `f` with overlap.jax and checks each output against jax.jit's;
+    returns overlap.jax's result."""
+    import jax
+    import numpy as np
+    from overlap import jax as ojax
+    res = ojax.run(f, *args, strategy=strategy)
+    want = jax.tree_util.tree_leaves(jax.jit(f)(*args))
+    assert len(res.outputs) == len(want)
+    for got, ref in zip(res.outputs, want):
+        np.testing.assert_allclose(got, np.asarray(ref), rtol=rtol, atol=atol)
+    return res

@@ -21,12 +21,9 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, tp_mesh
+from conftest import require_jax, ROOT
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -40,11 +37,6 @@ import overlap  # noqa: E402
 
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(jnp.bfloat16): 2.0 ** -6}
 STRATEGIES = ["none", "uniform:2", "auto"]
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    return tp_mesh()
 
 
 pytestmark = pytest.mark.usefixtures("native_libraries")

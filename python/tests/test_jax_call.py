@@ -13,12 +13,9 @@ import tempfile
 import numpy as np
 import pytest
 
-from conftest import ROOT, tp_mesh
+from conftest import require_jax, ROOT
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
@@ -37,11 +34,6 @@ os.environ.setdefault("OVERLAP_JAX_FFI_CACHE",
 TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(jnp.bfloat16): 2.0 ** -6}
 
 pytestmark = pytest.mark.usefixtures("native_libraries")
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    return tp_mesh()
 
 
 def mlp(mesh):

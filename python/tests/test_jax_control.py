@@ -6,37 +6,20 @@ index out of range runs the last branch), collectives inside loop bodies
 and branches, and a scan over layers whose body is compiled once with its
 matmul + all-reduce tiled and overlapped in each iteration."""
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+from conftest import check_against_jit as _check, require_jax
+
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 ojax = pytest.importorskip("overlap.jax")
 
 pytestmark = pytest.mark.usefixtures("native_libraries")
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    return Mesh(np.array(jax.devices()[:4]), ("tp",))
-
-
-def _check(f, *args, strategy="none", rtol=1e-5, atol=1e-5):
-    res = ojax.run(f, *args, strategy=strategy)
-    want = jax.tree_util.tree_leaves(jax.jit(f)(*args))
-    assert len(res.outputs) == len(want)
-    for got, ref in zip(res.outputs, want):
-        np.testing.assert_allclose(got, np.asarray(ref), rtol=rtol, atol=atol)
-    return res
 
 
 def _rand(*shape, seed=0, scale=1.0):

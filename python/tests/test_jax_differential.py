@@ -12,10 +12,9 @@ import os
 import numpy as np
 import pytest
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+from conftest import require_jax
+
+jax = require_jax()
 
 ojax = pytest.importorskip("overlap.jax")
 
@@ -105,32 +104,33 @@ def compare(got, want, tol=1e-4):
     return "" if err <= tol else f"relative error {err:.3g}"
 
 
-@pytest.mark.parametrize("seed", sorted(set(range(COUNT)) |
-                                        set(REGRESSIONS)))
+def seeds(count, regressions=(), known={}):
+    """The first `count` seeds and the regressions past them, in order; a
+    known one is skipped with its reason."""
+    return [pytest.param(seed, marks=pytest.mark.skip(reason=known[seed]))
+            if seed in known else seed
+            for seed in sorted(set(range(count)) | set(regressions))]
+
+
+@pytest.mark.parametrize("seed", seeds(COUNT, REGRESSIONS, KNOWN))
 def test_random_program_matches_jax(seed):
-    if seed in KNOWN:
-        pytest.skip(KNOWN[seed])
     check(*jax_programs.make(seed))
 
 
-@pytest.mark.parametrize("seed", sorted(set(range(LOOP_COUNT)) |
-                                        set(LOOP_REGRESSIONS)))
+@pytest.mark.parametrize("seed", seeds(LOOP_COUNT, LOOP_REGRESSIONS,
+                                       LOOP_KNOWN))
 def test_random_loop_program_matches_jax(seed):
-    if seed in LOOP_KNOWN:
-        pytest.skip(LOOP_KNOWN[seed])
     check(*jax_programs.make_loop(seed))
 
 
-@pytest.mark.parametrize("seed", sorted(set(range(TYPED_COUNT)) |
-                                        set(TYPED_REGRESSIONS)))
+@pytest.mark.parametrize("seed", seeds(TYPED_COUNT, TYPED_REGRESSIONS,
+                                       TYPED_KNOWN))
 def test_random_typed_program_matches_jax(seed):
-    if seed in TYPED_KNOWN:
-        pytest.skip(TYPED_KNOWN[seed])
     desc, dtype, build = jax_programs.make_typed(seed)
     check(desc, build, tol=TYPED_TOLERANCE[dtype])
 
 
-@pytest.mark.parametrize("seed", range(SHAPES_COUNT))
+@pytest.mark.parametrize("seed", seeds(SHAPES_COUNT))
 def test_random_layout_program_matches_jax(seed):
     check(*jax_programs.make_shapes(seed))
 

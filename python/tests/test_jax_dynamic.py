@@ -6,19 +6,16 @@ a rank without a sender (zeros, as JAX), start indices clamped as XLA
 clamps them, a 2-D mesh. Before, each was refused naming only the first
 unknown primitive."""
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+from conftest import check_against_jit as _check, cpu_mesh, require_jax
+
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import overlap  # noqa: E402
 
@@ -29,21 +26,12 @@ pytestmark = pytest.mark.usefixtures("native_libraries")
 
 @pytest.fixture(scope="module")
 def mesh():
-    return Mesh(np.array(jax.devices()[:4]), ("x",))
+    return cpu_mesh("x")
 
 
 def _rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(
         np.float32)
-
-
-def _check(f, *args):
-    res = ojax.run(f, *args, strategy="none")
-    want = jax.tree_util.tree_leaves(jax.jit(f)(*args))
-    for got, ref in zip(res.outputs, want):
-        np.testing.assert_allclose(got, np.asarray(ref), rtol=1e-5,
-                                   atol=1e-5)
-    return res
 
 
 def test_collective_matmul_by_ppermute(mesh, tmp_path):
@@ -84,7 +72,7 @@ def test_ppermute_partial_and_2d(mesh):
     res = _check(f, _rand(8, 4))
     assert not res.outputs[0][2:4].any()
 
-    mesh2 = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("a", "b"))
+    mesh2 = cpu_mesh("a", "b", shape=(2, 2))
     g = jax.shard_map(
         lambda x: lax.ppermute(x, ("b", "a"), [(k, (k + 1) % 4)
                                                 for k in range(4)]),

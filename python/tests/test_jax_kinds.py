@@ -6,19 +6,17 @@ xfail with its reason (strict: when it starts to work, the test says so).
 docs/jax.md gives the counts."""
 
 import functools
-import os
 
 import numpy as np
 import pytest
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+from conftest import cpu_mesh, require_jax
+
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import overlap  # noqa: E402
 
@@ -45,11 +43,11 @@ def _r(*shape, seed=0, scale=1.0, dtype=np.float32):
 
 
 def _m1():
-    return Mesh(np.array(jax.devices()[:4]), ("x",))
+    return cpu_mesh("x")
 
 
 def _m2():
-    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"))
+    return cpu_mesh("dp", "tp", shape=(2, 2))
 
 
 def sm(f, mesh, i, o, **kw):

@@ -18,19 +18,16 @@ silent wrong result"); the oracle is jax.jit on 4 CPU devices.
   bool reductions: XLA's definitions now (below).
 """
 
-import os
-
 import numpy as np
 import pytest
 
-if os.environ.get("OVERLAP_REQUIRE_JAX"):
-    import jax  # noqa: F401
-else:
-    jax = pytest.importorskip("jax")
+from conftest import cpu_mesh, require_jax, tp_mesh
+
+jax = require_jax()
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec as P  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
 
 ojax = pytest.importorskip("overlap.jax")
 
@@ -40,12 +37,12 @@ pytestmark = pytest.mark.usefixtures("native_libraries")
 
 @pytest.fixture(scope="module")
 def mesh1():
-    return Mesh(np.array(jax.devices()[:4]), ("tp",))
+    return tp_mesh()
 
 
 @pytest.fixture(scope="module")
 def mesh2():
-    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("a", "b"))
+    return cpu_mesh("a", "b", shape=(2, 2))
 
 
 def test_scan_runs_every_step(mesh1):

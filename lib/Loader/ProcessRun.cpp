@@ -11,6 +11,7 @@
 #include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/SessionAgreement.h"
+#include "overlap/Runtime/Launchers.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
 
@@ -51,8 +52,8 @@ bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,
   // One process of torchrun or srun is no job to join (`srun -n 1`, a
   // WORLD_SIZE of 1): it runs the grid as threads, as without a launcher.
   // mpirun -np 1 stays an MPI job of one process.
-  if (size == 1 &&
-      (std::string(name) == "torchrun" || std::string(name) == "Slurm"))
+  const bootstrap::LauncherKind *kind = bootstrap::launcherKind(name);
+  if (size == 1 && kind && !kind->oneProcessIsAJob)
     return false;
   launcher = name;
   return true;

@@ -10,6 +10,7 @@
 #include "overlap/Loader/Npz.h"
 #include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/SessionAgreement.h"
+#include "overlap/Runtime/Launchers.h"
 
 #include "overlap/Runtime/overlap_runtime.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
@@ -171,12 +172,10 @@ int Session::createExecutor(const std::string &backend, const char *option,
       return error(std::string(option) + " cuda runs one rank per process " +
                    "and GPU, but @" + sig.name + " needs " +
                    std::to_string(ranks) +
-                   " ranks: start one process per "
-                   "rank, e.g. mpirun -np " +
-                   std::to_string(ranks) +
-                   " overlap-exec --backend cuda PROGRAM.so (or srun -n " +
-                   std::to_string(ranks) + ", or torchrun --nproc-per-node " +
-                   std::to_string(ranks) + "; docs/gpu.md)");
+                   " ranks: start one process per rank, e.g. " +
+                   bootstrap::startCommand("", ranks) +
+                   " overlap-exec --backend cuda PROGRAM.so (or " +
+                   bootstrap::otherStartCommands(ranks) + "; docs/gpu.md)");
     bool noDevice = false;
     std::string message;
     executor =
@@ -302,10 +301,7 @@ int Session::runRanks() {
         return error(job + " but grid @" + grid.name + " of @" + sig.name +
                      (grid.isDynamic() ? " needs a multiple of " : " has ") +
                      std::to_string(grid.size()) + " devices: start as many (" +
-                     (launcher_ == "torchrun" ? "torchrun --nproc-per-node "
-                      : launcher_ == "Slurm"  ? "srun -n "
-                                              : "mpirun -np ") +
-                     std::to_string(grid.size()) + ")");
+                     bootstrap::startCommand(launcher_, grid.size()) + ")");
   }
   if (!run::checkRanks(sig, ranks, message))
     return error(message);

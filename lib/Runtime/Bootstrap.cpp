@@ -18,15 +18,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Runtime/Bootstrap.h"
+#include "overlap/Runtime/Launchers.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
@@ -106,8 +107,14 @@ struct LauncherVars {
 /// (which may run once per node under srun), then Slurm.
 const std::vector<LauncherVars> &launchers() {
   static const std::vector<LauncherVars> all = {
-      {"OVERLAP_RANK", "OVERLAP_RANK", {"OVERLAP_WORLD_SIZE"}, {}, {}, {}, {}},
-      {"Open MPI",
+      {kOverlapLauncher,
+       "OVERLAP_RANK",
+       {"OVERLAP_WORLD_SIZE"},
+       {},
+       {},
+       {},
+       {}},
+      {kOpenMpi,
        "OMPI_COMM_WORLD_RANK",
        {"OMPI_COMM_WORLD_SIZE"},
        {"OMPI_COMM_WORLD_LOCAL_RANK"},
@@ -116,21 +123,21 @@ const std::vector<LauncherVars> &launchers() {
        {{"PMIX_NAMESPACE"},
         {"OMPI_MCA_orte_hnp_uri"},
         {"OMPI_MCA_ess_base_jobid"}}},
-      {"MVAPICH",
+      {kMvapich,
        "MV2_COMM_WORLD_RANK",
        {"MV2_COMM_WORLD_SIZE"},
        {"MV2_COMM_WORLD_LOCAL_RANK"},
        {"MV2_COMM_WORLD_LOCAL_SIZE"},
        {},
        {}},
-      {"MPICH/Intel MPI (PMI)",
+      {kMpichPmi,
        "PMI_RANK",
        {"PMI_SIZE"},
        {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"},
        {"MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"},
        {},
        {{"PMI_JOBID"}, {"PMIX_NAMESPACE"}}},
-      {"torchrun",
+      {kTorchrun,
        "RANK",
        {"WORLD_SIZE"},
        {"LOCAL_RANK"},
@@ -139,7 +146,7 @@ const std::vector<LauncherVars> &launchers() {
        {{"TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
          "TORCHELASTIC_RESTART_COUNT"},
         {"MASTER_PORT", "MASTER_ADDR"}}},
-      {"Slurm",
+      {kSlurm,
        "SLURM_PROCID",
        {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"},
        {"SLURM_LOCALID"},
@@ -368,8 +375,7 @@ static std::string checkAddress(const std::string &value) {
   return "";
 }
 
-bool overlap::bootstrap::chooseIdExchange(const Env &env,
-                                          IdExchange &exchange,
+bool overlap::bootstrap::chooseIdExchange(const Env &env, IdExchange &exchange,
                                           std::string &error) {
   exchange = IdExchange();
   for (const char *name : {"OVERLAP_COMM_ID", "NCCL_COMM_ID"}) {
@@ -734,8 +740,7 @@ Read readFile(const std::string &path, std::string &bytes, std::string &why) {
   // O_NONBLOCK: a FIFO at the path (any local user can make one in a
   // shared directory) would block open() for ever, past the bootstrap
   // timeout; fstat then refuses anything but a regular file.
-  int fd =
-      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT)
       return Read::Missing;

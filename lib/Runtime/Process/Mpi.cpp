@@ -15,6 +15,7 @@
 #include "ProcessBackend.h"
 
 #include "overlap/Runtime/Bootstrap.h"
+#include "overlap/Runtime/Launchers.h"
 #include "overlap/Runtime/overlap_runtime_process.h"
 
 #include <algorithm>
@@ -245,11 +246,6 @@ void Backoff::idle() {
 extern "C" {
 
 int overlap_process_launched(int *rank, int *size, const char **launcher) {
-  // The launchers whose processes make one job: the MPI launchers and Slurm
-  // (srun, whose processes MPI_Init joins through PMI), and torchrun (over
-  // TCP). Only OVERLAP_RANK set by hand is not one.
-  static const char *const kJobLaunchers[] = {
-      "Open MPI", "MVAPICH", "MPICH/Intel MPI (PMI)", "torchrun", "Slurm"};
   bootstrap::Launch launch;
   std::string error;
   host::hostLaunchError().clear();
@@ -259,18 +255,20 @@ int overlap_process_launched(int *rank, int *size, const char **launcher) {
         error;
     return -1;
   }
-  for (const char *name : kJobLaunchers) {
-    if (launch.launcher != name)
-      continue;
-    if (rank)
-      *rank = launch.rank;
-    if (size)
-      *size = launch.size;
-    if (launcher)
-      *launcher = name;
-    return 1;
-  }
-  return 0;
+  // The launchers whose processes make one job (Launchers.h): the MPI
+  // launchers and Slurm (srun, whose processes MPI_Init joins through PMI),
+  // and torchrun (over TCP). Only OVERLAP_RANK set by hand is not one.
+  const bootstrap::LauncherKind *kind =
+      bootstrap::launcherKind(launch.launcher);
+  if (!kind || !kind->job)
+    return 0;
+  if (rank)
+    *rank = launch.rank;
+  if (size)
+    *size = launch.size;
+  if (launcher)
+    *launcher = kind->name;
+  return 1;
 }
 
 const char *overlap_process_transport(void) {
@@ -278,9 +276,8 @@ const char *overlap_process_transport(void) {
     if (*given)
       return given;
   const char *launcher = nullptr;
-  if (overlap_process_launched(nullptr, nullptr, &launcher) == 1 &&
-      std::strcmp(launcher, "torchrun") == 0)
-    return "tcp";
+  if (overlap_process_launched(nullptr, nullptr, &launcher) == 1)
+    return bootstrap::launcherKind(launcher)->transport;
   return "mpi";
 }
 

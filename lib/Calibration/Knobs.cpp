@@ -9,6 +9,8 @@
 #include "overlap/Planner/EnumNames.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 using namespace overlap;
@@ -178,4 +180,34 @@ std::string calibration::describeCudaKnobs(const CudaKnobs &knobs) {
     if (knobs.*k.field != k.unset)
       add(k.flag, describeKnob(k, knobs.*k.field));
   return out;
+}
+
+std::vector<flags::Flag> calibration::measuringFlags() {
+  return {{"--dtype", "f16|bf16|f32", "element type (default f16)"},
+          {"--leg", "copy-engine|sm-copy|nccl",
+           "the communication leg (default copy-engine)"},
+          {"--warmup", "N", "untimed runs first (default 5)"},
+          {"--iters", "N", "timed runs (default 20)"}};
+}
+
+void calibration::usageError(const char *tool, const std::string &message) {
+  std::fprintf(stderr, "%s: error: %s\n", tool, message.c_str());
+  std::exit(2);
+}
+
+Args calibration::parseMeasuringArgs(const char *tool, const char *synopsis,
+                                     const char *about,
+                                     const std::vector<flags::Flag> &table,
+                                     int argc, char **argv) {
+  Args args(table);
+  for (const std::string &knob : cudaKnobFlags())
+    args.add({knob, "V", ""});
+  if (!args.parse(argc, argv))
+    usageError(tool, args.error() + " (" + tool + " --help: the options)");
+  if (args.helpAsked()) {
+    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
+                cudaKnobUsage());
+    std::exit(0);
+  }
+  return args;
 }

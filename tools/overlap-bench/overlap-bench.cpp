@@ -65,48 +65,46 @@ const char *about =
 
 /// The flags (overlap/Support/Flags.h); the CUDA backend's follow
 /// (cudaKnobFlags, cudaKnobUsage).
-const std::vector<flags::Flag> table = {
-    {"--collective", "C[,C...]",
-     "all-reduce (default), reduce-scatter, all-gather or all-to-all (one "
-     "expert per rank); a list runs each in turn"},
-    {"--side", "dispatch|combine",
-     "all-to-all: dispatch (default) exchanges A before the GEMM, combine "
-     "its output after it"},
-    {"--shapes", "MxNxK[,...]",
-     "default: a sweep of 24 from compute- to comm-bound, including M=4096 "
-     "N=8192 K=3072"},
-    {"--dtype", "f16|bf16|f32", "element type (default f16)"},
-    {"--leg", "copy-engine|sm-copy|nccl",
-     "the communication leg (default copy-engine)"},
-    {"--ranks", "R",
-     "group size of the stand-in legs (default 8, at least 2); the nccl "
-     "leg's is the world"},
-    {"--profile", "NAME|PATH",
-     "the Planner's profile: the overlapped variant runs its plan and the "
-     "prediction is reported"},
-    {"--strategy", "S", "the Planner's strategy with --profile"},
-    {"--tiles", "T",
-     "without --profile: T uniform tiles (default 4; multiples of R but for "
-     "all-reduce), no prediction"},
-    {"--tile-gemm", "batched|contiguous|both",
-     "also time the plan's first reduce-scatter / all-gather tile's GEMM as "
-     "G batched GEMMs of rows/G rows and as one contiguous GEMM of its rows"},
-    {"--warmup", "N", "untimed runs first (default 5)"},
-    {"--iters", "N", "timed runs (default 20)"},
-    {"--input-sets", "N", "sets of inputs cycled through (default 3)"},
-    {"--csv", "FILE", "also write the rows as CSV"},
-    {"--pack", "", "time the pack kernel instead"},
-    {"--pack-shapes", "[ROWSx]BYTES[@STRIDE][:ELEM],...",
-     "--pack's blocks: default rows of 2 B .. 16 KiB with a stride of twice "
-     "the row; ROWS defaults to --pack-total / BYTES, STRIDE to 2 x BYTES, "
-     "ELEM to the widest of 4, 2, 1 dividing BYTES"},
-    {"--pack-total", "BYTES", "bytes of each block (default 64 MiB)"},
-};
+std::vector<flags::Flag> table() {
+  std::vector<flags::Flag> rows = {
+      {"--collective", "C[,C...]",
+       "all-reduce (default), reduce-scatter, all-gather or all-to-all (one "
+       "expert per rank); a list runs each in turn"},
+      {"--side", "dispatch|combine",
+       "all-to-all: dispatch (default) exchanges A before the GEMM, combine "
+       "its output after it"},
+      {"--shapes", "MxNxK[,...]",
+       "default: a sweep of 24 from compute- to comm-bound, including M=4096 "
+       "N=8192 K=3072"},
+      {"--ranks", "R",
+       "group size of the stand-in legs (default 8, at least 2); the nccl "
+       "leg's is the world"},
+      {"--profile", "NAME|PATH",
+       "the Planner's profile: the overlapped variant runs its plan and the "
+       "prediction is reported"},
+      {"--strategy", "S", "the Planner's strategy with --profile"},
+      {"--tiles", "T",
+       "without --profile: T uniform tiles (default 4; multiples of R but for "
+       "all-reduce), no prediction"},
+      {"--tile-gemm", "batched|contiguous|both",
+       "also time the plan's first reduce-scatter / all-gather tile's GEMM as "
+       "G batched GEMMs of rows/G rows and as one contiguous GEMM of its rows"},
+      {"--input-sets", "N", "sets of inputs cycled through (default 3)"},
+      {"--csv", "FILE", "also write the rows as CSV"},
+      {"--pack", "", "time the pack kernel instead"},
+      {"--pack-shapes", "[ROWSx]BYTES[@STRIDE][:ELEM],...",
+       "--pack's blocks: default rows of 2 B .. 16 KiB with a stride of twice "
+       "the row; ROWS defaults to --pack-total / BYTES, STRIDE to 2 x BYTES, "
+       "ELEM to the widest of 4, 2, 1 dividing BYTES"},
+      {"--pack-total", "BYTES", "bytes of each block (default 64 MiB)"},
+  };
+  std::vector<flags::Flag> shared = measuringFlags();
+  rows.insert(rows.end(), shared.begin(), shared.end());
+  return rows;
+}
 
-/// Exits 2 with one line on stderr.
-[[noreturn]] void usageError(const std::string &message) {
-  std::fprintf(stderr, "overlap-bench: error: %s\n", message.c_str());
-  std::exit(2);
+[[noreturn]] static void usageError(const std::string &message) {
+  calibration::usageError("overlap-bench", message);
 }
 
 /// Each line of `text` as a `# ` comment.
@@ -283,16 +281,8 @@ void writeCsv(std::ostream &csv, const SweepOptions &o,
 } // namespace
 
 int main(int argc, char **argv) {
-  Args args(table);
-  for (const std::string &knob : cudaKnobFlags())
-    args.add({knob, "V", ""});
-  if (!args.parse(argc, argv))
-    usageError(args.error() + " (overlap-bench --help: the options)");
-  if (args.helpAsked()) {
-    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
-                cudaKnobUsage());
-    return 0;
-  }
+  Args args =
+      parseMeasuringArgs("overlap-bench", synopsis, about, table(), argc, argv);
   const CudaKnobs knobs = readCudaKnobs(args);
   SweepOptions o;
   o.warmup = int(args.getInt("--warmup", 5));

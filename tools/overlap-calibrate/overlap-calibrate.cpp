@@ -62,40 +62,32 @@ static const char *about =
 
 /// The flags (overlap/Support/Flags.h); the CUDA backend's follow
 /// (cudaKnobFlags, cudaKnobUsage).
-static const std::vector<flags::Flag> table = {
-    {"--nk", "NxK[,NxK...]",
-     "the GEMM curves (default: the (N, K) pairs of overlap-bench's sweep)"},
-    {"--dtype", "f16|bf16|f32", "element type (default f16)"},
-    {"--ranks", "R", "ranks the stand-in legs stand in for (default 8)"},
-    {"--leg", "copy-engine|sm-copy|nccl",
-     "the communication leg (default copy-engine)"},
-    {"--max-m", "M", "largest M of the GEMM curves (default 8192)"},
-    {"--step", "S", "step of M (default 128)"},
-    {"--max-bytes", "B",
-     "largest message of the leg (default 256 MiB; from 64 KiB)"},
-    {"--warmup", "N", "untimed runs first (default 5)"},
-    {"--iters", "N", "timed runs (default 20)"},
-    {"--name", "NAME", "the profile's name (default calibrated)"},
-    {"--batched-gemms", "on|off", "also the batched GEMM curves (default on)"},
-    {"--out", "FILE", "the profile written (default calibrated.json)"},
-};
+static std::vector<flags::Flag> table() {
+  std::vector<flags::Flag> rows = {
+      {"--nk", "NxK[,NxK...]",
+       "the GEMM curves (default: the (N, K) pairs of overlap-bench's sweep)"},
+      {"--ranks", "R", "ranks the stand-in legs stand in for (default 8)"},
+      {"--max-m", "M", "largest M of the GEMM curves (default 8192)"},
+      {"--step", "S", "step of M (default 128)"},
+      {"--max-bytes", "B",
+       "largest message of the leg (default 256 MiB; from 64 KiB)"},
+      {"--name", "NAME", "the profile's name (default calibrated)"},
+      {"--batched-gemms", "on|off",
+       "also the batched GEMM curves (default on)"},
+      {"--out", "FILE", "the profile written (default calibrated.json)"},
+  };
+  std::vector<flags::Flag> shared = measuringFlags();
+  rows.insert(rows.end(), shared.begin(), shared.end());
+  return rows;
+}
 
 [[noreturn]] static void usageError(const std::string &message) {
-  std::fprintf(stderr, "overlap-calibrate: error: %s\n", message.c_str());
-  std::exit(2);
+  calibration::usageError("overlap-calibrate", message);
 }
 
 int main(int argc, char **argv) {
-  Args args(table);
-  for (const std::string &knob : cudaKnobFlags())
-    args.add({knob, "V", ""});
-  if (!args.parse(argc, argv))
-    usageError(args.error() + " (overlap-calibrate --help: the options)");
-  if (args.helpAsked()) {
-    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
-                cudaKnobUsage());
-    return 0;
-  }
+  Args args = parseMeasuringArgs("overlap-calibrate", synopsis, about, table(),
+                                 argc, argv);
   const CudaKnobs knobs = readCudaKnobs(args);
   CalibrateOptions o;
   auto nks = parseNkPairs(args.get(

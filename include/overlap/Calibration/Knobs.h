@@ -63,6 +63,22 @@ const char *cudaKnobUsage();
 /// default.
 CudaKnobs readCudaKnobs(const Args &args);
 
+/// The flags overlap-bench and overlap-calibrate both take, the same way:
+/// --dtype, --leg, --warmup, --iters.
+std::vector<flags::Flag> measuringFlags();
+
+/// A measuring tool's command line: `table`, then the CUDA backend's knob
+/// flags. On --help prints `synopsis`, `about`, the table's help and the
+/// knobs' and exits 0; on a usage error prints one line naming `tool` and
+/// exits 2.
+Args parseMeasuringArgs(const char *tool, const char *synopsis,
+                        const char *about,
+                        const std::vector<flags::Flag> &table, int argc,
+                        char **argv);
+
+/// Prints "TOOL: error: MESSAGE" and exits 2 (a usage error).
+[[noreturn]] void usageError(const char *tool, const std::string &message);
+
 /// Sets the fields of `opts` (already initialized by
 /// overlap_cuda_options_init) that the knobs name. comm_sms: --comm-sms,
 /// else `profileCommSms` (a profile's device.comm_sms) when given, else

@@ -199,13 +199,16 @@ Args calibration::parseMeasuringArgs(const char *tool, const char *synopsis,
                                      const char *about,
                                      const std::vector<flags::Flag> &table,
                                      int argc, char **argv) {
-  Args args(table);
+  std::vector<flags::Flag> all = table;
+  for (const flags::Flag &shared : measuringFlags())
+    all.push_back(shared);
+  Args args(all);
   for (const std::string &knob : cudaKnobFlags())
     args.add({knob, "V", ""});
   if (!args.parse(argc, argv))
     usageError(tool, args.error() + " (" + tool + " --help: the options)");
   if (args.helpAsked()) {
-    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(table).c_str(),
+    std::printf("%s%s%s%s", synopsis, about, flags::formatHelp(all).c_str(),
                 cudaKnobUsage());
     std::exit(0);
   }

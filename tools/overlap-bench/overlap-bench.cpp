@@ -63,10 +63,10 @@ const char *about =
     "--pack times overlap_pack and overlap_unpack against\n"
     "cudaMemcpy2DAsync and a contiguous device-to-device copy.\n\n";
 
-/// The flags (overlap/Support/Flags.h); the CUDA backend's follow
-/// (cudaKnobFlags, cudaKnobUsage).
+/// Its own flags (overlap/Support/Flags.h); measuringFlags and the CUDA
+/// backend's follow (parseMeasuringArgs).
 std::vector<flags::Flag> table() {
-  std::vector<flags::Flag> rows = {
+  return {
       {"--collective", "C[,C...]",
        "all-reduce (default), reduce-scatter, all-gather or all-to-all (one "
        "expert per rank); a list runs each in turn"},
@@ -98,9 +98,6 @@ std::vector<flags::Flag> table() {
        "ELEM to the widest of 4, 2, 1 dividing BYTES"},
       {"--pack-total", "BYTES", "bytes of each block (default 64 MiB)"},
   };
-  std::vector<flags::Flag> shared = measuringFlags();
-  rows.insert(rows.end(), shared.begin(), shared.end());
-  return rows;
 }
 
 [[noreturn]] static void usageError(const std::string &message) {

@@ -60,10 +60,10 @@ static const char *about =
     "R is the world size, every rank must get the same arguments, rank 0\n"
     "writes the profile.\n\n";
 
-/// The flags (overlap/Support/Flags.h); the CUDA backend's follow
-/// (cudaKnobFlags, cudaKnobUsage).
+/// Its own flags (overlap/Support/Flags.h); measuringFlags and the CUDA
+/// backend's follow (parseMeasuringArgs).
 static std::vector<flags::Flag> table() {
-  std::vector<flags::Flag> rows = {
+  return {
       {"--nk", "NxK[,NxK...]",
        "the GEMM curves (default: the (N, K) pairs of overlap-bench's sweep)"},
       {"--ranks", "R", "ranks the stand-in legs stand in for (default 8)"},
@@ -76,9 +76,6 @@ static std::vector<flags::Flag> table() {
        "also the batched GEMM curves (default on)"},
       {"--out", "FILE", "the profile written (default calibrated.json)"},
   };
-  std::vector<flags::Flag> shared = measuringFlags();
-  rows.insert(rows.end(), shared.begin(), shared.end());
-  return rows;
 }
 
 [[noreturn]] static void usageError(const std::string &message) {

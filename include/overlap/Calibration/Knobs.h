@@ -67,10 +67,10 @@ CudaKnobs readCudaKnobs(const Args &args);
 /// --dtype, --leg, --warmup, --iters.
 std::vector<flags::Flag> measuringFlags();
 
-/// A measuring tool's command line: `table`, then the CUDA backend's knob
-/// flags. On --help prints `synopsis`, `about`, the table's help and the
-/// knobs' and exits 0; on a usage error prints one line naming `tool` and
-/// exits 2.
+/// A measuring tool's command line: `table`, measuringFlags(), then the
+/// CUDA backend's knob flags. On --help prints `synopsis`, `about`, the table's
+/// help and the knobs' and exits 0; on a usage error prints one line naming
+/// `tool` and exits 2.
 Args parseMeasuringArgs(const char *tool, const char *synopsis,
                         const char *about,
                         const std::vector<flags::Flag> &table, int argc,

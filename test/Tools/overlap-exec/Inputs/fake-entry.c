@@ -30,6 +30,8 @@
      -DHUGE_STRIDE      strides whose last element overflows int64_t
      -DNULL_ALLOCATED   no allocated pointer (the aligned one is set)
      -DOUTSIDE_ARG      in place, but offset 32: past the end of arg0 */
+#include "memref2d.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,15 +88,8 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "symbol " SYMBOL "\n"
                                        "target " TARGET "\n"
                                        "strategy hand-written\n"
-                                       "grid g " GRID "\n"
-                                       ARG0
-                                       RESULT0;
+                                       "grid g " GRID "\n" ARG0 RESULT0;
 #endif
-
-typedef struct {
-  float *allocated, *aligned;
-  int64_t offset, sizes[2], strides[2];
-} Memref2D;
 
 void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
   enum { N = 32 };
@@ -127,16 +122,10 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
   for (int i = 0; i < written; ++i)
     out[i] = arg0->aligned[arg0->offset + i] + 1.0f;
 #ifdef IN_PLACE
-  result->allocated = arg0->allocated;
-  result->aligned = out;
+  memref2d_set_4x8(result, arg0->allocated, out);
 #else
-  result->allocated = result->aligned = out;
+  memref2d_set_4x8(result, out, out);
 #endif
-  result->offset = 0;
-  result->sizes[0] = 4;
-  result->sizes[1] = 8;
-  result->strides[0] = 8;
-  result->strides[1] = 1;
 #ifdef NEG_STRIDE
   result->strides[0] = -8;
 #endif

@@ -4,6 +4,7 @@
    a GEMM call with a bad leading dimension (lda 1 < k 4), which the runtime
    refuses at the call, so the others' all-reduce can only end because they
    hear of rank 2's failure (or at their wait timeout). */
+#include "memref2d.h"
 #include "overlap/Runtime/overlap_runtime.h"
 
 #include <stdint.h>
@@ -18,11 +19,6 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "arg arg0 4x8xf32\n"
                                        "result result0 4x8xf32\n";
 
-typedef struct {
-  float *allocated, *aligned;
-  int64_t offset, sizes[2], strides[2];
-} Memref2D;
-
 void _mlir_ciface_fail4(Memref2D *result, overlap_context *ctx,
                         Memref2D *arg0) {
   enum { N = 32 };
@@ -35,11 +31,5 @@ void _mlir_ciface_fail4(Memref2D *result, overlap_context *ctx,
     overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, NULL, OVERLAP_F32,
                        OVERLAP_SUM, in, out, N);
   overlap_context_synchronize(ctx);
-  result->allocated = out;
-  result->aligned = out;
-  result->offset = 0;
-  result->sizes[0] = 4;
-  result->sizes[1] = 8;
-  result->strides[0] = 8;
-  result->strides[1] = 1;
+  memref2d_set_4x8(result, out, out);
 }

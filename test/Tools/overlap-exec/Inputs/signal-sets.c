@@ -8,6 +8,7 @@
    keeps one set per (key, flag count); a runtime that kept one per key
    would refuse the second ("key 0 has 4 flags, asked for 1"), the failure
    half of the GPU program checks would have hit. */
+#include "memref2d.h"
 #include "overlap/Runtime/overlap_runtime.h"
 
 #include <stdint.h>
@@ -26,11 +27,6 @@ const char overlap_entry_signature[] = "overlap-entry-signature 1\n"
                                        "arg arg0 4x8xf32\n"
                                        "result result0 4x8xf32\n";
 
-typedef struct {
-  float *allocated, *aligned;
-  int64_t offset, sizes[2], strides[2];
-} Memref2D;
-
 void _mlir_ciface_sets(Memref2D *result, overlap_context *ctx, Memref2D *arg0) {
   enum { N = 32 };
   float *in = arg0->aligned + arg0->offset;
@@ -44,11 +40,5 @@ void _mlir_ciface_sets(Memref2D *result, overlap_context *ctx, Memref2D *arg0) {
   overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, NULL, OVERLAP_F32,
                      OVERLAP_SUM, in, out, N);
   overlap_context_synchronize(ctx);
-  result->allocated = out;
-  result->aligned = out;
-  result->offset = 0;
-  result->sizes[0] = 4;
-  result->sizes[1] = 8;
-  result->strides[0] = 8;
-  result->strides[1] = 1;
+  memref2d_set_4x8(result, out, out);
 }

@@ -13,12 +13,32 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <system_error>
 
 namespace overlap {
 namespace planner {
 namespace testing_helpers {
+
+/// Adds to `p` the GEMM curve `gemm` for (n, k), and a comm curve at 8
+/// ranks for each of all-reduce, reduce-scatter and all-gather, in that
+/// order, each as `comm()` makes it.
+inline void addCurves(Profile &p, int64_t n, int64_t k, Curve gemm,
+                      const std::function<CommCurve()> &comm) {
+  GemmCurve g;
+  g.n = n;
+  g.k = k;
+  g.curve = std::move(gemm);
+  p.gemmCurves.push_back(g);
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
+                       Collective::AllGather}) {
+    CommCurve cc = comm();
+    cc.collective = c;
+    cc.ranks = 8;
+    p.commCurves.push_back(cc);
+  }
+}
 
 /// Linear curves: one GEMM curve for (n, k) of `gemmPerRow` µs per row,
 /// and all-reduce, reduce-scatter and all-gather measured at 8 ranks,
@@ -28,20 +48,12 @@ inline Profile linearCurvesProfile(int64_t n, int64_t k, double gemmPerRow,
                                    double commPerUnit) {
   Profile p;
   p.source = "linear";
-  GemmCurve g;
-  g.n = n;
-  g.k = k;
-  g.curve = Curve::piecewise({{0, INFINITY, {0, gemmPerRow}}});
-  p.gemmCurves.push_back(g);
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather}) {
+  addCurves(p, n, k, Curve::piecewise({{0, INFINITY, {0, gemmPerRow}}}), [&] {
     CommCurve cc;
-    cc.collective = c;
-    cc.ranks = 8;
     cc.bytesPerUnit = bytesPerUnit;
     cc.curve = Curve::piecewise({{0, INFINITY, {commLatency, commPerUnit}}});
-    p.commCurves.push_back(cc);
-  }
+    return cc;
+  });
   return p;
 }
 

@@ -201,21 +201,13 @@ Profile randomProfile(std::mt19937_64 &rng, int64_t n, int64_t k) {
   p.computeContention = 1.0 + spread * u(rng);
   p.commContention = u(rng) < 0.3 ? p.computeContention : 1.0 + spread * u(rng);
   p.gemmLatencyUs = u(rng) < 0.5 ? 0.0 : 20 * u(rng);
-  GemmCurve g;
-  g.n = n;
-  g.k = k;
-  g.curve = randomCurve(rng, 2048, 100 + 400 * u(rng));
-  p.gemmCurves.push_back(g);
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
-                       Collective::AllGather}) {
+  addCurves(p, n, k, randomCurve(rng, 2048, 100 + 400 * u(rng)), [&] {
     CommCurve cc;
-    cc.collective = c;
-    cc.ranks = 8;
     cc.bytesPerUnit = 1024.0 * 1024.0;
     cc.latencyUs = u(rng) < 0.5 ? 0.0 : 30 * u(rng);
     cc.curve = randomCurve(rng, 16, 100 + 400 * u(rng));
-    p.commCurves.push_back(cc);
-  }
+    return cc;
+  });
   return p;
 }
 

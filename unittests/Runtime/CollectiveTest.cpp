@@ -88,15 +88,24 @@ void compare(Failures &failures, const std::string &what, const Buffer &got,
   }
 }
 
+/// Where this rank stands in a group of `members` (world ranks): its world
+/// rank, the group's size and its index in the group.
+struct Place {
+  int rank, size, groupRank;
+};
+Place placeIn(overlap_context *ctx, const std::vector<int> &members) {
+  const int rank = overlap_context_rank(ctx);
+  return {rank, static_cast<int>(members.size()),
+          static_cast<int>(std::find(members.begin(), members.end(), rank) -
+                           members.begin())};
+}
+
 /// All three collectives with every reduction, on `group` (NULL: world),
 /// checked against the reference. `members` are the group's world ranks.
 void checkCollectives(overlap_context *ctx, overlap_group *group,
                       const std::vector<int> &members, overlap_dtype t,
                       uint64_t seed, Failures &failures) {
-  const int rank = overlap_context_rank(ctx);
-  const int size = static_cast<int>(members.size());
-  const int groupRank = static_cast<int>(
-      std::find(members.begin(), members.end(), rank) - members.begin());
+  const auto [rank, size, groupRank] = placeIn(ctx, members);
   const size_t kCounts[] = {1, 7, 1000}; // fewer elements than ranks, too
   std::ostringstream prefix;
   prefix << "rank " << rank << " " << dtypeName(t) << " group of " << size;
@@ -176,10 +185,7 @@ void checkCollectives(overlap_context *ctx, overlap_group *group,
 void checkAllToAll(overlap_context *ctx, overlap_group *group,
                    const std::vector<int> &members, overlap_dtype t,
                    uint64_t seed, Failures &failures) {
-  const int rank = overlap_context_rank(ctx);
-  const int size = static_cast<int>(members.size());
-  const int groupRank = static_cast<int>(
-      std::find(members.begin(), members.end(), rank) - members.begin());
+  const auto [rank, size, groupRank] = placeIn(ctx, members);
   auto block = [&](int worldRank, int to, size_t count) {
     return input(t, OVERLAP_SUM, count, seed * 131 + count * 17 + to,
                  worldRank);
@@ -428,14 +434,14 @@ TEST(Collectives, NaNPropagatesThroughSumsAndIsSkippedByMaxAndMin) {
       float v[3] = {rank == 1 ? nan() : 2.0f + rank, 2.0f, nan()};
       overlap_all_reduce(ctx, 1, 0, nullptr, OVERLAP_F32, op, v, v, 3);
       overlap_context_synchronize(ctx);
-      bool first = skips ? v[0] == (op == OVERLAP_MAX ? 4.0f : 2.0f)
-                         : std::isnan(v[0]);
+      bool first =
+          skips ? v[0] == (op == OVERLAP_MAX ? 4.0f : 2.0f) : std::isnan(v[0]);
       bool last = skips ? v[2] == (op == OVERLAP_MAX ? -INFINITY : INFINITY)
                         : std::isnan(v[2]);
       if (!first || std::isnan(v[1]) || !last)
         failures.add("op " + std::to_string(op) + " on rank " +
-                     std::to_string(rank) + ": " + std::to_string(v[0]) +
-                     " " + std::to_string(v[1]) + " " + std::to_string(v[2]));
+                     std::to_string(rank) + ": " + std::to_string(v[0]) + " " +
+                     std::to_string(v[1]) + " " + std::to_string(v[2]));
     }
   });
   EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();

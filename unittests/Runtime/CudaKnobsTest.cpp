@@ -55,18 +55,27 @@ Options resolved(const overlap_cuda_options *opts,
   return out;
 }
 
+/// The knobs of `o`, all of them: SMs kept for communication, then whether
+/// communication runs at high priority, device-memory flags, the GEMM plan
+/// cache, the autotune count and stream-ordered allocation.
+void expectKnobs(const Options &o, int commSms, bool commPriority,
+                 bool deviceFlags, bool gemmCache, int gemmAutotune,
+                 bool streamOrderedAlloc) {
+  EXPECT_EQ(o.commSms, commSms);
+  EXPECT_EQ(o.commPriority, commPriority);
+  EXPECT_EQ(o.deviceFlags, deviceFlags);
+  EXPECT_EQ(o.gemmCache, gemmCache);
+  EXPECT_EQ(o.gemmAutotune, gemmAutotune);
+  EXPECT_EQ(o.streamOrderedAlloc, streamOrderedAlloc);
+}
+
 TEST(CudaKnobs, Defaults) {
   overlap_cuda_options opts;
   overlap_cuda_options_init(&opts);
   EXPECT_EQ(opts.comm_sms, OVERLAP_CUDA_COMM_SMS_DEFAULT);
   EXPECT_EQ(opts.comm_priority, OVERLAP_CUDA_KNOB_DEFAULT);
   Options o = resolved(&opts);
-  EXPECT_EQ(o.commSms, OVERLAP_CUDA_DEFAULT_COMM_SMS);
-  EXPECT_TRUE(o.commPriority);
-  EXPECT_TRUE(o.deviceFlags);
-  EXPECT_TRUE(o.gemmCache);
-  EXPECT_EQ(o.gemmAutotune, 1);
-  EXPECT_TRUE(o.streamOrderedAlloc);
+  expectKnobs(o, OVERLAP_CUDA_DEFAULT_COMM_SMS, true, true, true, 1, true);
   // A null options pointer means the same.
   Options none = resolved(nullptr);
   EXPECT_EQ(none.commSms, o.commSms);
@@ -85,26 +94,14 @@ TEST(CudaKnobs, FieldsWinOverTheEnvironment) {
   opts.gemm_cache = OVERLAP_CUDA_KNOB_OFF;
   opts.gemm_autotune = 2;
   opts.stream_ordered_alloc = OVERLAP_CUDA_KNOB_OFF;
-  Options o = resolved(&opts);
-  EXPECT_EQ(o.commSms, 0);
-  EXPECT_FALSE(o.commPriority);
-  EXPECT_FALSE(o.deviceFlags);
-  EXPECT_FALSE(o.gemmCache);
-  EXPECT_EQ(o.gemmAutotune, 2);
-  EXPECT_FALSE(o.streamOrderedAlloc);
+  expectKnobs(resolved(&opts), 0, false, false, false, 2, false);
 }
 
 TEST(CudaKnobs, TheEnvironmentFillsDefaults) {
   Env a("OVERLAP_COMM_SMS", "0"), b("OVERLAP_COMM_PRIORITY", "normal"),
       c("OVERLAP_CUDA_FLAGS", "host"), d("OVERLAP_GEMM_CACHE", "off"),
       e("OVERLAP_GEMM_AUTOTUNE", "8"), f("OVERLAP_CUDA_ALLOC", "sync");
-  Options o = resolved(nullptr);
-  EXPECT_EQ(o.commSms, 0);
-  EXPECT_FALSE(o.commPriority);
-  EXPECT_FALSE(o.deviceFlags);
-  EXPECT_FALSE(o.gemmCache);
-  EXPECT_EQ(o.gemmAutotune, 8);
-  EXPECT_FALSE(o.streamOrderedAlloc);
+  expectKnobs(resolved(nullptr), 0, false, false, false, 8, false);
 }
 
 TEST(CudaKnobs, MalformedValuesNameTheirSource) {

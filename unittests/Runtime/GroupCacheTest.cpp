@@ -51,9 +51,7 @@ std::string at(overlap_context *ctx) {
 TEST(GroupCache, SameTagSameGroupOtherTagOtherMembers) {
   // Rank 0 has color 0 and key 0 under both tags, but the groups differ: the
   // whole world (tag kGrid4Axis0) and the pair {0, 1} (kGrid2x2Axis1).
-  Failures failures;
-  overlap_host_options opts = quietOptions();
-  overlap_status status = launch(4, &opts, [&](overlap_context *ctx) {
+  expectRanksPass(4, 0, [](overlap_context *ctx, Failures &failures) {
     const int rank = overlap_context_rank(ctx);
     overlap_group *world = nullptr, *worldAgain = nullptr, *pair = nullptr,
                   *pairAgain = nullptr, *pairFromWorld = nullptr;
@@ -88,8 +86,6 @@ TEST(GroupCache, SameTagSameGroupOtherTagOtherMembers) {
                    std::to_string(gotPair) + "; want " +
                    std::to_string(wantWorld) + ", " + std::to_string(wantPair));
   });
-  EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
-  EXPECT_EQ(failures.count(), 0u) << failures.text();
 }
 
 TEST(GroupCache, LaterCallsDoNotCommunicate) {
@@ -98,9 +94,7 @@ TEST(GroupCache, LaterCallsDoNotCommunicate) {
   // parent: had any of those calls communicated, it would wait for ranks
   // that never come (timeout), or shift the parent's call count so that the
   // all-reduce below meets a split (a mismatch).
-  Failures failures;
-  overlap_host_options opts = quietOptions(2000);
-  overlap_status status = launch(4, &opts, [&](overlap_context *ctx) {
+  expectRanksPass(4, 2000, [](overlap_context *ctx, Failures &failures) {
     const int rank = overlap_context_rank(ctx);
     const int color = rank == 3 ? OVERLAP_UNDEFINED_COLOR : rank / 2;
     overlap_group *first = nullptr;
@@ -124,8 +118,6 @@ TEST(GroupCache, LaterCallsDoNotCommunicate) {
     if (sumOfRanks(ctx, nullptr) != 10.0f)
       failures.add(at(ctx) + "world all-reduce: " + overlap_last_error(ctx));
   });
-  EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
-  EXPECT_EQ(failures.count(), 0u) << failures.text();
 }
 
 TEST(GroupCache, DestroyedGroupIsSplitAgain) {
@@ -133,9 +125,7 @@ TEST(GroupCache, DestroyedGroupIsSplitAgain) {
   // make a plain split of the same partition at that point: the two meet
   // only if rank 0's call splits again (a stale entry would return at once
   // and leave the others waiting until the timeout). The new group works.
-  Failures failures;
-  overlap_host_options opts = quietOptions(2000);
-  overlap_status status = launch(4, &opts, [&](overlap_context *ctx) {
+  expectRanksPass(4, 2000, [](overlap_context *ctx, Failures &failures) {
     const int rank = overlap_context_rank(ctx);
     overlap_group *pair = nullptr;
     if (overlap_group_split_cached(ctx, nullptr, kGrid2x2Axis1, rank / 2,
@@ -169,8 +159,6 @@ TEST(GroupCache, DestroyedGroupIsSplitAgain) {
         failures.add(at(ctx) + "the re-split was not cached");
     }
   });
-  EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
-  EXPECT_EQ(failures.count(), 0u) << failures.text();
 }
 
 TEST(GroupCache, SplitsOfADestroyedParentAreForgotten) {
@@ -218,15 +206,11 @@ TEST(GroupCache, SplitsOfADestroyedParentAreForgotten) {
 }
 
 TEST(GroupCache, RefusesBadArguments) {
-  overlap_host_options opts = quietOptions();
-  std::string error;
-  overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
+  std::string error = refusalOnOneRank([](overlap_context *ctx) {
     overlap_group *g = nullptr;
     EXPECT_EQ(overlap_group_split_cached(ctx, nullptr, 1, -5, 0, &g),
               OVERLAP_ERROR_INVALID_ARGUMENT);
-    error = overlap_last_error(ctx);
   });
-  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(error.find("overlap_group_split_cached: rank 0: color -5 is "
                        "negative but not OVERLAP_UNDEFINED_COLOR"),
             std::string::npos)

@@ -122,35 +122,39 @@ TEST(Numeric, BF16RoundTripsEveryPattern) {
   }
 }
 
-TEST(Numeric, F16RoundsToNearestEven) {
+/// How many of interestingFloats() `convert` rounds other than `reference`
+/// does; the first of them are reported, named `type`.
+int roundingFailures(const char *type, uint16_t (*convert)(float),
+                     uint16_t (*reference)(float)) {
   int failures = 0;
   for (float x : interestingFloats()) {
-    uint16_t got = overlap_f32_to_f16(x), want = f16Reference(x);
+    uint16_t got = convert(x), want = reference(x);
     if (got != want && ++failures < 10)
-      ADD_FAILURE() << "f16(" << x << "): got 0x" << std::hex << got
+      ADD_FAILURE() << type << "(" << x << "): got 0x" << std::hex << got
                     << ", want 0x" << want;
+  }
+  return failures;
+}
+
+TEST(Numeric, F16RoundsToNearestEven) {
+  int failures = roundingFailures("f16", overlap_f32_to_f16, f16Reference);
 #ifdef __FLT16_MAX__
-    // The compiler's own conversion, where it has one, must agree.
+  // The compiler's own conversion, where it has one, must agree.
+  for (float x : interestingFloats()) {
+    uint16_t got = overlap_f32_to_f16(x);
     _Float16 native = static_cast<_Float16>(x);
     uint16_t nativeBits;
     std::memcpy(&nativeBits, &native, 2);
     if (got != nativeBits && ++failures < 10)
       ADD_FAILURE() << "f16(" << x << "): got 0x" << std::hex << got
                     << ", _Float16 gives 0x" << nativeBits;
-#endif
   }
+#endif
   EXPECT_EQ(failures, 0);
 }
 
 TEST(Numeric, BF16RoundsToNearestEven) {
-  int failures = 0;
-  for (float x : interestingFloats()) {
-    uint16_t got = overlap_f32_to_bf16(x), want = bf16Reference(x);
-    if (got != want && ++failures < 10)
-      ADD_FAILURE() << "bf16(" << x << "): got 0x" << std::hex << got
-                    << ", want 0x" << want;
-  }
-  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(roundingFailures("bf16", overlap_f32_to_bf16, bf16Reference), 0);
 }
 
 TEST(Numeric, SpecialValues) {

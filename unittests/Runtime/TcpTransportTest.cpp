@@ -124,6 +124,24 @@ int join(int expectRank) {
   return rank;
 }
 
+/// runRanks with each rank joined: `body(rank, comm)` gets its rank and a
+/// duplicate of the world communicator.
+std::vector<int>
+runOnWorld(const std::function<void(int, overlap_mpi_comm)> &body) {
+  return runRanks([&body](int expect) {
+    int rank = join(expect);
+    overlap_mpi_comm comm = nullptr;
+    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+    body(rank, comm);
+  });
+}
+
+/// Every rank process ended with exit status `code`.
+void expectExits(const std::vector<int> &codes, int code) {
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(codes[r], code) << "rank " << r;
+}
+
 /// Receives one message from `source` with `tag`, polling.
 std::string receive(overlap_mpi_comm comm, int source, int tag, int rank,
                     int *from = nullptr) {
@@ -158,10 +176,7 @@ void waitDone(overlap_mpi_request &request, int rank) {
 } // namespace
 
 TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
-  auto codes = runRanks([](int expect) {
-    int rank = join(expect);
-    overlap_mpi_comm comm = nullptr;
-    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
     int next = (rank + 1) % kRanks, prev = (rank + kRanks - 1) % kRanks;
     // Three messages on tag 7 and one on tag 9 to the next rank, and one to
     // itself; taken by tag first, then in the order sent.
@@ -201,15 +216,11 @@ TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
     tcp().commFree(comm);
     CHECK_RANK(tcp().finalize() == 0);
   });
-  for (int r = 0; r < kRanks; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r;
+  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, SplitBarrierAndMax) {
-  auto codes = runRanks([](int expect) {
-    int rank = join(expect);
-    overlap_mpi_comm comm = nullptr;
-    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
     // Even and odd ranks, ordered by the negated rank: {2, 0} and {3, 1}.
     overlap_mpi_comm half = nullptr;
     CHECK_RANK(tcp().split(comm, rank % 2, -rank, &half) == 0);
@@ -255,15 +266,11 @@ TEST(TcpTransport, SplitBarrierAndMax) {
     tcp().commFree(comm);
     CHECK_RANK(tcp().finalize() == 0);
   });
-  for (int r = 0; r < kRanks; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r;
+  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, ADeadPeerFailsTheCallsThatWaitOnIt) {
-  auto codes = runRanks([](int expect) {
-    int rank = join(expect);
-    overlap_mpi_comm comm = nullptr;
-    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
     if (rank == 3)
       std::_Exit(0); // gone without its goodbye
     // Waiting for rank 3's message, its barrier or its max fails, naming it.
@@ -295,15 +302,11 @@ TEST(TcpTransport, ADeadPeerFailsTheCallsThatWaitOnIt) {
     tcp().commFree(comm);
     CHECK_RANK(tcp().finalize() == 0);
   });
-  for (int r = 0; r < kRanks; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r;
+  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, AbortEndsEveryRank) {
-  auto codes = runRanks([](int expect) {
-    int rank = join(expect);
-    overlap_mpi_comm comm = nullptr;
-    CHECK_RANK(tcp().dupWorld(&comm) == 0);
+  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       tcp().abort(5);
@@ -313,8 +316,7 @@ TEST(TcpTransport, AbortEndsEveryRank) {
     tcp().allreduceMax(comm, &value);
     std::_Exit(1);
   });
-  for (int r = 0; r < kRanks; ++r)
-    EXPECT_EQ(codes[r], 5) << "rank " << r;
+  expectExits(codes, 5);
 }
 
 TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {
@@ -405,7 +407,6 @@ TEST(TcpTransport, ASilentConnectionDoesNotHoldUpTheJob) {
     ::kill(silent, SIGKILL);
     ::waitpid(silent, nullptr, 0);
   }
-  for (int r = 0; r < kRanks; ++r)
-    EXPECT_EQ(codes[r], 0) << "rank " << r;
+  expectExits(codes, 0);
   EXPECT_LT(waited, 15);
 }

@@ -8,6 +8,7 @@
 #define OVERLAP_UNITTESTS_RUNTIME_TESTHELPERS_H
 
 #include "overlap/Runtime/overlap_runtime.h"
+#include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstdint>
@@ -66,6 +67,34 @@ private:
   std::vector<std::string> list_;
   size_t count_ = 0;
 };
+
+/// Runs `body` on `ranks` ranks of the host backend with quietOptions(
+/// timeoutMs): the launch must succeed and no rank may add a failure.
+inline void expectRanksPass(
+    int ranks, int64_t timeoutMs,
+    const std::function<void(overlap_context *, Failures &)> &body) {
+  Failures failures;
+  overlap_host_options opts = quietOptions(timeoutMs);
+  overlap_status status =
+      launch(ranks, &opts, [&](overlap_context *ctx) { body(ctx, failures); });
+  EXPECT_EQ(status, OVERLAP_SUCCESS) << overlap_host_launch_error();
+  EXPECT_EQ(failures.count(), 0u) << failures.text();
+}
+
+/// Runs `body`, whose calls refuse an argument, on one rank of the host
+/// backend: the launch must end with OVERLAP_ERROR_INVALID_ARGUMENT. Returns
+/// the rank's last error after `body`.
+inline std::string
+refusalOnOneRank(const std::function<void(overlap_context *)> &body) {
+  overlap_host_options opts = quietOptions();
+  std::string error;
+  overlap_status status = launch(1, &opts, [&](overlap_context *ctx) {
+    body(ctx);
+    error = overlap_last_error(ctx);
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  return error;
+}
 
 inline const char *dtypeName(overlap_dtype t) {
   return t == OVERLAP_F32 ? "f32" : t == OVERLAP_F16 ? "f16" : "bf16";

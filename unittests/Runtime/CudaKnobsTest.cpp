@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace overlap::cuda;
@@ -55,18 +56,13 @@ Options resolved(const overlap_cuda_options *opts,
   return out;
 }
 
-/// The knobs of `o`, all of them: SMs kept for communication, then whether
-/// communication runs at high priority, device-memory flags, the GEMM plan
-/// cache, the autotune count and stream-ordered allocation.
-void expectKnobs(const Options &o, int commSms, bool commPriority,
-                 bool deviceFlags, bool gemmCache, int gemmAutotune,
-                 bool streamOrderedAlloc) {
-  EXPECT_EQ(o.commSms, commSms);
-  EXPECT_EQ(o.commPriority, commPriority);
-  EXPECT_EQ(o.deviceFlags, deviceFlags);
-  EXPECT_EQ(o.gemmCache, gemmCache);
-  EXPECT_EQ(o.gemmAutotune, gemmAutotune);
-  EXPECT_EQ(o.streamOrderedAlloc, streamOrderedAlloc);
+/// The knobs of `o` these tests set: SMs kept for communication, then
+/// whether communication runs at high priority, device-memory flags, the
+/// GEMM plan cache, the autotune count and stream-ordered allocation.
+using Knobs = std::tuple<int, bool, bool, bool, int, bool>;
+Knobs knobsOf(const Options &o) {
+  return {o.commSms,   o.commPriority, o.deviceFlags,
+          o.gemmCache, o.gemmAutotune, o.streamOrderedAlloc};
 }
 
 TEST(CudaKnobs, Defaults) {
@@ -75,7 +71,8 @@ TEST(CudaKnobs, Defaults) {
   EXPECT_EQ(opts.comm_sms, OVERLAP_CUDA_COMM_SMS_DEFAULT);
   EXPECT_EQ(opts.comm_priority, OVERLAP_CUDA_KNOB_DEFAULT);
   Options o = resolved(&opts);
-  expectKnobs(o, OVERLAP_CUDA_DEFAULT_COMM_SMS, true, true, true, 1, true);
+  EXPECT_EQ(knobsOf(o),
+            Knobs(OVERLAP_CUDA_DEFAULT_COMM_SMS, true, true, true, 1, true));
   // A null options pointer means the same.
   Options none = resolved(nullptr);
   EXPECT_EQ(none.commSms, o.commSms);
@@ -94,14 +91,15 @@ TEST(CudaKnobs, FieldsWinOverTheEnvironment) {
   opts.gemm_cache = OVERLAP_CUDA_KNOB_OFF;
   opts.gemm_autotune = 2;
   opts.stream_ordered_alloc = OVERLAP_CUDA_KNOB_OFF;
-  expectKnobs(resolved(&opts), 0, false, false, false, 2, false);
+  EXPECT_EQ(knobsOf(resolved(&opts)), Knobs(0, false, false, false, 2, false));
 }
 
 TEST(CudaKnobs, TheEnvironmentFillsDefaults) {
   Env a("OVERLAP_COMM_SMS", "0"), b("OVERLAP_COMM_PRIORITY", "normal"),
       c("OVERLAP_CUDA_FLAGS", "host"), d("OVERLAP_GEMM_CACHE", "off"),
       e("OVERLAP_GEMM_AUTOTUNE", "8"), f("OVERLAP_CUDA_ALLOC", "sync");
-  expectKnobs(resolved(nullptr), 0, false, false, false, 8, false);
+  EXPECT_EQ(knobsOf(resolved(nullptr)),
+            Knobs(0, false, false, false, 8, false));
 }
 
 TEST(CudaKnobs, MalformedValuesNameTheirSource) {

@@ -3,6 +3,7 @@ saying where it was looked for, when it is not built) and PNG checks."""
 
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def compiler_api():
 def host_api():
     """libOverlapHostCAPI.so (skipped, saying why, when it is not built)."""
     return _native("host_api")
+
+
+def run_fit(csv_path, text, out, *more):
+    """Writes `text` to `csv_path` and runs `python -m overlap.fit` on it
+    with the arguments `more` and `-o out`: the finished process."""
+    csv_path.write_text(text)
+    return subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
+                           *more, "-o", str(out)],
+                          capture_output=True, text=True)
 
 
 def png_size(path):

@@ -42,7 +42,9 @@ def _group(r, axes):
 
 
 def _program(op, rows, cols, out_rows, out_cols, elem="f32"):
-    """`op` maps %d (tensor<?x{cols}>) to %g (a tensor<?x?>) ."""
+    """`op` maps %d (tensor<?x{cols}>) to %g0, of the type after its last
+    "->", which is cast to %g (a tensor<?x?>)."""
+    g0 = op.rsplit("-> ", 1)[1]
     return f"""
 shard.grid @g(shape = 2x2)
 func.func @f(%x: tensor<{rows}x{cols}x{elem}>, %n: index) -> tensor<{out_rows}x{out_cols}x{elem}> {{
@@ -50,6 +52,7 @@ func.func @f(%x: tensor<{rows}x{cols}x{elem}>, %n: index) -> tensor<{out_rows}x{
   %c1 = arith.constant 1 : index
   %d = tensor.extract_slice %x[0, 0] [%n, {cols}] [1, 1] : tensor<{rows}x{cols}x{elem}> to tensor<?x{cols}x{elem}>
   {op}
+  %g = tensor.cast %g0 : {g0} to tensor<?x?x{elem}>
   %gr = tensor.dim %g, %c0 : tensor<?x?x{elem}>
   %gc = tensor.dim %g, %c1 : tensor<?x?x{elem}>
   %zero = arith.constant 0.0 : {elem}
@@ -89,9 +92,7 @@ def test_all_gather(axes, axis, tmp_path):
     xs = _inputs((6, cols))
     op = (f"%g0 = shard.all_gather %d on @g grid_axes = {axes} "
           f"gather_axis = {axis} : tensor<?x{cols}xf32> -> "
-          f"tensor<?x{cols if axis == 0 else '?'}xf32>\n"
-          f"  %g = tensor.cast %g0 : tensor<?x{cols if axis == 0 else '?'}"
-          f"xf32> to tensor<?x?xf32>")
+          f"tensor<?x{cols if axis == 0 else '?'}xf32>")
     out_shape = (n * k, cols) if axis == 0 else (n, cols * k)
     got = _run(_program(op, 6, cols, 12, 20), xs, n, tmp_path)
     for r in range(G):
@@ -107,8 +108,7 @@ def test_reduce_scatter_rows(axes, tmp_path):
     n, cols = 8, 3
     xs = _inputs((8, cols))
     op = (f"%g0 = shard.reduce_scatter %d on @g grid_axes = {axes} "
-          f"scatter_axis = 0 : tensor<?x{cols}xf32> -> tensor<?x{cols}xf32>\n"
-          f"  %g = tensor.cast %g0 : tensor<?x{cols}xf32> to tensor<?x?xf32>")
+          f"scatter_axis = 0 : tensor<?x{cols}xf32> -> tensor<?x{cols}xf32>")
     got = _run(_program(op, 8, cols, 8, cols), xs, n, tmp_path)
     for r in range(G):
         members = _group(r, axes)
@@ -125,8 +125,7 @@ def test_all_to_all_dynamic_split(tmp_path):
     n, cols = 6, 3
     xs = _inputs((8, cols))
     op = (f"%g0 = shard.all_to_all %d on @g grid_axes = [1] split_axis = 0 "
-          f"concat_axis = 1 : tensor<?x{cols}xf32> -> tensor<?x6xf32>\n"
-          f"  %g = tensor.cast %g0 : tensor<?x6xf32> to tensor<?x?xf32>")
+          f"concat_axis = 1 : tensor<?x{cols}xf32> -> tensor<?x6xf32>")
     got = _run(_program(op, 8, cols, 8, 6), xs, n, tmp_path)
     for r in range(G):
         members = _group(r, [1])
@@ -142,8 +141,7 @@ def test_all_slice_and_all_reduce(tmp_path):
     op = (f"%s = shard.all_slice %d on @g grid_axes = [0] slice_axis = 0 "
           f": tensor<?x{cols}xf32> -> tensor<?x{cols}xf32>\n"
           f"  %g0 = shard.all_reduce %s on @g grid_axes = [1] "
-          f": tensor<?x{cols}xf32> -> tensor<?x{cols}xf32>\n"
-          f"  %g = tensor.cast %g0 : tensor<?x{cols}xf32> to tensor<?x?xf32>")
+          f": tensor<?x{cols}xf32> -> tensor<?x{cols}xf32>")
     got = _run(_program(op, 8, cols, 8, cols), xs, n, tmp_path)
     for r in range(G):
         i = _coords(r)[0]
@@ -159,8 +157,7 @@ def test_not_divisible_at_run_time(tmp_path):
     check aborts the process that runs the program.)"""
     xs = _inputs((8, 3))
     op = ("%g0 = shard.reduce_scatter %d on @g grid_axes = [0] "
-          "scatter_axis = 0 : tensor<?x3xf32> -> tensor<?x3xf32>\n"
-          "  %g = tensor.cast %g0 : tensor<?x3xf32> to tensor<?x?xf32>")
+          "scatter_axis = 0 : tensor<?x3xf32> -> tensor<?x3xf32>")
     prog = overlap.compile(_program(op, 8, 3, 8, 3), output=tmp_path / "p.so",
                            strategy="none")
     np.savez(tmp_path / "in.npz", arg0=np.stack(xs),

@@ -17,35 +17,33 @@ from overlap import native
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
+def _negation(value, elem):
+    """%r<value>, the elementwise negation of the 4x8 tensor %<value>."""
+    t = f"tensor<4x8x{elem}>"
+    return f"""  %e{value} = tensor.empty() : {t}
+  %r{value} = linalg.generic {{
+      indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                       affine_map<(i, j) -> (i, j)>],
+      iterator_types = ["parallel", "parallel"]}}
+      ins(%{value} : {t}) outs(%e{value} : {t}) {{
+    ^bb0(%in: {elem}, %out: {elem}):
+      %r = arith.negf %in : {elem}
+      linalg.yield %r : {elem}
+  }} -> {t}"""
+
+
 #: One bf16 and one f16 argument on a grid of 2, each result the negation
 #: (bf16 arithmetic beyond a sign flip needs compiler-rt's conversions).
-HALF = """
+HALF = f"""
 shard.grid @g(shape = 2)
 
 func.func @half(%a: tensor<4x8xbf16>, %b: tensor<4x8xf16>)
-    -> (tensor<4x8xbf16>, tensor<4x8xf16>) {
-  %ea = tensor.empty() : tensor<4x8xbf16>
-  %ra = linalg.generic {
-      indexing_maps = [affine_map<(i, j) -> (i, j)>,
-                       affine_map<(i, j) -> (i, j)>],
-      iterator_types = ["parallel", "parallel"]}
-      ins(%a : tensor<4x8xbf16>) outs(%ea : tensor<4x8xbf16>) {
-    ^bb0(%in: bf16, %out: bf16):
-      %r = arith.negf %in : bf16
-      linalg.yield %r : bf16
-  } -> tensor<4x8xbf16>
-  %eb = tensor.empty() : tensor<4x8xf16>
-  %rb = linalg.generic {
-      indexing_maps = [affine_map<(i, j) -> (i, j)>,
-                       affine_map<(i, j) -> (i, j)>],
-      iterator_types = ["parallel", "parallel"]}
-      ins(%b : tensor<4x8xf16>) outs(%eb : tensor<4x8xf16>) {
-    ^bb0(%in: f16, %out: f16):
-      %r = arith.negf %in : f16
-      linalg.yield %r : f16
-  } -> tensor<4x8xf16>
+    -> (tensor<4x8xbf16>, tensor<4x8xf16>) {{
+{_negation("a", "bf16")}
+{_negation("b", "f16")}
   return %ra, %rb : tensor<4x8xbf16>, tensor<4x8xf16>
-}
+}}
 """
 
 

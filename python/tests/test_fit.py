@@ -2,12 +2,11 @@
 tables are monotone, and the CLI writes a profile."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from conftest import run_fit
 from overlap.curves import Curve
 from overlap.fit import (FitError, FitOptions, build_profile, fit_curve,
                          fit_measurements, monotone_table)
@@ -206,11 +205,8 @@ def test_no_gemm_and_no_base_is_an_error():
 
 
 def test_cli_writes_profile_and_reports_residuals(tmp_path):
-    csv_path = tmp_path / "meas.csv"
-    csv_path.write_text(small_csv())
     out = tmp_path / "prof.json"
-    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
-                           "-o", str(out)], capture_output=True, text=True)
+    proc = run_fit(tmp_path / "meas.csv", small_csv(), out)
     assert proc.returncode == 0, proc.stderr
     assert "residuals: max" in proc.stdout and "all-reduce ranks=8" in proc.stdout
     prof = json.loads(out.read_text())
@@ -219,11 +215,8 @@ def test_cli_writes_profile_and_reports_residuals(tmp_path):
 
 def test_cli_names_the_bad_row(tmp_path):
     csv_path = tmp_path / "bad.csv"
-    csv_path.write_text("kind,m,n,k,time_us\ngemm,128,8192,3072,10\n"
-                        "gemm,256,8192,3072,fast\n")
-    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
-                           "-o", str(tmp_path / "p.json")],
-                          capture_output=True, text=True)
+    proc = run_fit(csv_path, "kind,m,n,k,time_us\ngemm,128,8192,3072,10\n"
+                   "gemm,256,8192,3072,fast\n", tmp_path / "p.json")
     assert proc.returncode == 1
     assert f"{csv_path}:3: column 'time_us'" in proc.stderr
     assert not (tmp_path / "p.json").exists()
@@ -234,12 +227,9 @@ def test_cli_names_the_bad_row(tmp_path):
 def test_cli_singular_fit_is_a_one_line_error(tmp_path, times):
     # Times so far apart (or so large) that the normal equations are
     # singular: numpy's LinAlgError ended the tool in a traceback.
-    csv_path = tmp_path / "singular.csv"
-    csv_path.write_text("kind,m,n,k,time_us\n" + "".join(
-        f"gemm,{m},8192,3072,{t}\n" for m, t in zip((128, 256, 512), times)))
-    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
-                           "-o", str(tmp_path / "p.json")],
-                          capture_output=True, text=True)
+    proc = run_fit(tmp_path / "singular.csv", "kind,m,n,k,time_us\n" + "".join(
+        f"gemm,{m},8192,3072,{t}\n" for m, t in zip((128, 256, 512), times)),
+        tmp_path / "p.json")
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 1), proc.stderr
     if proc.returncode == 1:
@@ -248,14 +238,10 @@ def test_cli_singular_fit_is_a_one_line_error(tmp_path, times):
 
 
 def test_cli_deeply_nested_base_is_a_one_line_error(tmp_path):
-    csv_path = tmp_path / "meas.csv"
-    csv_path.write_text(small_csv())
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100000 + "]" * 100000)
-    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
-                           "--base", str(deep), "-o",
-                           str(tmp_path / "p.json")],
-                          capture_output=True, text=True)
+    proc = run_fit(tmp_path / "meas.csv", small_csv(), tmp_path / "p.json",
+                   "--base", str(deep))
     assert proc.returncode == 1
     assert proc.stderr == f"overlap.fit: error: {deep}: JSON nested too deeply\n"
     assert not (tmp_path / "p.json").exists()

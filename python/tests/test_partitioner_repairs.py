@@ -59,15 +59,20 @@ func.func @f(%a: tensor<4xf32>, %s: !shard.sharding) -> tensor<4xf32> {
         overlap.compile(src, output=tmp_path / "p.so")
 
 
+def _normal(seed, *shapes):
+    """f32 arrays of `shapes`, standard normal, drawn in turn from one
+    generator seeded with `seed`."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+
+
 def test_tosa_zero_points_float(tmp_path):
     src = """
 func.func @f(%a: tensor<2x5x3xf32>, %b: tensor<2x3x4xf32>, %zp: tensor<1xf32>) -> tensor<2x5x4xf32> {
   %c = tosa.matmul %a, %b, %zp, %zp : (tensor<2x5x3xf32>, tensor<2x3x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x5x4xf32>
   return %c : tensor<2x5x4xf32>
 }"""
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((2, 5, 3)).astype(np.float32)
-    b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    a, b = _normal(1, (2, 5, 3), (2, 3, 4))
     zp = np.zeros(1, np.float32)
     _, out = _run(src, [[a, b, zp]], tmp_path, 1)
     np.testing.assert_allclose(out[0][0], a @ b, rtol=1e-6, atol=1e-6)
@@ -103,9 +108,7 @@ func.func @f(%a: tensor<1x2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<2x4x4xf32> 
   %c = tosa.matmul %a, %b, %zp, %zp : (tensor<1x2x3xf32>, tensor<1x3x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
   return %c : tensor<2x4x4xf32>
 }"""
-    rng = np.random.default_rng(3)
-    a = rng.standard_normal((2, 4, 3)).astype(np.float32)
-    b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    a, b = _normal(3, (2, 4, 3), (2, 3, 4))
     ins = []
     for r in range(4):
         i, j = divmod(r, 2)

@@ -3,13 +3,12 @@ fitted profiles accepted by it (skipped when the binary is not built)."""
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import overlap
-from conftest import assert_picture
+from conftest import assert_picture, run_fit
 from overlap.fit import FitOptions, build_profile, fit_measurements
 from overlap.measurements import parse_measurements
 from overlap.plot import plot_sweep, plot_timeline, read_sweep
@@ -132,11 +131,8 @@ def seed_measurements():
 
 def test_fitted_profile_is_accepted_and_reproduces_mc2(overlap_plan,
                                                         tmp_path):
-    csv_path = tmp_path / "mc2.csv"
-    csv_path.write_text(seed_measurements())
     out = tmp_path / "mc2-fitted.json"
-    proc = subprocess.run([sys.executable, "-m", "overlap.fit", str(csv_path),
-                           "-o", str(out)], capture_output=True, text=True)
+    proc = run_fit(tmp_path / "mc2.csv", seed_measurements(), out)
     assert proc.returncode == 0, proc.stderr
     for strategy in ("mc2", "optimal"):
         fitted = overlap.plan(**MC2, profile=out, strategy=strategy,

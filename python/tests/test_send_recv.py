@@ -62,15 +62,21 @@ def test_ring(step, with_source, tmp_path):
         np.testing.assert_array_equal(got, xs[(r - step) % 4])
 
 
+def _alone(op):
+    """A program on a grid of 4 whose one op, `op` of %x, gives its
+    result."""
+    return f"""
+shard.grid @g(shape = 4)
+func.func @f(%x: {T}) -> {T} {{
+  %a = {op} : ({T}) -> {T}
+  return %a : {T}
+}}"""
+
+
 def test_send_alone(tmp_path):
     """Upstream's send_static_destination: nothing receives; the result is
     the input (a buffered send), said by a remark."""
-    src = f"""
-shard.grid @g(shape = 4)
-func.func @f(%x: {T}) -> {T} {{
-  %a = shard.send %x on @g grid_axes = [0] destination = [2] : ({T}) -> {T}
-  return %a : {T}
-}}"""
+    src = _alone("shard.send %x on @g grid_axes = [0] destination = [2]")
     xs = _inputs(3)
     prog = overlap.compile(src, output=tmp_path / "p.so", strategy="none")
     assert any("buffered send nobody reads" in m.get("reason", str(m))
@@ -82,12 +88,7 @@ func.func @f(%x: {T}) -> {T} {{
 
 
 def test_recv_alone_refused(tmp_path):
-    src = f"""
-shard.grid @g(shape = 4)
-func.func @f(%y: {T}) -> {T} {{
-  %b = shard.recv %y on @g grid_axes = [0] source = [1] : ({T}) -> {T}
-  return %b : {T}
-}}"""
+    src = _alone("shard.recv %x on @g grid_axes = [0] source = [1]")
     with pytest.raises(overlap.CompileError,
                        match="no shard.send before it .* would wait forever"):
         overlap.compile(src, output=tmp_path / "p.so")

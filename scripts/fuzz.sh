@@ -22,6 +22,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/configure-clang.sh
+. "$ROOT/scripts/configure-clang.sh"
 BUILD=${OVERLAP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
 REPORT=${OVERLAP_FUZZ_REPORT:-$BUILD/test-reports/fuzz.xml}
@@ -59,14 +61,8 @@ finish() {
 # Configure once (clang, ASan+UBSan, coverage: cmake/Sanitizers.cmake) and
 # build only the fuzz targets and what they link.
 if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
-    -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
-    -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
-    -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
-    -DOVERLAP_ENABLE_CUDA=OFF \
-    -DOVERLAP_BUILD_FUZZERS=ON >"$BUILD.configure.log" 2>&1 || {
+  configure_clang "$BUILD" -DLLVM_EXTERNAL_LIT="$LLVM_PREFIX/bin/lit" \
+    -DOVERLAP_BUILD_FUZZERS=ON || {
     printf 'build\tfail\tconfiguring %s failed\t%s\n' "$BUILD" \
       "$BUILD.configure.log" >>"$cases"
     finish

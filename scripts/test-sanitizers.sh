@@ -27,6 +27,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/configure-clang.sh
+. "$ROOT/scripts/configure-clang.sh"
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
 MAIN_BUILD=${OVERLAP_BUILD_DIR:-$ROOT/build}
 ASAN_BUILD=${OVERLAP_ASAN_BUILD_DIR:-$ROOT/build-asan}
@@ -48,14 +50,8 @@ build() { # PREFIX DIR SANITIZERS TARGET...
   local prefix=$1 dir=$2 sanitizers=$3
   shift 3
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -G Ninja -S "$ROOT" -B "$dir" \
-      -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_C_COMPILER="$LLVM_PREFIX/bin/clang" \
-      -DCMAKE_CXX_COMPILER="$LLVM_PREFIX/bin/clang++" \
-      -DMLIR_DIR="$LLVM_PREFIX/lib/cmake/mlir" \
-      -DOVERLAP_ENABLE_CUDA=OFF \
-      -DOVERLAP_WITHOUT_MLIR=ON \
-      "-DOVERLAP_SANITIZERS=$sanitizers" >"$dir.configure.log" 2>&1 || {
+    configure_clang "$dir" -DOVERLAP_WITHOUT_MLIR=ON \
+      "-DOVERLAP_SANITIZERS=$sanitizers" || {
       fail_case "$prefix-build" configure \
         "configuring $dir failed" "$dir.configure.log"
       return 1

@@ -124,22 +124,26 @@ int join(int expectRank) {
   return rank;
 }
 
-/// runRanks with each rank joined: `body(rank, comm)` gets its rank and a
-/// duplicate of the world communicator.
-std::vector<int>
-runOnWorld(const std::function<void(int, overlap_mpi_comm)> &body) {
-  return runRanks([&body](int expect) {
-    int rank = join(expect);
-    overlap_mpi_comm comm = nullptr;
-    CHECK_RANK(tcp().dupWorld(&comm) == 0);
-    body(rank, comm);
-  });
-}
-
 /// Every rank process ended with exit status `code`.
 void expectExits(const std::vector<int> &codes, int code) {
   for (int r = 0; r < kRanks; ++r)
     EXPECT_EQ(codes[r], code) << "rank " << r;
+}
+
+/// runRanks with each rank joined: `body(rank, comm)` gets its rank and a
+/// duplicate of the world communicator, freed when `body` returns, before
+/// the transport is finalized. Every process must end with status `code`.
+void expectRanksExit(int code,
+                     const std::function<void(int, overlap_mpi_comm)> &body) {
+  expectExits(runRanks([&body](int expect) {
+                int rank = join(expect);
+                overlap_mpi_comm comm = nullptr;
+                CHECK_RANK(tcp().dupWorld(&comm) == 0);
+                body(rank, comm);
+                tcp().commFree(comm);
+                CHECK_RANK(tcp().finalize() == 0);
+              }),
+              code);
 }
 
 /// Receives one message from `source` with `tag`, polling.
@@ -176,7 +180,7 @@ void waitDone(overlap_mpi_request &request, int rank) {
 } // namespace
 
 TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
-  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
+  expectRanksExit(0, [](int rank, overlap_mpi_comm comm) {
     int next = (rank + 1) % kRanks, prev = (rank + kRanks - 1) % kRanks;
     // Three messages on tag 7 and one on tag 9 to the next rank, and one to
     // itself; taken by tag first, then in the order sent.
@@ -213,14 +217,11 @@ TEST(TcpTransport, MessagesInOrderBySourceAndTag) {
     CHECK_RANK(receive(other, prev, 7, rank) == "x");
     waitDone(request, rank);
     tcp().commFree(other);
-    tcp().commFree(comm);
-    CHECK_RANK(tcp().finalize() == 0);
   });
-  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, SplitBarrierAndMax) {
-  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
+  expectRanksExit(0, [](int rank, overlap_mpi_comm comm) {
     // Even and odd ranks, ordered by the negated rank: {2, 0} and {3, 1}.
     overlap_mpi_comm half = nullptr;
     CHECK_RANK(tcp().split(comm, rank % 2, -rank, &half) == 0);
@@ -263,14 +264,11 @@ TEST(TcpTransport, SplitBarrierAndMax) {
     waitDone(barrier, rank);
     tcp().commFree(none);
     tcp().commFree(half);
-    tcp().commFree(comm);
-    CHECK_RANK(tcp().finalize() == 0);
   });
-  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, ADeadPeerFailsTheCallsThatWaitOnIt) {
-  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
+  expectRanksExit(0, [](int rank, overlap_mpi_comm comm) {
     if (rank == 3)
       std::_Exit(0); // gone without its goodbye
     // Waiting for rank 3's message, its barrier or its max fails, naming it.
@@ -299,14 +297,11 @@ TEST(TcpTransport, ADeadPeerFailsTheCallsThatWaitOnIt) {
       for (int done = 0; !rc && !done;)
         rc = tcp().test(&request, &done);
     CHECK_RANK(rc != 0);
-    tcp().commFree(comm);
-    CHECK_RANK(tcp().finalize() == 0);
   });
-  expectExits(codes, 0);
 }
 
 TEST(TcpTransport, AbortEndsEveryRank) {
-  auto codes = runOnWorld([](int rank, overlap_mpi_comm comm) {
+  expectRanksExit(5, [](int rank, overlap_mpi_comm comm) {
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       tcp().abort(5);
@@ -316,7 +311,6 @@ TEST(TcpTransport, AbortEndsEveryRank) {
     tcp().allreduceMax(comm, &value);
     std::_Exit(1);
   });
-  expectExits(codes, 5);
 }
 
 TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {

@@ -68,6 +68,17 @@ std::string text(int rc) {
   return buffer;
 }
 
+/// In a forked process: the variables that make it rank `rank` of kRanks,
+/// meeting rank 0 at `port` of this host within `timeoutMs`.
+void setRankVariables(int rank, int port, const char *timeoutMs) {
+  ::setenv("OVERLAP_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
+  ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
+  ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", timeoutMs, 1);
+  ::setenv("OVERLAP_PROCESS_ADDR",
+           ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+}
+
 /// Runs `body(rank)` in kRanks forked processes joined over TCP; returns
 /// each process's exit status (-signal if killed; 99 if it ran past 60 s).
 /// `beforeRanks(port)`, when given, runs in the parent before they start.
@@ -82,12 +93,7 @@ std::vector<int> runRanks(const std::function<void(int)> &body,
     pid_t pid = ::fork();
     if (pid == 0) {
       ::alarm(60);
-      ::setenv("OVERLAP_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
-      ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
-      ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", "20000", 1);
-      ::setenv("OVERLAP_PROCESS_ADDR",
-               ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+      setRankVariables(r, port, "20000");
       body(r);
       // exit, not _Exit: a sanitizer's report makes the status non-zero.
       std::exit(0);
@@ -324,12 +330,7 @@ TEST(TcpTransport, RankZeroGivesUpOnAnAbsentRankAndTellsTheOthers) {
     if (pid == 0) {
       ::alarm(60);
       ::dup2(pipes[1], 2);
-      ::setenv("OVERLAP_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
-      ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
-      ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", "1000", 1);
-      ::setenv("OVERLAP_PROCESS_ADDR",
-               ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+      setRankVariables(r, port, "1000");
       int rank = r, size = 0, multiple = 0, tagUb = 0, initialized = 0;
       int rc = tcp().init(&rank, &size, &multiple, &tagUb, &initialized);
       std::fprintf(stderr, "[%d] %s\n", r, rc ? text(rc).c_str() : "joined");

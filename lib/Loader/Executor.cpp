@@ -59,6 +59,34 @@ bool isTimedRun(int run, int iterations) {
 // Host executor
 //===----------------------------------------------------------------------===//
 
+bool runChecked(int iterations, const std::vector<Outcome *> &outcomes,
+                const std::function<void()> &release,
+                const std::function<bool(std::vector<double> &ms)> &launch) {
+  const int runs = checkedRuns(iterations);
+  for (int i = 0; i < runs; ++i) {
+    if (i > 0)
+      release();
+    std::vector<double> ms(outcomes.size(), 0.0);
+    run::setPoisoning(i + 1 == runs);
+    bool ok = launch(ms);
+    run::setPoisoning(true);
+    if (!ok)
+      return false;
+    if (isTimedRun(i, iterations))
+      for (size_t o = 0; o < outcomes.size(); ++o)
+        outcomes[o]->iterationMs.push_back(ms[o]);
+  }
+  return true;
+}
+
+/// The slowest rank's entry call of `run`, in ms.
+static double slowestCall(const run::Run &run) {
+  double slowest = 0;
+  for (const run::RankData &data : run.ranks)
+    slowest = std::max(slowest, data.callMs);
+  return slowest;
+}
+
 void bindProgram(const Library &lib, uint64_t seed, Outcome &outcome) {
   outcome.run.sig = &lib.sig;
   outcome.run.seed = seed;
@@ -94,23 +122,18 @@ public:
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
     bindProgram(lib, seed, outcome);
-    const int runs = checkedRuns(iterations);
-    for (int i = 0; i < runs; ++i) {
-      if (i > 0)
-        run::freeResults(lib.sig, outcome.run);
-      // Only the last run, whose outputs are compared, is poisoned.
-      run::setPoisoning(i + 1 == runs);
-      double launchMs;
-      bool ok = run::launchOnHost(outcome.run, ranks, options, launchMs, error);
-      run::setPoisoning(true);
-      if (!ok)
-        return false;
-      double slowest = 0;
-      for (const run::RankData &data : outcome.run.ranks)
-        slowest = std::max(slowest, data.callMs);
-      if (isTimedRun(i, iterations))
-        outcome.iterationMs.push_back(slowest);
-    }
+    if (!runChecked(
+            iterations, {&outcome},
+            [&] { run::freeResults(lib.sig, outcome.run); },
+            [&](std::vector<double> &ms) {
+              double launchMs;
+              if (!run::launchOnHost(outcome.run, ranks, options, launchMs,
+                                     error))
+                return false;
+              ms[0] = slowestCall(outcome.run);
+              return true;
+            }))
+      return false;
     return run::collectOutputs(outcome.run, outcome.outputs, error);
   }
 
@@ -127,30 +150,25 @@ public:
     bindProgram(program, seed, programOutcome);
     bindProgram(reference, seed, referenceOutcome);
     referenceFailed = false;
-    const int runs = checkedRuns(iterations);
-    for (int i = 0; i < runs; ++i) {
-      if (i > 0) {
-        run::freeResults(program.sig, programOutcome.run);
-        run::freeResults(reference.sig, referenceOutcome.run);
-      }
-      run::setPoisoning(i + 1 == runs);
-      size_t failed = 0;
-      bool ok =
-          run::launchManyOnHost({&programOutcome.run, &referenceOutcome.run},
-                                ranks, options, failed, error);
-      run::setPoisoning(true);
-      if (!ok) {
-        referenceFailed = failed == 1;
-        return false;
-      }
-      for (Outcome *outcome : {&programOutcome, &referenceOutcome}) {
-        double slowest = 0;
-        for (const run::RankData &data : outcome->run.ranks)
-          slowest = std::max(slowest, data.callMs);
-        if (isTimedRun(i, iterations))
-          outcome->iterationMs.push_back(slowest);
-      }
-    }
+    if (!runChecked(
+            iterations, {&programOutcome, &referenceOutcome},
+            [&] {
+              run::freeResults(program.sig, programOutcome.run);
+              run::freeResults(reference.sig, referenceOutcome.run);
+            },
+            [&](std::vector<double> &ms) {
+              size_t failed = 0;
+              if (!run::launchManyOnHost(
+                      {&programOutcome.run, &referenceOutcome.run}, ranks,
+                      options, failed, error)) {
+                referenceFailed = failed == 1;
+                return false;
+              }
+              ms = {slowestCall(programOutcome.run),
+                    slowestCall(referenceOutcome.run)};
+              return true;
+            }))
+      return false;
     if (!run::collectOutputs(programOutcome.run, programOutcome.outputs, error))
       return false;
     referenceFailed = true;

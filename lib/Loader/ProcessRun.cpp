@@ -112,36 +112,35 @@ public:
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
     bindProgram(lib, seed, outcome);
-    // As the host executor: timed runs unpoisoned, then one poisoned run
-    // whose outputs are compared (checkedRuns).
-    const int runs = checkedRuns(iterations);
-    for (int i = 0; i < runs; ++i) {
-      if (i > 0)
-        release(lib, outcome);
-      outcome.run.ranks.clear();
-      outcome.run.ranks.resize(size);
-      run::setPoisoning(i + 1 == runs);
-      // Every process gets the same status and text (the runtime agrees).
-      overlap_status status = rt().overlap_process_launch(
-          size, &options, processRankMain, &outcome.run);
-      run::setPoisoning(true);
-      if (!outcome.run.ranks[rank].error.empty()) {
-        error = outcome.run.ranks[rank].error;
-        return false;
-      }
-      if (status != OVERLAP_SUCCESS) {
-        error = std::string(rt().overlap_status_name(status)) + ": " +
-                rt().overlap_host_launch_error();
-        return false;
-      }
-      int64_t nanos = std::llround(outcome.run.ranks[rank].callMs * 1e6);
-      if (rt().overlap_process_max(&nanos) != OVERLAP_SUCCESS) {
-        error = rt().overlap_host_launch_error();
-        return false;
-      }
-      if (isTimedRun(i, iterations))
-        outcome.iterationMs.push_back(static_cast<double>(nanos) / 1e6);
-    }
+    // As the host executor (runChecked); the time is the slowest process's.
+    if (!runChecked(
+            iterations, {&outcome}, [&] { release(lib, outcome); },
+            [&](std::vector<double> &ms) {
+              outcome.run.ranks.clear();
+              outcome.run.ranks.resize(size);
+              // Every process gets the same status and text (the runtime
+              // agrees).
+              overlap_status status = rt().overlap_process_launch(
+                  size, &options, processRankMain, &outcome.run);
+              if (!outcome.run.ranks[rank].error.empty()) {
+                error = outcome.run.ranks[rank].error;
+                return false;
+              }
+              if (status != OVERLAP_SUCCESS) {
+                error = std::string(rt().overlap_status_name(status)) + ": " +
+                        rt().overlap_host_launch_error();
+                return false;
+              }
+              int64_t nanos =
+                  std::llround(outcome.run.ranks[rank].callMs * 1e6);
+              if (rt().overlap_process_max(&nanos) != OVERLAP_SUCCESS) {
+                error = rt().overlap_host_launch_error();
+                return false;
+              }
+              ms[0] = static_cast<double>(nanos) / 1e6;
+              return true;
+            }))
+      return false;
     return gatherProcessOutputs(lib.sig, outcome, rank, size, nullptr, error);
   }
 

@@ -12,6 +12,7 @@
 #include "overlap/Loader/ElfImports.h"
 #include "overlap/Loader/Run.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,16 @@ int checkedRuns(int iterations);
 
 /// Whether run `run` (0-based, of checkedRuns(iterations)) is timed.
 bool isTimedRun(int run, int iterations);
+
+/// The runs of checkedRuns(iterations) that the host executors (threads,
+/// processes) make: before each but the first, `release` frees the last
+/// run's results; only the last run is poisoned (its outputs are the ones
+/// compared); `launch` runs once and gives each outcome's time in ms
+/// (`ms[i]` for `outcomes[i]`), or returns false; a timed run's times go
+/// to each outcome's iterationMs.
+bool runChecked(int iterations, const std::vector<Outcome *> &outcomes,
+                const std::function<void()> &release,
+                const std::function<bool(std::vector<double> &ms)> &launch);
 
 /// Points `outcome`'s run at `lib`'s signature and entry, with `seed` (what
 /// every executor does before its runs).

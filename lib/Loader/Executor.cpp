@@ -105,19 +105,9 @@ std::vector<ImportRedirect> hostPoisonedImports() {
 }
 
 namespace {
-class HostExecutor : public Executor {
+class HostExecutor : public HostRanksExecutor {
 public:
-  HostExecutor(int ranks, const overlap_host_options &options)
-      : ranks(ranks), options(options) {}
-
-  std::string where() const override {
-    return std::to_string(ranks) + " host rank" + (ranks == 1 ? "" : "s");
-  }
-  const char *backend() const override { return "host"; }
-
-  std::vector<ImportRedirect> poisonedImports() const override {
-    return hostPoisonedImports();
-  }
+  using HostRanksExecutor::HostRanksExecutor;
 
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
@@ -175,10 +165,6 @@ public:
     return run::collectOutputs(referenceOutcome.run, referenceOutcome.outputs,
                                error);
   }
-
-private:
-  int ranks;
-  overlap_host_options options;
 };
 } // namespace
 

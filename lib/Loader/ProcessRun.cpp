@@ -94,20 +94,12 @@ void processRankMain(overlap_context *ctx, void *user) {
                     .count();
 }
 
-class ProcessExecutor : public Executor {
+class ProcessExecutor : public HostRanksExecutor {
 public:
   ProcessExecutor(int rank, int size, const overlap_host_options &options)
-      : rank(rank), size(size), options(options) {}
-
-  std::string where() const override {
-    return std::to_string(size) + " host rank" + (size == 1 ? "" : "s") +
-           ", one process each (" + transportName() + ")";
-  }
-  const char *backend() const override { return "host"; }
-
-  std::vector<ImportRedirect> poisonedImports() const override {
-    return hostPoisonedImports();
-  }
+      : HostRanksExecutor(size, options,
+                          ", one process each (" + transportName() + ")"),
+        rank(rank), size(size) {}
 
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
@@ -151,7 +143,6 @@ public:
 
 private:
   int rank, size;
-  overlap_host_options options;
 };
 
 } // namespace

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap {
@@ -131,6 +132,27 @@ public:
 /// malloc, aligned_alloc and overlap_alloc to Run's poisoning
 /// versions (host memory).
 std::vector<ImportRedirect> hostPoisonedImports();
+
+/// What the executors of host ranks (threads, processes) share: the
+/// backend's name, the poisoned imports, and "N host rank(s)" plus `how`.
+class HostRanksExecutor : public Executor {
+public:
+  HostRanksExecutor(int ranks, const overlap_host_options &options,
+                    std::string how = "")
+      : ranks(ranks), options(options), how(std::move(how)) {}
+  std::string where() const override {
+    return std::to_string(ranks) + " host rank" + (ranks == 1 ? "" : "s") + how;
+  }
+  const char *backend() const override { return "host"; }
+  std::vector<ImportRedirect> poisonedImports() const override {
+    return hostPoisonedImports();
+  }
+
+protected:
+  int ranks;
+  overlap_host_options options;
+  std::string how;
+};
 
 /// `ranks` host ranks as threads (overlap_host_launch).
 std::unique_ptr<Executor>

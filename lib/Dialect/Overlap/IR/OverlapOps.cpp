@@ -88,10 +88,22 @@ mlir::overlap::verifyGroup(Operation *op, FlatSymbolRefAttr gridSymbol,
              << gridSymbol << " of rank " << grid.getRank() << " (valid: 0.."
              << grid.getRank() - 1 << ")";
     if (!seen.insert(axis).second)
-      return op->emitOpError() << "grid axis " << axis
-                               << " is repeated in grid_axes";
+      return op->emitOpError()
+             << "grid axis " << axis << " is repeated in grid_axes";
   }
   return grid;
+}
+
+/// verifyGroup on an op's `grid` and `grid_axes`, then the group's size
+/// (dynamic where the grid's shape is).
+template <typename OpTy>
+static FailureOr<int64_t> verifyGroupSize(OpTy op,
+                                          SymbolTableCollection &symbolTable) {
+  FailureOr<shard::GridOp> grid =
+      verifyGroup(op, op.getGridAttr(), op.getGridAxes(), symbolTable);
+  if (failed(grid))
+    return failure();
+  return getGroupSize(*grid, op.getGridAxes());
 }
 
 /// Element types a matmul may take its factors in.
@@ -109,8 +121,7 @@ enum class FusedKind { AllReduce, ReduceScatter, AllGather };
 
 /// A and B share an f16/bf16/f32 element type; C's (and the result's) is
 /// theirs or f32.
-static LogicalResult verifyMatmulElementTypes(Operation *op,
-                                              RankedTensorType a,
+static LogicalResult verifyMatmulElementTypes(Operation *op, RankedTensorType a,
                                               RankedTensorType b,
                                               RankedTensorType c,
                                               RankedTensorType result,
@@ -121,9 +132,9 @@ static LogicalResult verifyMatmulElementTypes(Operation *op,
     return op->emitOpError() << "operand A has element type " << elemA
                              << "; expected f16, bf16 or f32";
   if (elemB != elemA)
-    return op->emitOpError() << "operand B has element type " << elemB
-                             << " but A has " << elemA
-                             << "; A and B must share an element type";
+    return op->emitOpError()
+           << "operand B has element type " << elemB << " but A has " << elemA
+           << "; A and B must share an element type";
   if (elemC != elemA && !elemC.isF32())
     return op->emitOpError()
            << "accumulator C has element type " << elemC
@@ -131,17 +142,42 @@ static LogicalResult verifyMatmulElementTypes(Operation *op,
   Type elemR = result.getElementType();
   // An all-reduce or reduce-scatter may round an f32 sum to f16/bf16
   // before the collective (the cast a frontend writes before its psum).
-  bool narrowed = narrowingResult && elemC.isF32() &&
-                  (elemR.isF16() || elemR.isBF16());
+  bool narrowed =
+      narrowingResult && elemC.isF32() && (elemR.isF16() || elemR.isBF16());
   if (elemR != elemC && !narrowed)
     return op->emitOpError()
-           << "result has element type " << elemR << " but the accumulator C has "
-           << elemC
+           << "result has element type " << elemR
+           << " but the accumulator C has " << elemC
            << (narrowingResult
                    ? "; they must be the same, or C f32 and the result f16 "
                      "or bf16 (rounded before the collective)"
                    : "; they must be the same");
 
+  return success();
+}
+
+/// K of A (its last dimension) and of B (its second to last) agree, and N
+/// of B (its last) and of C and the result (theirs); all of the same rank.
+static LogicalResult verifyContraction(Operation *op, RankedTensorType a,
+                                       RankedTensorType b, RankedTensorType c,
+                                       RankedTensorType result) {
+  int64_t rank = a.getRank();
+  int64_t k = a.getDimSize(rank - 1), kB = b.getDimSize(rank - 2);
+  if (bothStatic(k, kB) && k != kB)
+    return op->emitOpError()
+           << "K mismatch: A is " << formatShape(a.getShape()) << " (K = " << k
+           << ") but B is " << formatShape(b.getShape()) << " (K = " << kB
+           << ")";
+  int64_t n = b.getDimSize(rank - 1);
+  for (auto [name, type] :
+       {std::pair<StringRef, RankedTensorType>{"C", c}, {"result", result}}) {
+    int64_t got = type.getDimSize(rank - 1);
+    if (bothStatic(n, got) && n != got)
+      return op->emitOpError()
+             << "N mismatch: B is " << formatShape(b.getShape())
+             << " (N = " << n << ") but " << name << " is "
+             << formatShape(type.getShape()) << " (N = " << got << ")";
+  }
   return success();
 }
 
@@ -151,11 +187,10 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
                                        RankedTensorType a, RankedTensorType b,
                                        RankedTensorType c,
                                        RankedTensorType result) {
-  for (auto [name, type] :
-       {std::pair<StringRef, RankedTensorType>{"A", a},
-        {"B", b},
-        {"C", c},
-        {"result", result}}) {
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"A", a},
+                            {"B", b},
+                            {"C", c},
+                            {"result", result}}) {
     if (type.getRank() != 2)
       return op->emitOpError()
              << "operand " << name << " must be a rank-2 tensor, got rank "
@@ -166,22 +201,8 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
                                       kind != FusedKind::AllGather)))
     return failure();
 
-  int64_t k = a.getDimSize(1), kB = b.getDimSize(0);
-  if (bothStatic(k, kB) && k != kB)
-    return op->emitOpError()
-           << "K mismatch: A is " << formatShape(a.getShape()) << " (K = " << k
-           << ") but B is " << formatShape(b.getShape()) << " (K = " << kB
-           << ")";
-  int64_t n = b.getDimSize(1);
-  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"C", c},
-                            {"result", result}}) {
-    int64_t got = type.getDimSize(1);
-    if (bothStatic(n, got) && n != got)
-      return op->emitOpError()
-             << "N mismatch: B is " << formatShape(b.getShape())
-             << " (N = " << n << ") but " << name << " is "
-             << formatShape(type.getShape()) << " (N = " << got << ")";
-  }
+  if (failed(verifyContraction(op, a, b, c, result)))
+    return failure();
 
   int64_t rowsA = a.getDimSize(0), rowsC = c.getDimSize(0);
   if (kind != FusedKind::AllGather && bothStatic(rowsA, rowsC) &&
@@ -191,9 +212,8 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
   if (kind != FusedKind::ReduceScatter) {
     int64_t rowsR = result.getDimSize(0);
     if (bothStatic(rowsC, rowsR) && rowsC != rowsR)
-      return op->emitOpError()
-             << "result has " << rowsR << " rows but C has " << rowsC
-             << "; they must be the same";
+      return op->emitOpError() << "result has " << rowsR << " rows but C has "
+                               << rowsC << "; they must be the same";
   }
   return success();
 }
@@ -206,8 +226,7 @@ static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
   auto plan = op->getAttrOfType<PlanAttr>(OverlapDialect::getPlanAttrName());
   if (!plan)
     return success();
-  if (!ShapedType::isDynamic(plannedRows) &&
-      plan.getTotalRows() != plannedRows)
+  if (!ShapedType::isDynamic(plannedRows) && plan.getTotalRows() != plannedRows)
     return op->emitOpError()
            << "plan tiles [" << plan.getTiles() << "] sum to "
            << plan.getTotalRows() << " rows, expected M = " << plannedRows;
@@ -220,7 +239,6 @@ static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
                << " (each tile takes an equal share of every rank's block)";
   return success();
 }
-
 
 #define OVERLAP_FUSED_VERIFY(OpTy, Kind)                                       \
   LogicalResult OpTy::verify() {                                               \
@@ -253,33 +271,31 @@ MatmulAllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 LogicalResult
 MatmulReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
+  FailureOr<int64_t> verified = verifyGroupSize(*this, symbolTable);
+  if (failed(verified))
     return failure();
-  int64_t group = getGroupSize(*grid, getGridAxes());
+  int64_t group = *verified;
   int64_t m = getA().getType().getDimSize(0);
   int64_t rows = getResult().getType().getDimSize(0);
   if (!ShapedType::isDynamic(group) && !ShapedType::isDynamic(m)) {
     if (m % group != 0)
       return emitOpError() << "rows of A (M = " << m
-                           << ") are not divisible by the group size "
-                           << group << " of the reduce-scatter";
+                           << ") are not divisible by the group size " << group
+                           << " of the reduce-scatter";
     if (!ShapedType::isDynamic(rows) && rows != m / group)
       return emitOpError() << "result has " << rows
-                           << " rows, expected M / group size = " << m
-                           << " / " << group << " = " << m / group;
+                           << " rows, expected M / group size = " << m << " / "
+                           << group << " = " << m / group;
   }
   return verifyPlanTiles(*this, getPlannedRows(), group, true);
 }
 
 LogicalResult
 AllGatherMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
+  FailureOr<int64_t> verified = verifyGroupSize(*this, symbolTable);
+  if (failed(verified))
     return failure();
-  int64_t group = getGroupSize(*grid, getGridAxes());
+  int64_t group = *verified;
   int64_t local = getA().getType().getDimSize(0);
   int64_t rows = getC().getType().getDimSize(0);
   if (!ShapedType::isDynamic(group) && bothStatic(local, rows) &&
@@ -329,28 +345,12 @@ static LogicalResult verifyExpertMatmul(Operation *op, RankedTensorType a,
                             {"C", c},
                             {"result", result}})
     if (type.getRank() != rank)
-      return op->emitOpError() << "operand " << name << " must have A's rank "
-                               << rank << ", got rank " << type.getRank()
-                               << " (" << type << ")";
+      return op->emitOpError()
+             << "operand " << name << " must have A's rank " << rank
+             << ", got rank " << type.getRank() << " (" << type << ")";
   if (failed(verifyMatmulElementTypes(op, a, b, c, result)))
     return failure();
-  int64_t k = a.getDimSize(rank - 1), kB = b.getDimSize(rank - 2);
-  if (bothStatic(k, kB) && k != kB)
-    return op->emitOpError()
-           << "K mismatch: A is " << formatShape(a.getShape()) << " (K = " << k
-           << ") but B is " << formatShape(b.getShape()) << " (K = " << kB
-           << ")";
-  int64_t n = b.getDimSize(rank - 1);
-  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"C", c},
-                            {"result", result}}) {
-    int64_t got = type.getDimSize(rank - 1);
-    if (bothStatic(n, got) && n != got)
-      return op->emitOpError()
-             << "N mismatch: B is " << formatShape(b.getShape())
-             << " (N = " << n << ") but " << name << " is "
-             << formatShape(type.getShape()) << " (N = " << got << ")";
-  }
-  return success();
+  return verifyContraction(op, a, b, c, result);
 }
 
 /// `what` of `x` and `y` must agree where both are static.
@@ -365,15 +365,14 @@ static LogicalResult verifySame(Operation *op, StringRef what, StringRef xName,
 /// Checks `got` against `factor` x `per` (the group's share of a
 /// dimension) where all are static.
 static LogicalResult verifyGroupScaled(Operation *op, StringRef what,
-                                       int64_t got, int64_t group,
-                                       int64_t per, StringRef perName) {
+                                       int64_t got, int64_t group, int64_t per,
+                                       StringRef perName) {
   if (ShapedType::isDynamic(group) || !bothStatic(got, per))
     return success();
   if (got != group * per)
-    return op->emitOpError() << what << " is " << got
-                             << ", expected the group size x " << perName
-                             << " = " << group << " x " << per << " = "
-                             << group * per;
+    return op->emitOpError()
+           << what << " is " << got << ", expected the group size x " << perName
+           << " = " << group << " x " << per << " = " << group * per;
   return success();
 }
 
@@ -383,7 +382,8 @@ static LogicalResult verifyTokenBlocks(Operation *op, StringRef what,
       rows % group != 0)
     return op->emitOpError()
            << what << " (" << rows << ") are not divisible by the group size "
-           << group << "; the all-to-all sends every rank an equal block "
+           << group
+           << "; the all-to-all sends every rank an equal block "
               "(pad the token count to a multiple of the group size)";
   return success();
 }
@@ -402,20 +402,19 @@ struct NamedType {
 /// combine) and `byExpert` (E x (G Cap) x ...: C for dispatch, A for
 /// combine) agree with the group size; plan tiles divide by the G x E
 /// blocks.
-static LogicalResult verifyExpertGroup(Operation *op, FlatSymbolRefAttr grid,
-                                       ArrayRef<int16_t> axes,
+template <typename OpTy>
+static LogicalResult verifyExpertGroup(OpTy op,
                                        SymbolTableCollection &symbolTable,
-                                       RankedTensorType a, NamedType spread,
-                                       NamedType byExpert,
-                                       int64_t plannedRows) {
-  FailureOr<shard::GridOp> gridOp = verifyGroup(op, grid, axes, symbolTable);
-  if (failed(gridOp))
+                                       NamedType spread, NamedType byExpert) {
+  FailureOr<int64_t> verified = verifyGroupSize(op, symbolTable);
+  if (failed(verified))
     return failure();
-  int64_t group = getGroupSize(*gridOp, axes);
+  int64_t group = *verified;
+  RankedTensorType a = op.getA().getType();
   int64_t experts = 1;
   if (a.getRank() == 2) {
-    if (failed(verifyTokenBlocks(op, "token rows of A", a.getDimSize(0),
-                                 group)))
+    if (failed(
+            verifyTokenBlocks(op, "token rows of A", a.getDimSize(0), group)))
       return failure();
   } else {
     experts = byExpert.type.getDimSize(0);
@@ -428,75 +427,89 @@ static LogicalResult verifyExpertGroup(Operation *op, FlatSymbolRefAttr grid,
             (spread.name + "'s capacity (dimension 1)").str())))
       return failure();
   }
-  return verifyPlanTiles(op, plannedRows, mulStatic(group, experts), true,
-                         "the (rank, expert) blocks");
+  return verifyPlanTiles(op, op.getPlannedRows(), mulStatic(group, experts),
+                         true, "the (rank, expert) blocks");
+}
+
+/// The verifier of both all-to-all fused ops: verifyExpertMatmul, the
+/// op's own row checks, then its plan's tiles.
+template <typename OpTy>
+static LogicalResult
+verifyExpertOp(OpTy op,
+               function_ref<LogicalResult(RankedTensorType, RankedTensorType,
+                                          RankedTensorType, RankedTensorType)>
+                   verifyRows) {
+  RankedTensorType a = op.getA().getType(), b = op.getB().getType(),
+                   c = op.getC().getType(), r = op.getResult().getType();
+  if (failed(verifyExpertMatmul(op, a, b, c, r)) ||
+      failed(verifyRows(a, b, c, r)))
+    return failure();
+  return verifyPlanTiles(op, op.getPlannedRows(), ShapedType::kDynamic, false);
+}
+
+/// Rows a plan of an all-to-all fused op tiles in `type`: its tokens
+/// (rank 2) or experts x capacity (rank 3).
+static int64_t expertRows(RankedTensorType type) {
+  return type.getRank() == 2
+             ? type.getDimSize(0)
+             : mulStatic(type.getDimSize(0), type.getDimSize(1));
 }
 
 LogicalResult AllToAllMatmulOp::verify() {
-  RankedTensorType a = getA().getType(), b = getB().getType(),
-                   c = getC().getType(), r = getResult().getType();
-  if (failed(verifyExpertMatmul(*this, a, b, c, r)))
-    return failure();
-  if (c != r)
-    return emitOpError() << "result type " << r << " differs from C's " << c;
-  if (a.getRank() == 2 &&
-      failed(verifySame(*this, "tokens", "A", a.getDimSize(0), "C",
-                        c.getDimSize(0))))
-    return failure();
-  if (a.getRank() == 3 &&
-      failed(verifySame(*this, "experts per rank", "B", b.getDimSize(0), "C",
-                        c.getDimSize(0))))
-    return failure();
-  return verifyPlanTiles(*this, getPlannedRows(), ShapedType::kDynamic,
-                         false);
+  return verifyExpertOp(
+      *this,
+      [&](RankedTensorType a, RankedTensorType b, RankedTensorType c,
+          RankedTensorType r) -> LogicalResult {
+        if (c != r)
+          return emitOpError()
+                 << "result type " << r << " differs from C's " << c;
+        if (a.getRank() == 2)
+          return verifySame(*this, "tokens", "A", a.getDimSize(0), "C",
+                            c.getDimSize(0));
+        return verifySame(*this, "experts per rank", "B", b.getDimSize(0), "C",
+                          c.getDimSize(0));
+      });
 }
 
 int64_t AllToAllMatmulOp::getPlannedRows() {
-  RankedTensorType c = getC().getType();
-  return c.getRank() == 2 ? c.getDimSize(0)
-                          : mulStatic(c.getDimSize(0), c.getDimSize(1));
+  return expertRows(getC().getType());
 }
 
 LogicalResult
 AllToAllMatmulOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyExpertGroup(*this, getGridAttr(), getGridAxes(), symbolTable,
-                           getA().getType(), {getA().getType(), "A"},
-                           {getC().getType(), "C"}, getPlannedRows());
+  return verifyExpertGroup(*this, symbolTable, {getA().getType(), "A"},
+                           {getC().getType(), "C"});
 }
 
 LogicalResult MatmulAllToAllOp::verify() {
-  RankedTensorType a = getA().getType(), b = getB().getType(),
-                   c = getC().getType(), r = getResult().getType();
-  if (failed(verifyExpertMatmul(*this, a, b, c, r)))
-    return failure();
-  if (failed(verifySame(*this, "tokens", "A", a.getDimSize(a.getRank() - 2),
-                        "C", c.getDimSize(c.getRank() - 2))))
-    return failure();
-  if (a.getRank() == 2 &&
-      failed(verifySame(*this, "tokens", "C", c.getDimSize(0), "the result",
-                        r.getDimSize(0))))
-    return failure();
-  if (a.getRank() == 3 &&
-      (failed(verifySame(*this, "experts per rank", "A", a.getDimSize(0), "B",
-                         b.getDimSize(0))) ||
-       failed(verifySame(*this, "experts per rank", "A", a.getDimSize(0), "C",
-                         c.getDimSize(0)))))
-    return failure();
-  return verifyPlanTiles(*this, getPlannedRows(), ShapedType::kDynamic,
-                         false);
+  return verifyExpertOp(
+      *this,
+      [&](RankedTensorType a, RankedTensorType b, RankedTensorType c,
+          RankedTensorType r) -> LogicalResult {
+        if (failed(verifySame(*this, "tokens", "A",
+                              a.getDimSize(a.getRank() - 2), "C",
+                              c.getDimSize(c.getRank() - 2))))
+          return failure();
+        if (a.getRank() == 2)
+          return verifySame(*this, "tokens", "C", c.getDimSize(0), "the result",
+                            r.getDimSize(0));
+        return success(
+            succeeded(verifySame(*this, "experts per rank", "A",
+                                 a.getDimSize(0), "B", b.getDimSize(0))) &&
+            succeeded(verifySame(*this, "experts per rank", "A",
+                                 a.getDimSize(0), "C", c.getDimSize(0))));
+      });
 }
 
 int64_t MatmulAllToAllOp::getPlannedRows() {
-  RankedTensorType a = getA().getType();
-  return a.getRank() == 2 ? a.getDimSize(0)
-                          : mulStatic(a.getDimSize(0), a.getDimSize(1));
+  return expertRows(getA().getType());
 }
 
 LogicalResult
 MatmulAllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  return verifyExpertGroup(*this, getGridAttr(), getGridAxes(), symbolTable,
-                           getA().getType(), {getResult().getType(), "the result"},
-                           {getA().getType(), "A"}, getPlannedRows());
+  return verifyExpertGroup(*this, symbolTable,
+                           {getResult().getType(), "the result"},
+                           {getA().getType(), "A"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -506,8 +519,7 @@ MatmulAllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult ChainMatmulOp::verify() {
   auto factors = getFactors();
   if (factors.size() < 2)
-    return emitOpError() << "needs at least 2 factors, got "
-                         << factors.size();
+    return emitOpError() << "needs at least 2 factors, got " << factors.size();
   Type elem = cast<RankedTensorType>(factors[0].getType()).getElementType();
   for (auto [i, v] : llvm::enumerate(factors)) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -525,11 +537,11 @@ LogicalResult ChainMatmulOp::verify() {
     auto rhs = cast<RankedTensorType>(factors[i + 1].getType());
     if (bothStatic(lhs.getDimSize(1), rhs.getDimSize(0)) &&
         lhs.getDimSize(1) != rhs.getDimSize(0))
-      return emitOpError()
-             << "inner dimensions do not match: factor #" << i << " is "
-             << formatShape(lhs.getShape()) << " but factor #" << i + 1
-             << " is " << formatShape(rhs.getShape()) << " (expected "
-             << lhs.getDimSize(1) << " rows)";
+      return emitOpError() << "inner dimensions do not match: factor #" << i
+                           << " is " << formatShape(lhs.getShape())
+                           << " but factor #" << i + 1 << " is "
+                           << formatShape(rhs.getShape()) << " (expected "
+                           << lhs.getDimSize(1) << " rows)";
   }
   RankedTensorType result = getResult().getType();
   auto first = cast<RankedTensorType>(factors.front().getType());
@@ -579,11 +591,10 @@ static LogicalResult verifyCollectiveForm(Operation *op, Value input,
     return op->emitOpError() << "on a memref needs an 'into' destination "
                                 "memref";
   if (init && !isa<BaseMemRefType>(init.getType()))
-    return op->emitOpError() << "on a memref needs a memref destination, got "
-                             << init.getType();
-  if (init &&
-      cast<ShapedType>(init.getType()).getElementType() !=
-          cast<ShapedType>(input.getType()).getElementType())
+    return op->emitOpError()
+           << "on a memref needs a memref destination, got " << init.getType();
+  if (init && cast<ShapedType>(init.getType()).getElementType() !=
+                  cast<ShapedType>(input.getType()).getElementType())
     return op->emitOpError()
            << "destination element type "
            << cast<ShapedType>(init.getType()).getElementType()
@@ -607,10 +618,9 @@ static LogicalResult verifyRowScaling(Operation *op, ShapedType input,
     return op->emitOpError() << "input " << input << " and output " << output
                              << " must have the same rank (at least 1)";
   if (input.getElementType() != output.getElementType())
-    return op->emitOpError() << "output element type "
-                             << output.getElementType()
-                             << " differs from the input's "
-                             << input.getElementType();
+    return op->emitOpError()
+           << "output element type " << output.getElementType()
+           << " differs from the input's " << input.getElementType();
   for (int64_t d = 1; d < input.getRank(); ++d)
     if (bothStatic(input.getDimSize(d), output.getDimSize(d)) &&
         input.getDimSize(d) != output.getDimSize(d))
@@ -622,9 +632,9 @@ static LogicalResult verifyRowScaling(Operation *op, ShapedType input,
   if (ShapedType::isDynamic(group) || !bothStatic(in, out))
     return success();
   if (!gather && in % group != 0)
-    return op->emitOpError() << "input rows (" << in
-                             << ") are not divisible by the group size "
-                             << group;
+    return op->emitOpError()
+           << "input rows (" << in << ") are not divisible by the group size "
+           << group;
   int64_t expected = gather ? in * group : in / group;
   if (out != expected)
     return op->emitOpError()
@@ -634,8 +644,8 @@ static LogicalResult verifyRowScaling(Operation *op, ShapedType input,
 }
 
 LogicalResult AllReduceOp::verify() {
-  if (failed(verifyCollectiveForm(*this, getInput(), Value(), getResult(),
-                                  false)))
+  if (failed(
+          verifyCollectiveForm(*this, getInput(), Value(), getResult(), false)))
     return failure();
   if (getResult() && getResult().getType() != getInput().getType())
     return emitOpError() << "result type " << getResult().getType()
@@ -645,13 +655,11 @@ LogicalResult AllReduceOp::verify() {
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
-                              true);
+  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(), true);
 }
 
 LogicalResult AllGatherOp::verify() {
-  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
-                              true);
+  return verifyCollectiveForm(*this, getInput(), getInit(), getResult(), true);
 }
 
 LogicalResult AllToAllOp::verify() {
@@ -665,11 +673,9 @@ LogicalResult AllToAllOp::verify() {
   return success();
 }
 
-LogicalResult
-AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> group = verifyGroupSize(*this, symbolTable);
+  if (failed(group))
     return failure();
   auto input = cast<ShapedType>(getInput().getType());
   ShapedType output = outputType(getInit(), getResult());
@@ -680,8 +686,7 @@ AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << input << ")";
   if (input.getRank() < 1)
     return emitOpError() << "input must have at least one dimension";
-  return verifyTokenBlocks(*this, "input rows", input.getDimSize(0),
-                           getGroupSize(*grid, getGridAxes()));
+  return verifyTokenBlocks(*this, "input rows", input.getDimSize(0), *group);
 }
 
 LogicalResult
@@ -689,26 +694,27 @@ AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
 }
 
+/// Symbol checks of reduce-scatter and all-gather: the group, then the
+/// output's rows scaled by its size.
+template <typename OpTy>
+static LogicalResult
+verifyScalingGroup(OpTy op, SymbolTableCollection &symbolTable, bool gather) {
+  FailureOr<int64_t> group = verifyGroupSize(op, symbolTable);
+  if (failed(group))
+    return failure();
+  return verifyRowScaling(op, cast<ShapedType>(op.getInput().getType()),
+                          outputType(op.getInit(), op.getResult()), *group,
+                          gather);
+}
+
 LogicalResult
 ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
-    return failure();
-  return verifyRowScaling(*this, cast<ShapedType>(getInput().getType()),
-                          outputType(getInit(), getResult()),
-                          getGroupSize(*grid, getGridAxes()), false);
+  return verifyScalingGroup(*this, symbolTable, false);
 }
 
 LogicalResult
 AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  FailureOr<shard::GridOp> grid =
-      verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
-  if (failed(grid))
-    return failure();
-  return verifyRowScaling(*this, cast<ShapedType>(getInput().getType()),
-                          outputType(getInit(), getResult()),
-                          getGroupSize(*grid, getGridAxes()), true);
+  return verifyScalingGroup(*this, symbolTable, true);
 }
 
 using EffectList =

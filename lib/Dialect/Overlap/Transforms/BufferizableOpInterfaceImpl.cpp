@@ -26,21 +26,49 @@ using namespace mlir::overlap;
 
 namespace {
 
-struct AllReduceModel
-    : public BufferizableOpInterface::ExternalModel<AllReduceModel,
-                                                    AllReduceOp> {
+/// Reads its operands; when `InPlace`, writes them too and the result is
+/// the first one's buffer, otherwise aliases none of them.
+template <typename ConcreteModel, typename OpTy, bool InPlace>
+struct OperandsModel
+    : public BufferizableOpInterface::ExternalModel<ConcreteModel, OpTy> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
   }
   bool bufferizesToMemoryWrite(Operation *, OpOperand &,
                                const AnalysisState &) const {
-    return true;
+    return InPlace;
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &,
                                       const AnalysisState &) const {
-    return {{op->getResult(0), BufferRelation::Equivalent}};
+    if (InPlace)
+      return {{op->getResult(0), BufferRelation::Equivalent}};
+    return {};
   }
+};
+template <typename ConcreteModel, typename OpTy>
+using InPlaceModel = OperandsModel<ConcreteModel, OpTy, true>;
+template <typename ConcreteModel, typename OpTy>
+using ReadOnlyModel = OperandsModel<ConcreteModel, OpTy, false>;
+
+/// Destination style: writes the operand `ConcreteModel::isInit` picks, whose
+/// buffer the result is.
+template <typename ConcreteModel, typename OpTy>
+struct DestinationModel
+    : public BufferizableOpInterface::ExternalModel<ConcreteModel, OpTy> {
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
+                               const AnalysisState &) const {
+    return ConcreteModel::isInit(op, operand);
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    if (ConcreteModel::isInit(op, operand))
+      return {{op->getResult(0), BufferRelation::Equivalent}};
+    return {};
+  }
+};
+
+struct AllReduceModel : public InPlaceModel<AllReduceModel, AllReduceOp> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -63,25 +91,13 @@ struct AllReduceModel
 /// destination's buffer (destination style) or, without one, a fresh
 /// buffer.
 template <typename OpTy>
-struct IntoBufferModel
-    : public BufferizableOpInterface::ExternalModel<IntoBufferModel<OpTy>,
-                                                    OpTy> {
+struct IntoBufferModel : public DestinationModel<IntoBufferModel<OpTy>, OpTy> {
   static bool isInit(Operation *op, OpOperand &operand) {
     return operand.getOperandNumber() == 1 && cast<OpTy>(op).getInit();
   }
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
     return !isInit(op, operand);
-  }
-  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand,
-                               const AnalysisState &) const {
-    return isInit(op, operand);
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
-    if (isInit(op, operand))
-      return {{op->getResult(0), BufferRelation::Equivalent}};
-    return {};
   }
   bool bufferizesToAllocation(Operation *op, Value) const {
     return !cast<OpTy>(op).getInit();
@@ -135,20 +151,7 @@ struct IntoBufferModel
 /// That is sound because the slices are disjoint (verified) and the body
 /// reaches the destination only through them: the op itself is the one
 /// reader and writer of the destination the analysis has to order.
-struct TilesModel
-    : public BufferizableOpInterface::ExternalModel<TilesModel, TilesOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return true;
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
-                                      const AnalysisState &) const {
-    return {{op->getResult(0), BufferRelation::Equivalent}};
-  }
+struct TilesModel : public InPlaceModel<TilesModel, TilesOp> {
   bool isWritable(Operation *, Value, const AnalysisState &) const {
     return true;
   }
@@ -285,20 +288,7 @@ struct TilesModel
 /// `overlap.yield` ends an `overlap.tiles` body: its values are the slices'
 /// new contents, which resolveConflicts above keeps in the slices' buffers;
 /// they alias nothing of the parent, and the parent's bufferize() erases it.
-struct YieldModel
-    : public BufferizableOpInterface::ExternalModel<YieldModel, YieldOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct YieldModel : public ReadOnlyModel<YieldModel, YieldOp> {
   bool mustBufferizeInPlace(Operation *, OpOperand &,
                             const AnalysisState &) const {
     return true;
@@ -313,24 +303,13 @@ struct YieldModel
 /// `overlap.gemm`: reads a and b; writes init in place (destination
 /// style), reading it only when it accumulates, so an overwriting GEMM's
 /// destination needs neither a copy nor a fill.
-struct GemmModel
-    : public BufferizableOpInterface::ExternalModel<GemmModel, GemmOp> {
-  static bool isInit(OpOperand &operand) {
+struct GemmModel : public DestinationModel<GemmModel, GemmOp> {
+  static bool isInit(Operation *, OpOperand &operand) {
     return operand.getOperandNumber() == 2;
   }
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return !isInit(operand) || cast<GemmOp>(op).getAccumulate();
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &operand,
-                               const AnalysisState &) const {
-    return isInit(operand);
-  }
-  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
-                                      const AnalysisState &) const {
-    if (isInit(operand))
-      return {{op->getResult(0), BufferRelation::Equivalent}};
-    return {};
+    return !isInit(op, operand) || cast<GemmOp>(op).getAccumulate();
   }
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -355,21 +334,7 @@ struct GemmModel
 
 /// Fused ops must be decomposed first.
 template <typename OpTy>
-struct RejectFusedModel
-    : public BufferizableOpInterface::ExternalModel<RejectFusedModel<OpTy>,
-                                                    OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct RejectFusedModel : public ReadOnlyModel<RejectFusedModel<OpTy>, OpTy> {
   LogicalResult bufferize(Operation *op, RewriterBase &,
                           const BufferizationOptions &,
                           BufferizationState &) const {

@@ -375,17 +375,7 @@ int main(int argc, char **argv) {
     ctx = createLaunchedContext("overlap-bench", opts, device);
     agreeOnArguments(ctx, argc, argv, {"--csv"}, profileText);
     printOnlyOnRankZero(ctx);
-    const int world = overlap_context_size(ctx);
-    if (args.has("--ranks") && o.ranks != world) {
-      if (overlap_context_rank(ctx) == 0)
-        std::fprintf(stderr,
-                     "error: --ranks %lld, but the nccl leg's group is the "
-                     "world of %d rank(s) (the processes the launcher "
-                     "started); drop --ranks\n",
-                     (long long)o.ranks, world);
-      leave(2);
-    }
-    o.ranks = world;
+    o.ranks = worldRanks(ctx, args.has("--ranks"), o.ranks);
     o.rank = overlap_context_rank(ctx);
   } else {
     ctx = createMeasuringContext("overlap-bench", opts, device);

@@ -127,25 +127,14 @@ int main(int argc, char **argv) {
     ctx = createLaunchedContext("overlap-calibrate", opts, device);
     agreeOnArguments(ctx, argc, argv, {"--out"}, "");
     printOnlyOnRankZero(ctx);
-    const int world = overlap_context_size(ctx);
-    const bool first = overlap_context_rank(ctx) == 0;
-    if (world < 2) {
+    if (overlap_context_size(ctx) < 2) {
       std::fputs("error: the nccl leg times collectives between processes: "
                  "start 2 or more, one per GPU (e.g. mpirun -np 8 "
                  "overlap-calibrate --leg nccl ...); this one is alone\n",
                  stderr);
       leave(2);
     }
-    if (args.has("--ranks") && o.ranks != world) {
-      if (first)
-        std::fprintf(stderr,
-                     "error: --ranks %lld, but the nccl leg's group is the "
-                     "world of %d ranks (the processes the launcher "
-                     "started); drop --ranks\n",
-                     (long long)o.ranks, world);
-      leave(2);
-    }
-    o.ranks = world;
+    o.ranks = worldRanks(ctx, args.has("--ranks"), o.ranks);
   } else {
     ctx = createMeasuringContext("overlap-calibrate", opts, device);
   }

@@ -50,6 +50,11 @@ overlap_context *&toolContext();
 /// wait timeout, so that neither this rank nor its peers wait forever.
 [[noreturn]] void leave(int code);
 
+/// The nccl leg's group is the world of the launched job: returns its size
+/// when --ranks was not given (`ranksGiven`) or is that size; otherwise
+/// rank 0 says so and every rank leaves with 2.
+int64_t worldRanks(overlap_context *ctx, bool ranksGiven, int64_t ranks);
+
 /// Exits 1 on a failed runtime call, with the runtime's message.
 void check(overlap_context *ctx, overlap_status s, const char *what);
 

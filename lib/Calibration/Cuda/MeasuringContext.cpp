@@ -22,6 +22,21 @@ overlap_context *&calibration::toolContext() {
   return ctx;
 }
 
+int64_t calibration::worldRanks(overlap_context *ctx, bool ranksGiven,
+                                int64_t ranks) {
+  const int world = overlap_context_size(ctx);
+  if (ranksGiven && ranks != world) {
+    if (overlap_context_rank(ctx) == 0)
+      std::fprintf(stderr,
+                   "error: --ranks %lld, but the nccl leg's group is the "
+                   "world of %d rank(s) (the processes the launcher "
+                   "started); drop --ranks\n",
+                   (long long)ranks, world);
+    leave(2);
+  }
+  return world;
+}
+
 void calibration::leave(int code) {
   if (overlap_context *ctx = toolContext()) {
     toolContext() = nullptr;

@@ -131,31 +131,40 @@ void printHeader(const SweepOptions &o, Collective coll,
   std::printf("\n# overlap-bench on %s, dtype %s, %s over %lld rank(s)\n",
               device.c_str(), o.dtypeName.c_str(), name.c_str(),
               (long long)o.ranks);
-  if (coll == Collective::ReduceScatter)
-    std::printf("# reduce-scatter tile: C's rows of every block packed "
-                "(overlap_pack), one GEMM of batch %lld (B broadcast) into "
-                "them, one reduce-scatter; serial: one GEMM in place, one "
-                "reduce-scatter\n",
-                (long long)o.ranks);
-  else if (coll == Collective::AllGather)
-    std::printf("# all-gather tile: one all-gather of the shard's rows, then "
-                "one GEMM of batch %lld (B broadcast) into C's rows of every "
-                "block; serial: one all-gather, one GEMM\n",
-                (long long)o.ranks);
-  else if (coll == Collective::AllToAll &&
-           o.side == planner::AllToAllSide::Dispatch)
-    std::printf("# all-to-all (dispatch, one expert per rank) tile: A's rows "
-                "of every block packed (overlap_pack, comm stream), one "
-                "all-to-all of them, then one GEMM of batch %lld (B "
-                "broadcast) into C's rows of every block; serial: one "
-                "all-to-all of A, one GEMM\n",
-                (long long)o.ranks);
-  else if (coll == Collective::AllToAll)
-    std::printf("# all-to-all (combine, one expert per rank) tile: C's rows "
-                "of every block packed (overlap_pack), one GEMM of batch "
-                "%lld (B broadcast) into them, one all-to-all back; serial: "
-                "one GEMM in place, one all-to-all\n",
-                (long long)o.ranks);
+  // What one tile does, by collective (and all-to-all side); %lld is the
+  // GEMM's batch, the ranks. All-reduce tiles are one GEMM and one
+  // all-reduce: no line.
+  struct TileText {
+    Collective coll;
+    planner::AllToAllSide side;
+    const char *text;
+  };
+  static const TileText tiles[] = {
+      {Collective::ReduceScatter, planner::AllToAllSide::Dispatch,
+       "reduce-scatter tile: C's rows of every block packed (overlap_pack), "
+       "one GEMM of batch %lld (B broadcast) into them, one reduce-scatter; "
+       "serial: one GEMM in place, one reduce-scatter"},
+      {Collective::AllGather, planner::AllToAllSide::Dispatch,
+       "all-gather tile: one all-gather of the shard's rows, then one GEMM "
+       "of batch %lld (B broadcast) into C's rows of every block; serial: "
+       "one all-gather, one GEMM"},
+      {Collective::AllToAll, planner::AllToAllSide::Dispatch,
+       "all-to-all (dispatch, one expert per rank) tile: A's rows of every "
+       "block packed (overlap_pack, comm stream), one all-to-all of them, "
+       "then one GEMM of batch %lld (B broadcast) into C's rows of every "
+       "block; serial: one all-to-all of A, one GEMM"},
+      {Collective::AllToAll, planner::AllToAllSide::Combine,
+       "all-to-all (combine, one expert per rank) tile: C's rows of every "
+       "block packed (overlap_pack), one GEMM of batch %lld (B broadcast) "
+       "into them, one all-to-all back; serial: one GEMM in place, one "
+       "all-to-all"},
+  };
+  for (const TileText &t : tiles)
+    if (t.coll == coll && (coll != Collective::AllToAll || t.side == o.side)) {
+      std::printf("# ");
+      std::printf(t.text, (long long)o.ranks);
+      std::printf("\n");
+    }
   if (o.nccl())
     std::printf(
         "# leg nccl: NCCL %s on the world communicator, %lld rank(s)%s\n",

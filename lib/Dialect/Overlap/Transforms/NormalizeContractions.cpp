@@ -16,7 +16,6 @@
 #include "Raise.h"
 #include "TensorBuilders.h"
 
-#include <functional>
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -26,6 +25,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::overlap;
@@ -160,8 +160,7 @@ template <typename Reshape> Operation *producerThrough(Value value) {
 /// (the expert GEMM of a dispatch or combine written `x @ w[0]`): a
 /// batched one is raised as a batch_matmul, which flattening would hide.
 bool nextToCollective(linalg::LinalgOp op) {
-  bool twoD =
-      cast<ShapedType>(op.getDpsInputs()[0].getType()).getRank() == 2;
+  bool twoD = cast<ShapedType>(op.getDpsInputs()[0].getType()).getRank() == 2;
   Value value = op->getResult(0);
   while (value.hasOneUse()) {
     Operation *user = *value.getUsers().begin();
@@ -480,19 +479,31 @@ struct DedupTranspose : public OpRewritePattern<linalg::TransposeOp> {
   }
 };
 
+/// A rewrite of an elementwise linalg.generic (identity maps, one input,
+/// no index reads: isPlainElementwise), which the patterns below move.
+struct ElementwisePattern : public OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp op,
+                                PatternRewriter &rewriter) const final {
+    if (!isPlainElementwise(op))
+      return failure();
+    return rewriteElementwise(op, rewriter);
+  }
+  virtual LogicalResult rewriteElementwise(linalg::GenericOp op,
+                                           PatternRewriter &rewriter) const = 0;
+};
+
 /// An elementwise linalg.generic (identity maps, one input, no index
 /// reads) of expand_shape(x) or linalg.transpose(x), feeding a reduction ->
 /// the reshape of the generic of x, so that a rounding between a flattened
 /// matmul and its collective keeps the two adjacent in the flattened
 /// shape.
-struct SinkExpandThroughElementwise
-    : public OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct SinkExpandThroughElementwise : public ElementwisePattern {
+  using ElementwisePattern::ElementwisePattern;
 
-  LogicalResult matchAndRewrite(linalg::GenericOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!isPlainElementwise(op))
-      return failure();
+  LogicalResult rewriteElementwise(linalg::GenericOp op,
+                                   PatternRewriter &rewriter) const override {
     Operation *reshape = op.getDpsInputs()[0].getDefiningOp();
     if (!isa_and_nonnull<tensor::ExpandShapeOp, linalg::TransposeOp>(reshape) ||
         !reshape->hasOneUse() ||
@@ -518,14 +529,11 @@ struct SinkExpandThroughElementwise
 /// them, no more bytes cross the wire, and the gather then feeds the
 /// matmul after it (a cast or a scale between an all-gather and its
 /// matmul).
-struct HoistElementwiseThroughGather
-    : public OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct HoistElementwiseThroughGather : public ElementwisePattern {
+  using ElementwisePattern::ElementwisePattern;
 
-  LogicalResult matchAndRewrite(linalg::GenericOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!isPlainElementwise(op))
-      return failure();
+  LogicalResult rewriteElementwise(linalg::GenericOp op,
+                                   PatternRewriter &rewriter) const override {
     auto gather = op.getDpsInputs()[0].getDefiningOp<shard::AllGatherOp>();
     if (!gather || !gather->hasOneUse())
       return failure();
@@ -734,11 +742,10 @@ struct FoldBranchesOfEqualFills : OpRewritePattern<scf::IfOp> {
       if (op->isAncestor(a.getDefiningOp())) {
         rewriter.setInsertionPoint(op);
         Operation *fill = a.getDefiningOp();
-        Operation *init =
-            rewriter.clone(*cast<linalg::FillOp>(fill).getOutputs()[0]
-                                .getDefiningOp());
-        Value scalar = arith::ConstantOp::create(
-            rewriter, op.getLoc(), cast<TypedAttr>(x));
+        Operation *init = rewriter.clone(
+            *cast<linalg::FillOp>(fill).getOutputs()[0].getDefiningOp());
+        Value scalar = arith::ConstantOp::create(rewriter, op.getLoc(),
+                                                 cast<TypedAttr>(x));
         same = linalg::FillOp::create(rewriter, op.getLoc(), scalar,
                                       init->getResult(0))
                    .getResult(0);

@@ -27,7 +27,6 @@ namespace overlap {
 
 using namespace mlir;
 using namespace mlir::overlap;
-namespace planner = ::overlap::planner;
 
 namespace {
 

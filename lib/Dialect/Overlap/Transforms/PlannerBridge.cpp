@@ -8,7 +8,6 @@
 
 using namespace mlir;
 using namespace mlir::overlap;
-namespace planner = ::overlap::planner;
 
 FailureOr<planner::Profile>
 mlir::overlap::loadPassProfile(Operation *anchor, StringRef passName,

@@ -21,20 +21,23 @@
 namespace mlir {
 namespace overlap {
 
+/// The Planner's namespace, as the passes that call it name it.
+namespace planner = ::overlap::planner;
+
 /// Loads the profile a pass option names (a path, or a bare name looked up
 /// in planner::shippedProfilesDir()). Emits an
 /// error on `anchor` that carries the Planner's message on failure.
-FailureOr<::overlap::planner::Profile>
+FailureOr<planner::Profile>
 loadPassProfile(Operation *anchor, StringRef passName, StringRef nameOrPath);
 
 /// The Planner's name for a matmul element type, if it has one.
-std::optional<::overlap::planner::DType> plannerDType(Type type);
+std::optional<planner::DType> plannerDType(Type type);
 
 /// The Planner's collective of a fused op (`overlap.matmul_all_reduce`,
 /// `overlap.matmul_reduce_scatter`, `overlap.all_gather_matmul`, all-to-all
 /// for `overlap.all_to_all_matmul` and `overlap.matmul_all_to_all`); nullopt
 /// for any other op.
-std::optional<::overlap::planner::Collective> plannerCollective(Operation *op);
+std::optional<planner::Collective> plannerCollective(Operation *op);
 
 /// M of a fused op's full product, which its plan partitions: the rows of A
 /// (all-reduce, reduce-scatter) or of the result (all-gather), the rows all
@@ -54,8 +57,8 @@ std::string dynamicShapeOf(Operation *op);
 /// too (the all-reduce layout does not depend on the group: pass 1 when it
 /// is unknown; all-to-all's blocks are the group's ranks x experts). Emits an
 /// error on `op` with the Planner's reason when the plan does not fit the op.
-FailureOr<::overlap::planner::TileLayout>
-tileLayoutOf(Operation *op, PlanAttr plan, int64_t group);
+FailureOr<planner::TileLayout> tileLayoutOf(Operation *op, PlanAttr plan,
+                                            int64_t group);
 
 /// A reduce-scatter or all-gather fused op that overlap-raise wrote for a
 /// `[b, s, k]` layout cut along s with b > 1 (sequence parallelism): A is

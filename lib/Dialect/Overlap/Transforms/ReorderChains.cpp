@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "PlannerBridge.h"
 #include "overlap/Planner/ChainPlanner.h"
@@ -33,7 +33,6 @@ namespace overlap {
 
 using namespace mlir;
 using namespace mlir::overlap;
-namespace planner = ::overlap::planner;
 
 namespace {
 
@@ -128,17 +127,15 @@ public:
         tensor::EmptyOp::create(rewriter, loc, {dims[i - 1], dims[j]}, elem);
     Value init =
         linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-    auto matmul = linalg::MatmulOp::create(rewriter, loc,
-                                           TypeRange{init.getType()},
-                                           ValueRange{lhs, rhs},
-                                           ValueRange{init});
+    auto matmul =
+        linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                 ValueRange{lhs, rhs}, ValueRange{init});
     Fusion decision = node.decision == planner::Fusion::Left    ? Fusion::Left
                       : node.decision == planner::Fusion::Right ? Fusion::Right
                                                                 : Fusion::None;
     matmul->setAttr(OverlapDialect::getFusionAttrName(),
-                    FusionAttr::get(rewriter.getContext(), decision,
-                                    node.tileX, node.tileY,
-                                    node.finalTransfers));
+                    FusionAttr::get(rewriter.getContext(), decision, node.tileX,
+                                    node.tileY, node.finalTransfers));
     return matmul.getResult(0);
   }
 
@@ -300,23 +297,21 @@ struct OverlapReorderChainsPass
     if (!dtype || ShapedType::isDynamic(group))
       return;
     if (p >= n) {
-      remarkMissed(collective, "all-reduce-not-moved",
-                   "overlap-reorder-chains",
+      remarkMissed(collective, "all-reduce-not-moved", "overlap-reorder-chains",
                    "all-reduce not moved: the product with the right factor "
                    "does not shrink the tensor (N = " +
                        llvm::Twine(n) + " -> " + llvm::Twine(p) + " columns)");
       return;
     }
     auto commUs = [&](int64_t cols) -> FailureOr<double> {
-      planner::MatmulProblem problem{planner::Collective::AllReduce, m, cols,
-                                     n, *dtype, group};
+      planner::MatmulProblem problem{
+          planner::Collective::AllReduce, m, cols, n, *dtype, group};
       llvm::Expected<planner::CostModel> model =
           planner::CostModel::create(prof, problem);
       if (!model) {
-        remarkMissed(collective, "all-reduce-not-moved",
-                     "overlap-reorder-chains",
-                     "all-reduce not moved: " +
-                         llvm::toString(model.takeError()));
+        remarkMissed(
+            collective, "all-reduce-not-moved", "overlap-reorder-chains",
+            "all-reduce not moved: " + llvm::toString(model.takeError()));
         return failure();
       }
       return model->commUs(m);
@@ -326,8 +321,7 @@ struct OverlapReorderChainsPass
       return;
     int64_t elt = x.getElementTypeBitWidth() / 8;
     if (*after >= *before) {
-      remarkMissed(collective, "all-reduce-not-moved",
-                   "overlap-reorder-chains",
+      remarkMissed(collective, "all-reduce-not-moved", "overlap-reorder-chains",
                    llvm::formatv("all-reduce not moved: {0} -> {1} bytes, but "
                                  "the profile predicts no shorter "
                                  "communication ({2:F1} -> {3:F1} us)",

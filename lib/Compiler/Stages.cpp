@@ -424,27 +424,23 @@ std::string stageNames(const CompileOptions &options) {
   return names;
 }
 
-LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
-                            llvm::StringRef stopAfter, std::string &error) {
-  if (llvm::Error err = options.validate()) {
-    error = llvm::toString(std::move(err));
-    return failure();
-  }
+llvm::Error buildPipeline(OpPassManager &pm, const CompileOptions &options,
+                          llvm::StringRef stopAfter) {
+  if (llvm::Error err = options.validate())
+    return err;
   std::vector<Stage> stages = buildStages(options);
   if (!stopAfter.empty() && llvm::none_of(stages, [&](const Stage &s) {
         return s.name == stopAfter;
-      })) {
-    error = ("stop-after-stage: unknown stage '" + stopAfter + "' for target=" +
-             options.target + " (" + stageNames(options) + ")")
-                .str();
-    return failure();
-  }
+      }))
+    return llvm::createStringError(
+        "stop-after-stage: unknown stage '" + stopAfter +
+        "' for target=" + options.target + " (" + stageNames(options) + ")");
   for (const Stage &stage : stages) {
     stage.populate(pm);
     if (stage.name == stopAfter)
       break;
   }
-  return success();
+  return llvm::Error::success();
 }
 
 CompileOptions CompilePipelineOptions::toCompileOptions() const {
@@ -456,31 +452,14 @@ CompileOptions CompilePipelineOptions::toCompileOptions() const {
 }
 
 void registerCompilerPipelines() {
-  // The lower-level registration, so that a bad option value fails the
-  // pipeline's parsing with a message instead of building a wrong one.
-  registerPassPipeline(
+  // A bad option value fails the pipeline's parsing with a message
+  // instead of building a wrong one.
+  registerModulePipeline<CompilePipelineOptions>(
       "overlap-to-llvm",
       "The whole Overlap compiler: raise, plan, decompose, bufferize, "
       "schedule streams, lower to runtime calls and to the LLVM dialect",
-      [](OpPassManager &pm, llvm::StringRef text,
-         llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
-          -> LogicalResult {
-        if (failed(mlir::overlap::checkModuleAnchor(pm, "overlap-to-llvm",
-                                                    errorHandler)))
-          return failure();
-        auto options = CompilePipelineOptions::createFromString(text);
-        if (!options)
-          return errorHandler("overlap-to-llvm: cannot parse the options '" +
-                              text + "'");
-        std::string error;
-        if (failed(buildPipeline(pm, options->toCompileOptions(),
-                                 options->stopAfter, error)))
-          return errorHandler("overlap-to-llvm: " + error);
-        return success();
-      },
-      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
-        CompilePipelineOptions options;
-        print(options);
+      [](OpPassManager &pm, const CompilePipelineOptions &options) {
+        return buildPipeline(pm, options.toCompileOptions(), options.stopAfter);
       });
 }
 

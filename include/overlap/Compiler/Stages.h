@@ -57,10 +57,10 @@ std::string stageNames(const CompileOptions &options);
 std::string describePipeline(const CompileOptions &options);
 
 /// Adds the stages up to and including `stopAfter` (all when empty) to
-/// `pm`, which must be anchored on builtin.module. Fails (with the reason in
-/// `error`) when the options are invalid or `stopAfter` names no stage.
-LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
-                            llvm::StringRef stopAfter, std::string &error);
+/// `pm`, which must be anchored on builtin.module. Fails (with the reason)
+/// when the options are invalid or `stopAfter` names no stage.
+llvm::Error buildPipeline(OpPassManager &pm, const CompileOptions &options,
+                          llvm::StringRef stopAfter);
 
 /// Runs the stages on `module` in order, stopping after the stage named
 /// `stopAfter` (empty: all of them). The passes report their own
@@ -68,10 +68,11 @@ LogicalResult buildPipeline(OpPassManager &pm, const CompileOptions &options,
 /// "<tool>: error: stage '<name>' (<description>) failed" to `errs`.
 /// `configure` is called on each stage's PassManager before it runs (for
 /// the command-line pass-manager options, e.g. IR printing).
-LogicalResult runStages(
-    ModuleOp module, const CompileOptions &options, llvm::StringRef stopAfter,
-    llvm::StringRef tool, llvm::raw_ostream &errs,
-    llvm::function_ref<LogicalResult(PassManager &)> configure = nullptr);
+LogicalResult
+runStages(ModuleOp module, const CompileOptions &options,
+          llvm::StringRef stopAfter, llvm::StringRef tool,
+          llvm::raw_ostream &errs,
+          llvm::function_ref<LogicalResult(PassManager &)> configure = nullptr);
 
 /// The options of the registered pipeline `overlap-to-llvm`: the rows of
 /// CompileOptions.def, with CompileOptions' defaults, and stop-after-stage.
@@ -80,7 +81,8 @@ struct CompilePipelineOptions
   // OVERLAP_COMPILE_OPTION_TYPE_<KIND>: Options.h.
 #define OVERLAP_COMPILE_OPTION(FIELD, FLAG, KIND, DEFAULT, HELP)               \
   PassOptions::Option<OVERLAP_COMPILE_OPTION_TYPE_##KIND> FIELD{               \
-      *this, FLAG, llvm::cl::desc(HELP), llvm::cl::init(CompileOptions().FIELD)};
+      *this, FLAG, llvm::cl::desc(HELP),                                       \
+      llvm::cl::init(CompileOptions().FIELD)};
 #include "overlap/Compiler/CompileOptions.def"
   PassOptions::Option<std::string> stopAfter{
       *this, "stop-after-stage",

@@ -49,28 +49,12 @@ LogicalResult mlir::overlap::checkModuleAnchor(
 }
 
 void mlir::overlap::registerOverlapPipelines() {
-  // The lower-level registration: a nesting under another op, or a bad
-  // option, fails the pipeline's parsing with a message (the typed
-  // registration would abort the process when the passes are added).
-  registerPassPipeline(
+  registerModulePipeline<OverlapPipelineOptions>(
       "overlap-pipeline",
       "Raise, reorder chains, plan and decompose: the tensor-level Overlap "
       "pipeline with its options forwarded",
-      [](OpPassManager &pm, llvm::StringRef text,
-         llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
-          -> LogicalResult {
-        if (failed(checkModuleAnchor(pm, "overlap-pipeline", errorHandler)))
-          return failure();
-        std::unique_ptr<OverlapPipelineOptions> options =
-            OverlapPipelineOptions::createFromString(text);
-        if (!options)
-          return errorHandler("overlap-pipeline: cannot parse the options '" +
-                              text + "'");
-        buildOverlapPipeline(pm, *options);
-        return success();
-      },
-      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
-        OverlapPipelineOptions options;
-        print(options);
+      [](OpPassManager &pm, const OverlapPipelineOptions &options) {
+        buildOverlapPipeline(pm, options);
+        return llvm::Error::success();
       });
 }

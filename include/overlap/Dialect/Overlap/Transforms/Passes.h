@@ -9,8 +9,14 @@
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/Error.h"
+
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Planner/Defaults.h"
+#include <functional>
+#include <memory>
+#include <string>
 
 namespace mlir {
 namespace arith {
@@ -49,8 +55,7 @@ struct OverlapPipelineOptions
       llvm::cl::desc("Tiling strategy: " OVERLAP_STRATEGY_LIST),
       llvm::cl::init(::overlap::planner::kDefaultStrategy)};
   PassOptions::Option<int64_t> ranks{
-      *this, "ranks",
-      llvm::cl::desc("Group size override (0: from the grid)"),
+      *this, "ranks", llvm::cl::desc("Group size override (0: from the grid)"),
       llvm::cl::init(0)};
   PassOptions::Option<double> fastMemory{
       *this, "fast-memory",
@@ -75,6 +80,39 @@ void buildOverlapPipeline(OpPassManager &pm,
 LogicalResult checkModuleAnchor(
     OpPassManager &pm, llvm::StringRef pipeline,
     llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler);
+
+/// Registers `name` as a pass pipeline on builtin.module with the options
+/// `OptionsT`, which `build` turns into passes. Through the lower-level
+/// registration: a nesting under another op (checkModuleAnchor), options
+/// that do not parse, or an error of `build` fail the pipeline's parsing
+/// with a message "<name>: ..." (the typed registration would abort the
+/// process when the passes are added).
+template <typename OptionsT>
+void registerModulePipeline(
+    llvm::StringRef name, llvm::StringRef description,
+    std::function<llvm::Error(OpPassManager &, const OptionsT &)> build) {
+  registerPassPipeline(
+      name, description,
+      [pipeline = name.str(), build](
+          OpPassManager &pm, llvm::StringRef text,
+          llvm::function_ref<LogicalResult(const llvm::Twine &)> errorHandler)
+          -> LogicalResult {
+        if (failed(checkModuleAnchor(pm, pipeline, errorHandler)))
+          return failure();
+        std::unique_ptr<OptionsT> options = OptionsT::createFromString(text);
+        if (!options)
+          return errorHandler(pipeline + ": cannot parse the options '" + text +
+                              "'");
+        if (llvm::Error error = build(pm, *options))
+          return errorHandler(pipeline + ": " +
+                              llvm::toString(std::move(error)));
+        return success();
+      },
+      [](llvm::function_ref<void(const mlir::detail::PassOptions &)> print) {
+        OptionsT options;
+        print(options);
+      });
+}
 
 /// Registers `overlap-pipeline`.
 void registerOverlapPipelines();

@@ -122,6 +122,15 @@ GemmOp rebuild(PatternRewriter &rewriter, GemmOp op, Value a, Value b,
                         transposeA, transposeB, accumulate);
 }
 
+/// Replaces `op` by the GEMM a fold rebuilt it as, and says so in the
+/// remark `name`.
+LogicalResult replaceFolded(PatternRewriter &rewriter, GemmOp op, GemmOp folded,
+                            StringRef name, const llvm::Twine &why) {
+  remarkPassed(folded, name, kPass, why);
+  rewriter.replaceOp(op, folded);
+  return success();
+}
+
 /// linalg.matmul / linalg.batch_matmul (its default maps, or B broadcast)
 /// on static tensors of the types overlap_gemm takes becomes an
 /// overlap.gemm that accumulates, when one of the folds below applies to
@@ -192,13 +201,12 @@ struct FoldTranspose : OpRewritePattern<GemmOp> {
     } else {
       return failure();
     }
-    GemmOp folded =
-        rebuild(rewriter, op, a, b, op.getInit(), ta, tb, op.getAccumulate());
-    remarkPassed(folded, "transpose-folded", kPass,
-                 "a transposed operand is read in place (the GEMM's "
-                 "transpose flag): no transposed copy");
-    rewriter.replaceOp(op, folded);
-    return success();
+    return replaceFolded(
+        rewriter, op,
+        rebuild(rewriter, op, a, b, op.getInit(), ta, tb, op.getAccumulate()),
+        "transpose-folded",
+        "a transposed operand is read in place (the GEMM's transpose flag): "
+        "no transposed copy");
   }
 };
 
@@ -217,14 +225,13 @@ struct FoldZeroInit : OpRewritePattern<GemmOp> {
     Value init =
         direct ? direct.getOutputs()[0]
                : emptyLike(rewriter, op.getLoc(), type, type.getElementType());
-    GemmOp folded = rebuild(rewriter, op, op.getA(), op.getB(), init,
-                            op.getTransposeA(), op.getTransposeB(),
-                            /*accumulate=*/false);
-    remarkPassed(folded, "fill-folded", kPass,
-                 "a zero accumulator is not filled: the GEMM overwrites "
-                 "(beta = 0)");
-    rewriter.replaceOp(op, folded);
-    return success();
+    return replaceFolded(rewriter, op,
+                         rebuild(rewriter, op, op.getA(), op.getB(), init,
+                                 op.getTransposeA(), op.getTransposeB(),
+                                 /*accumulate=*/false),
+                         "fill-folded",
+                         "a zero accumulator is not filled: the GEMM "
+                         "overwrites (beta = 0)");
   }
 };
 

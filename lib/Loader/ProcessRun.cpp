@@ -168,22 +168,18 @@ bool overlap::exec::gatherProcessOutputs(
     blob = "0" + why;
   }
 
-  void *all = nullptr;
-  std::vector<size_t> sizes(size);
-  if (rt().overlap_process_gather(blob.data(), blob.size(), &all,
-                                  sizes.data()) != OVERLAP_SUCCESS) {
-    error = rt().overlap_host_launch_error();
+  std::vector<std::string> parts;
+  if (!gatherStrings(size, blob, parts, error))
     return false;
-  }
+  blob.clear();
   int64_t failed = 0;
   if (rank == 0) {
     size_t expected = 1;
     for (const run::BufferSpec *spec : specs)
       expected += static_cast<size_t>(spec->numElements()) * spec->elemBytes();
     outcome.outputs.assign(size, {});
-    size_t at = 0;
-    for (int r = 0; r < size && !failed; at += sizes[r], ++r) {
-      std::string part(static_cast<const char *>(all) + at, sizes[r]);
+    for (int r = 0; r < size && !failed; ++r) {
+      const std::string &part = parts[r];
       if (part.empty() || part[0] != '1' || part.size() != expected) {
         error = "rank " + std::to_string(r) + ": " +
                 (!part.empty() && part[0] == '0'
@@ -218,9 +214,8 @@ bool overlap::exec::gatherProcessOutputs(
         outcome.outputs[r].push_back(std::move(view));
       }
     }
-    std::free(all);
   } else {
-    failed = blob[0] != '1';
+    failed = !have;
   }
   // Rank 0 says why; the others fail with it, silently.
   if (rt().overlap_process_max(&failed) != OVERLAP_SUCCESS) {

@@ -125,11 +125,12 @@ std::unique_ptr<MLIRContext> mlir::overlap::compiler::createContext() {
   return context;
 }
 
-std::shared_ptr<llvm::SourceMgr>
-mlir::overlap::compiler::loadSource(StringRef path, std::string &error) {
+llvm::Expected<std::shared_ptr<llvm::SourceMgr>>
+mlir::overlap::compiler::loadSource(StringRef path) {
+  std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(path, &error);
   if (!input)
-    return nullptr;
+    return llvm::createStringError(error);
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   return sourceMgr;
@@ -236,19 +237,24 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     FailureOr<std::string> entryName =
         options.entry.empty() ? soleEntry(module, why)
                               : FailureOr<std::string>(options.entry);
-    FailureOr<artifact::Signature> sig = failure();
+    std::optional<artifact::Signature> sig;
     if (succeeded(entryName)) {
       if (failed(repairInput(module)))
         return error("stage 'input' (the entry signatures) failed");
       boxEntryScalars(module, *entryName);
-      sig = describeEntry(module, *entryName, "overlap-exec", why);
+      llvm::Expected<artifact::Signature> described =
+          describeEntry(module, *entryName, "overlap-exec");
+      if (described)
+        sig = std::move(*described);
+      else
+        why = llvm::toString(described.takeError());
     }
     // A signature that describes the entry but cannot be written as one
     // (a name that would add a line to the text, a buffer no machine
     // holds) is an error: the library would be refused by every loader.
-    if (succeeded(sig) && failed(checkEmbeddable(*sig, why)))
+    if (sig && failed(checkEmbeddable(*sig, why)))
       return error("stage 'signature': " + why);
-    if (succeeded(sig)) {
+    if (sig) {
       sig->target = options.compile.target;
       sig->strategy = options.compile.strategy;
       sig->profile = options.compile.profile;

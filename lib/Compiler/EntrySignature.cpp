@@ -8,8 +8,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -26,7 +26,8 @@ namespace overlap {
 namespace compiler {
 
 FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
-                                   llvm::StringRef runner, std::string &error) {
+                                        llvm::StringRef runner,
+                                        std::string &error) {
   llvm::raw_string_ostream os(error);
   auto shaped = dyn_cast<ShapedType>(type);
   auto memref = dyn_cast<MemRefType>(type);
@@ -68,8 +69,8 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
   return spec;
 }
 
-FailureOr<artifact::Signature> signatureOf(func::FuncOp func, llvm::StringRef runner,
-                                      std::string &error) {
+FailureOr<artifact::Signature>
+signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error) {
   artifact::Signature sig;
   sig.name = func.getSymName().str();
   sig.symbol = artifact::cInterfaceSymbol(sig.name);
@@ -114,9 +115,10 @@ static llvm::StringSet<> gridsUsedBy(ModuleOp module, func::FuncOp func) {
   return grids;
 }
 
-FailureOr<std::vector<artifact::GridSpec>>
-gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
-        func::FuncOp entry) {
+FailureOr<std::vector<artifact::GridSpec>> gridsOf(ModuleOp module,
+                                                   llvm::StringRef runner,
+                                                   std::string &error,
+                                                   func::FuncOp entry) {
   std::vector<artifact::GridSpec> grids;
   // With an entry, only the grids it (or a function it calls) names:
   // upstream's test modules declare grids of several sizes, one per
@@ -129,8 +131,8 @@ gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
     used = gridsUsedBy(module, entry);
     if (used.empty()) {
       auto ops = module.getOps<shard::GridOp>();
-      all = llvm::all_equal(llvm::map_range(
-          ops, [](shard::GridOp g) { return g.getShape(); }));
+      all = llvm::all_equal(
+          llvm::map_range(ops, [](shard::GridOp g) { return g.getShape(); }));
     }
   }
   for (auto grid : module.getOps<shard::GridOp>()) {
@@ -139,12 +141,11 @@ gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
     artifact::GridSpec spec;
     spec.name = grid.getSymName().str();
     for (int64_t extent : grid.getShape())
-      spec.shape.push_back(ShapedType::isDynamic(extent)
-                               ? artifact::kDynamicExtent
-                               : extent);
+      spec.shape.push_back(
+          ShapedType::isDynamic(extent) ? artifact::kDynamicExtent : extent);
     if (!spec.checkedSize()) {
-      error = "grid @" + spec.name + " has more devices than " +
-              runner.str() + " runs";
+      error = "grid @" + spec.name + " has more devices than " + runner.str() +
+              " runs";
       return failure();
     }
     grids.push_back(std::move(spec));
@@ -164,23 +165,22 @@ FailureOr<std::string> soleEntry(ModuleOp module, std::string &error) {
   return failure();
 }
 
-FailureOr<artifact::Signature> describeEntry(ModuleOp module, llvm::StringRef entry,
-                                        llvm::StringRef runner,
-                                        std::string &error) {
+llvm::Expected<artifact::Signature>
+describeEntry(ModuleOp module, llvm::StringRef entry, llvm::StringRef runner) {
   auto func = module.lookupSymbol<func::FuncOp>(entry);
-  if (!func || !func.isPublic() || func.isExternal()) {
-    error = "no public function @" + entry.str() + " with a body";
-    return failure();
-  }
+  if (!func || !func.isPublic() || func.isExternal())
+    return llvm::createStringError("no public function @" + entry +
+                                   " with a body");
+  std::string error;
   FailureOr<std::vector<artifact::GridSpec>> grids =
       gridsOf(module, runner, error, func);
   if (failed(grids))
-    return failure();
+    return llvm::createStringError(error);
   FailureOr<artifact::Signature> sig = signatureOf(func, runner, error);
   if (failed(sig))
-    return failure();
+    return llvm::createStringError(error);
   sig->grids = std::move(*grids);
-  return sig;
+  return std::move(*sig);
 }
 
 static bool isScalar(Type type) {
@@ -214,7 +214,8 @@ bool boxEntryScalars(ModuleOp module, llvm::StringRef entry) {
     if (!isScalar(t))
       continue;
     arg.setType(boxed(t));
-    auto extract = tensor::ExtractOp::create(b, arg.getLoc(), arg, ValueRange{});
+    auto extract =
+        tensor::ExtractOp::create(b, arg.getLoc(), arg, ValueRange{});
     Value v = extract;
     if (isa<IndexType>(t))
       v = arith::IndexCastOp::create(b, arg.getLoc(), t, v);
@@ -269,7 +270,8 @@ static std::string shown(llvm::StringRef name) {
   return text;
 }
 
-LogicalResult checkEmbeddable(const artifact::Signature &sig, std::string &error) {
+LogicalResult checkEmbeddable(const artifact::Signature &sig,
+                              std::string &error) {
   auto name = [&](llvm::StringRef what, llvm::StringRef symbol) {
     std::string why = unrepresentable(symbol);
     if (!why.empty())
@@ -305,7 +307,8 @@ LogicalResult checkEmbeddable(const artifact::Signature &sig, std::string &error
 }
 
 void embedSignature(llvm::Module &module, const artifact::Signature &sig) {
-  if (llvm::GlobalVariable *old = module.getNamedGlobal(artifact::kSignatureSymbol))
+  if (llvm::GlobalVariable *old =
+          module.getNamedGlobal(artifact::kSignatureSymbol))
     old->eraseFromParent();
   llvm::Constant *text = llvm::ConstantDataArray::getString(
       module.getContext(), artifact::formatSignature(sig), /*AddNull=*/true);

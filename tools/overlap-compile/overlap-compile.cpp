@@ -19,8 +19,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
@@ -137,17 +137,16 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<MLIRContext> context = compiler::createContext();
-  if (llvm::Error err = compiler::enableRemarks(
-          *context, compiler::remarkOptionsFromCL()))
+  if (llvm::Error err =
+          compiler::enableRemarks(*context, compiler::remarkOptionsFromCL()))
     return fail(llvm::toString(std::move(err)));
-  std::string errorMessage;
-  std::shared_ptr<llvm::SourceMgr> sourceMgr =
-      compiler::loadSource(inputFile, errorMessage);
+  llvm::Expected<std::shared_ptr<llvm::SourceMgr>> sourceMgr =
+      compiler::loadSource(inputFile);
   if (!sourceMgr)
-    return fail(errorMessage);
-  SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, context.get());
+    return fail(llvm::toString(sourceMgr.takeError()));
+  SourceMgrDiagnosticHandler sourceMgrHandler(**sourceMgr, context.get());
   OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, context.get());
+      parseSourceFile<ModuleOp>(*sourceMgr, context.get());
   if (!module)
     return fail("stage 'parse': cannot parse " + inputFile);
 

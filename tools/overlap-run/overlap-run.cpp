@@ -194,11 +194,11 @@ int main(int argc, char **argv) {
   if (llvm::Error err =
           compiler::enableRemarks(*context, compiler::remarkOptionsFromCL()))
     return usageOrCompileError(llvm::toString(std::move(err)));
-  std::string errorMessage;
-  std::shared_ptr<llvm::SourceMgr> sourceMgr =
-      compiler::loadSource(inputFile, errorMessage);
-  if (!sourceMgr)
-    return usageOrCompileError(errorMessage);
+  llvm::Expected<std::shared_ptr<llvm::SourceMgr>> loaded =
+      compiler::loadSource(inputFile);
+  if (!loaded)
+    return usageOrCompileError(llvm::toString(loaded.takeError()));
+  std::shared_ptr<llvm::SourceMgr> sourceMgr = std::move(*loaded);
   SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, context.get());
   SourceMgrDiagnosticHandler referenceHandler(*sourceMgr,
                                               referenceContext.get());
@@ -215,10 +215,10 @@ int main(int argc, char **argv) {
   if (failed(compiler::repairInput(*parsed)))
     return 2;
   compiler::boxEntryScalars(*parsed, *entryName);
-  FailureOr<run::Signature> sig =
-      compiler::describeEntry(*parsed, *entryName, kTool, error);
-  if (failed(sig))
-    return usageOrCompileError(error);
+  llvm::Expected<run::Signature> sig =
+      compiler::describeEntry(*parsed, *entryName, kTool);
+  if (!sig)
+    return usageOrCompileError(llvm::toString(sig.takeError()));
   if (!session.ranks)
     session.ranks = run::defaultRanks(*sig);
   if (!run::checkRanks(*sig, session.ranks, error))

@@ -46,10 +46,9 @@ namespace compiler {
 /// point at the input) unless --mlir-print-op-on-diagnostic was given.
 std::unique_ptr<mlir::MLIRContext> createContext();
 
-/// Reads `path` ("-" for stdin) into a new source manager; on failure
-/// returns null and sets `error`.
-std::shared_ptr<llvm::SourceMgr> loadSource(llvm::StringRef path,
-                                            std::string &error);
+/// Reads `path` ("-" for stdin) into a new source manager.
+llvm::Expected<std::shared_ptr<llvm::SourceMgr>>
+loadSource(llvm::StringRef path);
 
 /// Keeps `entry` as the one public function with a body: other public
 /// functions become private (so no C interface is emitted for them) and

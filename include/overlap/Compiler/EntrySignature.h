@@ -1,9 +1,9 @@
 //===- EntrySignature.h - Entry signatures from the IR ----------*- C++ -*-===//
 //
-// The MLIR side of overlap::artifact::Signature (overlap/Artifact/Signature.h): the signature of
-// an entry function and the grids of its module, read from the input IR
-// before compilation, and the constant overlap-compile embeds in objects and
-// shared libraries so that overlap-exec can run them without MLIR.
+// The MLIR side of overlap::artifact::Signature (overlap/Artifact/Signature.h):
+// the signature of an entry function and the grids of its module, read from the
+// input IR before compilation, and the constant overlap-compile embeds in
+// objects and shared libraries so that overlap-exec can run them without MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 #include <vector>
@@ -37,8 +38,8 @@ namespace compiler {
 /// with a message that says what `runner` (the tool that would run it)
 /// handles.
 FailureOr<::overlap::artifact::BufferSpec> specFor(Type type, std::string name,
-                                              llvm::StringRef runner,
-                                              std::string &error);
+                                                   llvm::StringRef runner,
+                                                   std::string &error);
 
 /// The name, C-interface symbol, arguments and results of `func`.
 FailureOr<::overlap::artifact::Signature>
@@ -59,10 +60,8 @@ FailureOr<std::string> soleEntry(ModuleOp module, std::string &error);
 
 /// signatureOf the public function `entry` of `module`, with the module's
 /// grids.
-FailureOr<::overlap::artifact::Signature> describeEntry(ModuleOp module,
-                                                   llvm::StringRef entry,
-                                                   llvm::StringRef runner,
-                                                   std::string &error);
+llvm::Expected<::overlap::artifact::Signature>
+describeEntry(ModuleOp module, llvm::StringRef entry, llvm::StringRef runner);
 
 /// The entry `entry`'s scalar arguments and results (integers, floats,
 /// index) become 0-d tensors (index as i64), so that it is called as
@@ -88,7 +87,8 @@ LogicalResult checkEmbeddable(const ::overlap::artifact::Signature &sig,
 
 /// Adds the constant `overlap_entry_signature` (formatSignature's text,
 /// NUL-terminated, exported) to `module`.
-void embedSignature(llvm::Module &module, const ::overlap::artifact::Signature &sig);
+void embedSignature(llvm::Module &module,
+                    const ::overlap::artifact::Signature &sig);
 
 } // namespace compiler
 } // namespace overlap

@@ -234,11 +234,13 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
   // compiles (a C program may call it), with a warning.
   std::optional<artifact::Signature> signature;
   if (options.emit == Emit::Object || options.emit == Emit::SharedLibrary) {
-    FailureOr<std::string> entryName =
-        options.entry.empty() ? soleEntry(module, why)
-                              : FailureOr<std::string>(options.entry);
+    llvm::Expected<std::string> entryName =
+        options.entry.empty() ? soleEntry(module)
+                              : llvm::Expected<std::string>(options.entry);
     std::optional<artifact::Signature> sig;
-    if (succeeded(entryName)) {
+    if (!entryName) {
+      why = llvm::toString(entryName.takeError());
+    } else {
       if (failed(repairInput(module)))
         return error("stage 'input' (the entry signatures) failed");
       boxEntryScalars(module, *entryName);
@@ -252,8 +254,9 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     // A signature that describes the entry but cannot be written as one
     // (a name that would add a line to the text, a buffer no machine
     // holds) is an error: the library would be refused by every loader.
-    if (sig && failed(checkEmbeddable(*sig, why)))
-      return error("stage 'signature': " + why);
+    if (sig)
+      if (llvm::Error err = checkEmbeddable(*sig))
+        return error("stage 'signature': " + llvm::toString(std::move(err)));
     if (sig) {
       sig->target = options.compile.target;
       sig->strategy = options.compile.strategy;

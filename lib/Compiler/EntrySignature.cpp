@@ -25,9 +25,9 @@ namespace mlir {
 namespace overlap {
 namespace compiler {
 
-FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
-                                        llvm::StringRef runner,
-                                        std::string &error) {
+llvm::Expected<artifact::BufferSpec> specFor(Type type, std::string name,
+                                             llvm::StringRef runner) {
+  std::string error;
   llvm::raw_string_ostream os(error);
   auto shaped = dyn_cast<ShapedType>(type);
   auto memref = dyn_cast<MemRefType>(type);
@@ -35,7 +35,7 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
       (memref && !memref.getLayout().isIdentity())) {
     os << name << " has type " << type << "; " << runner
        << " handles ranked tensors and identity-layout memrefs";
-    return failure();
+    return llvm::createStringError(error);
   }
   artifact::BufferSpec spec;
   spec.name = std::move(name);
@@ -61,7 +61,7 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
   else {
     os << spec.name << " has element type " << elem << "; " << runner
        << " handles f32, f16, bf16, f64 and signless i1, i8, i16, i32, i64";
-    return failure();
+    return llvm::createStringError(error);
   }
   for (int64_t d : shaped.getShape())
     spec.shape.push_back(ShapedType::isDynamic(d) ? artifact::kDynamicExtent
@@ -69,24 +69,24 @@ FailureOr<artifact::BufferSpec> specFor(Type type, std::string name,
   return spec;
 }
 
-FailureOr<artifact::Signature>
-signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error) {
+llvm::Expected<artifact::Signature> signatureOf(func::FuncOp func,
+                                                llvm::StringRef runner) {
   artifact::Signature sig;
   sig.name = func.getSymName().str();
   sig.symbol = artifact::cInterfaceSymbol(sig.name);
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-    auto spec = specFor(type, "arg" + std::to_string(i), runner, error);
-    if (failed(spec))
-      return failure();
+    auto spec = specFor(type, "arg" + std::to_string(i), runner);
+    if (!spec)
+      return spec.takeError();
     // What the entry writes to a memref it takes is an output; a tensor
     // argument is a value (see BufferSpec::inout).
     spec->inout = isa<MemRefType>(type);
     sig.args.push_back(*spec);
   }
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-    auto spec = specFor(type, "result" + std::to_string(i), runner, error);
-    if (failed(spec))
-      return failure();
+    auto spec = specFor(type, "result" + std::to_string(i), runner);
+    if (!spec)
+      return spec.takeError();
     sig.results.push_back(*spec);
   }
   return sig;
@@ -115,10 +115,8 @@ static llvm::StringSet<> gridsUsedBy(ModuleOp module, func::FuncOp func) {
   return grids;
 }
 
-FailureOr<std::vector<artifact::GridSpec>> gridsOf(ModuleOp module,
-                                                   llvm::StringRef runner,
-                                                   std::string &error,
-                                                   func::FuncOp entry) {
+llvm::Expected<std::vector<artifact::GridSpec>>
+gridsOf(ModuleOp module, llvm::StringRef runner, func::FuncOp entry) {
   std::vector<artifact::GridSpec> grids;
   // With an entry, only the grids it (or a function it calls) names:
   // upstream's test modules declare grids of several sizes, one per
@@ -143,26 +141,24 @@ FailureOr<std::vector<artifact::GridSpec>> gridsOf(ModuleOp module,
     for (int64_t extent : grid.getShape())
       spec.shape.push_back(
           ShapedType::isDynamic(extent) ? artifact::kDynamicExtent : extent);
-    if (!spec.checkedSize()) {
-      error = "grid @" + spec.name + " has more devices than " + runner.str() +
-              " runs";
-      return failure();
-    }
+    if (!spec.checkedSize())
+      return llvm::createStringError(
+          "grid @" + spec.name + " has more devices than " + runner + " runs");
     grids.push_back(std::move(spec));
   }
   return grids;
 }
 
-FailureOr<std::string> soleEntry(ModuleOp module, std::string &error) {
+llvm::Expected<std::string> soleEntry(ModuleOp module) {
   std::vector<std::string> names;
   for (auto func : module.getOps<func::FuncOp>())
     if (func.isPublic() && !func.isExternal())
       names.push_back(func.getSymName().str());
   if (names.size() == 1)
     return names.front();
-  error = "the module has " + std::to_string(names.size()) +
-          " public functions with a body; choose one with --entry";
-  return failure();
+  return llvm::createStringError(
+      "the module has " + std::to_string(names.size()) +
+      " public functions with a body; choose one with --entry");
 }
 
 llvm::Expected<artifact::Signature>
@@ -171,14 +167,13 @@ describeEntry(ModuleOp module, llvm::StringRef entry, llvm::StringRef runner) {
   if (!func || !func.isPublic() || func.isExternal())
     return llvm::createStringError("no public function @" + entry +
                                    " with a body");
-  std::string error;
-  FailureOr<std::vector<artifact::GridSpec>> grids =
-      gridsOf(module, runner, error, func);
-  if (failed(grids))
-    return llvm::createStringError(error);
-  FailureOr<artifact::Signature> sig = signatureOf(func, runner, error);
-  if (failed(sig))
-    return llvm::createStringError(error);
+  llvm::Expected<std::vector<artifact::GridSpec>> grids =
+      gridsOf(module, runner, func);
+  if (!grids)
+    return grids.takeError();
+  llvm::Expected<artifact::Signature> sig = signatureOf(func, runner);
+  if (!sig)
+    return sig.takeError();
   sig->grids = std::move(*grids);
   return std::move(*sig);
 }
@@ -270,40 +265,38 @@ static std::string shown(llvm::StringRef name) {
   return text;
 }
 
-LogicalResult checkEmbeddable(const artifact::Signature &sig,
-                              std::string &error) {
-  auto name = [&](llvm::StringRef what, llvm::StringRef symbol) {
+llvm::Error checkEmbeddable(const artifact::Signature &sig) {
+  auto name = [&](llvm::StringRef what, llvm::StringRef symbol) -> llvm::Error {
     std::string why = unrepresentable(symbol);
-    if (!why.empty())
-      error = what.str() + " " + shown(symbol) + ": the name " + why +
-              ", which the embedded signature cannot carry (names of the "
-              "entry and of grids are 1 to " +
-              std::to_string(kMaxSignatureName) +
-              " bytes without whitespace or control characters); rename it";
-    return why.empty();
+    if (why.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(
+        what + " " + shown(symbol) + ": the name " + why +
+        ", which the embedded signature cannot carry (names of the entry and "
+        "of grids are 1 to " +
+        std::to_string(kMaxSignatureName) +
+        " bytes without whitespace or control characters); rename it");
   };
-  if (!name("function", sig.name))
-    return failure();
+  if (llvm::Error err = name("function", sig.name))
+    return err;
   for (const artifact::GridSpec &grid : sig.grids)
-    if (!name("grid", grid.name))
-      return failure();
+    if (llvm::Error err = name("grid", grid.name))
+      return err;
   for (const auto *buffers : {&sig.args, &sig.results})
     for (const artifact::BufferSpec &spec : *buffers) {
       std::optional<uint64_t> bytes = spec.checkedBytes();
-      if (!bytes) {
-        error = spec.name + " (" + spec.typeString() +
-                ") needs more than 2^63 bytes: its size overflows int64";
-        return failure();
-      }
-      if (*bytes > kMaxBufferBytes) {
-        error = spec.name + " (" + spec.typeString() + ") needs " +
-                std::to_string(*bytes) + " bytes, more than the " +
-                std::to_string(kMaxBufferBytes) +
-                " (16 TiB) a buffer of a runnable entry may have";
-        return failure();
-      }
+      if (!bytes)
+        return llvm::createStringError(
+            spec.name + " (" + spec.typeString() +
+            ") needs more than 2^63 bytes: its size overflows int64");
+      if (*bytes > kMaxBufferBytes)
+        return llvm::createStringError(
+            spec.name + " (" + spec.typeString() + ") needs " +
+            std::to_string(*bytes) + " bytes, more than the " +
+            std::to_string(kMaxBufferBytes) +
+            " (16 TiB) a buffer of a runnable entry may have");
     }
-  return success();
+  return llvm::Error::success();
 }
 
 void embedSignature(llvm::Module &module, const artifact::Signature &sig) {

@@ -37,26 +37,24 @@ namespace compiler {
 /// tensor or identity-layout memref of f32, f16 or bf16. Otherwise fails
 /// with a message that says what `runner` (the tool that would run it)
 /// handles.
-FailureOr<::overlap::artifact::BufferSpec> specFor(Type type, std::string name,
-                                                   llvm::StringRef runner,
-                                                   std::string &error);
+llvm::Expected<::overlap::artifact::BufferSpec>
+specFor(Type type, std::string name, llvm::StringRef runner);
 
 /// The name, C-interface symbol, arguments and results of `func`.
-FailureOr<::overlap::artifact::Signature>
-signatureOf(func::FuncOp func, llvm::StringRef runner, std::string &error);
+llvm::Expected<::overlap::artifact::Signature>
+signatureOf(func::FuncOp func, llvm::StringRef runner);
 
 /// The module's `shard.grid`s (with `entry`, only those it or a function it
 /// calls names; for an entry that names none, all when they have one
 /// shape, else none: it runs on one rank). Dynamic extents are "?" (a
 /// run sets the first from its number of ranks, the others to 1).
-FailureOr<std::vector<::overlap::artifact::GridSpec>>
-gridsOf(ModuleOp module, llvm::StringRef runner, std::string &error,
-        func::FuncOp entry = {});
+llvm::Expected<std::vector<::overlap::artifact::GridSpec>>
+gridsOf(ModuleOp module, llvm::StringRef runner, func::FuncOp entry = {});
 
 /// The name of the only public function with a body (the entry when none is
 /// chosen), without changing the module; fails when there is not exactly
 /// one.
-FailureOr<std::string> soleEntry(ModuleOp module, std::string &error);
+llvm::Expected<std::string> soleEntry(ModuleOp module);
 
 /// signatureOf the public function `entry` of `module`, with the module's
 /// grids.
@@ -82,8 +80,7 @@ constexpr uint64_t kMaxBufferBytes = uint64_t(1) << 44;
 /// kMaxSignatureName or holds whitespace or a control character (it would
 /// add or break lines of the text, which is parsed by lines and words), or
 /// a buffer whose byte size overflows int64 or exceeds kMaxBufferBytes.
-LogicalResult checkEmbeddable(const ::overlap::artifact::Signature &sig,
-                              std::string &error);
+llvm::Error checkEmbeddable(const ::overlap::artifact::Signature &sig);
 
 /// Adds the constant `overlap_entry_signature` (formatSignature's text,
 /// NUL-terminated, exported) to `module`.

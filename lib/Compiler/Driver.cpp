@@ -286,19 +286,20 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
       return std::move(err);
     return artifact;
   }
-  std::string tmError;
-  llvm::raw_string_ostream tmOs(tmError);
   std::string cpu =
       options.cpu == "native" ? llvm::sys::getHostCPUName().str() : options.cpu;
-  std::unique_ptr<llvm::TargetMachine> tm =
-      createHostTargetMachine(cpu, options.optLevel, tmOs);
-  if (!tm)
-    return error("stage 'codegen': " + tmError);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createdTm =
+      createHostTargetMachine(cpu, options.optLevel);
+  if (!createdTm)
+    return error("stage 'codegen': " + llvm::toString(createdTm.takeError()));
+  std::unique_ptr<llvm::TargetMachine> tm = std::move(*createdTm);
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateToLLVMIR(module, llvmContext, *tm, options.optLevel, tmOs);
-  if (!llvmModule)
-    return error("stage 'translate': " + tmError);
+  llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+      translateToLLVMIR(module, llvmContext, *tm, options.optLevel);
+  if (!translated)
+    return error("stage 'translate': " +
+                 llvm::toString(translated.takeError()));
+  std::unique_ptr<llvm::Module> llvmModule = std::move(*translated);
   if (options.emit == Emit::LLVM) {
     auto file = openOutputFile(output, &fileError);
     if (!file)
@@ -314,9 +315,9 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     auto file = openOutputFile(output, &fileError);
     if (!file)
       return error(fileError);
-    if (failed(emitObject(*llvmModule, *tm, file->os(), tmOs))) {
+    if (llvm::Error err = emitObject(*llvmModule, *tm, file->os())) {
       file->os().clear_error();
-      return error("stage 'codegen': " + tmError);
+      return error("stage 'codegen': " + llvm::toString(std::move(err)));
     }
     if (llvm::Error err = keepOutput(*file))
       return std::move(err);
@@ -330,9 +331,9 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
   llvm::FileRemover removeObject(objectPath);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (failed(emitObject(*llvmModule, *tm, os, tmOs))) {
+    if (llvm::Error err = emitObject(*llvmModule, *tm, os)) {
       os.clear_error();
-      return error("stage 'codegen': " + tmError);
+      return error("stage 'codegen': " + llvm::toString(std::move(err)));
     }
     if (llvm::Error err = closeOutput(os, objectPath))
       return std::move(err);

@@ -24,19 +24,19 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Analysis/CGSCCPassManager.h"
-#include "llvm/Analysis/LoopAnalysisManager.h"
-#include "llvm/IR/PassManager.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -130,15 +130,14 @@ llvm::Error mlir::overlap::compiler::linkSharedLibrary(llvm::StringRef object,
   llvm::SmallString<128> diagnostics;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "overlap-link", "txt", diagnostics))
-    return error("stage 'link': cannot make a temporary file: " +
-                 ec.message());
+    return error("stage 'link': cannot make a temporary file: " + ec.message());
   llvm::scope_exit removeDiagnostics(
       [&] { llvm::sys::fs::remove(diagnostics); });
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
                                                 llvm::StringRef(diagnostics)};
   std::string errorMessage;
-  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
-                                     redirects, 0, 0, &errorMessage);
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, redirects,
+                                     0, 0, &errorMessage);
   if (rc != 0) {
     std::string text;
     if (auto buffer = llvm::MemoryBuffer::getFile(diagnostics))
@@ -219,25 +218,24 @@ static llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
   }
 }
 
-std::unique_ptr<llvm::TargetMachine>
-createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
-                        llvm::raw_ostream &errs) {
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel) {
   initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) {
-    errs << "no LLVM target for " << triple.str() << ": " << error << "\n";
-    return nullptr;
-  }
+  if (!target)
+    return llvm::createStringError("no LLVM target for " + triple.str() + ": " +
+                                   error);
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu.empty() ? llvm::StringRef("generic") : cpu, "", targetOptions,
       llvm::Reloc::PIC_, std::nullopt, codeGenLevel(optLevel)));
   if (!tm)
-    errs << "cannot create a target machine for " << triple.str() << "\n";
-  return tm;
+    return llvm::createStringError("cannot create a target machine for " +
+                                   triple.str());
+  return std::move(tm);
 }
 
 /// Host glue (every function but the loop kernels of
@@ -305,28 +303,23 @@ llvm::Error optimizeHostModule(llvm::Module &module, unsigned optLevel,
   return llvm::Error::success();
 }
 
-std::unique_ptr<llvm::Module> translateToLLVMIR(ModuleOp module,
-                                                llvm::LLVMContext &context,
-                                                llvm::TargetMachine &tm,
-                                                unsigned optLevel,
-                                                llvm::raw_ostream &errs) {
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                  llvm::TargetMachine &tm, unsigned optLevel) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context);
-  if (!llvmModule) {
-    errs << "the translation of the LLVM dialect to LLVM IR failed\n";
-    return nullptr;
-  }
+  if (!llvmModule)
+    return llvm::createStringError(
+        "the translation of the LLVM dialect to LLVM IR failed");
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), &tm);
-  if (llvm::Error err = optimizeHostModule(*llvmModule, optLevel, &tm)) {
-    errs << "LLVM optimization failed: " << llvm::toString(std::move(err))
-         << "\n";
-    return nullptr;
-  }
-  return llvmModule;
+  if (llvm::Error err = optimizeHostModule(*llvmModule, optLevel, &tm))
+    return llvm::createStringError("LLVM optimization failed: " +
+                                   llvm::toString(std::move(err)));
+  return std::move(llvmModule);
 }
 
-LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
-                         llvm::raw_pwrite_stream &os, llvm::raw_ostream &errs) {
+llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &tm,
+                       llvm::raw_pwrite_stream &os) {
   // A module of host glue only (every defined function optnone: target=cuda,
   // whose loops are GPU kernels by now) is code-generated at -O0: optnone
   // keeps the fast instruction selector, but the register allocator is the
@@ -344,11 +337,10 @@ LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
   if (!cannot)
     pm.run(module);
   tm.setOptLevel(level);
-  if (cannot) {
-    errs << "the target machine cannot emit object files\n";
-    return failure();
-  }
-  return success();
+  if (cannot)
+    return llvm::createStringError(
+        "the target machine cannot emit object files");
+  return llvm::Error::success();
 }
 
 /// The directory of the shared object (or executable) that holds `symbol`,

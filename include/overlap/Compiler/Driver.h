@@ -8,6 +8,12 @@
 // parsing over these functions; the C API (overlap-c/Compiler.h) and the
 // Python package call compileToFiles.
 //
+// Errors, in this library: a function that reports through MLIR
+// diagnostics on the IR (the diagnostic is the error: runStages,
+// repairInput, selectEntry's messages about the module's functions)
+// returns LogicalResult; everything else returns llvm::Error or
+// llvm::Expected<T> carrying the message.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef OVERLAP_COMPILER_DRIVER_H
@@ -65,9 +71,8 @@ void initializeNativeTarget();
 
 /// A TargetMachine for the host triple, position independent (so the
 /// object can go into a shared library). `cpu` empty means "generic".
-std::unique_ptr<llvm::TargetMachine>
-createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel,
-                        llvm::raw_ostream &errs);
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(llvm::StringRef cpu, unsigned optLevel);
 
 /// Optimizes host LLVM IR at `optLevel` (0 to 3): the loop kernels of
 /// overlap-outline-loops at that level, every other function (the host
@@ -78,16 +83,13 @@ llvm::Error optimizeHostModule(llvm::Module &module, unsigned optLevel,
 
 /// Translates an LLVM-dialect module to LLVM IR for `tm`'s triple and data
 /// layout and optimizes it at `optLevel` (0 to 3) (optimizeHostModule).
-std::unique_ptr<llvm::Module> translateToLLVMIR(mlir::ModuleOp module,
-                                                llvm::LLVMContext &context,
-                                                llvm::TargetMachine &tm,
-                                                unsigned optLevel,
-                                                llvm::raw_ostream &errs);
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                  llvm::TargetMachine &tm, unsigned optLevel);
 
 /// Emits `module` as an object file into `os`.
-mlir::LogicalResult emitObject(llvm::Module &module, llvm::TargetMachine &tm,
-                               llvm::raw_pwrite_stream &os,
-                               llvm::raw_ostream &errs);
+llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &tm,
+                       llvm::raw_pwrite_stream &os);
 
 /// The directory that holds liboverlap_runtime.so (and, where built,
 /// liboverlap_runtime_cuda.so): the one that holds libOverlapCompiler.so,

@@ -58,10 +58,10 @@ namespace mlir {
 namespace overlap {
 namespace compiler {
 
-FailureOr<std::string> selectEntry(ModuleOp module, llvm::StringRef entry,
-                                   llvm::StringRef tool,
-                                   llvm::raw_ostream &errs) {
-  std::string prefix = tool.empty() ? "" : (tool + ": error: ").str();
+llvm::Expected<std::string> selectEntry(ModuleOp module,
+                                        llvm::StringRef entry) {
+  std::string message;
+  llvm::raw_string_ostream errs(message);
   SmallVector<func::FuncOp> candidates;
   for (auto func : module.getOps<func::FuncOp>())
     if (func.isPublic() && !func.isExternal())
@@ -76,11 +76,11 @@ FailureOr<std::string> selectEntry(ModuleOp module, llvm::StringRef entry,
   func::FuncOp chosen;
   if (entry.empty()) {
     if (candidates.size() != 1) {
-      errs << prefix << "the module has " << candidates.size()
+      errs << "the module has " << candidates.size()
            << " public functions with a body (";
       listCandidates();
-      errs << "); choose one with --entry\n";
-      return failure();
+      errs << "); choose one with --entry";
+      return llvm::createStringError(message);
     }
     chosen = candidates.front();
   } else {
@@ -88,11 +88,10 @@ FailureOr<std::string> selectEntry(ModuleOp module, llvm::StringRef entry,
       return func.getSymName() == entry;
     });
     if (it == candidates.end()) {
-      errs << prefix << "no public function @" << entry
+      errs << "no public function @" << entry
            << " with a body; public functions: ";
       listCandidates();
-      errs << "\n";
-      return failure();
+      return llvm::createStringError(message);
     }
     chosen = *it;
   }
@@ -101,11 +100,9 @@ FailureOr<std::string> selectEntry(ModuleOp module, llvm::StringRef entry,
       func.setPrivate();
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.addPass(createSymbolDCEPass());
-  if (failed(pm.run(module))) {
-    errs << prefix << "dropping the functions other than @"
-         << chosen.getSymName() << " failed\n";
-    return failure();
-  }
+  if (failed(pm.run(module)))
+    return llvm::createStringError("dropping the functions other than @" +
+                                   chosen.getSymName() + " failed");
   return chosen.getSymName().str();
 }
 
@@ -223,11 +220,12 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
 
   Artifact artifact;
   artifact.path = output.str();
+  if (!options.entry.empty())
+    if (llvm::Expected<std::string> selected =
+            selectEntry(module, options.entry);
+        !selected)
+      return selected.takeError();
   std::string why;
-  llvm::raw_string_ostream whyOs(why);
-  if (!options.entry.empty() &&
-      failed(selectEntry(module, options.entry, "", whyOs)))
-    return error(llvm::StringRef(why).rtrim());
 
   // Objects and libraries carry their entry's signature, so that
   // overlap-exec runs them without MLIR. A module it cannot describe still

@@ -207,10 +207,10 @@ int main(int argc, char **argv) {
       parseSourceFile<ModuleOp>(sourceMgr, context.get());
   if (!parsed)
     return usageOrCompileError("cannot parse " + inputFile);
-  FailureOr<std::string> entryName =
-      compiler::selectEntry(*parsed, entry, kTool, llvm::errs());
-  if (failed(entryName))
-    return 2;
+  llvm::Expected<std::string> entryName =
+      compiler::selectEntry(*parsed, entry);
+  if (!entryName)
+    return usageOrCompileError(llvm::toString(entryName.takeError()));
   std::string error;
   if (failed(compiler::repairInput(*parsed)))
     return 2;
@@ -242,10 +242,12 @@ int main(int argc, char **argv) {
   Program overlapProgram, referenceProgram;
   referenceProgram.module =
       parseSourceFile<ModuleOp>(sourceMgr, referenceContext.get());
-  if (!referenceProgram.module ||
-      failed(compiler::selectEntry(*referenceProgram.module, *entryName, kTool,
-                                   llvm::errs())))
+  if (!referenceProgram.module)
     return 2;
+  if (llvm::Expected<std::string> selected =
+          compiler::selectEntry(*referenceProgram.module, *entryName);
+      !selected)
+    return usageOrCompileError(llvm::toString(selected.takeError()));
   compiler::boxEntryScalars(*referenceProgram.module, *entryName);
   overlapProgram.module = std::move(parsed);
   if (failed(

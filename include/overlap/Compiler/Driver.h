@@ -10,9 +10,9 @@
 //
 // Errors, in this library: a function that reports through MLIR
 // diagnostics on the IR (the diagnostic is the error: runStages,
-// repairInput, selectEntry's messages about the module's functions)
-// returns LogicalResult; everything else returns llvm::Error or
-// llvm::Expected<T> carrying the message.
+// buildStages' passes, repairInput) returns LogicalResult; everything else
+// returns llvm::Error or llvm::Expected<T> carrying the message (no
+// `std::string &error` out-parameters, no error streams).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,11 +60,9 @@ loadSource(llvm::StringRef path);
 /// functions become private (so no C interface is emitted for them) and
 /// symbol-dce drops those the entry does not call. With an empty name the
 /// module must have exactly one public function with a body, which is the
-/// entry. Returns the entry's name.
-mlir::FailureOr<std::string> selectEntry(mlir::ModuleOp module,
-                                         llvm::StringRef entry,
-                                         llvm::StringRef tool,
-                                         llvm::raw_ostream &errs);
+/// entry. Returns the entry's name, or why there is none.
+llvm::Expected<std::string> selectEntry(mlir::ModuleOp module,
+                                        llvm::StringRef entry);
 
 /// Initializes the native LLVM target once per process.
 void initializeNativeTarget();

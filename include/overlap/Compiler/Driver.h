@@ -8,11 +8,12 @@
 // parsing over these functions; the C API (overlap-c/Compiler.h) and the
 // Python package call compileToFiles.
 //
-// Errors, in this library: a function that reports through MLIR
-// diagnostics on the IR (the diagnostic is the error: runStages,
-// buildStages' passes, repairInput) returns LogicalResult; everything else
-// returns llvm::Error or llvm::Expected<T> carrying the message (no
-// `std::string &error` out-parameters, no error streams).
+// Errors, in this library: a function whose failure is reported through
+// MLIR diagnostics on the IR (the diagnostic is the error: runStages, which
+// adds the name of the stage that failed, and repairInput) returns
+// LogicalResult; everything else returns llvm::Error or llvm::Expected<T>
+// carrying the message, not a `std::string &error` out-parameter or an
+// error stream.
 //
 //===----------------------------------------------------------------------===//
 

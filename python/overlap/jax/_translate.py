@@ -558,28 +558,32 @@ class Translator:
             unit = list(x.shape)
             unit.insert(dim, 1)
             x = self.e.reshape(x, unit)
-        gathered = list(x.shape)
-        gathered[dim] *= g
-        name = self.e.fresh("ag")
-        t = tensor_type(gathered, et)
-        self.e.op(f"{name} = shard.all_gather {x.name} on @{self.e.grid} "
-                  f"grid_axes = {axes} gather_axis = {dim} : {x.type} -> {t}")
-        self.write(eqn.outvars[0],
-                   self.e.reshape(Value(name, tuple(gathered), et), shape))
+        self._resize_along(eqn, x, shape, et, dim, dim_size=x.shape[dim] * g,
+                           prefix="ag", op="all_gather", axis="gather_axis",
+                           axes=axes)
 
     def p_reduce_scatter(self, eqn):
         x = self.read(eqn.invars[0])
         shape, et = self.out_of(eqn)
         axes, g = self.grid_axes(eqn, "axis_name")
         dim = int(eqn.params["scatter_dimension"])
-        scattered = list(x.shape)
-        scattered[dim] //= g
-        name = self.e.fresh("rs")
-        t = tensor_type(scattered, et)
-        self.e.op(f"{name} = shard.reduce_scatter {x.name} on @{self.e.grid} "
-                  f"grid_axes = {axes} scatter_axis = {dim} : {x.type} -> {t}")
+        self._resize_along(eqn, x, shape, et, dim, dim_size=x.shape[dim] // g,
+                           prefix="rs", op="reduce_scatter",
+                           axis="scatter_axis", axes=axes)
+
+    def _resize_along(self, eqn, x, shape, et, dim, dim_size, prefix, op, axis,
+                      axes):
+        """Emits `shard.<op>` of x whose dim `dim` becomes dim_size (the
+        all-gather's and reduce-scatter's common part), then reshapes to the
+        output's shape."""
+        resized = list(x.shape)
+        resized[dim] = dim_size
+        name = self.e.fresh(prefix)
+        t = tensor_type(resized, et)
+        self.e.op(f"{name} = shard.{op} {x.name} on @{self.e.grid} "
+                  f"grid_axes = {axes} {axis} = {dim} : {x.type} -> {t}")
         self.write(eqn.outvars[0],
-                   self.e.reshape(Value(name, tuple(scattered), et), shape))
+                   self.e.reshape(Value(name, tuple(resized), et), shape))
 
     def p_all_to_all(self, eqn):
         x = self.read(eqn.invars[0])

@@ -516,11 +516,10 @@ overlap_status overlap_barrier(overlap_context *ctx, int32_t stream,
 // Signals
 //===----------------------------------------------------------------------===//
 
-overlap_status overlap_signals_create(overlap_context *ctx, int32_t n,
-                                      overlap_signals **sigs) {
-  if (!ctx)
-    return OVERLAP_ERROR_INVALID_ARGUMENT;
-  Call call{ctx, Site::thread("overlap_signals_create")};
+/// What both signal-set calls check first: the context is usable, the
+/// result pointer is there (cleared), the set has at least one flag.
+static overlap_status beginSignals(Call &call, int32_t n,
+                                   overlap_signals **sigs) {
   if (overlap_status s = call.begin())
     return s;
   if (!sigs)
@@ -528,6 +527,16 @@ overlap_status overlap_signals_create(overlap_context *ctx, int32_t n,
   *sigs = nullptr;
   if (n < 1)
     return call.bad("a signal set needs at least one flag, got " + str(n));
+  return OVERLAP_SUCCESS;
+}
+
+overlap_status overlap_signals_create(overlap_context *ctx, int32_t n,
+                                      overlap_signals **sigs) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::thread("overlap_signals_create")};
+  if (overlap_status s = beginSignals(call, n, sigs))
+    return s;
   return ctx->createSignals(n, sigs);
 }
 
@@ -536,13 +545,8 @@ overlap_status overlap_signals_acquire(overlap_context *ctx, int64_t key,
   if (!ctx)
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   Call call{ctx, Site::thread("overlap_signals_acquire")};
-  if (overlap_status s = call.begin())
+  if (overlap_status s = beginSignals(call, n, sigs))
     return s;
-  if (!sigs)
-    return call.bad("null result pointer");
-  *sigs = nullptr;
-  if (n < 1)
-    return call.bad("a signal set needs at least one flag, got " + str(n));
   std::lock_guard<std::mutex> lock(ctx->cacheMutex);
   auto it = ctx->keyedSignals.find({key, n});
   if (it == ctx->keyedSignals.end()) {

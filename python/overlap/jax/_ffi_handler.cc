@@ -53,20 +53,23 @@ ffi::Error buffers(const ffi::RemainingArgs &args,
   return ffi::Error::Success();
 }
 
-ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
-                            ffi::Buffer<ffi::S32> rank,
-                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+/// The common part of both handlers: refuses a call with no layer (with
+/// the message `noLayer`), gathers the buffers, runs `invoke(step, inputs,
+/// outputs, &messages)` and turns a non-zero status into an error that
+/// carries the messages (released through `release`).
+template <typename Invoke>
+ffi::Error callLayer(int64_t step, int64_t call, int64_t release,
+                     const char *noLayer, const ffi::RemainingArgs &args,
+                     const ffi::RemainingRets &rets, Invoke invoke) {
   if (!step || !call || !release)
-    return ffi::Error::InvalidArgument(
-        "overlap_layer: no step (the layer was not made by overlap.jax.jit)");
+    return ffi::Error::InvalidArgument(noLayer);
   std::vector<const void *> inputs;
   std::vector<void *> outputs;
   if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
     return error;
   char *messages = nullptr;
-  int status = reinterpret_cast<StepCall>(call)(
-      reinterpret_cast<void *>(step), rank.typed_data()[0], inputs.data(),
-      inputs.size(), outputs.data(), outputs.size(), &messages);
+  int status =
+      invoke(reinterpret_cast<void *>(step), inputs, outputs, &messages);
   std::string text = messages ? messages : "";
   reinterpret_cast<FreeFn>(release)(messages);
   if (status != 0)
@@ -74,31 +77,39 @@ ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
   return ffi::Error::Success();
 }
 
-using DeviceCall = int (*)(void *layer, void *stream,
-                           const void *const *inputs, size_t numInputs,
-                           void *const *outputs, size_t numOutputs,
-                           char **messages);
+ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
+                            ffi::Buffer<ffi::S32> rank, ffi::RemainingArgs args,
+                            ffi::RemainingRets rets) {
+  return callLayer(
+      step, call, release,
+      "overlap_layer: no step (the layer was not made by overlap.jax.jit)",
+      args, rets,
+      [&](void *layer, std::vector<const void *> &inputs,
+          std::vector<void *> &outputs, char **messages) {
+        return reinterpret_cast<StepCall>(call)(
+            layer, rank.typed_data()[0], inputs.data(), inputs.size(),
+            outputs.data(), outputs.size(), messages);
+      });
+}
+
+using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
+                           size_t numInputs, void *const *outputs,
+                           size_t numOutputs, char **messages);
 
 ffi::Error OverlapLayerCudaImpl(void *stream, int64_t step, int64_t call,
                                 int64_t release, ffi::AnyBuffer /*rank*/,
                                 ffi::RemainingArgs args,
                                 ffi::RemainingRets rets) {
-  if (!step || !call || !release)
-    return ffi::Error::InvalidArgument(
-        "overlap_layer: no layer (it was not made by overlap.jax.jit)");
-  std::vector<const void *> inputs;
-  std::vector<void *> outputs;
-  if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
-    return error;
-  char *messages = nullptr;
-  int status = reinterpret_cast<DeviceCall>(call)(
-      reinterpret_cast<void *>(step), stream, inputs.data(), inputs.size(),
-      outputs.data(), outputs.size(), &messages);
-  std::string text = messages ? messages : "";
-  reinterpret_cast<FreeFn>(release)(messages);
-  if (status != 0)
-    return ffi::Error::Internal("overlap_layer: " + text);
-  return ffi::Error::Success();
+  return callLayer(
+      step, call, release,
+      "overlap_layer: no layer (it was not made by overlap.jax.jit)", args,
+      rets,
+      [&](void *layer, std::vector<const void *> &inputs,
+          std::vector<void *> &outputs, char **messages) {
+        return reinterpret_cast<DeviceCall>(call)(layer, stream, inputs.data(),
+                                                  inputs.size(), outputs.data(),
+                                                  outputs.size(), messages);
+      });
 }
 
 } // namespace

@@ -22,9 +22,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace overlap {
 namespace runtime {
@@ -147,6 +149,28 @@ inline bool resolveWaitTimeoutMs(int64_t option, int64_t &out,
   }
   out = present ? static_cast<int64_t>(value) : 10000;
   return true;
+}
+
+/// Hands a group a backend's split made to the backend's list, which owns
+/// it, and returns it through `group`.
+template <typename G>
+overlap_status adoptGroup(std::vector<std::unique_ptr<G>> &groups,
+                          std::unique_ptr<G> made, overlap_group **group) {
+  *group = made.get();
+  groups.push_back(std::move(made));
+  return OVERLAP_SUCCESS;
+}
+
+/// Destroys `group` if `groups` owns it.
+template <typename G>
+void destroyOwnedGroup(std::vector<std::unique_ptr<G>> &groups,
+                       overlap_group *group) {
+  for (auto it = groups.begin(); it != groups.end(); ++it) {
+    if (it->get() == group) {
+      groups.erase(it);
+      return;
+    }
+  }
 }
 
 } // namespace runtime

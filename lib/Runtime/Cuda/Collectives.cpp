@@ -125,9 +125,7 @@ overlap_status CudaContext::split(overlap_group *parent, int color, int key,
     (void)ncclCommDestroy(made);
     return s;
   }
-  *group = result.get();
-  groups_.push_back(std::move(result));
-  return OVERLAP_SUCCESS;
+  return runtime::adoptGroup(groups_, std::move(result), group);
 }
 
 int64_t overlap::cuda::splitTimeoutMs(const Options &options) {

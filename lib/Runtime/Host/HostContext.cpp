@@ -253,20 +253,13 @@ overlap_status HostContext::split(overlap_group *parentBase, int color, int key,
   result->rank = groupRank;
   result->size = static_cast<int>(shared->members.size());
   result->shared = std::move(shared);
-  *group = result.get();
-  groups_.push_back(std::move(result));
-  return OVERLAP_SUCCESS;
+  return adoptGroup(groups_, std::move(result), group);
 }
 
 void HostContext::destroyGroup(overlap_group *group) {
   // Queued collectives hold the shared state, so this is safe even before
   // they run.
-  for (auto it = groups_.begin(); it != groups_.end(); ++it) {
-    if (it->get() == group) {
-      groups_.erase(it);
-      return;
-    }
-  }
+  destroyOwnedGroup(groups_, group);
 }
 
 overlap_status HostContext::createSignals(int32_t n, overlap_signals **sigs) {
@@ -452,7 +445,8 @@ overlap_status overlap::host::resolveHostOptions(const char *caller,
     out.chaos = true;
     out.chaosSeed = opts.chaos_seed;
   } else if (opts.chaos == OVERLAP_CHAOS_FROM_ENV) {
-    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS", present, value))
+    if (!overlap::runtime::readEnvUnsigned("OVERLAP_HOST_CHAOS", present,
+                                           value))
       return bad("OVERLAP_HOST_CHAOS must be a seed (an unsigned integer)");
     out.chaos = present;
     out.chaosSeed = value;

@@ -421,19 +421,12 @@ overlap_status ProcessContext::split(overlap_group *parentBase, int color,
   result->rank = state->rank;
   result->size = state->size();
   result->state = std::move(state);
-  *group = result.get();
-  groups_.push_back(std::move(result));
-  return OVERLAP_SUCCESS;
+  return adoptGroup(groups_, std::move(result), group);
 }
 
 void ProcessContext::destroyGroup(overlap_group *group) {
   // The communicator lives until the launch ends (ProcessWorld::keep).
-  for (auto it = groups_.begin(); it != groups_.end(); ++it) {
-    if (it->get() == group) {
-      groups_.erase(it);
-      return;
-    }
-  }
+  destroyOwnedGroup(groups_, group);
 }
 
 overlap_status ProcessContext::collective(const Site &site,

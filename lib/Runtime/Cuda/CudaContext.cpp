@@ -146,15 +146,15 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
   if (overlap_status s = check(site, "cudaSetDevice", cudaSetDevice(device)))
     return failed(s);
   warnAboutConnections();
-  if (overlap_status s = check(site, "cudaDeviceGetAttribute",
-                               cudaDeviceGetAttribute(
-                                   &smCount_, cudaDevAttrMultiProcessorCount,
-                                   device)))
+  if (overlap_status s =
+          check(site, "cudaDeviceGetAttribute",
+                cudaDeviceGetAttribute(&smCount_,
+                                       cudaDevAttrMultiProcessorCount, device)))
     return failed(s);
   if (options.commSms >= smCount_) {
-    error = "comm_sms is " + std::to_string(options.commSms) +
-            " but device " + std::to_string(device) + " has only " +
-            std::to_string(smCount_) + " SMs (0 reserves none)";
+    error = "comm_sms is " + std::to_string(options.commSms) + " but device " +
+            std::to_string(device) + " has only " + std::to_string(smCount_) +
+            " SMs (0 reserves none)";
     return fail(OVERLAP_ERROR_INVALID_ARGUMENT, error);
   }
   gemmSms_ = gemmSmTarget(smCount_, options.commSms);
@@ -176,11 +176,11 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
     // scheduled ahead of GEMM CTAs still queued (running ones keep their
     // SMs).
     cudaStream_t made = nullptr;
-    if (overlap_status s = check(
-            site, "cudaStreamCreateWithPriority",
-            cudaStreamCreateWithPriority(&made, cudaStreamNonBlocking,
-                                         i == 1 ? commPriority_
-                                                : computePriority_)))
+    if (overlap_status s =
+            check(site, "cudaStreamCreateWithPriority",
+                  cudaStreamCreateWithPriority(&made, cudaStreamNonBlocking,
+                                               i == 1 ? commPriority_
+                                                      : computePriority_)))
       return failed(s);
     streams_.push_back(made);
     ownedStreams_.push_back(true);
@@ -211,16 +211,16 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
-    if (overlap_status s = check(site, "cudaMemPoolCreate",
-                                 cudaMemPoolCreate(&pool_, &props)))
+    if (overlap_status s =
+            check(site, "cudaMemPoolCreate", cudaMemPoolCreate(&pool_, &props)))
       return failed(s);
     // Keep freed memory in the pool across synchronizes: the next call of a
     // compiled program gets its buffers back without asking the driver.
     uint64_t keep = UINT64_MAX;
-    if (overlap_status s = check(
-            site, "cudaMemPoolSetAttribute",
-            cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold,
-                                    &keep)))
+    if (overlap_status s =
+            check(site, "cudaMemPoolSetAttribute",
+                  cudaMemPoolSetAttribute(
+                      pool_, cudaMemPoolAttrReleaseThreshold, &keep)))
       return failed(s);
   }
   pending_.resize(numStreams);
@@ -567,14 +567,13 @@ overlap_status CudaContext::allocAsync(int s, size_t bytes, void **ptr) {
   if (e != cudaSuccess) {
     *ptr = nullptr;
     (void)cudaGetLastError();
-    return failCall(Site::tile("overlap_alloc_async", s, -1),
-                    ("cudaMallocFromPoolAsync(" + std::to_string(bytes) +
-                     " bytes)")
-                        .c_str(),
-                    describe(e),
-                    e == cudaErrorMemoryAllocation
-                        ? OVERLAP_ERROR_OUT_OF_MEMORY
-                        : OVERLAP_ERROR_BACKEND);
+    return failCall(
+        Site::tile("overlap_alloc_async", s, -1),
+        ("cudaMallocFromPoolAsync(" + std::to_string(bytes) + " bytes)")
+            .c_str(),
+        describe(e),
+        e == cudaErrorMemoryAllocation ? OVERLAP_ERROR_OUT_OF_MEMORY
+                                       : OVERLAP_ERROR_BACKEND);
   }
   if (s >= 0)
     return OVERLAP_SUCCESS;
@@ -646,11 +645,9 @@ overlap_status CudaContext::hostFunc(const Site &site, void (*fn)(void *),
 
 overlap_status CudaContext::pack(const Site &site,
                                  const runtime::PackArgs &args) {
-  PackShape shape{args.unpack, args.elemBytes, args.src, args.dst, args.n0,
-                  args.n1,     args.n2,        args.s0,  args.s1};
   return check(site,
                args.unpack ? "unpack kernel launch" : "pack kernel launch",
-               launchPack(shape, stream(site.stream)));
+               launchPack(args, stream(site.stream)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -695,7 +692,6 @@ overlap_status overlap::cuda::finishCreate(ncclComm_t comm, bool ownComm,
   createError.clear();
   return OVERLAP_SUCCESS;
 }
-
 
 extern "C" {
 

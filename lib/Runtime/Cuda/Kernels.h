@@ -12,6 +12,8 @@
 #ifndef OVERLAP_LIB_RUNTIME_CUDA_KERNELS_H
 #define OVERLAP_LIB_RUNTIME_CUDA_KERNELS_H
 
+#include "Context.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,13 +33,7 @@ struct SpinError {
 
 /// A strided block of n0 x n1 x n2 elements of `elemBytes` bytes (strides
 /// s0, s1 in elements) and its packed copy; see overlap_pack.
-struct PackShape {
-  bool unpack;
-  int64_t elemBytes;
-  const void *src; // strided side for pack, packed side for unpack
-  void *dst;
-  int64_t n0, n1, n2, s0, s1;
-};
+using PackShape = runtime::PackArgs;
 
 /// The widest access (16, 8, 4, 2 or 1 bytes) that divides the row length,
 /// both strides and both base addresses in bytes.

@@ -252,6 +252,15 @@ overlap_status CudaContext::init(ncclComm_t world, bool ownWorld,
   return OVERLAP_SUCCESS;
 }
 
+/// Teardown of one handle or allocation: `destroy` it if set (errors are
+/// ignored, as everywhere in the teardown) and clear it.
+template <typename Handle, typename Destroy>
+static void destroyIfSet(Handle &handle, Destroy destroy) {
+  if (handle)
+    (void)destroy(handle);
+  handle = nullptr;
+}
+
 static void destroyComm(ncclComm_t comm, bool abort) {
   if (!comm)
     return;
@@ -328,34 +337,19 @@ overlap_status CudaContext::shutdown() {
   for (cudaEvent_t event : joinEvents_)
     (void)cudaEventDestroy(event);
   joinEvents_.clear();
-  if (zeroed_)
-    (void)cudaEventDestroy(zeroed_);
-  zeroed_ = nullptr;
-  if (pool_)
-    (void)cudaMemPoolDestroy(pool_);
-  pool_ = nullptr;
-  if (control_)
-    (void)cudaStreamDestroy(control_);
-  control_ = nullptr;
+  destroyIfSet(zeroed_, cudaEventDestroy);
+  destroyIfSet(pool_, cudaMemPoolDestroy);
+  destroyIfSet(control_, cudaStreamDestroy);
   for (void *ws : workspaces_)
     if (ws)
       (void)cudaFree(ws);
   workspaces_.clear();
-  if (lt_)
-    (void)cublasLtDestroy(lt_);
-  lt_ = nullptr;
-  if (spinHost_)
-    (void)cudaFreeHost(spinHost_);
-  spinHost_ = spinDevice_ = nullptr;
-  if (barrierScratch_)
-    (void)cudaFree(barrierScratch_);
-  barrierScratch_ = nullptr;
-  if (zeroSmFlag_)
-    (void)cudaFree(zeroSmFlag_);
-  zeroSmFlag_ = nullptr;
-  if (zeroSmHostFlag_)
-    (void)cudaFreeHost(zeroSmHostFlag_);
-  zeroSmHostFlag_ = nullptr;
+  destroyIfSet(lt_, cublasLtDestroy);
+  destroyIfSet(spinHost_, cudaFreeHost);
+  spinDevice_ = nullptr;
+  destroyIfSet(barrierScratch_, cudaFree);
+  destroyIfSet(zeroSmFlag_, cudaFree);
+  destroyIfSet(zeroSmHostFlag_, cudaFreeHost);
   for (size_t i = 0; i < streams_.size(); ++i)
     if (ownedStreams_[i])
       (void)cudaStreamDestroy(streams_[i]);

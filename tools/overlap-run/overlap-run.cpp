@@ -207,8 +207,7 @@ int main(int argc, char **argv) {
       parseSourceFile<ModuleOp>(sourceMgr, context.get());
   if (!parsed)
     return usageOrCompileError("cannot parse " + inputFile);
-  llvm::Expected<std::string> entryName =
-      compiler::selectEntry(*parsed, entry);
+  llvm::Expected<std::string> entryName = compiler::selectEntry(*parsed, entry);
   if (!entryName)
     return usageOrCompileError(llvm::toString(entryName.takeError()));
   std::string error;

@@ -12,16 +12,7 @@ using namespace overlap;
 using namespace overlap::calibration;
 
 std::vector<std::string> calibration::splitList(const std::string &text) {
-  std::vector<std::string> items;
-  size_t at = 0;
-  for (;;) {
-    size_t comma = text.find(',', at);
-    items.push_back(text.substr(
-        at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos)
-      return items;
-    at = comma + 1;
-  }
+  return flags::split(text, ',');
 }
 
 /// Reads "AxB[xC...]" of `count` positive integers; false when malformed.

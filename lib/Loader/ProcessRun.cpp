@@ -20,20 +20,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 
 using namespace overlap;
 using namespace overlap::exec;
 
+/// Each mode and its name, once.
+static const std::pair<RanksAs, const char *> kRanksAsNames[] = {
+    {RanksAs::Threads, "threads"},
+    {RanksAs::Processes, "processes"},
+    {RanksAs::Auto, "auto"}};
+
 bool overlap::exec::parseRanksAs(const std::string &text, RanksAs &mode) {
-  if (text == "threads")
-    mode = RanksAs::Threads;
-  else if (text == "processes")
-    mode = RanksAs::Processes;
-  else if (text == "auto")
-    mode = RanksAs::Auto;
-  else
-    return false;
-  return true;
+  for (const auto &[value, name] : kRanksAsNames)
+    if (text == name) {
+      mode = value;
+      return true;
+    }
+  return false;
+}
+
+const char *overlap::exec::ranksAsName(RanksAs mode) {
+  for (const auto &[value, name] : kRanksAsNames)
+    if (mode == value)
+      return name;
+  return "?";
 }
 
 bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 
 using namespace overlap;
 using namespace overlap::exec;
@@ -71,16 +70,7 @@ std::string exec::flagSpelling(const RunOption &row) {
 
 /// The choices of a CHOICE or RANKS_AS row: META split at '|'.
 static std::vector<std::string> choices(const RunOption &row) {
-  std::vector<std::string> out;
-  std::string meta = row.meta;
-  size_t at = 0;
-  for (;;) {
-    size_t bar = meta.find('|', at);
-    out.push_back(meta.substr(at, bar == std::string::npos ? bar : bar - at));
-    if (bar == std::string::npos)
-      return out;
-    at = bar + 1;
-  }
+  return flags::split(row.meta, '|');
 }
 
 std::string exec::expectedValue(const RunOption &row) {
@@ -118,16 +108,8 @@ static std::string textOf(bool v) { return v ? "on" : "off"; }
 static std::string textOf(const std::optional<uint64_t> &v) {
   return v ? std::to_string(*v) : "off";
 }
-static std::string textOf(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", v);
-  return text;
-}
-static std::string textOf(RanksAs v) {
-  return v == RanksAs::Auto      ? "auto"
-         : v == RanksAs::Threads ? "threads"
-                                 : "processes";
-}
+static std::string textOf(double v) { return run::formatDouble("%g", v); }
+static std::string textOf(RanksAs v) { return ranksAsName(v); }
 
 std::string exec::defaultText(const RunOption &row) {
   return defaultText(row, SessionOptions());

@@ -86,6 +86,19 @@ std::string flags::closest(const std::string &name,
   return best;
 }
 
+std::vector<std::string> flags::split(const std::string &text, char separator) {
+  std::vector<std::string> items;
+  size_t at = 0;
+  for (;;) {
+    size_t end = text.find(separator, at);
+    items.push_back(text.substr(at, end == std::string::npos ? std::string::npos
+                                                             : end - at));
+    if (end == std::string::npos)
+      return items;
+    at = end + 1;
+  }
+}
+
 std::string flags::listChoices(const std::vector<std::string> &choices) {
   std::string out;
   for (size_t i = 0; i < choices.size(); ++i)

@@ -35,6 +35,9 @@ enum class RanksAs {
 /// "threads", "processes", "auto"; false for anything else.
 bool parseRanksAs(const std::string &text, RanksAs &mode);
 
+/// The name parseRanksAs reads for `mode`.
+const char *ranksAsName(RanksAs mode);
+
 /// Whether `mode` means processes here; for Auto, whether a launcher
 /// (mpirun, srun, torchrun) started this process, which `launcher` then
 /// names (one process of srun or torchrun is no job: threads).

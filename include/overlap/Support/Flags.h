@@ -48,6 +48,10 @@ std::string formatHelp(const std::vector<Flag> &flags);
 std::string closest(const std::string &name,
                     const std::vector<std::string> &names);
 
+/// `text` split at each `separator`; an empty item (",," or a trailing
+/// separator) is kept, so that a parser of the items can reject it.
+std::vector<std::string> split(const std::string &text, char separator);
+
 /// "a, b or c".
 std::string listChoices(const std::vector<std::string> &choices);
 

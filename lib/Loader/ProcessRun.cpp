@@ -11,6 +11,7 @@
 #include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/SessionAgreement.h"
+#include "overlap/Planner/EnumNames.h"
 #include "overlap/Runtime/Launchers.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
@@ -25,26 +26,21 @@
 using namespace overlap;
 using namespace overlap::exec;
 
-/// Each mode and its name, once.
-static const std::pair<RanksAs, const char *> kRanksAsNames[] = {
+/// Each mode and its name, once (EnumNames.h is header-only C++).
+static const planner::EnumName<RanksAs> kRanksAsNames[] = {
     {RanksAs::Threads, "threads"},
     {RanksAs::Processes, "processes"},
     {RanksAs::Auto, "auto"}};
 
 bool overlap::exec::parseRanksAs(const std::string &text, RanksAs &mode) {
-  for (const auto &[value, name] : kRanksAsNames)
-    if (text == name) {
-      mode = value;
-      return true;
-    }
-  return false;
+  std::optional<RanksAs> parsed = planner::valueOf(kRanksAsNames, text);
+  if (parsed)
+    mode = *parsed;
+  return parsed.has_value();
 }
 
 const char *overlap::exec::ranksAsName(RanksAs mode) {
-  for (const auto &[value, name] : kRanksAsNames)
-    if (mode == value)
-      return name;
-  return "?";
+  return planner::nameOf(kRanksAsNames, mode);
 }
 
 bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,

@@ -122,15 +122,26 @@ std::unique_ptr<MLIRContext> mlir::overlap::compiler::createContext() {
   return context;
 }
 
-llvm::Expected<std::shared_ptr<llvm::SourceMgr>>
-mlir::overlap::compiler::loadSource(StringRef path) {
+llvm::Expected<mlir::overlap::compiler::ParsedInput>
+mlir::overlap::compiler::parseInput(StringRef path,
+                                    const RemarkOptions &remarks) {
+  ParsedInput parsed;
+  parsed.context = createContext();
+  MLIRContext &context = *parsed.context;
+  if (llvm::Error err = enableRemarks(context, remarks))
+    return std::move(err);
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(path, &error);
   if (!input)
     return llvm::createStringError(error);
-  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
-  sourceMgr->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  return sourceMgr;
+  parsed.source = std::make_shared<llvm::SourceMgr>();
+  parsed.source->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  parsed.diagnostics =
+      std::make_unique<SourceMgrDiagnosticHandler>(*parsed.source, &context);
+  parsed.module = parseSourceFile<ModuleOp>(parsed.source, &context);
+  if (!parsed.module)
+    return llvm::createStringError("stage 'parse': cannot parse " + path.str());
+  return parsed;
 }
 
 static llvm::Error error(const llvm::Twine &message) {

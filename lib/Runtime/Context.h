@@ -227,35 +227,13 @@ struct overlap_context {
 
   // Backend interface. Stream indices, groups, signals and sizes are valid.
   virtual overlap_group *worldGroup() = 0;
-  virtual overlap_status synchronize(int stream) = 0; // -1: all streams
+  // The operations every backend implements, one row each.
+#define OVERLAP_CONTEXT_OP(Result, Name, Parameters)                           \
+  virtual Result Name Parameters = 0;
+#include "ContextInterface.def"
   /// Orders every stream after all work enqueued so far on every stream,
   /// without blocking the host where the backend can (overlap_streams_join).
   virtual overlap_status joinStreams() { return synchronize(-1); }
-  virtual overlap_status split(overlap_group *parent, int color, int key,
-                               overlap_group **group) = 0;
-  virtual void destroyGroup(overlap_group *group) = 0;
-  virtual overlap_status createSignals(int32_t n, overlap_signals **sigs) = 0;
-  virtual void destroySignals(overlap_signals *sigs) = 0;
-  virtual overlap_status gemm(const overlap::runtime::Site &site,
-                              const overlap::runtime::GemmArgs &args) = 0;
-  virtual overlap_status
-  collective(const overlap::runtime::Site &site, overlap_group *group,
-             const overlap::runtime::CollectiveArgs &args) = 0;
-  virtual overlap_status pack(const overlap::runtime::Site &site,
-                              const overlap::runtime::PackArgs &args) = 0;
-  virtual overlap_status copy(const overlap::runtime::Site &site, void *dst,
-                              const void *src, size_t bytes) = 0;
-  /// `bytes` bytes at `dst` set to `value`, in stream order.
-  virtual overlap_status fill(const overlap::runtime::Site &site, void *dst,
-                              uint8_t value, size_t bytes) = 0;
-  virtual overlap_status hostFunc(const overlap::runtime::Site &site,
-                                  void (*fn)(void *), void *user) = 0;
-  virtual overlap_status signal(const overlap::runtime::Site &site,
-                                overlap_signals *sigs, int32_t index) = 0;
-  virtual overlap_status wait(const overlap::runtime::Site &site,
-                              overlap_signals *sigs, int32_t index) = 0;
-  virtual overlap_status alloc(size_t bytes, void **ptr) = 0;
-  virtual void free(void *ptr) = 0;
   /// Stream-ordered memory; `stream` -1: every stream. Backends without
   /// stream-ordered memory allocate at once and free after a synchronize.
   virtual overlap_status allocAsync(int stream, size_t bytes, void **ptr) {

@@ -136,25 +136,17 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::unique_ptr<MLIRContext> context = compiler::createContext();
-  if (llvm::Error err =
-          compiler::enableRemarks(*context, compiler::remarkOptionsFromCL()))
-    return fail(llvm::toString(std::move(err)));
-  llvm::Expected<std::shared_ptr<llvm::SourceMgr>> sourceMgr =
-      compiler::loadSource(inputFile);
-  if (!sourceMgr)
-    return fail(llvm::toString(sourceMgr.takeError()));
-  SourceMgrDiagnosticHandler sourceMgrHandler(**sourceMgr, context.get());
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(*sourceMgr, context.get());
-  if (!module)
-    return fail("stage 'parse': cannot parse " + inputFile);
+  llvm::Expected<compiler::ParsedInput> input =
+      compiler::parseInput(inputFile, compiler::remarkOptionsFromCL());
+  if (!input)
+    return fail(llvm::toString(input.takeError()));
+  ModuleOp module = *input->module;
 
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope stages = timing.getRootScope();
   llvm::Expected<compiler::Artifact> artifact = compiler::compileModule(
-      *module, defaultOutput(), options, stopAfter, [&](PassManager &pm) {
+      module, defaultOutput(), options, stopAfter, [&](PassManager &pm) {
         if (timing.isEnabled())
           pm.enableTiming(stages);
         return applyPassManagerCLOptions(pm);
@@ -163,7 +155,7 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(artifact.takeError()));
   for (const std::string &warning : artifact->warnings)
     llvm::errs() << kTool << ": warning: " << warning << "\n";
-  if (llvm::Error err = compiler::finishRemarks(*context))
+  if (llvm::Error err = compiler::finishRemarks(*input->context))
     return fail(llvm::toString(std::move(err)));
   return 0;
 }

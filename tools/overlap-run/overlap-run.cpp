@@ -189,24 +189,15 @@ int main(int argc, char **argv) {
 
   // The overlap program is compiled in a context whose remarks the flags
   // turn on; the reference in its own, silent one.
-  std::unique_ptr<MLIRContext> context = compiler::createContext();
+  llvm::Expected<compiler::ParsedInput> input =
+      compiler::parseInput(inputFile, compiler::remarkOptionsFromCL());
   std::unique_ptr<MLIRContext> referenceContext = compiler::createContext();
-  if (llvm::Error err =
-          compiler::enableRemarks(*context, compiler::remarkOptionsFromCL()))
-    return usageOrCompileError(llvm::toString(std::move(err)));
-  llvm::Expected<std::shared_ptr<llvm::SourceMgr>> loaded =
-      compiler::loadSource(inputFile);
-  if (!loaded)
-    return usageOrCompileError(llvm::toString(loaded.takeError()));
-  std::shared_ptr<llvm::SourceMgr> sourceMgr = std::move(*loaded);
-  SourceMgrDiagnosticHandler sourceMgrHandler(*sourceMgr, context.get());
+  if (!input)
+    return usageOrCompileError(llvm::toString(input.takeError()));
+  std::shared_ptr<llvm::SourceMgr> sourceMgr = input->source;
   SourceMgrDiagnosticHandler referenceHandler(*sourceMgr,
                                               referenceContext.get());
-
-  OwningOpRef<ModuleOp> parsed =
-      parseSourceFile<ModuleOp>(sourceMgr, context.get());
-  if (!parsed)
-    return usageOrCompileError("cannot parse " + inputFile);
+  OwningOpRef<ModuleOp> &parsed = input->module;
   llvm::Expected<std::string> entryName = compiler::selectEntry(*parsed, entry);
   if (!entryName)
     return usageOrCompileError(llvm::toString(entryName.takeError()));
@@ -255,7 +246,7 @@ int main(int argc, char **argv) {
   if (failed(compileAndJit(referenceProgram, referenceOptions, "reference",
                            *entryName)))
     return 2;
-  if (llvm::Error err = compiler::finishRemarks(*context))
+  if (llvm::Error err = compiler::finishRemarks(*input->context))
     return usageOrCompileError(llvm::toString(std::move(err)));
 
   // Both programs run as overlap-exec runs libraries: one Session

@@ -25,6 +25,8 @@
 #include "overlap/Compiler/Stages.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -53,9 +55,23 @@ namespace compiler {
 /// point at the input) unless --mlir-print-op-on-diagnostic was given.
 std::unique_ptr<mlir::MLIRContext> createContext();
 
-/// Reads `path` ("-" for stdin) into a new source manager.
-llvm::Expected<std::shared_ptr<llvm::SourceMgr>>
-loadSource(llvm::StringRef path);
+/// An input file parsed in its own context (createContext, with the remarks
+/// the options turn on): the context, the source, the handler that reports
+/// the context's diagnostics against it (by the file's name and line), and
+/// the module.
+struct ParsedInput {
+  std::unique_ptr<mlir::MLIRContext> context;
+  std::shared_ptr<llvm::SourceMgr> source;
+  std::unique_ptr<mlir::SourceMgrDiagnosticHandler> diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+/// Reads `path` ("-" for stdin) and parses it in a new context with
+/// `remarks` enabled. Errors: the remark options are wrong, the file cannot
+/// be read, or it does not parse ("stage 'parse': cannot parse PATH", after the
+/// parser's diagnostics went to the handler).
+llvm::Expected<ParsedInput> parseInput(llvm::StringRef path,
+                                       const RemarkOptions &remarks);
 
 /// Keeps `entry` as the one public function with a body: other public
 /// functions become private (so no C interface is emitted for them) and

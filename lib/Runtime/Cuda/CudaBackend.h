@@ -249,7 +249,9 @@ public:
   }
 
   overlap_group *worldGroup() override { return &world_; }
-  overlap_status synchronize(int stream) override;
+#define OVERLAP_CONTEXT_OP(Result, Name, Parameters)                           \
+  Result Name Parameters override;
+#include "ContextInterface.def"
   overlap_status joinStreams() override;
   /// Stream-ordered memory (overlap_alloc_async / overlap_free_async):
   /// `stream` < 0 means usable by (done on) every stream.
@@ -271,15 +273,6 @@ public:
   ncclResult_t boundedSplit(const runtime::Site &site, overlap_group *parent,
                             int color, int key, ncclComm_t *made,
                             ncclConfig_t *config, overlap_status &timedOut);
-  overlap_status split(overlap_group *parent, int color, int key,
-                       overlap_group **group) override;
-  void destroyGroup(overlap_group *group) override;
-  overlap_status createSignals(int32_t n, overlap_signals **sigs) override;
-  void destroySignals(overlap_signals *sigs) override;
-  overlap_status gemm(const runtime::Site &site,
-                      const runtime::GemmArgs &args) override;
-  overlap_status collective(const runtime::Site &site, overlap_group *group,
-                            const runtime::CollectiveArgs &args) override;
   /// The zero-SM all-gather (options.zeroSmAllGather): sets `handled` when
   /// it enqueued the all-gather; otherwise (set-up failed, recorded in the
   /// group) the caller runs the plain ncclAllGather.
@@ -290,20 +283,6 @@ public:
   bool zeroSmActive() const {
     return options.zeroSmAllGather && !zeroSmFellBack_;
   }
-  overlap_status pack(const runtime::Site &site,
-                      const runtime::PackArgs &args) override;
-  overlap_status copy(const runtime::Site &site, void *dst, const void *src,
-                      size_t bytes) override;
-  overlap_status fill(const runtime::Site &site, void *dst, uint8_t value,
-                      size_t bytes) override;
-  overlap_status hostFunc(const runtime::Site &site, void (*fn)(void *),
-                          void *user) override;
-  overlap_status signal(const runtime::Site &site, overlap_signals *sigs,
-                        int32_t index) override;
-  overlap_status wait(const runtime::Site &site, overlap_signals *sigs,
-                      int32_t index) override;
-  overlap_status alloc(size_t bytes, void **ptr) override;
-  void free(void *ptr) override;
 
   /// Records a failed library call: OVERLAP_ERROR_BACKEND with
   /// "call: rank R, stream S, tile T: cudaFoo failed: <error>".

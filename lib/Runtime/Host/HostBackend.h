@@ -201,30 +201,9 @@ public:
   World &world;
 
   overlap_group *worldGroup() override { return &worldGroup_; }
-  overlap_status synchronize(int stream) override;
-  overlap_status split(overlap_group *parent, int color, int key,
-                       overlap_group **group) override;
-  void destroyGroup(overlap_group *group) override;
-  overlap_status createSignals(int32_t n, overlap_signals **sigs) override;
-  void destroySignals(overlap_signals *sigs) override;
-  overlap_status gemm(const runtime::Site &site,
-                      const runtime::GemmArgs &args) override;
-  overlap_status collective(const runtime::Site &site, overlap_group *group,
-                            const runtime::CollectiveArgs &args) override;
-  overlap_status pack(const runtime::Site &site,
-                      const runtime::PackArgs &args) override;
-  overlap_status copy(const runtime::Site &site, void *dst, const void *src,
-                      size_t bytes) override;
-  overlap_status fill(const runtime::Site &site, void *dst, uint8_t value,
-                      size_t bytes) override;
-  overlap_status hostFunc(const runtime::Site &site, void (*fn)(void *),
-                          void *user) override;
-  overlap_status signal(const runtime::Site &site, overlap_signals *sigs,
-                        int32_t index) override;
-  overlap_status wait(const runtime::Site &site, overlap_signals *sigs,
-                      int32_t index) override;
-  overlap_status alloc(size_t bytes, void **ptr) override;
-  void free(void *ptr) override;
+#define OVERLAP_CONTEXT_OP(Result, Name, Parameters)                           \
+  Result Name Parameters override;
+#include "ContextInterface.def"
 
 protected:
   void onFail() override;

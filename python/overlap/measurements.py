@@ -163,28 +163,32 @@ def _point(row: Dict[str, str], name: str, lineno: int) -> Tuple[Key, float]:
     return CommKey(coll, ranks), nbytes
 
 
-def _number(row, col, name, lineno, positive=False) -> float:
-    raw = row.get(col, "")
-    try:
-        v = float(raw)
-    except ValueError:
-        v = math.nan
-    if not math.isfinite(v) or (positive and v <= 0):
-        what = "a positive number" if positive else "a number"
-        raise MeasurementError(f"{name}:{lineno}: column '{col}': expected "
-                               f"{what}, got '{raw}'")
-    return v
-
-
-def _integer(row, col, name, lineno, required, minimum=1) -> Optional[int]:
+def _cell(row, col, name, lineno, parse, ok, what, required, error):
+    """Column `col` of a CSV row through `parse`, checked by `ok`; None when
+    it is empty and not `required`. A bad cell raises `error` naming the
+    file, line and column and saying `what` was expected."""
     raw = row.get(col, "")
     if raw == "" and not required:
         return None
     try:
-        v = int(raw)
+        v = parse(raw)
     except ValueError:
         v = None
-    if v is None or v < minimum:
-        raise MeasurementError(f"{name}:{lineno}: column '{col}': expected an "
-                               f"integer >= {minimum}, got '{raw}'")
+    if v is None or not ok(v):
+        raise error(f"{name}:{lineno}: column '{col}': expected {what}, "
+                    f"got '{raw}'")
     return v
+
+
+def _number(row, col, name, lineno, positive=False, required=True, unit="",
+            error=MeasurementError) -> Optional[float]:
+    """A finite float (> 0 with `positive`); the sweep reader shares it."""
+    what = ("a positive number" if positive else "a number") + unit
+    return _cell(row, col, name, lineno, float,
+                 lambda v: math.isfinite(v) and (v > 0 or not positive), what,
+                 required, error)
+
+
+def _integer(row, col, name, lineno, required, minimum=1) -> Optional[int]:
+    return _cell(row, col, name, lineno, int, lambda v: v >= minimum,
+                 f"an integer >= {minimum}", required, MeasurementError)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import math
 import os
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Union
 
+from .measurements import _number
 from .trace import STREAMS, Timeline, TraceError, load_timeline
 
 
@@ -197,17 +197,8 @@ def parse_sweep(text: str, name: str = "<sweep>") -> List[SweepRow]:
         r = {h: c.strip() for h, c in zip(header, cells)}
 
         def num(col, required):
-            raw = r.get(col, "")
-            if raw == "" and not required:
-                return None
-            try:
-                v = float(raw)
-            except ValueError:
-                v = math.nan
-            if not math.isfinite(v) or v <= 0:
-                raise SweepError(f"{name}:{lineno}: column '{col}': expected "
-                                 f"a positive number (µs), got '{raw}'")
-            return v
+            return _number(r, col, name, lineno, positive=True,
+                           required=required, unit=" (µs)", error=SweepError)
 
         tc, tm = num("compute_us", True), num("comm_us", True)
         serial = num("serial_us", False) or tc + tm

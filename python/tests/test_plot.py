@@ -115,7 +115,13 @@ def test_sweep_plot(tmp_path):
 
 @pytest.mark.parametrize("text, expected", [
     ("compute_us,comm_us,overlapped_us\n1,2,x\n",
-     "b.csv:2: column 'overlapped_us': expected a positive number"),
+     "b.csv:2: column 'overlapped_us': expected a positive number (µs), "
+     "got 'x'"),
+    ("compute_us,comm_us,overlapped_us\n1,0,2\n",
+     "b.csv:2: column 'comm_us': expected a positive number (µs), got '0'"),
+    ("compute_us,comm_us,serial_us,overlapped_us\n1,2,inf,2\n",
+     "b.csv:2: column 'serial_us': expected a positive number (µs), "
+     "got 'inf'"),
     ("compute_us,comm_us,overlapped_us\n1,2\n", "b.csv:2: expected 3 fields"),
     ("compute_us,overlapped_us\n1,2\n", "column 'comm_us': missing"),
     ("compute_us,comm_us\n1,2\n", "needs overlapped_us or predicted_us"),

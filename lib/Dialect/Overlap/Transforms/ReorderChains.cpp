@@ -319,14 +319,18 @@ struct OverlapReorderChainsPass
     FailureOr<double> before = commUs(n), after = commUs(p);
     if (failed(before) || failed(after))
       return;
+    // What moving it does to the wire and the predicted time, for both
+    // remarks: "{bytes before} -> {after} bytes ... ({us} -> {us} us)".
     int64_t elt = x.getElementTypeBitWidth() / 8;
+    auto change = [&](const char *format) {
+      return llvm::formatv(format, m * n * elt, m * p * elt, *before, *after)
+          .str();
+    };
     if (*after >= *before) {
       remarkMissed(collective, "all-reduce-not-moved", "overlap-reorder-chains",
-                   llvm::formatv("all-reduce not moved: {0} -> {1} bytes, but "
-                                 "the profile predicts no shorter "
-                                 "communication ({2:F1} -> {3:F1} us)",
-                                 m * n * elt, m * p * elt, *before, *after)
-                       .str());
+                   change("all-reduce not moved: {0} -> {1} bytes, but the "
+                          "profile predicts no shorter communication "
+                          "({2:F1} -> {3:F1} us)"));
       return;
     }
 
@@ -350,11 +354,9 @@ struct OverlapReorderChainsPass
         rewriter, product.getLoc(), product.getResult(0).getType(), partial,
         product.getInputs()[1], product.getOutputs()[0], gridAttr, axesAttr);
     remarkPassed(moved, "all-reduce-moved", "overlap-reorder-chains",
-                 llvm::formatv("all-reduce moved after the product with the "
-                               "replicated right factor: {0} -> {1} bytes on "
-                               "the wire, predicted {2:F1} -> {3:F1} us",
-                               m * n * elt, m * p * elt, *before, *after)
-                     .str());
+                 change("all-reduce moved after the product with the "
+                        "replicated right factor: {0} -> {1} bytes on the "
+                        "wire, predicted {2:F1} -> {3:F1} us"));
     rewriter.replaceOp(product, moved.getResult());
     rewriter.eraseOp(collective);
   }

@@ -64,6 +64,15 @@ struct Preference {
   }
 };
 
+/// Sets attribute `attr` of the cuBLASLt object `handle` to `value` through
+/// `set` (cublasLtMatmulDescSetAttribute, ...MatrixLayout..., ...Preference...)
+/// as one checked call named `api`.
+template <typename Set, typename Handle, typename Attr, typename T>
+overlap_status setAttribute(CudaContext &ctx, const Site &site, const char *api,
+                            Set set, Handle handle, Attr attr, const T &value) {
+  return ctx.check(site, api, set(handle, attr, &value, sizeof(T)));
+}
+
 /// Whether the GEMM runs as one call per batch entry (see gemm()).
 bool loopsOverBatch(const runtime::GemmArgs &g, bool loopBroadcast) {
   return g.batch > 1 && loopBroadcast && (g.strideA == 0 || g.strideB == 0);
@@ -111,15 +120,12 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
           check(site, "cublasLtMatmulDescCreate",
                 cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F)))
     return s;
-  if (smTarget > 0) {
-    int32_t target = smTarget;
-    if (overlap_status s =
-            check(site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
-                  cublasLtMatmulDescSetAttribute(
-                      d.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
-                      sizeof(target))))
+  if (smTarget > 0)
+    if (overlap_status s = setAttribute(
+            *this, site, "cublasLtMatmulDescSetAttribute (SM_COUNT_TARGET)",
+            cublasLtMatmulDescSetAttribute, d.op,
+            CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, int32_t(smTarget)))
       return s;
-  }
   // Column-major views: "A" = B^T (n x k), "B" = A^T (k x m), C^T (n x m).
   // A transposed B is stored n x k row-major: column-major k x n, which
   // TRANSA turns into the n x k "A"; a transposed A likewise with TRANSB.
@@ -128,10 +134,9 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
         std::pair{CUBLASLT_MATMUL_DESC_TRANSB, g.transA}}) {
     if (!transposed)
       continue;
-    cublasOperation_t op = CUBLAS_OP_T;
-    if (overlap_status s =
-            check(site, "cublasLtMatmulDescSetAttribute (TRANSA/TRANSB)",
-                  cublasLtMatmulDescSetAttribute(d.op, attr, &op, sizeof(op))))
+    if (overlap_status s = setAttribute(
+            *this, site, "cublasLtMatmulDescSetAttribute (TRANSA/TRANSB)",
+            cublasLtMatmulDescSetAttribute, d.op, attr, CUBLAS_OP_T))
       return s;
   }
   struct View {
@@ -153,18 +158,15 @@ overlap_status CudaContext::makeDescriptors(const Site &site,
       // A batch stride of 0 broadcasts A or B; cuBLASLt takes it (the
       // attribute's default is 0). The loop-broadcast option falls back
       // to one call per batch should a library version disagree.
-      int64_t stride = v.stride;
       if (overlap_status s =
-              check(site, "cublasLtMatrixLayoutSetAttribute",
-                    cublasLtMatrixLayoutSetAttribute(
-                        *v.layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                        sizeof(batch))))
+              setAttribute(*this, site, "cublasLtMatrixLayoutSetAttribute",
+                           cublasLtMatrixLayoutSetAttribute, *v.layout,
+                           CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, batch))
         return s;
-      if (overlap_status s =
-              check(site, "cublasLtMatrixLayoutSetAttribute",
-                    cublasLtMatrixLayoutSetAttribute(
-                        *v.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                        &stride, sizeof(stride))))
+      if (overlap_status s = setAttribute(
+              *this, site, "cublasLtMatrixLayoutSetAttribute",
+              cublasLtMatrixLayoutSetAttribute, *v.layout,
+              CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t(v.stride)))
         return s;
     }
   }
@@ -190,16 +192,15 @@ overlap_status CudaContext::chooseAlgorithm(const Site &site,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   if (overlap_status s =
-          check(site, "cublasLtMatmulPreferenceSetAttribute",
-                cublasLtMatmulPreferenceSetAttribute(
-                    p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWs,
-                    sizeof(maxWs))))
+          setAttribute(*this, site, "cublasLtMatmulPreferenceSetAttribute",
+                       cublasLtMatmulPreferenceSetAttribute, p.pref,
+                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, maxWs))
     return s;
   for (int i = 0; i < 4; ++i)
     if (overlap_status s =
-            check(site, "cublasLtMatmulPreferenceSetAttribute",
-                  cublasLtMatmulPreferenceSetAttribute(
-                      p.pref, names[i], &alignments[i], sizeof(uint32_t))))
+            setAttribute(*this, site, "cublasLtMatmulPreferenceSetAttribute",
+                         cublasLtMatmulPreferenceSetAttribute, p.pref, names[i],
+                         alignments[i]))
       return s;
   const int wanted = options.gemmAutotune;
   std::vector<cublasLtMatmulHeuristicResult_t> results(

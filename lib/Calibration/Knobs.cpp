@@ -8,6 +8,7 @@
 
 #include "overlap/Planner/EnumNames.h"
 
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -190,6 +191,18 @@ std::vector<flags::Flag> calibration::measuringFlags() {
           {"--iters", "N", "timed runs (default 20)"}};
 }
 
+static const char *currentTool = "overlap";
+
+const char *calibration::toolName() { return currentTool; }
+
+void calibration::printDiagnostic(const char *kind, const char *format, ...) {
+  std::fprintf(stderr, "%s: %s: ", currentTool, kind);
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+}
+
 void calibration::usageError(const char *tool, const std::string &message) {
   std::fprintf(stderr, "%s: error: %s\n", tool, message.c_str());
   std::exit(2);
@@ -199,6 +212,7 @@ Args calibration::parseMeasuringArgs(const char *tool, const char *synopsis,
                                      const char *about,
                                      const std::vector<flags::Flag> &table,
                                      int argc, char **argv) {
+  currentTool = tool;
   std::vector<flags::Flag> all = table;
   for (const flags::Flag &shared : measuringFlags())
     all.push_back(shared);

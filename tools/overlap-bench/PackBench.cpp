@@ -33,7 +33,7 @@ int overlap::calibration::packBench(const PackOptions &o,
     std::string why;
     auto parsed = parsePackBlocks(o.shapes, o.total, why);
     if (!parsed) {
-      std::fprintf(stderr, "error: --pack-shapes: %s\n", why.c_str());
+      printDiagnostic("error", "--pack-shapes: %s\n", why.c_str());
       return 2;
     }
     blocks = *parsed;
@@ -41,13 +41,14 @@ int overlap::calibration::packBench(const PackOptions &o,
   for (const PackBlock &b : blocks) {
     std::string why;
     if (!validPackBlock(b, why)) { // a --pack-total too large for the API
-      std::fprintf(stderr, "error: --pack-total: %s\n", why.c_str());
+      printDiagnostic("error", "--pack-total: %s\n", why.c_str());
       return 2;
     }
   }
   DeviceInfo device;
   overlap_context *ctx = createMeasuringContext(
-      "overlap-bench", measuringOptions(knobs, std::nullopt, std::nullopt), device);
+      "overlap-bench", measuringOptions(knobs, std::nullopt, std::nullopt),
+      device);
   const std::string runtime = runtimeDescription(ctx);
   std::printf("# runtime: %s\n", runtime.c_str());
   std::printf("# overlap-bench --pack on %s: overlap_pack / overlap_unpack "

@@ -128,10 +128,10 @@ int main(int argc, char **argv) {
     agreeOnArguments(ctx, argc, argv, {"--out"}, "");
     printOnlyOnRankZero(ctx);
     if (overlap_context_size(ctx) < 2) {
-      std::fputs("error: the nccl leg times collectives between processes: "
-                 "start 2 or more, one per GPU (e.g. mpirun -np 8 "
-                 "overlap-calibrate --leg nccl ...); this one is alone\n",
-                 stderr);
+      printDiagnostic("error",
+                      "the nccl leg times collectives between processes: "
+                      "start 2 or more, one per GPU (e.g. mpirun -np 8 "
+                      "overlap-calibrate --leg nccl ...); this one is alone\n");
       leave(2);
     }
     o.ranks = worldRanks(ctx, args.has("--ranks"), o.ranks);
@@ -175,15 +175,15 @@ int main(int argc, char **argv) {
   int status = 0;
   if (overlap_context_rank(ctx) == 0) { // one profile for the job
     if (llvm::Error e = checkProfileLoads(result)) {
-      std::fprintf(stderr, "internal error: the profile does not load: %s\n",
-                   llvm::toString(std::move(e)).c_str());
+      printDiagnostic("internal error", "the profile does not load: %s\n",
+                      llvm::toString(std::move(e)).c_str());
       status = 1;
     } else {
       std::ofstream file(out);
       file << profileJson(result);
       file.close(); // a write error of the buffered bytes shows here
       if (!file) {
-        std::fprintf(stderr, "error: cannot write %s\n", out.c_str());
+        printDiagnostic("error", "cannot write %s\n", out.c_str());
         status = 1;
       } else {
         std::printf("wrote %s\n", out.c_str());

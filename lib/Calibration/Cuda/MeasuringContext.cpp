@@ -27,11 +27,11 @@ int64_t calibration::worldRanks(overlap_context *ctx, bool ranksGiven,
   const int world = overlap_context_size(ctx);
   if (ranksGiven && ranks != world) {
     if (overlap_context_rank(ctx) == 0)
-      std::fprintf(stderr,
-                   "error: --ranks %lld, but the nccl leg's group is the "
-                   "world of %d rank(s) (the processes the launcher "
-                   "started); drop --ranks\n",
-                   (long long)ranks, world);
+      printDiagnostic("error",
+                      "--ranks %lld, but the nccl leg's group is the "
+                      "world of %d rank(s) (the processes the launcher "
+                      "started); drop --ranks\n",
+                      (long long)ranks, world);
     leave(2);
   }
   return world;
@@ -58,8 +58,8 @@ void calibration::check(overlap_context *ctx, overlap_status s,
                         const char *what) {
   if (s == OVERLAP_SUCCESS)
     return;
-  std::fprintf(stderr, "error: %s: %s: %s\n", what, overlap_status_name(s),
-               ctx ? overlap_last_error(ctx) : overlap_cuda_create_error());
+  printDiagnostic("error", "%s: %s: %s\n", what, overlap_status_name(s),
+                  ctx ? overlap_last_error(ctx) : overlap_cuda_create_error());
   leave(1);
 }
 
@@ -95,8 +95,8 @@ void calibration::enqueueCollective(overlap_context *ctx, int64_t tile,
 void calibration::checkCuda(cudaError_t e, const char *what) {
   if (e == cudaSuccess)
     return;
-  std::fprintf(stderr, "error: %s failed: %s (%s)\n", what, cudaGetErrorName(e),
-               cudaGetErrorString(e));
+  printDiagnostic("error", "%s failed: %s (%s)\n", what, cudaGetErrorName(e),
+                  cudaGetErrorString(e));
   leave(1);
 }
 
@@ -145,8 +145,8 @@ overlap_context *calibration::createLaunchedContext(
   }
   overlap_status s = overlap_cuda_context_create_launched(&opts, &ctx);
   if (s != OVERLAP_SUCCESS) {
-    std::fprintf(stderr, "error: %s: %s\n", overlap_status_name(s),
-                 overlap_cuda_create_error());
+    printDiagnostic("error", "%s: %s\n", overlap_status_name(s),
+                    overlap_cuda_create_error());
     std::exit(s == OVERLAP_ERROR_INVALID_ARGUMENT ? 2 : 1);
   }
   toolContext() = ctx;
@@ -208,9 +208,9 @@ void calibration::agreeOnArguments(overlap_context *ctx, int argc, char **argv,
   if (differ.empty())
     return;
   if (overlap_context_rank(ctx) == 0) {
-    std::fprintf(stderr,
-                 "error: the ranks were not started alike: rank 0 runs '%s'",
-                 reports[0].message.c_str());
+    printDiagnostic("error",
+                    "the ranks were not started alike: rank 0 runs '%s'",
+                    reports[0].message.c_str());
     for (int32_t r : differ)
       std::fprintf(stderr, "; rank %d runs '%s'", r,
                    reports[size_t(r)].message.c_str());
@@ -224,7 +224,7 @@ void calibration::agreeOnArguments(overlap_context *ctx, int argc, char **argv,
 void calibration::printOnlyOnRankZero(overlap_context *ctx) {
   const int rank = overlap_context_rank(ctx);
   if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
-    std::fprintf(stderr, "warning: rank %d cannot silence its stdout\n", rank);
+    printDiagnostic("warning", "rank %d cannot silence its stdout\n", rank);
 }
 
 /// `text` without trailing newlines.
@@ -267,7 +267,7 @@ int calibration::finish(overlap_context *ctx, const std::string &csvPath,
                         const std::function<void(std::ostream &)> &writeRows) {
   if (!csvPath.empty() && overlap_context_rank(ctx) == 0) {
     if (!writeCsvFile(csvPath, writeRows)) {
-      std::fprintf(stderr, "error: cannot write %s\n", csvPath.c_str());
+      printDiagnostic("error", "cannot write %s\n", csvPath.c_str());
       failures = failures ? failures : 1;
     }
   }

@@ -28,8 +28,7 @@ void calibration::smCopy(overlap_context *ctx, int stream, void *dst,
   auto *cudaStream =
       static_cast<cudaStream_t>(overlap_cuda_stream(ctx, stream));
   if (!cudaStream) {
-    std::fprintf(stderr, "error: sm-copy: the context has no stream %d\n",
-                 stream);
+    printDiagnostic("error", "sm-copy: the context has no stream %d\n", stream);
     leave(1);
   }
   const unsigned word = copyWordBytes(reinterpret_cast<uintptr_t>(dst),

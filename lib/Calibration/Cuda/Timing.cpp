@@ -33,10 +33,10 @@ struct Gate {
 /// Turns the gate off for the rest of the process after `e`.
 Gate dropGate(Gate &gate, cudaError_t e, const char *what) {
   (void)cudaGetLastError();
-  std::fprintf(stderr,
-               "warning: timing gate off (%s: %s): the timed windows include "
-               "the host's enqueue time\n",
-               what, cudaGetErrorString(e));
+  printDiagnostic("warning",
+                  "timing gate off (%s: %s): the timed windows include "
+                  "the host's enqueue time\n",
+                  what, cudaGetErrorString(e));
   return gate = Gate();
 }
 
@@ -47,9 +47,9 @@ Gate &theGate() {
     if (env && std::strcmp(env, "0") == 0)
       return made;
     void *host = nullptr;
-    if (cudaError_t e = cudaHostAlloc(
-            &host, sizeof(GateWords),
-            cudaHostAllocMapped | cudaHostAllocPortable))
+    if (cudaError_t e =
+            cudaHostAlloc(&host, sizeof(GateWords),
+                          cudaHostAllocMapped | cudaHostAllocPortable))
       return dropGate(made, e, "cudaHostAlloc");
     std::memset(host, 0, sizeof(GateWords));
     made.host = static_cast<GateWords *>(host);
@@ -90,8 +90,7 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
     // the window holds the device's time, not the host's.
     if (gate) {
       setOpen(gate, 0);
-      if (cudaError_t e =
-              launchGateKernel(theGate().device, kGateBoundNs, s0))
+      if (cudaError_t e = launchGateKernel(theGate().device, kGateBoundNs, s0))
         gate = dropGate(theGate(), e, "the gate kernel's launch").host;
     }
     checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
@@ -110,12 +109,12 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   if (gate && gate->gaveUp != gaveUpBefore)
-    std::fprintf(stderr,
-                 "warning: rank %d: the timing gate gave up %d time(s) after "
-                 "%.0f ms: the enqueue waited for the device, so those "
-                 "repetitions include host time\n",
-                 overlap_context_rank(ctx), int(gate->gaveUp - gaveUpBefore),
-                 kGateBoundNs / 1e6);
+    printDiagnostic("warning",
+                    "rank %d: the timing gate gave up %d time(s) after "
+                    "%.0f ms: the enqueue waited for the device, so those "
+                    "repetitions include host time\n",
+                    overlap_context_rank(ctx), int(gate->gaveUp - gaveUpBefore),
+                    kGateBoundNs / 1e6);
   return times;
 }
 

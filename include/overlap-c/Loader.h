@@ -84,7 +84,8 @@ typedef struct OverlapOutputs OverlapOutputs;
  *  run with these inputs and are compared, as overlapRun does. Returns
  *  overlapRun's status; on 0 or 1 `*outputs` holds the program's outputs
  *  (destroy with overlapOutputsDestroy), otherwise it is NULL. `report`,
- *  `messages` and `outputs` may each be NULL. */
+ *  `messages` and `outputs` may each be NULL (a NULL `report` is not made:
+ *  its checksums read every output). */
 OVERLAP_C_API int overlapRunInputs(const OverlapRunOptions *options,
                                    const void *const *inputs, size_t numInputs,
                                    OverlapOutputs **outputs, char **report,

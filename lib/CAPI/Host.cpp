@@ -165,21 +165,26 @@ struct OverlapOutputs {
   std::vector<std::vector<std::vector<char>>> data;
 };
 
-/// overlapRun and overlapRunInputs: `inputs` null for seeded inputs.
+/// overlapRun and overlapRunInputs: `inputs` null for seeded inputs;
+/// `loaded` not null: the program, already loaded (a step's), instead of
+/// the library at options->program.
 static int runWith(const OverlapRunOptions *options,
                    const overlap::run::GivenInputs *inputs,
                    const std::vector<std::vector<int64_t>> *shapes,
-                   OverlapOutputs *outputs, char **report, char **messages) {
+                   OverlapOutputs *outputs, char **report, char **messages,
+                   overlap::exec::Library *loaded = nullptr) {
   std::string out, err;
   int status = 2;
   overlap::exec::SessionOptions session;
   err = sessionFromC(options, session);
   if (err.empty()) {
     session.inputs = inputs;
+    session.programLibrary = loaded;
     if (shapes)
       session.inputShapes = *shapes;
     overlap::exec::SessionOutput output;
-    output.out = [&](const std::string &text) { out += text; };
+    if (report) // the report's checksums cost a pass over every output
+      output.out = [&](const std::string &text) { out += text; };
     output.err = [&](const std::string &text) { err += text; };
     if (outputs)
       output.outputs =
@@ -214,9 +219,9 @@ int overlapRun(const OverlapRunOptions *options, char **report,
   return runWith(options, nullptr, nullptr, nullptr, report, messages);
 }
 
-/// Loads `program`'s signature; on failure returns false with the message.
-static bool loadSignature(const char *program, overlap::run::Signature &sig,
-                          std::string &message) {
+/// Loads `program` into `lib`; on failure returns false with the message.
+static bool loadProgram(const char *program, overlap::exec::Library &lib,
+                        std::string &message) {
   if (!program) {
     message = "overlap: error: no program library given\n";
     return false;
@@ -225,11 +230,19 @@ static bool loadSignature(const char *program, overlap::run::Signature &sig,
   // copy already loaded); a program may still load without it.
   std::string noRuntime;
   (void)overlap::exec::loadRuntime(noRuntime);
-  overlap::exec::Library lib;
   if (!overlap::exec::loadLibrary(program, lib, message)) {
     message = "overlap: error: " + message + "\n";
     return false;
   }
+  return true;
+}
+
+/// Loads `program`'s signature; on failure returns false with the message.
+static bool loadSignature(const char *program, overlap::run::Signature &sig,
+                          std::string &message) {
+  overlap::exec::Library lib;
+  if (!loadProgram(program, lib, message))
+    return false;
   sig = lib.sig;
   return true;
 }
@@ -338,6 +351,8 @@ void overlapOutputsDestroy(OverlapOutputs *o) { delete o; }
 struct OverlapStep {
   OverlapRunOptions options;
   std::string program;
+  /// The program, loaded once for every step (its signature is static).
+  overlap::exec::Library library;
   std::vector<size_t> argBytes, resultBytes;
   std::string name;
   std::unique_ptr<overlap::exec::StepRendezvous> rendezvous;
@@ -358,10 +373,11 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
   if (timeoutMs <= 0)
     return fail("overlap: error: overlapStepCreate: the timeout must be > 0 "
                 "ms\n");
-  overlap::run::Signature sig;
+  auto step = std::make_unique<OverlapStep>();
   std::string message;
-  if (!loadSignature(options->program, sig, message))
+  if (!loadProgram(options->program, step->library, message))
     return fail(message);
+  const overlap::run::Signature &sig = step->library.sig;
   for (const auto *list : {&sig.args, &sig.results})
     for (const overlap::run::BufferSpec &spec : *list)
       if (spec.isDynamic())
@@ -369,10 +385,9 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
                     " of @" + sig.name + " has a dynamic shape (" +
                     spec.typeString() +
                     "): a layer's buffers have static shapes\n");
-  auto step = std::make_unique<OverlapStep>();
   // The caller's strings need not outlive this call: the step keeps the
-  // program's name and runs every rank as a thread of this process, once
-  // per step, with no reference and no .npz files.
+  // program (loaded once) and runs every rank as a thread of this process,
+  // once per step, with no reference and no .npz files.
   step->options = *options;
   step->program = options->program;
   step->options.program = step->program.c_str();
@@ -397,18 +412,13 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
       ranks, timeoutMs,
       [self](const std::vector<std::vector<const void *>> &in,
              const std::vector<std::vector<void *>> &out, std::string &error) {
-        std::vector<const void *> flat;
-        for (const auto &rank : in)
-          flat.insert(flat.end(), rank.begin(), rank.end());
-        OverlapOutputs *outputs = nullptr;
-        char *report = nullptr, *why = nullptr;
-        int status = overlapRunInputs(&self->options, flat.data(), flat.size(),
-                                      &outputs, &report, &why);
+        auto outputs = std::make_unique<OverlapOutputs>();
+        char *why = nullptr;
+        int status = runWith(&self->options, &in, nullptr, outputs.get(),
+                             /*report=*/nullptr, &why, &self->library);
         std::string text = why ? why : "";
-        std::free(report);
         std::free(why);
-        std::unique_ptr<OverlapOutputs> owned(outputs);
-        if (status != 0 || !outputs) {
+        if (status != 0 || outputs->data.size() != out.size()) {
           error = "@" + self->name + " failed (status " +
                   std::to_string(status) + "): " + text;
           return false;

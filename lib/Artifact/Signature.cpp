@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Artifact/Signature.h"
+#include "overlap/Support/EnumNames.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -19,9 +20,10 @@ namespace artifact {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// An element type, its name and its size in bytes.
+/// An element type, its name and its size in bytes (a row of an
+/// EnumNames.h table).
 struct ElemInfo {
-  Elem elem;
+  Elem value;
   const char *name;
   size_t size;
 };
@@ -33,28 +35,17 @@ static const ElemInfo elemInfos[] = {
     {Elem::F64, "f64", 8}, {Elem::I1, "i1", 1},   {Elem::I8, "i8", 1},
     {Elem::I16, "i16", 2}, {Elem::I32, "i32", 4}, {Elem::I64, "i64", 8}};
 
-static const ElemInfo *findElem(Elem elem) {
-  for (const ElemInfo &info : elemInfos)
-    if (info.elem == elem)
-      return &info;
-  return nullptr;
-}
-
-const char *elemName(Elem elem) {
-  const ElemInfo *info = findElem(elem);
-  return info ? info->name : "?";
-}
+const char *elemName(Elem elem) { return nameOf(elemInfos, elem); }
 
 size_t elemSize(Elem elem) {
-  const ElemInfo *info = findElem(elem);
-  return info ? info->size : 0;
+  for (const ElemInfo &info : elemInfos)
+    if (info.value == elem)
+      return info.size;
+  return 0;
 }
 
 static std::optional<Elem> parseElem(std::string_view name) {
-  for (const ElemInfo &info : elemInfos)
-    if (name == info.name)
-      return info.elem;
-  return std::nullopt;
+  return valueOf(elemInfos, name);
 }
 
 bool BufferSpec::isDynamic() const {
@@ -274,8 +265,8 @@ bool parseSignature(std::string_view text, Signature &sig, std::string &error) {
         return fail("expected '" + std::string(key) + " NAME TYPE" +
                     (key == "arg" ? " [inout]" : "") +
                     "' with a shape (? for a dynamic size) and an element type "
-                    "of f32, f16, bf16, "
-                    "f64, i1, i8, i16, i32 or i64, found '" +
+                    "of " +
+                    joinNames(elemInfos, "", " or ") + ", found '" +
                     std::string(line) + "'");
       spec.name = std::string(item[1]);
       // Caught here, the sizes of a parsed signature are safe to multiply.

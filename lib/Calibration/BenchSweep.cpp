@@ -7,8 +7,8 @@
 #include "overlap/Calibration/BenchSweep.h"
 
 #include "overlap/Calibration/Reports.h"
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/TilePlanner.h"
+#include "overlap/Support/EnumNames.h"
 
 #include <algorithm>
 
@@ -20,11 +20,11 @@ using planner::TileLayout;
 
 std::optional<TileGemmMode>
 calibration::parseTileGemmMode(const std::string &text) {
-  static const planner::EnumName<TileGemmMode> names[] = {
+  static const EnumName<TileGemmMode> names[] = {
       {TileGemmMode::Batched, "batched"},
       {TileGemmMode::Contiguous, "contiguous"},
       {TileGemmMode::Both, "both"}};
-  return planner::valueOf(names, text);
+  return valueOf(names, text);
 }
 
 Expected<ShapePlan> calibration::planShape(const SweepOptions &o,

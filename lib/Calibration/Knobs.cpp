@@ -6,7 +6,7 @@
 
 #include "overlap/Calibration/Knobs.h"
 
-#include "overlap/Planner/EnumNames.h"
+#include "overlap/Support/EnumNames.h"
 
 #include <cstdarg>
 #include <cstdint>
@@ -18,8 +18,6 @@ using namespace overlap;
 using namespace overlap::calibration;
 
 namespace {
-
-using planner::EnumName;
 
 /// One knob flag besides --comm-sms: a choice among named settings, or,
 /// without names, a number from `low` to `high`. `unset` is the field's
@@ -96,12 +94,12 @@ int32_t readKnob(const Args &args, const Knob &k, int32_t def) {
   const std::string text = args.get(k.flag, "");
   std::optional<int32_t> value = k.names.empty()
                                      ? readBounded(text, k.low, k.high)
-                                     : planner::valueOf(k.names, text);
+                                     : valueOf(k.names, text);
   if (value)
     return *value;
-  const std::string expected =
-      k.names.empty() ? std::string(k.expected)
-                      : flags::listChoices(planner::namesOf(k.names));
+  const std::string expected = k.names.empty()
+                                   ? std::string(k.expected)
+                                   : flags::listChoices(namesOf(k.names));
   args.fail(std::string(k.flag) + ": expected " + expected + ", got '" + text +
             "'");
   return def;
@@ -109,8 +107,7 @@ int32_t readKnob(const Args &args, const Knob &k, int32_t def) {
 
 /// The setting `value` of `k` as its flag's value.
 std::string describeKnob(const Knob &k, int32_t value) {
-  return k.names.empty() ? std::to_string(value)
-                         : planner::nameOf(k.names, value);
+  return k.names.empty() ? std::to_string(value) : nameOf(k.names, value);
 }
 
 } // namespace

@@ -6,8 +6,8 @@
 
 #include "overlap/Calibration/StandIn.h"
 
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Ring.h"
+#include "overlap/Support/EnumNames.h"
 #include "overlap/Support/Flags.h"
 
 #include <algorithm>
@@ -16,21 +16,18 @@ using namespace overlap;
 using namespace overlap::calibration;
 using planner::Collective;
 
-static const planner::EnumName<Leg> legNames[] = {
-    {Leg::CopyEngine, "copy-engine"},
-    {Leg::SmCopy, "sm-copy"},
-    {Leg::Nccl, "nccl"}};
+static const EnumName<Leg> legNames[] = {{Leg::CopyEngine, "copy-engine"},
+                                         {Leg::SmCopy, "sm-copy"},
+                                         {Leg::Nccl, "nccl"}};
 
 std::optional<Leg> calibration::parseLeg(const std::string &name) {
-  return planner::valueOf(legNames, name);
+  return valueOf(legNames, name);
 }
 
-const char *calibration::legName(Leg leg) {
-  return planner::nameOf(legNames, leg);
-}
+const char *calibration::legName(Leg leg) { return nameOf(legNames, leg); }
 
 std::string calibration::badLegMessage(const std::string &given) {
-  return "--leg: expected " + flags::listChoices(planner::namesOf(legNames)) +
+  return "--leg: expected " + flags::listChoices(namesOf(legNames)) +
          ", got '" + given + "'";
 }
 

@@ -11,8 +11,8 @@
 #include "overlap/Loader/ProcessRun.h"
 #include "overlap/Loader/RuntimeApi.h"
 #include "overlap/Loader/SessionAgreement.h"
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Runtime/Launchers.h"
+#include "overlap/Support/EnumNames.h"
 
 #include "overlap/Runtime/overlap_runtime_process.h"
 
@@ -27,20 +27,20 @@ using namespace overlap;
 using namespace overlap::exec;
 
 /// Each mode and its name, once (EnumNames.h is header-only C++).
-static const planner::EnumName<RanksAs> kRanksAsNames[] = {
+static const EnumName<RanksAs> kRanksAsNames[] = {
     {RanksAs::Threads, "threads"},
     {RanksAs::Processes, "processes"},
     {RanksAs::Auto, "auto"}};
 
 bool overlap::exec::parseRanksAs(const std::string &text, RanksAs &mode) {
-  std::optional<RanksAs> parsed = planner::valueOf(kRanksAsNames, text);
+  std::optional<RanksAs> parsed = valueOf(kRanksAsNames, text);
   if (parsed)
     mode = *parsed;
   return parsed.has_value();
 }
 
 const char *overlap::exec::ranksAsName(RanksAs mode) {
-  return planner::nameOf(kRanksAsNames, mode);
+  return nameOf(kRanksAsNames, mode);
 }
 
 bool overlap::exec::ranksAsProcesses(RanksAs mode, std::string &launcher,

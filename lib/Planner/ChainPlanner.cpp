@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/ChainPlanner.h"
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
+#include "overlap/Support/EnumNames.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -17,6 +17,7 @@
 
 using namespace llvm;
 using namespace overlap::planner;
+using overlap::EnumName;
 
 static const EnumName<Fusion> fusionNames[] = {
     {Fusion::None, "none"}, {Fusion::Left, "left"}, {Fusion::Right, "right"}};

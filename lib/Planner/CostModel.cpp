@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Planner/CostModel.h"
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
+#include "overlap/Support/EnumNames.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -17,6 +17,7 @@
 
 using namespace llvm;
 using namespace overlap::planner;
+using overlap::EnumName;
 
 StringRef overlap::planner::toString(Bound bound) {
   return bound == Bound::Comm ? "comm" : "compute";

@@ -6,10 +6,10 @@
 
 #include "overlap/Planner/Profile.h"
 #include "overlap/Planner/Defaults.h"
-#include "overlap/Planner/EnumNames.h"
 #include "overlap/Planner/Limits.h"
 #include "overlap/Planner/Ring.h"
 #include "overlap/Planner/UserJson.h"
+#include "overlap/Support/EnumNames.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -31,6 +31,7 @@ static void shippedProfilesDirAnchor() {}
 
 using namespace llvm;
 using namespace overlap::planner;
+using overlap::EnumName;
 
 //===----------------------------------------------------------------------===//
 // Enums
@@ -453,13 +454,14 @@ Expected<Curve> ProfileReader::curve(const json::Value &v,
   return Curve::piecewise(std::move(pieces));
 }
 
+/// A curve's x_unit and its bytes.
+static const EnumName<double> unitNames[] = {{1.0, "B"},
+                                             {1024.0, "KiB"},
+                                             {1024.0 * 1024.0, "MiB"},
+                                             {1024.0 * 1024.0 * 1024.0, "GiB"}};
+
 static std::optional<double> unitBytes(StringRef unit) {
-  return StringSwitch<std::optional<double>>(unit)
-      .Case("B", 1.0)
-      .Case("KiB", 1024.0)
-      .Case("MiB", 1024.0 * 1024.0)
-      .Case("GiB", 1024.0 * 1024.0 * 1024.0)
-      .Default(std::nullopt);
+  return valueOf(unitNames, unit);
 }
 
 namespace {
@@ -537,7 +539,7 @@ static Error parseDevice(const ProfileReader &rd, const json::Value &v,
         continue;
       std::optional<DType> dt = parseDType(kv.first);
       if (!dt)
-        return rd.fail(fpath, "a dtype key (f16, bf16, f32)");
+        return rd.fail(fpath, "a dtype key (" + joinNames(dtypeNames) + ")");
       auto tf = rd.numberIn(kv.second, fpath, kMinProfileRate, kMaxProfileRate,
                             "TFLOP/s");
       if (!tf)
@@ -588,8 +590,9 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
           return val.takeError();
         (key == "n" ? gc.n : gc.k) = *val;
       }
-      Expected<DType> dt = rd.named<DType>(**co, "dtype", path, parseDType,
-                                           "one of \"f16\", \"bf16\", \"f32\"");
+      Expected<DType> dt =
+          rd.named<DType>(**co, "dtype", path, parseDType,
+                          "one of " + joinNames(dtypeNames, "\""));
       if (!dt)
         return dt.takeError();
       gc.dtype = *dt;
@@ -663,7 +666,7 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       cc.ranks = *ranks;
       Expected<double> unit =
           rd.named<double>(**eo, "x_unit", path, unitBytes,
-                           "one of \"B\", \"KiB\", \"MiB\", \"GiB\"");
+                           "one of " + joinNames(unitNames, "\""));
       if (!unit)
         return unit.takeError();
       cc.bytesPerUnit = *unit;

@@ -131,8 +131,9 @@ TEST(Profile, CommBytesFollowTheCollectivesElementType) {
   pb.commDtype = DType::F32;
   OVERLAP_ASSIGN_OR_FAIL(rs, CostModel::create(p, pb));
   EXPECT_DOUBLE_EQ(rs.commBytes(512), 512.0 * 8192 * 4);
-  OVERLAP_ASSIGN_OR_FAIL(same, CostModel::create(p, MatmulProblem{
-      Collective::ReduceScatter, 4096, 8192, 3072, DType::BF16, 8}));
+  OVERLAP_ASSIGN_OR_FAIL(
+      same, CostModel::create(p, MatmulProblem{Collective::ReduceScatter, 4096,
+                                               8192, 3072, DType::BF16, 8}));
   EXPECT_DOUBLE_EQ(same.commBytes(512), 512.0 * 8192 * 2);
   EXPECT_GT(rs.commUs(512), same.commUs(512));
   EXPECT_DOUBLE_EQ(rs.fullGemmUs(), same.fullGemmUs());
@@ -202,6 +203,30 @@ TEST(Profile, ErrorsNameFileFieldAndExpectation) {
             std::string::npos)
       << e;
 
+  // The names a field takes, listed from their tables (EnumNames.h).
+  auto spliced = [](std::string text, const std::string &from,
+                    const std::string &to) {
+    return text.replace(text.find(from), from.size(), to);
+  };
+  e = parseError(
+      spliced(profileText(), "\"x_unit\": \"MiB\"", "\"x_unit\": \"MB\""));
+  EXPECT_NE(e.find("x_unit: expected one of \"B\", \"KiB\", \"MiB\", "
+                   "\"GiB\""),
+            std::string::npos)
+      << e;
+  e = parseError(
+      spliced(profileText(), "\"dtype\": \"f16\"", "\"dtype\": \"f8\""));
+  EXPECT_NE(e.find("dtype: expected one of \"f16\", \"bf16\", \"f32\""),
+            std::string::npos)
+      << e;
+  e = parseError(profileText(
+      R"({"table": [[0, 1]]})",
+      R"(, "device": {"peak_tflops": {"f8": 100}, "sm_count": 100})"));
+  EXPECT_NE(e.find("device.peak_tflops.f8: expected a dtype key (f16, bf16, "
+                   "f32)"),
+            std::string::npos)
+      << e;
+
   e = errorOf(loadProfile("/nonexistent/profile.json"));
   EXPECT_NE(e.find("/nonexistent/profile.json: cannot read profile"),
             std::string::npos)
@@ -213,8 +238,8 @@ TEST(Profile, NestingIsBoundedBeforeParsing) {
   // "note", which is otherwise never looked at.
   const std::string deep(100000, '[');
   const std::string closed = deep + std::string(100000, ']');
-  std::string e = parseError(profileText(R"({"table": [[0, 1]]})",
-                                         ", \"note\": " + closed));
+  std::string e = parseError(
+      profileText(R"({"table": [[0, 1]]})", ", \"note\": " + closed));
   EXPECT_NE(e.find("bad.json: invalid JSON: nested deeper than 64 levels at "
                    "byte "),
             std::string::npos)
@@ -235,10 +260,10 @@ TEST(Profile, NestingIsBoundedBeforeParsing) {
   auto nested = [](int levels) {
     return std::string(levels - 1, '[') + std::string(levels - 1, ']');
   };
-  OVERLAP_ASSIGN_OR_FAIL(
-      p64, parseProfile(profileText(R"({"table": [[0, 1]]})",
-                                    ", \"note\": " + nested(64)),
-                        "t.json"));
+  OVERLAP_ASSIGN_OR_FAIL(p64,
+                         parseProfile(profileText(R"({"table": [[0, 1]]})",
+                                                  ", \"note\": " + nested(64)),
+                                      "t.json"));
   EXPECT_EQ(p64.name, "t");
   e = parseError(
       profileText(R"({"table": [[0, 1]]})", ", \"note\": " + nested(65)));

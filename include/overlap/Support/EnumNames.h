@@ -6,13 +6,15 @@
 //
 // One table of (value, name) per enum gives both directions, the name a
 // value prints as (JSON, reports, flags) and the value a name parses to, so
-// that the two cannot drift apart. Plain C++ (no LLVM), so the Planner and
-// the libraries above it (Calibration) share it.
+// that the two cannot drift apart, and the list of names that messages and
+// help print. Plain header-only C++ (no LLVM, nothing to link), so every
+// library shares it: the Planner and those above it, the Loader and the
+// Artifact library.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OVERLAP_PLANNER_ENUMNAMES_H
-#define OVERLAP_PLANNER_ENUMNAMES_H
+#ifndef OVERLAP_SUPPORT_ENUMNAMES_H
+#define OVERLAP_SUPPORT_ENUMNAMES_H
 
 #include <iterator>
 #include <optional>
@@ -21,7 +23,6 @@
 #include <vector>
 
 namespace overlap {
-namespace planner {
 
 /// One row of an enum's table.
 template <typename E> struct EnumName {
@@ -49,6 +50,23 @@ auto valueOf(const Table &table, std::string_view name)
 }
 
 /// The names of `table`, in its order (for "expected a, b or c" errors).
+/// The names in the table's order, each between `quote`s, joined by ", "
+/// and, before the last, by `last`: joinNames(t, "\"") is "\"a\", \"b\",
+/// \"c\"", joinNames(t, "", " or ") is "a, b or c".
+template <typename Table>
+std::string joinNames(const Table &table, const char *quote = "",
+                      const char *last = ", ") {
+  std::string text;
+  size_t n = std::size(table), i = 0;
+  for (const auto &row : table) {
+    if (i)
+      text += i + 1 == n ? last : ", ";
+    text += std::string(quote) + row.name + quote;
+    ++i;
+  }
+  return text;
+}
+
 template <typename Table> std::vector<std::string> namesOf(const Table &table) {
   std::vector<std::string> names;
   for (const auto &row : table)
@@ -56,7 +74,6 @@ template <typename Table> std::vector<std::string> namesOf(const Table &table) {
   return names;
 }
 
-} // namespace planner
 } // namespace overlap
 
-#endif // OVERLAP_PLANNER_ENUMNAMES_H
+#endif // OVERLAP_SUPPORT_ENUMNAMES_H

@@ -288,18 +288,17 @@ public:
     return fail(curvePath, what);
   }
 
-  /// The string field `key` of `o`, an object at `path`, read by `parse`;
-  /// `expected` says what `parse` accepts.
-  template <typename T>
-  Expected<T> named(const json::Object &o, StringRef key,
-                    const std::string &path,
-                    function_ref<std::optional<T>(StringRef)> parse,
-                    StringRef expected) const {
+  /// The string field `key` of `o`, an object at `path`: one of the names
+  /// of `table` (EnumNames.h), read as its value; the error lists them.
+  template <typename Table>
+  auto named(const json::Object &o, StringRef key, const std::string &path,
+             const Table &table) const
+      -> Expected<decltype(std::begin(table)->value)> {
     const json::Value *v = o.get(key);
-    std::optional<StringRef> s = v ? v->getAsString() : std::nullopt;
-    if (std::optional<T> value = s ? parse(*s) : std::nullopt)
-      return *value;
-    return fail(join(path, key), expected);
+    if (std::optional<StringRef> s = v ? v->getAsString() : std::nullopt)
+      if (auto value = valueOf(table, *s))
+        return *value;
+    return fail(join(path, key), "one of " + joinNames(table, "\""));
   }
 
 private:
@@ -460,10 +459,6 @@ static const EnumName<double> unitNames[] = {{1.0, "B"},
                                              {1024.0 * 1024.0, "MiB"},
                                              {1024.0 * 1024.0 * 1024.0, "GiB"}};
 
-static std::optional<double> unitBytes(StringRef unit) {
-  return valueOf(unitNames, unit);
-}
-
 namespace {
 /// Reads an optional field: absent leaves `out` untouched.
 template <typename T, typename Fn>
@@ -590,9 +585,7 @@ static Error parseGemm(const ProfileReader &rd, const json::Value &v,
           return val.takeError();
         (key == "n" ? gc.n : gc.k) = *val;
       }
-      Expected<DType> dt =
-          rd.named<DType>(**co, "dtype", path, parseDType,
-                          "one of " + joinNames(dtypeNames, "\""));
+      Expected<DType> dt = rd.named(**co, "dtype", path, dtypeNames);
       if (!dt)
         return dt.takeError();
       gc.dtype = *dt;
@@ -664,9 +657,7 @@ static Error parseCollectives(const ProfileReader &rd, const json::Value &v,
       if (!ranks)
         return ranks.takeError();
       cc.ranks = *ranks;
-      Expected<double> unit =
-          rd.named<double>(**eo, "x_unit", path, unitBytes,
-                           "one of " + joinNames(unitNames, "\""));
+      Expected<double> unit = rd.named(**eo, "x_unit", path, unitNames);
       if (!unit)
         return unit.takeError();
       cc.bytesPerUnit = *unit;

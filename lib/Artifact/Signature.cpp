@@ -38,10 +38,8 @@ static const ElemInfo elemInfos[] = {
 const char *elemName(Elem elem) { return nameOf(elemInfos, elem); }
 
 size_t elemSize(Elem elem) {
-  for (const ElemInfo &info : elemInfos)
-    if (info.value == elem)
-      return info.size;
-  return 0;
+  const ElemInfo *info = rowOf(elemInfos, elem);
+  return info ? info->size : 0;
 }
 
 static std::optional<Elem> parseElem(std::string_view name) {

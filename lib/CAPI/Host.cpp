@@ -279,7 +279,8 @@ int overlapRunInputsShaped(const OverlapRunOptions *options,
                            char **messages) {
   if (outputs)
     *outputs = nullptr;
-  overlap::run::Signature sig;
+  // Loaded once: its signature counts the inputs, then the session runs it.
+  overlap::exec::Library program;
   std::string message;
   auto fail = [&](const std::string &text) {
     if (report)
@@ -290,8 +291,9 @@ int overlapRunInputsShaped(const OverlapRunOptions *options,
   };
   if (!options)
     return fail("overlap: error: no options given\n");
-  if (!loadSignature(options->program, sig, message))
+  if (!loadProgram(options->program, program, message))
     return fail(message);
+  const overlap::run::Signature &sig = program.sig;
   size_t ranks = options->ranks > 0
                      ? static_cast<size_t>(options->ranks)
                      : static_cast<size_t>(overlap::run::defaultRanks(sig));
@@ -314,8 +316,8 @@ int overlapRunInputsShaped(const OverlapRunOptions *options,
   for (size_t r = 0; r < ranks; ++r)
     given[r].assign(inputs + r * args, inputs + (r + 1) * args);
   auto result = std::make_unique<OverlapOutputs>();
-  int status =
-      runWith(options, &given, &argShapes, result.get(), report, messages);
+  int status = runWith(options, &given, &argShapes, result.get(), report,
+                       messages, &program);
   if (outputs && (status == 0 || status == 1) && !result->data.empty())
     *outputs = result.release();
   return status;

@@ -188,9 +188,9 @@ std::vector<flags::Flag> calibration::measuringFlags() {
           {"--iters", "N", "timed runs (default 20)"}};
 }
 
+/// The measuring tool's name for its messages ("overlap-bench"), set by
+/// parseMeasuringArgs; "overlap" before.
 static const char *currentTool = "overlap";
-
-const char *calibration::toolName() { return currentTool; }
 
 void calibration::printDiagnostic(const char *kind, const char *format, ...) {
   std::fprintf(stderr, "%s: %s: ", currentTool, kind);

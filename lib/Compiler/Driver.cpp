@@ -263,10 +263,9 @@ llvm::Expected<Artifact> mlir::overlap::compiler::compileModule(
     // A signature that describes the entry but cannot be written as one
     // (a name that would add a line to the text, a buffer no machine
     // holds) is an error: the library would be refused by every loader.
-    if (sig)
+    if (sig) {
       if (llvm::Error err = checkEmbeddable(*sig))
         return error("stage 'signature': " + llvm::toString(std::move(err)));
-    if (sig) {
       sig->target = options.compile.target;
       sig->strategy = options.compile.strategy;
       sig->profile = options.compile.profile;

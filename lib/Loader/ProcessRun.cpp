@@ -106,7 +106,7 @@ public:
   ProcessExecutor(int rank, int size, const overlap_host_options &options)
       : HostRanksExecutor(size, options,
                           ", one process each (" + transportName() + ")"),
-        rank(rank), size(size) {}
+        rank(rank) {}
 
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
@@ -116,11 +116,11 @@ public:
             iterations, {&outcome}, [&] { release(lib, outcome); },
             [&](std::vector<double> &ms) {
               outcome.run.ranks.clear();
-              outcome.run.ranks.resize(size);
+              outcome.run.ranks.resize(ranks);
               // Every process gets the same status and text (the runtime
               // agrees).
               overlap_status status = rt().overlap_process_launch(
-                  size, &options, processRankMain, &outcome.run);
+                  ranks, &options, processRankMain, &outcome.run);
               if (!outcome.run.ranks[rank].error.empty()) {
                 error = outcome.run.ranks[rank].error;
                 return false;
@@ -140,7 +140,7 @@ public:
               return true;
             }))
       return false;
-    return gatherProcessOutputs(lib.sig, outcome, rank, size, nullptr, error);
+    return gatherProcessOutputs(lib.sig, outcome, rank, ranks, nullptr, error);
   }
 
   void release(const Library &lib, Outcome &outcome) override {
@@ -149,7 +149,7 @@ public:
   }
 
 private:
-  int rank, size;
+  int rank; // this process's; the job's size is `ranks`
 };
 
 } // namespace

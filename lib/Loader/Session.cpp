@@ -37,9 +37,11 @@ private:
   /// own (processes).
   int runRanks();
   std::string tool() const { return o.tool; }
-  /// As processes, only rank 0 reports (and warns).
+  /// As processes, only rank 0 reports (and warns); no one does when the
+  /// caller takes no report.
+  bool reporting() const { return output.out && rank_ == 0; }
   void out(const std::string &text) const {
-    if (output.out && rank_ == 0)
+    if (reporting())
       output.out(text);
   }
   void err(const std::string &text) const {
@@ -509,7 +511,7 @@ int Session::runRanks() {
         label.c_str(), "reference", o.seed);
     out(comparison.text + timing + run::verdict(comparison));
     status = comparison.ok ? 0 : 1;
-  } else if (output.out && rank_ == 0) {
+  } else if (reporting()) {
     // The checksums read every output: not made when no one reads the
     // report (a JAX layer's step).
     out(run::checksums(sig, programOutcome.outputs) + timing);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Support/Flags.h"
+#include "overlap/Support/EnumNames.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -100,10 +101,7 @@ std::vector<std::string> flags::split(const std::string &text, char separator) {
 }
 
 std::string flags::listChoices(const std::vector<std::string> &choices) {
-  std::string out;
-  for (size_t i = 0; i < choices.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-  return out;
+  return joinQuoted(choices, "", " or ");
 }
 
 bool flags::readPositive(const std::string &text, size_t &pos, int64_t &out) {

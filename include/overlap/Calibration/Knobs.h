@@ -79,10 +79,6 @@ Args parseMeasuringArgs(const char *tool, const char *synopsis,
 /// Prints "TOOL: error: MESSAGE" and exits 2 (a usage error).
 [[noreturn]] void usageError(const char *tool, const std::string &message);
 
-/// The measuring tool's name for its messages ("overlap-bench"), set by
-/// parseMeasuringArgs; "overlap" before.
-const char *toolName();
-
 /// Prints "TOOL: KIND: " and the printf-formatted text (whose newline the
 /// format holds) to stderr, `kind` "error", "warning" or "internal error":
 /// every message of a measuring tool names it, as its usage errors do.

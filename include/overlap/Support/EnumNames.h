@@ -30,13 +30,21 @@ template <typename E> struct EnumName {
   const char *name;
 };
 
+/// The row of `value` in `table` (rows with `value` and `name`, and any
+/// other fields), or null.
+template <typename Table, typename E>
+auto rowOf(const Table &table, E value) -> decltype(&*std::begin(table)) {
+  for (const auto &row : table)
+    if (row.value == value)
+      return &row;
+  return nullptr;
+}
+
 /// The name of `value` in `table` (EnumName rows); "?" when it has none.
 template <typename Table, typename E>
 const char *nameOf(const Table &table, E value) {
-  for (const auto &row : table)
-    if (row.value == value)
-      return row.name;
-  return "?";
+  auto row = rowOf(table, value);
+  return row ? row->name : "?";
 }
 
 /// The value named `name` in `table`, or nullopt.
@@ -49,29 +57,33 @@ auto valueOf(const Table &table, std::string_view name)
   return std::nullopt;
 }
 
-/// The names of `table`, in its order (for "expected a, b or c" errors).
-/// The names in the table's order, each between `quote`s, joined by ", "
-/// and, before the last, by `last`: joinNames(t, "\"") is "\"a\", \"b\",
-/// \"c\"", joinNames(t, "", " or ") is "a, b or c".
-template <typename Table>
-std::string joinNames(const Table &table, const char *quote = "",
-                      const char *last = ", ") {
-  std::string text;
-  size_t n = std::size(table), i = 0;
-  for (const auto &row : table) {
-    if (i)
-      text += i + 1 == n ? last : ", ";
-    text += std::string(quote) + row.name + quote;
-    ++i;
-  }
-  return text;
-}
-
+/// The names of `table`, in its order.
 template <typename Table> std::vector<std::string> namesOf(const Table &table) {
   std::vector<std::string> names;
   for (const auto &row : table)
     names.push_back(row.name);
   return names;
+}
+
+/// `items` each between `quote`s, joined by ", " and, before the last, by
+/// `last`: joinQuoted(v, "\"") is "\"a\", \"b\", \"c\"", joinQuoted(v, "",
+/// " or ") is "a, b or c" (flags::listChoices).
+inline std::string joinQuoted(const std::vector<std::string> &items,
+                              const char *quote = "", const char *last = ", ") {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i)
+    text += (i == 0                  ? ""
+             : i + 1 == items.size() ? last
+                                     : ", ") +
+            std::string(quote) + items[i] + quote;
+  return text;
+}
+
+/// joinQuoted of the table's names (for "expected one of ..." errors).
+template <typename Table>
+std::string joinNames(const Table &table, const char *quote = "",
+                      const char *last = ", ") {
+  return joinQuoted(namesOf(table), quote, last);
 }
 
 } // namespace overlap

@@ -28,7 +28,7 @@ BUILD=${OVERLAP_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 LLVM_PREFIX=${LLVM_PREFIX:-/usr/lib/llvm-22}
 REPORT=${OVERLAP_FUZZ_REPORT:-$BUILD/test-reports/fuzz.xml}
 TIMEOUT=${OVERLAP_FUZZ_TIMEOUT:-60}
-ALL_TARGETS=(profile plan-request loader npz plan-attr pipeline pipeline-text)
+ALL_TARGETS=(profile plan-request loader npz tcp-frame plan-attr pipeline pipeline-text)
 
 campaign=0
 if [ "${1:-}" = "--campaign" ]; then

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ProcessBackend.h"
+#include "TcpTesting.h"
 
 #include "gtest/gtest.h"
 
@@ -32,24 +33,13 @@
 #include <vector>
 
 using namespace overlap::process;
+using overlap::testing::freePort;
+using overlap::testing::tcp;
+using overlap::testing::text;
 
 namespace {
 
 constexpr int kRanks = 4;
-
-const overlap_mpi_transport &tcp() { return *tcpTransport(); }
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 /// In a rank process: a failed check prints where and exits 1.
 #define CHECK_RANK(cond)                                                       \
@@ -61,22 +51,8 @@ int freePort() {
     }                                                                          \
   } while (0)
 
-/// The text of error `rc`.
-std::string text(int rc) {
-  char buffer[512];
-  tcp().errorString(rc, buffer, sizeof buffer);
-  return buffer;
-}
-
-/// In a forked process: the variables that make it rank `rank` of kRanks,
-/// meeting rank 0 at `port` of this host within `timeoutMs`.
 void setRankVariables(int rank, int port, const char *timeoutMs) {
-  ::setenv("OVERLAP_RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("OVERLAP_WORLD_SIZE", std::to_string(kRanks).c_str(), 1);
-  ::setenv("OVERLAP_BOOTSTRAP_KEY", "tcp-test", 1);
-  ::setenv("OVERLAP_BOOTSTRAP_TIMEOUT_MS", timeoutMs, 1);
-  ::setenv("OVERLAP_PROCESS_ADDR",
-           ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+  overlap::testing::setRankVariables(rank, kRanks, port, timeoutMs);
 }
 
 /// Runs `body(rank)` in kRanks forked processes joined over TCP; returns
@@ -316,6 +292,21 @@ TEST(TcpTransport, AbortEndsEveryRank) {
     int64_t value = 0;
     tcp().allreduceMax(comm, &value);
     std::_Exit(1);
+  });
+}
+
+TEST(TcpTransport, AnAbortOfCodeZeroEndsNoRankWithSuccess) {
+  // Exit status 0 means a finished run: an abort never ends a rank so,
+  // whatever code it names (issue 48: a frame of code 0 ended rank 0 with
+  // status 0 and no result).
+  expectRanksExit(1, [](int rank, overlap_mpi_comm comm) {
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      tcp().abort(0);
+    }
+    int64_t value = 0;
+    tcp().allreduceMax(comm, &value);
+    std::_Exit(7);
   });
 }
 

@@ -122,12 +122,20 @@ public:
   /// and drops whatever other ranks still send it, until every rank's
   /// messages have been received (a nonblocking barrier entered once its
   /// own sends completed), then stops the monitor.
-  bool drain(std::string &error);
+  /// Gives up (false, naming the wait) after `by`.
+  bool drain(host::Clock::time_point by, std::string &error);
   /// The status and text every rank returns: the root cause of the lowest
   /// rank that failed by itself, or success. Collective, after drain().
-  bool agree(overlap_status &status, std::string &text, std::string &error);
+  /// Gives up after `by`, naming the ranks whose outcome did not come.
+  bool agree(host::Clock::time_point by, overlap_status &status,
+             std::string &text, std::string &error);
+  /// How long the end of a launch may wait for the other ranks, and a
+  /// failed rank's monitor for this one: max(2 x wait timeout, 30 s).
+  std::chrono::milliseconds endGrace() const;
 
 private:
+  /// " within N ms ...: stopped, hung or unreachable", for messages.
+  std::string lateText() const;
   void monitor();
   /// Receives one abort message if there is one; false on an MPI error.
   bool pollAbort(bool record);

@@ -167,8 +167,7 @@ void ProcessWorld::monitor() {
   // A rank blocked inside MPI (a split whose peers gave up) cannot see the
   // abort; after this long it ends the job rather than hang. Long enough
   // for any rank to finish the task it was running when the run failed.
-  const auto grace = std::chrono::milliseconds(
-      std::max<int64_t>(2 * world.options.waitTimeoutMs, 30000));
+  const auto grace = endGrace();
   host::Clock::time_point failedAt{};
   bool failed = false;
   while (!stop_.load()) {
@@ -194,11 +193,27 @@ void ProcessWorld::monitor() {
   }
 }
 
-bool ProcessWorld::drain(std::string &error) {
+std::chrono::milliseconds ProcessWorld::endGrace() const {
+  return std::chrono::milliseconds(
+      std::max<int64_t>(2 * world.options.waitTimeoutMs, 30000));
+}
+
+std::string ProcessWorld::lateText() const {
+  return " within " + std::to_string(endGrace().count()) +
+         " ms of this rank's end (max(2 x the wait timeout, 30 s)): stopped, "
+         "hung or unreachable";
+}
+
+bool ProcessWorld::drain(host::Clock::time_point by, std::string &error) {
   overlap_mpi_request barrier = nullptr;
   bool entered = false;
   Backoff backoff;
   for (;;) {
+    if (host::Clock::now() > by) {
+      error = "the job's ranks did not all reach the end of the launch" +
+              lateText();
+      return false;
+    }
     bool moved = false;
     std::vector<overlap_mpi_comm> comms;
     {
@@ -259,8 +274,8 @@ bool ProcessWorld::drain(std::string &error) {
   return true;
 }
 
-bool ProcessWorld::agree(overlap_status &status, std::string &text,
-                         std::string &error) {
+bool ProcessWorld::agree(host::Clock::time_point by, overlap_status &status,
+                         std::string &text, std::string &error) {
   // Every rank sends every other its own root cause, if it is one, and all
   // pick the lowest rank's.
   bool own = world.rootRank() == mpi.rank;
@@ -282,8 +297,20 @@ bool ProcessWorld::agree(overlap_status &status, std::string &text,
   std::vector<std::string> records(mpi.size);
   records[mpi.rank] = *record;
   Backoff backoff;
+  auto late = [&](const char *what) {
+    std::string missing;
+    for (int r = 0; r < mpi.size; ++r)
+      if (r != mpi.rank && records[r].empty())
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    error = std::string(what) +
+            (missing.empty() ? "" : " (no outcome from rank " + missing + ")") +
+            lateText();
+    return false;
+  };
   for (int r = 0; r < mpi.size; ++r) {
     for (int found = r == mpi.rank; !found; backoff.idle()) {
+      if (host::Clock::now() > by)
+        return late("the job's ranks did not all send their outcome");
       int source = 0, tag = 0, bytes = 0;
       overlap_mpi_message message = nullptr;
       if (int rc = mpi.api->improbe(abortComm_, r, kAgreeTag, &found, &message,
@@ -302,6 +329,9 @@ bool ProcessWorld::agree(overlap_status &status, std::string &text,
   }
   for (overlap_mpi_request &request : sends) {
     for (int done = 0; !done; backoff.idle()) {
+      if (host::Clock::now() > by)
+        return late("the job's ranks did not all receive this rank's "
+                    "outcome");
       if (int rc = mpi.api->test(&request, &done)) {
         error = mpi.error("MPI_Test", rc);
         return false;
@@ -511,7 +541,12 @@ overlap_process_launch(int ranks, const overlap_host_options *opts,
   }
   overlap_status status = OVERLAP_SUCCESS;
   std::string text;
-  if (!process.drain(error) || !process.agree(status, text, error))
+  // A rank stopped now (SIGSTOP, a debugger, a hung driver) would hold the
+  // others here for ever: the end has the monitor's grace, then ends the
+  // job naming what did not come.
+  const host::Clock::time_point endBy = host::Clock::now() + process.endGrace();
+  if (!process.drain(endBy, error) ||
+      !process.agree(endBy, status, text, error))
     return broken(error);
   launchError = text;
   return status;

@@ -17,10 +17,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "TcpJob.h"
+#include "TcpAuth.h"
 
 #include "overlap/Runtime/Bootstrap.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -50,13 +52,6 @@ bool overlap::process::tcp::writeAll(int fd, const void *data, size_t bytes) {
     bytes -= static_cast<size_t>(n);
   }
   return true;
-}
-
-uint64_t overlap::process::tcp::hashKey(const std::string &key) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : key)
-    h = (h ^ c) * 0x100000001b3ull;
-  return h;
 }
 
 namespace {
@@ -129,35 +124,39 @@ void setPort(sockaddr_storage &address, uint16_t port) {
     reinterpret_cast<sockaddr_in &>(address).sin_port = htons(port);
 }
 
-/// A socket listening on every address of `family`, on `port` (0: any).
-int listenOn(int family, uint16_t port, int backlog, std::string &why) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/// A socket listening at `address` (its port 0: any free one). Only that
+/// address: a job listens where it was told to, not on every interface.
+int listenAt(const sockaddr_storage &address, int backlog, std::string &why) {
+  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     why = std::string("socket: ") + std::strerror(errno);
     return -1;
   }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_storage address{};
-  address.ss_family = static_cast<sa_family_t>(family);
-  if (family == AF_INET6) {
-    int zero = 0; // IPv4 peers too
-    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    reinterpret_cast<sockaddr_in6 &>(address).sin6_addr = in6addr_any;
-  } else {
-    reinterpret_cast<sockaddr_in &>(address).sin_addr.s_addr =
-        htonl(INADDR_ANY);
-  }
-  setPort(address, port);
-  socklen_t length =
-      family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::bind(fd, reinterpret_cast<sockaddr *>(&address), length) != 0 ||
+  socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                   : sizeof(sockaddr_in);
+  if (::bind(fd, reinterpret_cast<const sockaddr *>(&address), length) != 0 ||
       ::listen(fd, backlog) != 0) {
     why = std::string(std::strerror(errno));
     ::close(fd);
     return -1;
   }
   return fd;
+}
+
+/// Whether `address` is one of this host's (a socket can be bound to it).
+bool isLocal(sockaddr_storage address) {
+  setPort(address, 0);
+  int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return false;
+  socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                   : sizeof(sockaddr_in);
+  bool bound =
+      ::bind(fd, reinterpret_cast<const sockaddr *>(&address), length) == 0;
+  ::close(fd);
+  return bound;
 }
 
 /// Connects to `address`, retrying a refused connection (the listener may
@@ -257,6 +256,193 @@ bool resolve(const std::string &host, int port, sockaddr_storage &address,
   return true;
 }
 
+
+/// The nonces of one connection's handshake and the key both sides prove.
+struct Handshake {
+  Digest key{};
+  uint8_t connecting[32] = {}; ///< the connecting side's nonce
+  uint8_t listening[32] = {};  ///< the listening side's nonce
+
+  /// HMAC over the role, both nonces and `fields`.
+  Digest prove(const char *role, const std::string &fields) const {
+    std::string message(role);
+    message += '\0';
+    message.append(reinterpret_cast<const char *>(connecting), 32);
+    message.append(reinterpret_cast<const char *>(listening), 32);
+    message += fields;
+    return hmacSha256(key, message);
+  }
+};
+
+Digest digestOf(const uint8_t (&bytes)[32]) {
+  Digest out;
+  std::memcpy(out.data(), bytes, out.size());
+  return out;
+}
+
+/// The fields of a Hello its proof covers.
+std::string helloFields(const Hello &hello) {
+  return std::to_string(hello.magic) + "/" + std::to_string(hello.version) +
+         "/" + std::to_string(hello.rank) + "/" + std::to_string(hello.size) +
+         "/" + std::to_string(hello.pid) + "/" +
+         std::to_string(hello.listenPort);
+}
+
+std::string answerFields(uint32_t status, const std::string &payload) {
+  return std::to_string(status) + "/" + payload;
+}
+
+/// An answer that proves nothing (the other side did not prove the key):
+/// it says only why, never anything of the job.
+void refuse(int fd, const std::string &why) {
+  Answer answer;
+  answer.status = 1;
+  answer.bytes = why.size();
+  writeAll(fd, &answer, sizeof answer);
+  writeAll(fd, why.data(), why.size());
+}
+
+/// The listening side, up to the connecting side's proved hello: false
+/// (with `why`, and the other side answered) when it does not speak this
+/// protocol or cannot prove `key`.
+bool admit(int fd, const Digest &key, Clock::time_point by, Hello &theirs,
+           Handshake &shake, std::string &why) {
+  // Magic and version first: a client of another protocol is answered at
+  // once, whatever it sends next.
+  Greeting greeting;
+  const size_t head = offsetof(Greeting, nonce);
+  if (!readAll(fd, &greeting, head, by, why))
+    return false; // not one of ours, or gone
+  Challenge challenge;
+  if (greeting.magic != kMagic || greeting.version != kVersion) {
+    why = "not an Overlap process transport of version " +
+          std::to_string(kVersion);
+    challenge.status = 1;
+    challenge.bytes = why.size();
+    writeAll(fd, &challenge, sizeof challenge);
+    writeAll(fd, why.data(), why.size());
+    return false;
+  }
+  if (!readAll(fd, reinterpret_cast<char *>(&greeting) + head,
+               sizeof greeting - head, by, why))
+    return false;
+  shake.key = key;
+  std::memcpy(shake.connecting, greeting.nonce, 32);
+  if (!randomBytes(shake.listening, 32)) {
+    why = "no random bytes for a nonce";
+    return false;
+  }
+  std::memcpy(challenge.nonce, shake.listening, 32);
+  Digest proof = shake.prove("listening", "");
+  std::memcpy(challenge.proof, proof.data(), 32);
+  if (!writeAll(fd, &challenge, sizeof challenge) ||
+      !readAll(fd, &theirs, sizeof theirs, by, why))
+    return false;
+  if (!sameDigest(digestOf(theirs.proof),
+                  shake.prove("connecting", helloFields(theirs)))) {
+    why = "it does not prove the job's secret";
+    refuse(fd, "not admitted: the hello does not prove this job's secret "
+               "(another job, or another OVERLAP_JOB_SECRET)");
+    return false;
+  }
+  return true;
+}
+
+/// The listening side's proved answer.
+bool answer(int fd, const Handshake &shake, uint32_t status,
+            const std::string &payload) {
+  Answer answer;
+  answer.status = status;
+  answer.bytes = payload.size();
+  Digest proof = shake.prove("answer", answerFields(status, payload));
+  std::memcpy(answer.proof, proof.data(), 32);
+  return writeAll(fd, &answer, sizeof answer) &&
+         (payload.empty() || writeAll(fd, payload.data(), payload.size()));
+}
+
+/// The connecting side, up to its hello: false with `why` when the other
+/// side does not speak this protocol or cannot prove `key` (then nothing
+/// of this rank was said).
+bool introduce(int fd, const Digest &key, Hello &mine, Clock::time_point by,
+               Handshake &shake, std::string &why) {
+  Greeting greeting;
+  shake.key = key;
+  if (!randomBytes(greeting.nonce, 32)) {
+    why = "no random bytes for a nonce";
+    return false;
+  }
+  std::memcpy(shake.connecting, greeting.nonce, 32);
+  Challenge challenge;
+  if (!writeAll(fd, &greeting, sizeof greeting) ||
+      !readAll(fd, &challenge, sizeof challenge, by, why)) {
+    why = "did not answer: " + (why.empty() ? std::strerror(errno) : why);
+    return false;
+  }
+  if (challenge.magic != kMagic) {
+    why = "is not an Overlap process transport";
+    return false;
+  }
+  if (challenge.status != 0) {
+    std::string text(static_cast<size_t>(std::min<uint64_t>(challenge.bytes,
+                                                             256)),
+                     '\0');
+    std::string ignored;
+    if (!text.empty())
+      readAll(fd, &text[0], text.size(), by, ignored);
+    why = "refused the protocol: " + text;
+    return false;
+  }
+  std::memcpy(shake.listening, challenge.nonce, 32);
+  if (!sameDigest(digestOf(challenge.proof), shake.prove("listening", ""))) {
+    why = "does not prove the job's secret (another job listens there, "
+          "or its OVERLAP_JOB_SECRET differs)";
+    return false;
+  }
+  Digest proof = shake.prove("connecting", helloFields(mine));
+  std::memcpy(mine.proof, proof.data(), 32);
+  if (!writeAll(fd, &mine, sizeof mine)) {
+    why = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+/// The connecting side: the listening side's answer, at most `most` bytes
+/// of payload, its proof checked. False with `why` when there is none, it
+/// is not proved, or it is a refusal (then `why` is the reason).
+bool hearAnswer(int fd, const Handshake &shake, Clock::time_point by,
+                size_t most, std::string &payload, std::string &why) {
+  Answer heard;
+  if (!readAll(fd, &heard, sizeof heard, by, why)) {
+    why = "did not answer: " + why;
+    return false;
+  }
+  if (heard.magic != kMagic ||
+      heard.bytes > (heard.status ? 4096 : static_cast<uint64_t>(most))) {
+    why = "answered malformed";
+    return false;
+  }
+  payload.assign(static_cast<size_t>(heard.bytes), '\0');
+  if (!payload.empty() && !readAll(fd, &payload[0], payload.size(), by, why)) {
+    why = "did not answer: " + why;
+    return false;
+  }
+  bool proved = sameDigest(digestOf(heard.proof),
+                           shake.prove("answer", answerFields(heard.status,
+                                                              payload)));
+  if (heard.status != 0) {
+    why = (proved ? "gave up: " : "refused (without proving the job's "
+                                  "secret): ") +
+          payload;
+    return false;
+  }
+  if (!proved) {
+    why = "answered without proving the job's secret";
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int Job::init(std::string &why) {
@@ -277,11 +463,34 @@ int Job::init(std::string &why) {
   sockaddr_storage rootAddress{};
   if (!resolve(host, port, rootAddress, why))
     return 1;
-  const uint64_t key = hashKey(config.key);
-  const Clock::time_point deadline =
-      Clock::now() + std::chrono::milliseconds(config.timeoutMs);
-  const std::string waited = " within " + std::to_string(config.timeoutMs) +
-                             " ms (OVERLAP_BOOTSTRAP_TIMEOUT_MS)";
+  Joining joining;
+  joining.jobKey = config.key;
+  joining.deadline = Clock::now() + std::chrono::milliseconds(config.timeoutMs);
+  joining.waited = " within " + std::to_string(config.timeoutMs) +
+                   " ms (OVERLAP_BOOTSTRAP_TIMEOUT_MS)";
+  bool given = false;
+  if (!givenSecret(env, joining.secret, given, why)) {
+    why = "rank " + std::to_string(rank) + ": " + why;
+    return 1;
+  }
+  // No secret given: rank 0 makes one and hands it to the others through a
+  // file only this user can read (Bootstrap.h's rendezvous), which reaches
+  // the ranks of one host, or of hosts that share OVERLAP_BOOTSTRAP_DIR.
+  if (!given) {
+    if (rank != 0 && config.privateDirectory && !isLocal(rootAddress)) {
+      why = "rank " + std::to_string(rank) + ": rank 0 at " + root +
+            " is on another host and no secret was given for the job: set "
+            "OVERLAP_JOB_SECRET (or OVERLAP_JOB_SECRET_FILE) to the same "
+            "random string on every rank, or OVERLAP_BOOTSTRAP_DIR to a "
+            "directory of this user's that every host shares "
+            "(docs/runtime.md, \"Who can join a TCP job\")";
+      return 1;
+    }
+    bootstrap::RendezvousConfig handing = config;
+    handing.key += ";tcp-secret;port=" + std::to_string(port);
+    joining.handing =
+        std::make_unique<bootstrap::Rendezvous>(handing, rank, size);
+  }
 
   world_.id = kWorldId;
   world_.rank = rank;
@@ -289,205 +498,230 @@ int Job::init(std::string &why) {
     world_.world.push_back(r);
   for (int r = 0; r < size; ++r)
     peers_.push_back(std::make_unique<Peer>());
-
-  Hello mine;
-  mine.rank = rank;
-  mine.size = size;
-  mine.keyHash = key;
-  mine.pid = static_cast<uint32_t>(::getpid());
-
-  std::vector<sockaddr_storage> addresses(static_cast<size_t>(size));
-  int listener = -1;
-  if (rank == 0) {
-    listener = listenOn(rootAddress.ss_family, static_cast<uint16_t>(port),
-                        size + 16, why);
-    if (listener < 0) {
-      why = "rank 0 cannot listen at " + root + ": " + why +
-            " (another job's rank 0, or another program, has the port: set "
-            "OVERLAP_PROCESS_ADDR to a free one)";
-      return 1;
-    }
-    int joined = 1;
-    while (joined < size) {
-      pollfd pfd{listener, POLLIN, 0};
-      int ready = ::poll(&pfd, 1, remainingMs(deadline));
-      if (ready < 0 && errno == EINTR)
-        continue;
-      if (ready <= 0) {
-        std::string missing;
-        for (int r = 1; r < size; ++r)
-          if (peers_[r]->fd < 0)
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        why = std::string(missing.find(',') == std::string::npos ? "rank "
-                                                                 : "ranks ") +
-              missing + " did not connect to rank 0 at " + root + waited +
-              " (are they started, and is the address reachable?)";
-        // The ranks that came hear why at once.
-        Answer failed;
-        failed.status = 1;
-        failed.bytes = why.size();
-        for (int r = 1; r < size; ++r)
-          if (peers_[r]->fd >= 0) {
-            writeAll(peers_[r]->fd, &failed, sizeof failed);
-            writeAll(peers_[r]->fd, why.data(), why.size());
-            ::close(peers_[r]->fd);
-            peers_[r]->fd = -1;
-          }
-        ::close(listener);
-        return 1;
-      }
-      sockaddr_storage from{};
-      socklen_t length = sizeof from;
-      int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from), &length,
-                         SOCK_CLOEXEC);
-      if (fd < 0)
-        continue;
-      tune(fd);
-      Hello theirs;
-      std::string readWhy;
-      Answer answer;
-      std::string reject;
-      if (!readAll(fd, &theirs, sizeof theirs, helloBy(deadline), readWhy)) {
-        ::close(fd); // not one of ours, or gone
-        continue;
-      }
-      if (theirs.magic != kMagic || theirs.version != kVersion)
-        reject = "not an Overlap process transport of version " +
-                 std::to_string(kVersion);
-      else if (theirs.keyHash != key || theirs.size != size)
-        reject = "rank 0 at " + root + " runs another job (" +
-                 std::to_string(size) + " ranks, key " + config.key + ")";
-      else if (theirs.rank <= 0 || theirs.rank >= size ||
-               peers_[theirs.rank]->fd >= 0)
-        reject = "rank " + std::to_string(theirs.rank) +
-                 " is out of range or already connected";
-      if (!reject.empty()) {
-        answer.status = 1;
-        answer.bytes = reject.size();
-        writeAll(fd, &answer, sizeof answer);
-        writeAll(fd, reject.data(), reject.size());
-        ::close(fd);
-        continue;
-      }
-      setPort(from, theirs.listenPort);
-      addresses[static_cast<size_t>(theirs.rank)] = from;
-      peers_[theirs.rank]->fd = fd;
-      ++joined;
-    }
-    ::close(listener);
-    Answer answer;
-    answer.bytes = addresses.size() * sizeof(sockaddr_storage);
-    for (int r = 1; r < size; ++r)
-      if (!writeAll(peers_[r]->fd, &answer, sizeof answer) ||
-          !writeAll(peers_[r]->fd, addresses.data(), answer.bytes)) {
-        why = "rank 0 cannot answer rank " + std::to_string(r) + ": " +
-              std::strerror(errno);
-        return 1;
-      }
-  } else {
-    listener = listenOn(rootAddress.ss_family, 0, size + 16, why);
-    if (listener < 0) {
-      why = "rank " + std::to_string(rank) + " cannot listen: " + why;
-      return 1;
-    }
-    sockaddr_storage bound{};
-    socklen_t length = sizeof bound;
-    ::getsockname(listener, reinterpret_cast<sockaddr *>(&bound), &length);
-    mine.listenPort = portOf(bound);
-    int fd = connectTo(rootAddress, deadline, why);
-    if (fd < 0) {
-      why = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + root +
-            waited + ": " + why;
-      ::close(listener);
-      return 1;
-    }
-    // Rank 0 answers by its own deadline, which may come a little after
-    // this one's (it started first, or its clock is ahead of this one's
-    // start): wait a grace period longer for its answer.
-    const Clock::time_point answerBy = deadline + std::chrono::seconds(10);
-    Answer answer;
-    std::string readWhy;
-    bool wrote = writeAll(fd, &mine, sizeof mine);
-    if (!wrote || !readAll(fd, &answer, sizeof answer, answerBy, readWhy)) {
-      why = "rank " + std::to_string(rank) + ": rank 0 at " + root +
-            " did not answer: " +
-            (wrote ? readWhy : std::string(std::strerror(errno))) +
-            (readWhy == "timed out" ? waited + " + 10 s" : "");
-      ::close(fd);
-      ::close(listener);
-      return 1;
-    }
-    if (answer.magic != kMagic ||
-        answer.bytes > (answer.status
-                            ? 4096
-                            : addresses.size() * sizeof(sockaddr_storage))) {
-      why = "rank " + std::to_string(rank) + ": what listens at " + root +
-            " is not rank 0 of an Overlap job (set OVERLAP_PROCESS_ADDR to a "
-            "free port)";
-      ::close(fd);
-      ::close(listener);
-      return 1;
-    }
-    std::string payload(static_cast<size_t>(answer.bytes), '\0');
-    if (!readAll(fd, payload.empty() ? nullptr : &payload[0], payload.size(),
-                 answerBy, readWhy) ||
-        answer.status != 0 ||
-        payload.size() != addresses.size() * sizeof(sockaddr_storage)) {
-      why = "rank " + std::to_string(rank) + ": rank 0 at " + root +
-            (answer.status ? " gave up: " + payload
-                           : " did not answer: " + readWhy);
-      ::close(fd);
-      ::close(listener);
-      return 1;
-    }
-    std::memcpy(addresses.data(), payload.data(), payload.size());
-    peers_[0]->fd = fd;
-    // Connect to the ranks below (1 .. rank-1), accept from those above.
-    for (int r = 1; r < rank; ++r) {
-      int peer = connectTo(addresses[static_cast<size_t>(r)], deadline, why);
-      if (peer < 0 || !writeAll(peer, &mine, sizeof mine)) {
-        why = "rank " + std::to_string(rank) + " cannot reach rank " +
-              std::to_string(r) + " at " +
-              describe(addresses[static_cast<size_t>(r)]) + ": " + why;
-        ::close(listener);
-        return 1;
-      }
-      peers_[r]->fd = peer;
-    }
-    for (int accepted = 0; accepted < size - 1 - rank;) {
-      pollfd pfd{listener, POLLIN, 0};
-      int ready = ::poll(&pfd, 1, remainingMs(deadline));
-      if (ready < 0 && errno == EINTR)
-        continue;
-      if (ready <= 0) {
-        why = "rank " + std::to_string(rank) +
-              ": the ranks above it did not all connect" + waited;
-        ::close(listener);
-        return 1;
-      }
-      int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (peer < 0)
-        continue;
-      tune(peer);
-      Hello theirs;
-      std::string readWhy;
-      if (!readAll(peer, &theirs, sizeof theirs, helloBy(deadline), readWhy) ||
-          theirs.magic != kMagic || theirs.keyHash != key ||
-          theirs.rank <= rank || theirs.rank >= size ||
-          peers_[theirs.rank]->fd >= 0) {
-        ::close(peer);
-        continue;
-      }
-      peers_[theirs.rank]->fd = peer;
-      ++accepted;
-    }
-    ::close(listener);
-  }
+  if (int rc = rank == 0 ? joinAsRoot(rootAddress, joining, why)
+                         : joinAsOther(rootAddress, joining, why))
+    return rc;
   if (::pipe2(wake_, O_CLOEXEC) != 0) {
     why = std::string("pipe: ") + std::strerror(errno);
     return 1;
   }
   progress_ = std::thread([this] { progress(); });
+  return 0;
+}
+
+int Job::joinAsRoot(const sockaddr_storage &at, Joining &joining,
+                    std::string &why) {
+  std::string ignored;
+  if (joining.handing && !joining.handing->clear(why))
+    return 1;
+  int listener = listenAt(at, size + 16, why);
+  if (listener < 0) {
+    why = "rank 0 cannot listen at " + root + ": " + why +
+          " (another job's rank 0, or another program, has the port, or it "
+          "is no address of this host: set OVERLAP_PROCESS_ADDR)";
+    if (joining.handing)
+      joining.handing->publishFailure(why, ignored);
+    return 1;
+  }
+  if (joining.handing) {
+    joining.secret.assign(32, '\0');
+    if (!randomBytes(&joining.secret[0], 32) ||
+        !joining.handing->publish(joining.secret.data(), 32, why)) {
+      why = "rank 0 cannot hand the job's secret to the other ranks: " +
+            (why.empty() ? std::string("no random bytes") : why);
+      ::close(listener);
+      return 1;
+    }
+  }
+  const Digest key = jobKey(joining.secret, joining.jobKey, size);
+  std::vector<sockaddr_storage> addresses(static_cast<size_t>(size));
+  std::vector<Handshake> shakes(static_cast<size_t>(size));
+  int joined = 1;
+  while (joined < size) {
+    pollfd pfd{listener, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, remainingMs(joining.deadline));
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0) {
+      std::string missing;
+      for (int r = 1; r < size; ++r)
+        if (peers_[r]->fd < 0)
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      why = std::string(missing.find(',') == std::string::npos ? "rank "
+                                                               : "ranks ") +
+            missing + " did not connect to rank 0 at " + root +
+            joining.waited + " (are they started, and is the address "
+            "reachable?)";
+      // The ranks that came hear why at once.
+      for (int r = 1; r < size; ++r)
+        if (peers_[r]->fd >= 0) {
+          answer(peers_[r]->fd, shakes[size_t(r)], 1, why);
+          ::close(peers_[r]->fd);
+          peers_[r]->fd = -1;
+        }
+      if (joining.handing)
+        joining.handing->publishFailure(why, ignored);
+      ::close(listener);
+      return 1;
+    }
+    sockaddr_storage from{};
+    socklen_t length = sizeof from;
+    int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from), &length,
+                       SOCK_CLOEXEC);
+    if (fd < 0)
+      continue;
+    tune(fd);
+    Hello theirs;
+    Handshake shake;
+    std::string refused;
+    if (!admit(fd, key, helloBy(joining.deadline), theirs, shake, refused)) {
+      ::close(fd); // a stranger, or gone: answered if it spoke
+      continue;
+    }
+    if (theirs.rank <= 0 || theirs.rank >= size ||
+        peers_[theirs.rank]->fd >= 0) {
+      answer(fd, shake, 1,
+             "rank " + std::to_string(theirs.rank) +
+                 " is out of range or already connected");
+      ::close(fd);
+      continue;
+    }
+    setPort(from, theirs.listenPort);
+    addresses[static_cast<size_t>(theirs.rank)] = from;
+    shakes[static_cast<size_t>(theirs.rank)] = shake;
+    peers_[theirs.rank]->fd = fd;
+    ++joined;
+  }
+  ::close(listener);
+  std::string payload(reinterpret_cast<const char *>(addresses.data()),
+                      addresses.size() * sizeof(sockaddr_storage));
+  for (int r = 1; r < size; ++r)
+    if (!answer(peers_[r]->fd, shakes[size_t(r)], 0, payload)) {
+      why = "rank 0 cannot answer rank " + std::to_string(r) + ": " +
+            std::strerror(errno);
+      return 1;
+    }
+  // Every rank proved the secret, so each has read it: no file is left.
+  if (joining.handing)
+    joining.handing->withdraw();
+  return 0;
+}
+
+int Job::joinAsOther(const sockaddr_storage &rootAt, Joining &joining,
+                     std::string &why) {
+  const std::string me = "rank " + std::to_string(rank);
+  if (joining.handing) {
+    joining.secret.assign(32, '\0');
+    if (!joining.handing->await(&joining.secret[0], 32, why)) {
+      why = me + ": no secret from rank 0 (it hands one through a file of "
+                 "this user's when none is given): " + why;
+      return 1;
+    }
+  }
+  const Digest key = jobKey(joining.secret, joining.jobKey, size);
+  int fd = connectTo(rootAt, joining.deadline, why);
+  if (fd < 0) {
+    why = me + " cannot reach rank 0 at " + root + joining.waited + ": " + why;
+    return 1;
+  }
+  // Listen where rank 0 was reached from: the address the others are told.
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &length);
+  setPort(local, 0);
+  int listener = listenAt(local, size + 16, why);
+  if (listener < 0) {
+    why = me + " cannot listen at " + describe(local) + ": " + why;
+    ::close(fd);
+    return 1;
+  }
+  length = sizeof local;
+  ::getsockname(listener, reinterpret_cast<sockaddr *>(&local), &length);
+  Hello mine;
+  mine.rank = rank;
+  mine.size = size;
+  mine.pid = static_cast<uint32_t>(::getpid());
+  mine.listenPort = portOf(local);
+  // Rank 0 answers by its own deadline, which may come a little after
+  // this one's (it started first, or its clock is ahead of this one's
+  // start): wait a grace period longer for its answer.
+  const Clock::time_point answerBy =
+      joining.deadline + std::chrono::seconds(10);
+  std::vector<sockaddr_storage> addresses(static_cast<size_t>(size));
+  const size_t bytes = addresses.size() * sizeof(sockaddr_storage);
+  Handshake shake;
+  std::string payload;
+  if (!introduce(fd, key, mine, answerBy, shake, why) ||
+      !hearAnswer(fd, shake, answerBy, bytes, payload, why) ||
+      (payload.size() != bytes && (why = "answered malformed", true))) {
+    why = me + ": rank 0 at " + root + " " + why;
+    ::close(fd);
+    ::close(listener);
+    return 1;
+  }
+  std::memcpy(addresses.data(), payload.data(), bytes);
+  peers_[0]->fd = fd;
+  int rc = meetPeers(listener, addresses, key, mine, joining, why);
+  ::close(listener);
+  return rc;
+}
+
+int Job::meetPeers(int listener, const std::vector<sockaddr_storage> &at,
+                   const Digest &key, Hello &mine, const Joining &joining,
+                   std::string &why) {
+  const std::string me = "rank " + std::to_string(rank);
+  // Connect to the ranks below (1 .. rank-1), each answering.
+  for (int r = 1; r < rank; ++r) {
+    const sockaddr_storage &address = at[static_cast<size_t>(r)];
+    int peer = connectTo(address, joining.deadline, why);
+    Handshake shake;
+    std::string payload;
+    if (peer < 0 || !introduce(peer, key, mine, joining.deadline, shake, why) ||
+        !hearAnswer(peer, shake, joining.deadline, 0, payload, why)) {
+      why = me + ": rank " + std::to_string(r) + " at " + describe(address) +
+            " " + (peer < 0 ? "cannot be reached: " : "") + why;
+      if (peer >= 0)
+        ::close(peer);
+      return 1;
+    }
+    peers_[r]->fd = peer;
+  }
+  // Accept the ranks above.
+  for (int accepted = 0; accepted < size - 1 - rank;) {
+    pollfd pfd{listener, POLLIN, 0};
+    int ready = ::poll(&pfd, 1, remainingMs(joining.deadline));
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0) {
+      why = me + ": the ranks above it did not all connect" + joining.waited;
+      return 1;
+    }
+    int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (peer < 0)
+      continue;
+    tune(peer);
+    Hello theirs;
+    Handshake shake;
+    std::string refused;
+    if (!admit(peer, key, helloBy(joining.deadline), theirs, shake, refused)) {
+      ::close(peer);
+      continue;
+    }
+    if (theirs.rank <= rank || theirs.rank >= size ||
+        peers_[theirs.rank]->fd >= 0) {
+      answer(peer, shake, 1,
+             "rank " + std::to_string(theirs.rank) + " may not connect to " +
+                 me + " (out of range, below it, or already connected)");
+      ::close(peer);
+      continue;
+    }
+    if (!answer(peer, shake, 0, "")) {
+      ::close(peer);
+      continue;
+    }
+    peers_[theirs.rank]->fd = peer;
+    ++accepted;
+  }
   return 0;
 }
 
@@ -523,6 +757,9 @@ void Job::finalize() {
 }
 
 void Job::abort(int code) {
+  // An abort never ends a process with success.
+  if (code == 0)
+    code = 1;
   Frame frame;
   frame.kind = Abort;
   frame.tag = code;

@@ -15,8 +15,12 @@
 #define OVERLAP_LIB_RUNTIME_PROCESS_TCPJOB_H
 
 #include "MpiTransport.h"
+#include "TcpAuth.h"
+
+#include "overlap/Runtime/Bootstrap.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -28,6 +32,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/socket.h>
 
 struct overlap_mpi_comm_s {
   uint64_t id = 0;
@@ -62,7 +68,7 @@ namespace process {
 namespace tcp {
 
 constexpr uint32_t kMagic = 0x5054564f; // "OVTP" in little-endian bytes
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kWorldId = 1;
 constexpr uint64_t kInternal = uint64_t(1) << 63;
 constexpr int kBarrierTag = 1, kSplitTag = 2, kMaxTag = 3;
@@ -78,46 +84,107 @@ struct Frame {
   uint64_t bytes = 0;
 };
 
+/// The most payload one frame may carry: the transport's counts are ints.
+constexpr uint64_t kMaxFrameBytes = INT32_MAX;
+
+/// Reassembles the frames of one connection from its bytes as they come,
+/// and checks each header before it trusts it: a known kind, no payload
+/// but on Data, at most kMaxFrameBytes. TcpTransport.cpp reads sockets
+/// through it; fuzz/TcpFrameFuzzer.cpp feeds it anything.
+class FrameReader {
+public:
+  enum Result { More, Complete, Malformed };
+  /// Where the next bytes go, and how many are wanted (never 0).
+  char *room();
+  size_t wanted() const;
+  /// `count` bytes (at most wanted()) were written at room(). Complete: the
+  /// frame is in frame() and its payload in take(); Malformed: why().
+  Result received(size_t count);
+  const Frame &frame() const { return frame_; }
+  std::unique_ptr<overlap_mpi_message_s> take() { return std::move(reading_); }
+  const std::string &why() const { return why_; }
+
+private:
+  Frame frame_;
+  size_t headerGot_ = 0;
+  std::unique_ptr<overlap_mpi_message_s> reading_;
+  size_t payloadGot_ = 0;
+  bool inPayload_ = false;
+  std::string why_;
+};
+
 struct Peer {
   int fd = -1;
   std::mutex write;
   bool bye = false;    ///< said goodbye (finalize)
   bool closed = false; ///< nothing more to read
+  /// Why its connection was dropped ("" unless it sent a malformed frame).
+  std::string broken;
   /// Closed without goodbye: it exited, crashed or was killed.
   bool dead() const { return closed && !bye; }
-  // The frame being read.
-  Frame frame;
-  size_t headerGot = 0;
-  std::unique_ptr<overlap_mpi_message_s> reading;
-  size_t payloadGot = 0;
+  FrameReader reader;
 };
 
-/// What a rank says first on every connection it opens.
+/// The joining handshake (TcpBootstrap.cpp; docs/runtime.md, "Who can join
+/// a TCP job"). The side that connects says only which protocol it speaks
+/// and sends a fresh nonce; the side that listens answers with its own
+/// nonce and proves it holds the job's key; then the connecting side says
+/// who it is and proves the key too; then the listening side answers, its
+/// answer proved as well. A side that cannot prove the key learns nothing
+/// of the job, and is answered.
+struct Greeting {
+  uint32_t magic = kMagic;
+  uint32_t version = kVersion;
+  uint8_t nonce[32] = {};
+};
+
+/// The listening side's first reply: status 0, its nonce and proof; or
+/// status 1 (it does not speak this protocol), then `bytes` of reason.
+struct Challenge {
+  uint32_t magic = kMagic;
+  uint32_t status = 0;
+  uint8_t nonce[32] = {};
+  uint8_t proof[32] = {};
+  uint64_t bytes = 0;
+};
+
+/// Who the connecting rank is, and its proof over both nonces and these
+/// fields.
 struct Hello {
   uint32_t magic = kMagic;
   uint32_t version = kVersion;
   int32_t rank = 0;
   int32_t size = 0;
-  uint64_t keyHash = 0;
   uint32_t pid = 0;
   uint16_t listenPort = 0;
   uint16_t reserved = 0;
+  uint8_t proof[32] = {};
 };
 
-/// Rank 0's answer: accepted (status 0, then every rank's address) or not
-/// (status 1, then the reason's bytes).
+/// The listening side's answer: accepted (status 0; from rank 0, then every
+/// rank's address) or not (status 1, then the reason's bytes). Its proof
+/// covers both nonces, the status and the payload (all zero when the
+/// connecting side did not prove the key: such a refusal says only that).
 struct Answer {
   uint32_t magic = kMagic;
   uint32_t status = 0;
   uint64_t bytes = 0;
+  uint8_t proof[32] = {};
 };
 
 using Clock = std::chrono::steady_clock;
 
+/// What a process needs while it joins its job.
+struct Joining {
+  std::string jobKey; ///< the rendezvous key (Bootstrap.h)
+  std::string secret; ///< given, or rank 0's (handed through `handing`)
+  std::unique_ptr<bootstrap::Rendezvous> handing;
+  Clock::time_point deadline;
+  std::string waited; ///< " within N ms (...)", for messages
+};
+
 /// Sends all `bytes`; false when the connection is gone.
 bool writeAll(int fd, const void *data, size_t bytes);
-/// An FNV-1a hash of the job key, which every Hello carries.
-uint64_t hashKey(const std::string &key);
 
 /// The joined job of this process.
 class Job {
@@ -156,6 +223,17 @@ public:
                std::vector<std::string> &all);
 
 private:
+  /// Rank 0: listens at `at`, admits every other rank that proves the key
+  /// and answers each with every rank's address.
+  int joinAsRoot(const sockaddr_storage &at, Joining &joining,
+                 std::string &why);
+  /// Other ranks: join rank 0 at `rootAt`, then meetPeers.
+  int joinAsOther(const sockaddr_storage &rootAt, Joining &joining,
+                  std::string &why);
+  /// Connects to the ranks below (each answers) and admits those above.
+  int meetPeers(int listener, const std::vector<sockaddr_storage> &at,
+                const Digest &key, Hello &mine, const Joining &joining,
+                std::string &why);
   /// Sends one frame to world rank `to`; false if it cannot.
   bool sendFrame(int to, const Frame &frame, const void *data);
   /// Locked: the first queued message that matches, or end.

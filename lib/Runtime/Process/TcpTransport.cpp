@@ -67,6 +67,8 @@ bool Job::sendFrame(int to, const Frame &frame, const void *data) {
 std::string Job::deadReason(int peer) const {
   if (!peers_[peer]->dead())
     return "";
+  if (!peers_[peer]->broken.empty())
+    return peers_[peer]->broken;
   return "rank " + std::to_string(peer) +
          "'s connection closed before it finished (it exited, crashed or "
          "was killed)";
@@ -103,48 +105,45 @@ void Job::progress() {
 
 bool Job::readFrom(int r) {
   Peer &peer = *peers_[r];
-  if (peer.headerGot < sizeof peer.frame) {
-    ssize_t n =
-        ::recv(peer.fd, reinterpret_cast<char *>(&peer.frame) + peer.headerGot,
-               sizeof peer.frame - peer.headerGot, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-      return true;
-    if (n <= 0)
-      return false;
-    peer.headerGot += static_cast<size_t>(n);
-    if (peer.headerGot < sizeof peer.frame)
-      return true;
-    peer.reading = std::make_unique<overlap_mpi_message_s>();
-    peer.reading->data.resize(peer.frame.bytes);
-    peer.payloadGot = 0;
+  ssize_t n = ::recv(peer.fd, peer.reader.room(), peer.reader.wanted(),
+                     MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return true;
+  if (n <= 0)
+    return false;
+  switch (peer.reader.received(static_cast<size_t>(n))) {
+  case FrameReader::More:
+    return true;
+  case FrameReader::Malformed: {
+    // Nothing more from it can be trusted: it is dropped as a dead peer,
+    // with the reason, and every call waiting on it fails with that.
+    std::fprintf(stderr, "overlap: rank %d: rank %d sent %s; dropping it\n",
+                 rank, r, peer.reader.why().c_str());
+    std::lock_guard<std::mutex> lock(mutex_);
+    peer.broken = "rank " + std::to_string(r) + " sent " + peer.reader.why();
+    return false;
   }
-  if (peer.payloadGot < peer.frame.bytes) {
-    ssize_t n = ::recv(peer.fd, &peer.reading->data[peer.payloadGot],
-                       peer.frame.bytes - peer.payloadGot, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-      return true;
-    if (n <= 0)
-      return false;
-    peer.payloadGot += static_cast<size_t>(n);
-    if (peer.payloadGot < peer.frame.bytes)
-      return true;
+  case FrameReader::Complete:
+    break;
   }
-  Frame frame = peer.frame;
-  peer.headerGot = 0;
-  deliver(r, std::move(peer.reading), frame);
+  Frame frame = peer.reader.frame();
+  deliver(r, peer.reader.take(), frame);
   return true;
 }
 
 void Job::deliver(int r, std::unique_ptr<overlap_mpi_message_s> message,
                   const Frame &frame) {
   switch (frame.kind) {
-  case Abort:
+  case Abort: {
+    // An abort never ends a process with success, whatever code it names.
+    int code = frame.tag > 0 && frame.tag < 256 ? frame.tag : 1;
     std::fprintf(stderr,
-                 "overlap: rank %d: rank %d ended the job (abort, exit code "
-                 "%d)\n",
-                 rank, r, frame.tag);
+                 "overlap: rank %d: rank %d ended the job (abort, code %d; "
+                 "exit code %d)\n",
+                 rank, r, frame.tag, code);
     std::fflush(stderr);
-    std::_Exit(frame.tag);
+    std::_Exit(code);
+  }
   case Data: {
     message->comm = frame.comm;
     message->source = r;

@@ -138,7 +138,7 @@ mlir::overlap::compiler::parseInput(StringRef path,
   parsed.source->AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   parsed.diagnostics =
       std::make_unique<SourceMgrDiagnosticHandler>(*parsed.source, &context);
-  parsed.module = parseSourceFile<ModuleOp>(parsed.source, &context);
+  parsed.module = parseCheckedSource(parsed.source, &context);
   if (!parsed.module)
     return llvm::createStringError("stage 'parse': cannot parse " + path.str());
   return parsed;
@@ -189,8 +189,7 @@ mlir::overlap::compiler::compileToFiles(llvm::StringRef source,
   llvm::raw_string_ostream diagnosticsOs(diagnostics);
   SourceMgrDiagnosticHandler collect(*sourceMgr, context.get(), diagnosticsOs);
   PlanCollector *plans = collectPlans(*context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, context.get());
+  OwningOpRef<ModuleOp> module = parseCheckedSource(sourceMgr, context.get());
   llvm::Expected<Artifact> artifact =
       module ? compileModule(*module, output, options)
              : llvm::Expected<Artifact>(error("stage 'parse': the input does "

@@ -11,7 +11,10 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
 
@@ -135,3 +138,83 @@ LogicalResult repairInput(ModuleOp module) {
 } // namespace compiler
 } // namespace overlap
 } // namespace mlir
+
+LogicalResult mlir::overlap::compiler::checkNestingDepth(
+    const llvm::SourceMgr &source, MLIRContext *context, unsigned limit) {
+  unsigned id = source.getMainFileID();
+  const llvm::MemoryBuffer *buffer = source.getMemoryBuffer(id);
+  llvm::StringRef text = buffer->getBuffer();
+  unsigned depth = 0;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (c == '"') {
+      // A string: its brackets are text. A backslash escapes one byte.
+      for (++i; i < e && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < e && text[i + 1] == '/') {
+      size_t end = text.find('\n', i);
+      i = end == llvm::StringRef::npos ? e : end;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth <= limit)
+        continue;
+      auto [line, column] = source.getLineAndColumn(
+          llvm::SMLoc::getFromPointer(text.data() + i), id);
+      return emitError(FileLineColLoc::get(context,
+                                           buffer->getBufferIdentifier(),
+                                           line, column))
+             << "brackets nest deeper than " << limit
+             << " levels here (this '" << c
+             << "' opens level " << depth
+             << "): the input is refused before it is parsed, as the "
+                "parser would run out of stack";
+    }
+    if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-')))
+      depth = depth ? depth - 1 : 0;
+  }
+  return success();
+}
+
+LogicalResult mlir::overlap::compiler::checkGridExtents(Operation *root) {
+  bool bad = false;
+  root->walk([&](shard::GridOp grid) {
+    ArrayRef<int64_t> shape = grid.getShape();
+    for (auto [axis, extent] : llvm::enumerate(shape)) {
+      if (extent != 0)
+        continue;
+      std::string shown;
+      llvm::raw_string_ostream os(shown);
+      llvm::interleave(
+          shape, os,
+          [&](int64_t d) {
+            if (ShapedType::isDynamic(d))
+              os << "?";
+            else
+              os << d;
+          },
+          "x");
+      grid.emitOpError() << "@" << grid.getSymName() << " has extent 0 on axis "
+                         << axis << " (shape " << shown
+                         << "): every axis of a grid needs at least one "
+                            "process";
+      bad = true;
+      break;
+    }
+  });
+  return failure(bad);
+}
+
+OwningOpRef<ModuleOp> mlir::overlap::compiler::parseCheckedSource(
+    const std::shared_ptr<llvm::SourceMgr> &source, MLIRContext *context) {
+  if (failed(checkNestingDepth(*source, context)))
+    return nullptr;
+  ParserConfig config(context, /*verifyAfterParse=*/false);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(source, config);
+  if (!module || failed(checkGridExtents(*module)) || failed(verify(*module)))
+    return nullptr;
+  return module;
+}

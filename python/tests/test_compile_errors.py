@@ -112,3 +112,35 @@ def test_errors_name_the_source(compiler_api, tmp_path):
     with pytest.raises(TypeError, match="unexpected option 'source-name'|"
                        "unexpected keyword"):
         overlap.compile(ONE, emit="mlir", output=out, **{"source-name": "x"})
+
+
+# Inputs that crashed upstream's parser (SIGSEGV: recursion per bracket)
+# or verifier (SIGFPE: a grid extent 0 under an all_to_all) inside the
+# interpreter (issue 48, item 12): overlap.compile raises and the
+# interpreter lives.
+DEEP_ATTRIBUTE = ("func.func private @f() attributes {a = " + "[" * 50000 +
+                  "]" * 50000 + "}")
+DEEP_TYPE = ("func.func private @f(" + "tensor<" * 20000 + "f32" +
+             ">" * 20000 + ")")
+ZERO_EXTENT = """
+shard.grid @g(shape = 2x0)
+func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = shard.all_to_all %x on @g grid_axes = [1] split_axis = 0 concat_axis = 1
+    : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("source,message", [
+    (DEEP_ATTRIBUTE, r":1:1039: error: brackets nest deeper than 1000 "
+                     r"levels here \(this '\[' opens level 1001\)"),
+    (DEEP_TYPE, r":1:7021: error: brackets nest deeper than 1000 "
+                r"levels here \(this '<' opens level 1001\)"),
+    (ZERO_EXTENT, r":2:1: error: 'shard.grid' op @g has extent 0 on "
+                  r"axis 1 \(shape 2x0\)"),
+])
+def test_upstream_crashes_are_compile_errors(compiler_api, source, message):
+    with pytest.raises(overlap.CompileError, match=message):
+        overlap.compile(source, emit="mlir")
+    assert overlap.compile(ONE, emit="mlir").path

@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
 
   Program overlapProgram, referenceProgram;
   referenceProgram.module =
-      parseSourceFile<ModuleOp>(sourceMgr, referenceContext.get());
+      compiler::parseCheckedSource(sourceMgr, referenceContext.get());
   if (!referenceProgram.module)
     return 2;
   if (llvm::Expected<std::string> selected =

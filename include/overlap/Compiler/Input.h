@@ -13,7 +13,14 @@
 #define OVERLAP_COMPILER_INPUT_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+
+#include <memory>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
 
 namespace mlir {
 namespace overlap {
@@ -31,6 +38,32 @@ namespace compiler {
 ///   overlap-tosa-zero-points refuses it with the reason.
 /// Idempotent; fails with a diagnostic on the module's context.
 LogicalResult repairInput(ModuleOp module);
+
+/// How deep brackets ('(', '[', '{', '<') may nest in a source text. MLIR's
+/// parser recurses once per level and overflows the stack far deeper than
+/// any program nests (an attribute 50,000 deep, a type 20,000 deep), and a
+/// stack overflow is a SIGSEGV no tool can answer.
+constexpr unsigned kMaxNestingDepth = 1000;
+
+/// Scans the main buffer of `source` (strings and `//` comments skipped,
+/// the `>` of `->` not a bracket) and fails with an error located at the
+/// first bracket deeper than `limit`, emitted on `context`.
+LogicalResult checkNestingDepth(const llvm::SourceMgr &source,
+                                MLIRContext *context,
+                                unsigned limit = kMaxNestingDepth);
+
+/// A `shard.grid` with a static extent 0 (upstream's verifier takes it, and
+/// its collectives' symbol checks then divide by the group size: SIGFPE)
+/// is an error naming the grid, the axis and the shape. Run it on IR parsed
+/// without verification, before the verifier.
+LogicalResult checkGridExtents(Operation *root);
+
+/// What our tools parse a source with: checkNestingDepth, the parse
+/// without verification, checkGridExtents, then the verifier. Null after
+/// an error, emitted on `context`.
+OwningOpRef<ModuleOp>
+parseCheckedSource(const std::shared_ptr<llvm::SourceMgr> &source,
+                   MLIRContext *context);
 
 } // namespace compiler
 } // namespace overlap

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Dominance.h"
 
 #include <map>
@@ -47,23 +48,6 @@ std::string pairKey(Operation *op) {
   return key;
 }
 
-/// The peer's index in the group: row-major over the axes of its static
-/// multi-index (dynamic entries from `dynamic`, in order).
-Value peerInGroup(OpBuilder &b, Location loc, shard::GridOp grid,
-                  ArrayRef<int16_t> axes, ArrayRef<int64_t> peer,
-                  ValueRange dynamic) {
-  SmallVector<Value> coords;
-  for (int64_t c : peer) {
-    if (!ShapedType::isDynamic(c)) {
-      coords.push_back(arith::ConstantIndexOp::create(b, loc, c));
-      continue;
-    }
-    coords.push_back(dynamic.front());
-    dynamic = dynamic.drop_front();
-  }
-  return linearInGroup(b, loc, grid, axes, coords);
-}
-
 std::string where(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -73,6 +57,56 @@ std::string where(Operation *op) {
 
 void check(OpBuilder &b, Location loc, Value ok, const std::string &msg) {
   cf::AssertOp::create(b, loc, ok, msg);
+}
+
+/// "destination" of a send, "source" of a recv.
+const char *peerName(Operation *op) {
+  return isa<shard::SendOp>(op) ? "destination" : "source";
+}
+
+/// `peer` as written: "[0, ?]" (a dynamic entry as ?).
+std::string peerText(ArrayRef<int64_t> peer) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(peer, os, [&](int64_t c) {
+    if (ShapedType::isDynamic(c))
+      os << "?";
+    else
+      os << c;
+  });
+  os << "]";
+  return text;
+}
+
+/// The peer's index in the group: row-major over the axes of its static
+/// multi-index (dynamic entries from `dynamic`, in order). Each dynamic
+/// entry is checked at run time against its axis' extent (row-major
+/// alone would take [0, 2] on a 2x2 grid for rank 2); static ones were
+/// checked at compile time (whyNotStacked).
+Value peerInGroup(OpBuilder &b, Location loc, Operation *op,
+                  shard::GridOp grid, ArrayRef<int16_t> axes,
+                  ArrayRef<int64_t> peer, ValueRange dynamic) {
+  SmallVector<Value> coords;
+  for (auto [i, c] : llvm::enumerate(peer)) {
+    if (!ShapedType::isDynamic(c)) {
+      coords.push_back(arith::ConstantIndexOp::create(b, loc, c));
+      continue;
+    }
+    Value coord = dynamic.front();
+    dynamic = dynamic.drop_front();
+    int64_t extent = grid.getShape()[axes[i]];
+    Value inAxis = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, coord,
+        arith::ConstantIndexOp::create(b, loc, extent));
+    check(b, loc, inAxis,
+          where(op) + ": its " + peerName(op) + " " + peerText(peer) +
+              " has entry " + std::to_string(i) + " outside grid axis " +
+              std::to_string(axes[i]) + " of @" + grid.getSymName().str() +
+              " (extent " + std::to_string(extent) + ")");
+    coords.push_back(coord);
+  }
+  return linearInGroup(b, loc, grid, axes, coords);
 }
 
 /// What the send leaves for its recv.
@@ -87,7 +121,7 @@ Sent expandSend(OpBuilder &b, shard::SendOp send, shard::GridOp grid) {
   int64_t group = getGroupSize(grid, axes);
   Sent sent;
   sent.stack = stackGroup(b, loc, send.getInput(), grid, axes, group);
-  Value dest = peerInGroup(b, loc, grid, axes, send.getDestination(),
+  Value dest = peerInGroup(b, loc, send, grid, axes, send.getDestination(),
                            send.getDestinationDynamic());
   Value dest64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), dest);
   Value one = tensor::FromElementsOp::create(
@@ -112,7 +146,8 @@ Value expandRecv(OpBuilder &b, shard::RecvOp recv, shard::SendOp send,
   };
   Value source;
   if (std::optional<ArrayRef<int64_t>> peer = recv.getSource()) {
-    source = peerInGroup(b, loc, grid, axes, *peer, recv.getSourceDynamic());
+    source =
+        peerInGroup(b, loc, recv, grid, axes, *peer, recv.getSourceDynamic());
     Value inGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           source, index(group));
     check(b, loc, inGroup,
@@ -154,6 +189,48 @@ Value expandRecv(OpBuilder &b, shard::RecvOp recv, shard::SendOp send,
   return pickBlock(b, loc, sent.stack, source);
 }
 
+/// Why a send's destination or a recv's source is no rank of the group at
+/// compile time: an entry, written or a constant operand, outside its
+/// axis' extent (each axis on its own: row-major alone takes [0, 2] on a
+/// 2x2 grid for rank 2). Upstream's verifier checks the written entries;
+/// the operands are ours. Empty if none; the others are checked at run
+/// time (peerInGroup).
+std::string peerOutsideGrid(Operation *op, shard::GridOp grid) {
+  std::optional<ArrayRef<int64_t>> peer;
+  ArrayRef<int16_t> axes;
+  ValueRange dynamic;
+  if (auto send = dyn_cast<shard::SendOp>(op)) {
+    peer = send.getDestination();
+    axes = send.getGridAxes();
+    dynamic = send.getDestinationDynamic();
+  } else if (auto recv = dyn_cast<shard::RecvOp>(op)) {
+    peer = recv.getSource();
+    axes = recv.getGridAxes();
+    dynamic = recv.getSourceDynamic();
+  }
+  if (!peer || peer->size() != axes.size())
+    return "";
+  for (auto [i, c] : llvm::enumerate(*peer)) {
+    std::optional<int64_t> value = c;
+    if (ShapedType::isDynamic(c)) {
+      if (dynamic.empty())
+        return "";
+      value = getConstantIntValue(dynamic.front());
+      dynamic = dynamic.drop_front();
+    }
+    int64_t extent = grid.getShape()[axes[i]];
+    if (!value || ShapedType::isDynamic(extent) ||
+        (*value >= 0 && *value < extent))
+      continue;
+    return std::string("its ") + peerName(op) + " " + peerText(*peer) +
+           " has entry " + std::to_string(i) + " = " + std::to_string(*value) +
+           " outside grid axis " + std::to_string(axes[i]) + " of @" +
+           grid.getSymName().str() + " (extent " + std::to_string(extent) +
+           "): it would address another rank";
+  }
+  return "";
+}
+
 /// Static shapes and grid, and element types the runtime's collectives
 /// take: what the stacks need.
 std::string whyNotStacked(Operation *op, SymbolTableCollection &symbols) {
@@ -168,7 +245,7 @@ std::string whyNotStacked(Operation *op, SymbolTableCollection &symbols) {
   if (!isRuntimeElementType(input.getElementType()))
     return "its element type " + remarkText(input.getElementType()) +
            " is not one the runtime's collectives take";
-  return "";
+  return peerOutsideGrid(op, grid);
 }
 
 } // namespace
@@ -176,6 +253,11 @@ std::string whyNotStacked(Operation *op, SymbolTableCollection &symbols) {
 std::string mlir::overlap::whyNotPaired(Operation *op,
                                         SymbolTableCollection &symbols) {
   std::string why = whyNotStacked(op, symbols);
+  auto grid = symbols.lookupNearestSymbolFrom<shard::GridOp>(
+      op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
+  if (std::string outside = grid ? peerOutsideGrid(op, grid) : "";
+      !outside.empty() && outside == why)
+    return outside;
   if (!why.empty())
     return "point-to-point '" + op->getName().getStringRef().str() +
            "' is written with all_gathers, which need what it lacks: " + why;

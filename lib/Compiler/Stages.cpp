@@ -234,7 +234,7 @@ static void addHostToLLVM(OpPassManager &pm,
 /// its partition tests) become linalg, arith and tensor ops, and
 /// elementwise arith/math on whole tensors becomes linalg.generic (one-shot
 /// bufferization has no model for arith on tensors). Both leave a program
-/// without them unchanged.
+/// without them unchanged. Then the run-time checks of dynamic slices.
 static void addInputNormalization(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createOverlapTosaZeroPoints());
@@ -243,6 +243,9 @@ static void addInputNormalization(OpPassManager &pm) {
   func.addPass(createTosaToArithPass());
   func.addPass(createTosaToTensorPass());
   func.addPass(createConvertElementwiseToLinalgPass());
+  // The user's slices only (TOSA's included), before Overlap's passes add
+  // their own: a dynamic offset or size is checked where it runs.
+  func.addPass(createOverlapCheckSliceBounds());
 }
 
 std::vector<Stage> buildStages(const CompileOptions &options) {

@@ -82,6 +82,38 @@ def OverlapTosaZeroPoints : Pass<"overlap-tosa-zero-points"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapCheckSliceBounds : Pass<"overlap-check-slice-bounds"> {
+  let summary = "Check dynamic slice offsets and sizes against their "
+                "tensor at run time";
+  let description = [{
+    A `tensor.extract_slice` or `tensor.insert_slice` whose offsets, sizes
+    or strides are dynamic (a size read from an entry argument) is checked
+    where it runs, before it runs: on every dimension with a dynamic
+    value, the offset and the size are not negative, the stride is
+    positive and the last element taken lies inside the tensor's extent
+    (of the source of an extract_slice, of the destination of an
+    insert_slice). A failed check is a `cf.assert` whose message names
+    the op, its location, the dimension, the extent and the entry
+    argument the value comes from, as the other run-time checks do; without it a
+    size past the extent read and wrote past both buffers and a negative
+    one crashed. Static slices are the tensor verifiers' business.
+
+    Before:
+    ```mlir
+    %d = tensor.extract_slice %x[0, 0] [%n, 4] [1, 1]
+        : tensor<8x4xf32> to tensor<?x4xf32>
+    ```
+    After (in substance):
+    ```mlir
+    cf.assert %size_ok, "tensor.extract_slice at loc(...): dimension 0 ..."
+    %d = tensor.extract_slice %x[0, 0] [%n, 4] [1, 1] ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
                                     "ModuleOp"> {
   let summary = "Write the shard ops without a runtime call of their own "

@@ -389,3 +389,84 @@ def make_shapes(seed):
         return f, (x, w)
 
     return desc, build
+
+
+#: make_scalars' steps: reshapes to and from rank 0 (an element of the
+#: block times the block, x[i] of a vector with a traced i, squeeze to a
+#: scalar, reshape(()), expand_dims of a scalar) and dynamic_slice /
+#: dynamic_update_slice whose traced starts (from axis_index) fall before
+#: the block, inside it or past its end (JAX clamps them), with sizes from
+#: 1 x 1 (a scalar after reshape) to the whole block.
+SCALARS = ["element", "index", "squeeze", "reshape0", "expand",
+           "dynamic_slice", "dynamic_update_slice", "dynamic_index"]
+
+
+def make_scalars(seed):
+    """(description, build(jax) -> (f, args)) of rank-0 program `seed`."""
+    rng = np.random.default_rng([seed, 31])
+    two_d, names, shard_axes, x, w = _mesh_and_block(rng, 8, 0.05)
+    r, c = x.shape[0] // 4, x.shape[1]  # the block: rows over 4 ranks
+    steps = []
+    for _ in range(int(rng.integers(2, 6))):
+        if rng.random() < 0.25:
+            _draw(rng, rng.choice(["unary", "binary", "reduce"]), names,
+                  steps)
+            continue
+        kind = str(rng.choice(SCALARS))
+        k = int(rng.integers(1, len(names) + 1))
+        axes = tuple(str(a) for a in rng.permutation(names)[:k])
+        # Starts from -3 to past the end, sizes from 1 to the block's.
+        start = (int(rng.integers(-3, r + 3)), int(rng.integers(-3, c + 3)))
+        size = (int(rng.integers(1, r + 1)), int(rng.integers(1, c + 1)))
+        steps.append(("scalar", kind, axes, start, size))
+    desc = (f"scalars seed {seed}: mesh {names} rows over {shard_axes}, "
+            f"x {x.shape}, steps {steps}")
+
+    def build(jax):
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        devices = np.array(jax.devices()[:4])
+        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+
+        def scalar_step(kind, axes, start, size, v):
+            rr, cc = v.shape
+            me = lax.axis_index(axes)
+            i = me * 2 + start[0]
+            j = me + start[1]
+            if kind == "element":
+                return v * v[rr - 1, 0]
+            if kind == "index":
+                return v + v[:, cc - 1][me % rr]
+            if kind == "squeeze":
+                return v + jnp.squeeze(v[:1, :1])
+            if kind == "reshape0":
+                return v - v[rr - 1:, cc - 1:].reshape(())
+            if kind == "expand":
+                return v + jnp.expand_dims(jnp.max(v), 0)
+            if kind == "dynamic_slice":
+                s = lax.dynamic_slice(v, (i, j), size)
+                return v + jnp.sum(s) * 0.25 + s[0, 0]
+            if kind == "dynamic_update_slice":
+                s = lax.dynamic_slice(v, (j, i), size) * -1.5
+                return lax.dynamic_update_slice(v, s, (i, j))
+            # dynamic_index: one element at traced (clamped) coordinates,
+            # a 1 x 1 dynamic_slice reshaped to a scalar.
+            return v * lax.dynamic_index_in_dim(
+                lax.dynamic_index_in_dim(v, i, 0, keepdims=False), j, 0,
+                keepdims=False)
+
+        def body(v, wv):
+            for step in steps:
+                if step[0] == "scalar":
+                    v = scalar_step(*step[1:], v)
+                else:
+                    v = _apply(jax, step, v, wv, tame=True)
+            return v
+
+        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
+                          out_specs=P(shard_axes), check_vma=False)
+        return f, (x, w)
+
+    return desc, build

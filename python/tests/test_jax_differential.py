@@ -50,6 +50,12 @@ TYPED_KNOWN = {
 #: all_to_all over axes in any order, slices, concatenate, split,
 #: transposes, broadcasts, iota, axis_index); OVERLAP_DIFFERENTIAL_SHAPES.
 SHAPES_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_SHAPES", "40"))
+#: Rank-0 programs (jax_programs.make_scalars: reshapes to and from a
+#: scalar, x[i] with a traced i, dynamic_slice and dynamic_update_slice
+#: with starts before, inside and past the block);
+#: OVERLAP_DIFFERENTIAL_SCALARS. Each reshape to or from rank 0 was refused
+#: before ("expand_shape" to a lower rank: an internal error).
+SCALARS_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_SCALARS", "30"))
 #: Seeds past COUNT that found a bug, run every time. Within the first 120:
 #: 4, 6, 16, 26, 33 and 20 more (pmax/pmin propagated NaN where XLA's CPU
 #: all-reduce skips it). 309: minimumf(-0.0, +0.0) gave +0.0 (arith-expand
@@ -133,6 +139,11 @@ def test_random_typed_program_matches_jax(seed):
 @pytest.mark.parametrize("seed", seeds(SHAPES_COUNT))
 def test_random_layout_program_matches_jax(seed):
     check(*jax_programs.make_shapes(seed))
+
+
+@pytest.mark.parametrize("seed", seeds(SCALARS_COUNT))
+def test_random_scalar_program_matches_jax(seed):
+    check(*jax_programs.make_scalars(seed))
 
 
 def check(desc, build, tol=1e-4):

@@ -278,6 +278,20 @@ class Emitter:
         groups = _reshape_groups(v.shape, shape)
         if groups is None:
             raise self.error(f"reshape {v.shape} -> {shape}")
+        if not shape or not v.shape:
+            # To or from rank 0 (every other dim is 1): one op with the
+            # empty reassociation; the grouped path would pass through a
+            # tensor<1x..> and ask expand_shape for a lower rank.
+            name = self.fresh()
+            t = tensor_type(shape, v.et)
+            if not shape:
+                self.op(f"{name} = tensor.collapse_shape {v.name} [] : "
+                        f"{v.type} into {t}")
+            else:
+                self.op(f"{name} = tensor.expand_shape {v.name} [] "
+                        f"output_shape [{', '.join(map(str, shape))}] : "
+                        f"{v.type} into {t}")
+            return Value(name, shape, v.et)
         mid = tuple(int(np.prod([v.shape[i] for i in src], dtype=np.int64))
                     for src, _ in groups)
         cur = v

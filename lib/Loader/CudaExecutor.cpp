@@ -212,6 +212,9 @@ public:
   bool execute(const Library &lib, uint64_t seed, int iterations,
                Outcome &outcome, std::string &error) override {
     const run::Signature &sig = lib.sig;
+    const run::EntryCall entryCall = [&lib](std::vector<void *> &values) {
+      callCInterface(lib.entry, values);
+    };
     outcome.run.sig = &sig;
     outcome.run.seed = seed;
     outcome.run.ranks.clear();
@@ -283,7 +286,7 @@ public:
       // others time the entry call and the synchronize alone.
       run::setPoisoning(it + 1 == runs);
       auto start = std::chrono::steady_clock::now();
-      callCInterface(lib.entry, values);
+      run::callGuarded(ctx, entryCall, values);
       overlap_status status = rt().overlap_context_synchronize(ctx);
       // Kernels on streams the program made itself (mgpuStreamCreate) are
       // not the context's; a failed context may have streams still stuck.
@@ -476,6 +479,9 @@ public:
             void *const *outputs, size_t numOutputs,
             std::string &error) override {
     const run::Signature &sig = lib.sig;
+    const run::EntryCall entryCall = [this](std::vector<void *> &values) {
+      callCInterface(lib.entry, values);
+    };
     if (numInputs != sig.args.size() || numOutputs != sig.results.size()) {
       error = "@" + sig.name + " takes " + std::to_string(sig.args.size()) +
               " inputs and " + std::to_string(sig.results.size()) +
@@ -503,7 +509,7 @@ public:
       data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
     }
     std::vector<void *> values = run::entryValues(sig, data, ctx);
-    callCInterface(lib.entry, values);
+    run::callGuarded(ctx, entryCall, values);
     if (overlap_status status = rt().overlap_context_synchronize(ctx)) {
       error = std::string(rt().overlap_status_name(status)) + ": " +
               rt().overlap_last_error(ctx);

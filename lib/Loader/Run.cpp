@@ -381,6 +381,23 @@ std::vector<void *> entryValues(const Signature &sig, RankData &data,
   return values;
 }
 
+overlap_status callGuarded(overlap_context *ctx, const EntryCall &call,
+                           std::vector<void *> &values) {
+  struct Pending {
+    const EntryCall *call;
+    std::vector<void *> *values;
+  } pending{&call, &values};
+  // Between the guard and the program's frames only this function's and
+  // std::function's: nothing with a destructor is live there.
+  return rt().overlap_context_call_guarded(
+      ctx,
+      [](void *p) {
+        auto *pending = static_cast<Pending *>(p);
+        (*pending->call)(*pending->values);
+      },
+      &pending);
+}
+
 static double millisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - start)
@@ -399,7 +416,7 @@ static void hostRankMain(overlap_context *ctx, void *user) {
     return;
   std::vector<void *> values = entryValues(*run.sig, data, ctx);
   auto start = std::chrono::steady_clock::now();
-  run.call(values);
+  callGuarded(ctx, run.call, values); // a failed check failed the context
   data.callMs = millisSince(start);
 }
 

@@ -14,8 +14,10 @@
 #include "Context.h"
 #include "overlap/Runtime/Numeric.h"
 
+#include <csetjmp>
 #include <cstdlib>
 #include <string>
+#include <unistd.h>
 
 using namespace overlap::runtime;
 
@@ -352,6 +354,57 @@ overlap_status overlap_memset(overlap_context *ctx, int32_t stream,
     return call.bad("no such stream");
   return bytes ? ctx->fill(call.site, dst, static_cast<uint8_t>(value), bytes)
                : OVERLAP_SUCCESS;
+}
+
+} // extern "C"
+
+namespace {
+/// The innermost overlap_context_call_guarded of this thread.
+struct Guard {
+  overlap_context *ctx;
+  std::jmp_buf *back;
+};
+thread_local Guard *guard = nullptr;
+} // namespace
+
+extern "C" {
+
+overlap_status overlap_context_call_guarded(overlap_context *ctx,
+                                            void (*fn)(void *), void *arg) {
+  if (!ctx || !fn)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  std::jmp_buf back;
+  Guard mine{ctx, &back};
+  Guard *const outer = guard;
+  guard = &mine;
+  // Only C frames (the entry's, and fn's, which calls it) lie between here
+  // and overlap_check_failed: nothing with a destructor is skipped.
+  if (setjmp(back) == 0) {
+    fn(arg);
+    guard = outer;
+    return OVERLAP_SUCCESS;
+  }
+  guard = outer;
+  return OVERLAP_ERROR_INVALID_ARGUMENT;
+}
+
+void overlap_check_failed(const char *message, int64_t length) {
+  if (length < 0 || !message)
+    length = 0;
+  if (Guard *g = guard) {
+    std::string text(message ? message : "", static_cast<size_t>(length));
+    while (!text.empty() && text.back() == '\n')
+      text.pop_back();
+    const std::string tool = "overlap: ";
+    if (text.compare(0, tool.size(), tool) == 0)
+      text.erase(0, tool.size());
+    g->ctx->fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+                 "rank " + std::to_string(g->ctx->rank) + ": " + text);
+    std::longjmp(*g->back, 1);
+  }
+  if (length && ::write(2, message, static_cast<size_t>(length)) < 0) {
+  }
+  std::abort();
 }
 
 overlap_status overlap_launch_host_func(overlap_context *ctx, int32_t stream,

@@ -145,17 +145,21 @@ def OverlapExpandArith : Pass<"overlap-expand-arith"> {
 }
 
 def OverlapAssertToStderr : Pass<"overlap-assert-to-stderr", "ModuleOp"> {
-  let summary = "Make a failed cf.assert write its message to stderr";
+  let summary = "Make a failed cf.assert fail the rank with its message";
   let description = [{
     Every host `cf.assert` (the run-time checks the compiler inserts: a
     dynamic size the group size does not divide, a buffer that is not
     contiguous, a failed device allocation) becomes a branch to a block
-    that writes `overlap: run-time check failed: <message>` to file
-    descriptor 2 with `write` and calls `abort`. Upstream's
-    `convert-cf-to-llvm` prints the message with `puts`: to stdout, which
-    is buffered when it is a pipe or a file, so the abort that follows
-    lost it and a run ended in "Aborted" with no reason. Kernels in a
-    `gpu.module` are left alone.
+    that calls the runtime's `overlap_check_failed` with
+    `overlap: run-time check failed: <message>`. Inside the loader's
+    guarded entry call (`overlap_context_call_guarded`) that fails the
+    rank's context with the message and returns to the guard, so the run
+    ends with an error the caller sees (an exception in Python, status 1
+    from `overlapRunInputs`) and the other ranks' waits fail with it;
+    anywhere else it writes the message to file descriptor 2 and aborts.
+    (Upstream's `convert-cf-to-llvm` prints the message with `puts`: to
+    stdout, buffered when it is a pipe or a file, and lost at its abort.)
+    Kernels in a `gpu.module` are left alone.
 
     ```mlir
     // before
@@ -164,8 +168,7 @@ def OverlapAssertToStderr : Pass<"overlap-assert-to-stderr", "ModuleOp"> {
     cf.cond_br %ok, ^bb1, ^bb2
   ^bb2:
     %m = llvm.mlir.addressof @overlap_assert_msg_0 : !llvm.ptr
-    llvm.call @write(%c2, %m, %len) : (i32, !llvm.ptr, i64) -> i64
-    llvm.call @abort() : () -> ()
+    llvm.call @overlap_check_failed(%m, %len) : (!llvm.ptr, i64) -> ()
     llvm.unreachable
   ^bb1:
     ```

@@ -166,6 +166,13 @@ std::vector<void *> entryValues(const Signature &sig, RankData &data,
 /// Calls a program's entry with entryValues' values.
 using EntryCall = std::function<void(std::vector<void *> &values)>;
 
+/// Calls `call` with `values` on `ctx`'s rank inside the runtime's
+/// overlap_context_call_guarded: a failed run-time check of the program
+/// fails `ctx` (its status and last error say why) and returns here instead
+/// of aborting the process.
+overlap_status callGuarded(overlap_context *ctx, const EntryCall &call,
+                           std::vector<void *> &values);
+
 /// One run of one program on every rank.
 struct Run {
   const Signature *sig = nullptr;

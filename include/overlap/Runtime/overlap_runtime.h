@@ -194,6 +194,22 @@ OVERLAP_RUNTIME_EXPORT const char *overlap_host_launch_error(void);
  * Context
  *===----------------------------------------------------------------------===*/
 
+/* Calls fn(arg) on this thread, where a failed run-time check of a compiled
+   program (overlap_check_failed) fails `ctx` with the check's message and
+   returns here (OVERLAP_ERROR_INVALID_ARGUMENT) instead of ending the
+   process: the other ranks' waits on this one then fail with that error.
+   What fn had allocated when its check failed is not freed. fn must be the
+   call of a compiled entry (C frames only: a longjmp leaves them). */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_context_call_guarded(
+    overlap_context *ctx, void (*fn)(void *arg), void *arg);
+
+/* What a compiled program calls when a run-time check fails (`message`,
+   `length` bytes): inside overlap_context_call_guarded it fails that context
+   and returns to the guard; elsewhere it writes the message to stderr and
+   aborts. It does not return. */
+OVERLAP_RUNTIME_EXPORT void overlap_check_failed(const char *message,
+                                                 int64_t length);
+
 /* This context's rank in the world, and the world's size. */
 OVERLAP_RUNTIME_EXPORT int overlap_context_rank(overlap_context *ctx);
 OVERLAP_RUNTIME_EXPORT int overlap_context_size(overlap_context *ctx);

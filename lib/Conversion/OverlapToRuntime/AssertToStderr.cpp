@@ -1,9 +1,13 @@
 //===- AssertToStderr.cpp - Failed run-time checks say why ------*- C++ -*-===//
 //
 // overlap-assert-to-stderr (Passes.td): cf.assert as a branch to a block
-// that writes the message to stderr (write(2, ...)) and aborts. Upstream's
-// cf-to-llvm lowering prints it with puts: to stdout, buffered when stdout
-// is a pipe or a file, and lost at the abort that follows.
+// that calls the runtime's overlap_check_failed(message, length): inside a
+// guarded entry call (the loader's, overlap_context_call_guarded) it fails
+// the rank's context and returns to the guard, so an embedding (overlap.run
+// from Python, overlapRunInputs) gets an error instead of a SIGABRT; called
+// elsewhere it writes the message to stderr (write(2, ...)) and aborts.
+// Upstream's cf-to-llvm lowering prints it with puts: to stdout, buffered
+// when stdout is a pipe or a file, and lost at the abort that follows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,14 +46,13 @@ struct OverlapAssertToStderrPass
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
-    Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    auto write =
-        LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
-    auto abort = LLVM::lookupOrCreateFn(b, module, "abort", {},
-                                        LLVM::LLVMVoidType::get(&getContext()));
-    if (failed(write) || failed(abort)) {
+    Type i64 = b.getI64Type();
+    auto failedCheck = LLVM::lookupOrCreateFn(
+        b, module, "overlap_check_failed", {ptr, i64},
+        LLVM::LLVMVoidType::get(&getContext()));
+    if (failed(failedCheck)) {
       module.emitError() << "overlap-assert-to-stderr: the module declares "
-                            "'write' or 'abort' with another signature";
+                            "'overlap_check_failed' with another signature";
       return signalPassFailure();
     }
     // One global per distinct message. Last first: a split moves the ops
@@ -74,10 +77,8 @@ struct OverlapAssertToStderrPass
                                        LLVM::Linkage::Internal);
       else
         msg = LLVM::AddressOfOp::create(b, loc, ptr, it->second);
-      Value fd = LLVM::ConstantOp::create(b, loc, i32, 2);
       Value len = LLVM::ConstantOp::create(b, loc, i64, text.size());
-      LLVM::CallOp::create(b, loc, *write, ValueRange{fd, msg, len});
-      LLVM::CallOp::create(b, loc, *abort, ValueRange{});
+      LLVM::CallOp::create(b, loc, *failedCheck, ValueRange{msg, len});
       LLVM::UnreachableOp::create(b, loc);
       op->erase();
     }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ProcessBackend.h"
+#include "overlap/Loader/ElfCheck.h"
 
 #include "overlap/Runtime/Bootstrap.h"
 #include "overlap/Runtime/Launchers.h"
@@ -29,6 +30,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace overlap;
 using namespace overlap::process;
@@ -49,26 +51,39 @@ const overlap_mpi_transport *initializedBy = nullptr;
 
 /// Why `path` cannot be a shared library to dlopen ("" when it may be): it
 /// is opened without waiting for a writer and must be a regular file whose
-/// first bytes are ELF's magic.
+/// headers and segments lie inside it (exec::checkElfImage, as the loader
+/// checks programs: a library cut short by an interrupted copy raised
+/// SIGBUS inside dlopen).
 std::string notALibrary(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) // dlopen says why, with what to install (a missing file)
     return "";
   struct stat st;
   std::string why;
-  unsigned char magic[4] = {0, 0, 0, 0};
   if (::fstat(fd, &st) != 0)
     why = std::strerror(errno);
   else if (!S_ISREG(st.st_mode))
     why = S_ISFIFO(st.st_mode)  ? "a FIFO, not a shared library"
           : S_ISDIR(st.st_mode) ? "a directory, not a shared library"
                                 : "not a regular file";
-  else if (::read(fd, magic, sizeof magic) != sizeof magic ||
-           std::memcmp(magic,
-                       "\x7f"
-                       "ELF",
-                       4) != 0)
-    why = "not an ELF shared library";
+  else if (st.st_size > (int64_t(1) << 30))
+    why = "larger than 1 GiB: no transport library is";
+  else {
+    std::vector<unsigned char> bytes(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < bytes.size()) {
+      ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != bytes.size())
+      why = "it could not be read whole";
+    else if (!exec::checkElfImage(bytes.data(), bytes.size(), why))
+      why = "not a whole ELF shared library: " + why;
+  }
   ::close(fd);
   return why;
 }
@@ -301,7 +316,8 @@ overlap_status overlap_process_init(int *rank, int *size) {
     } else {
       const std::string path = transportPath();
       // A FIFO would block dlopen for ever (orphaning the job's other
-      // ranks): the path must be a regular file that starts as ELF does.
+      // ranks), a truncated library SIGBUS inside it: the path must be a
+      // regular file holding a whole ELF shared library.
       if (std::string why = notALibrary(path); !why.empty())
         return fail(OVERLAP_ERROR_INVALID_ARGUMENT,
                     call + "cannot load the MPI transport " + path + ": " +

@@ -13,6 +13,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+std::string overlap::bootstrap::notThisUsersAlone(const struct stat &st,
+                                                  const std::string &risk) {
+  if (st.st_uid != ::geteuid())
+    return "belongs to uid " + std::to_string(st.st_uid) +
+           ", not to this user (uid " + std::to_string(::geteuid()) + ")";
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("has mode ") + mode + ": " + risk;
+  }
+  return "";
+}
+
 std::string overlap::bootstrap::defaultRendezvousDirectory() {
   return "/tmp/overlap-" + std::to_string(::geteuid());
 }
@@ -37,15 +50,9 @@ bool overlap::bootstrap::ensurePrivateDirectory(const std::string &directory,
     why = "is a symbolic link";
   else if (!S_ISDIR(st.st_mode))
     why = "is not a directory";
-  else if (st.st_uid != ::geteuid())
-    why = "belongs to uid " + std::to_string(st.st_uid) +
-          ", not to this user (uid " + std::to_string(::geteuid()) + ")";
-  else if (st.st_mode & 077) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    why = std::string("has mode ") + mode +
-          ": other users could write in it (expected 0700)";
-  }
+  else
+    why = notThisUsersAlone(st, "other users could write in it (expected "
+                                "0700)");
   if (why.empty())
     return true;
   error = what + " " + why + fix;

@@ -147,8 +147,7 @@ TEST(TcpAttack, StrangersCannotTakeARanksPlace) {
         Answer answer;
         if (fd < 0 || ::send(fd, &greeting, sizeof greeting, 0) < 0 ||
             !readSome(fd, &challenge, sizeof challenge, 5000) ||
-            challenge.status != 0 ||
-            ::send(fd, &hello, sizeof hello, 0) < 0 ||
+            challenge.status != 0 || ::send(fd, &hello, sizeof hello, 0) < 0 ||
             !readSome(fd, &answer, sizeof answer, 5000))
           return 10;
         std::string why(static_cast<size_t>(answer.bytes), '\0');
@@ -173,11 +172,11 @@ TEST(TcpAttack, StrangersCannotTakeARanksPlace) {
                      "this job's secret"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("init: rank 1: rank 0 at 127.0.0.1:" +
-                     std::to_string(port) +
-                     " (OVERLAP_PROCESS_ADDR) does not prove the job's "
-                     "secret"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("init: rank 1: rank 0 at 127.0.0.1:" + std::to_string(port) +
+               " (OVERLAP_PROCESS_ADDR) does not prove the job's "
+               "secret"),
+      std::string::npos)
       << out;
   // Nothing said to a stranger names the job's key or secret.
   EXPECT_EQ(out.find("tcp-test"), std::string::npos) << out;
@@ -235,9 +234,9 @@ TEST(TcpAttack, ASquatterOnTheRootPortLearnsNothingOfTheRank) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr *>(&address),
-                   sizeof address),
-            0);
+  ASSERT_EQ(
+      ::bind(listener, reinterpret_cast<sockaddr *>(&address), sizeof address),
+      0);
   ASSERT_EQ(::listen(listener, 4), 0);
   int pipes[2];
   ASSERT_EQ(::pipe(pipes), 0);

@@ -46,19 +46,19 @@ TEST(TcpAuth, Sha256MatchesTheStandardsExamples) {
 
 TEST(TcpAuth, HmacMatchesRfc4231) {
   std::string key1(20, '\x0b'), data1 = "Hi There";
-  EXPECT_EQ(hexOf(hmacSha256(key1.data(), key1.size(), data1.data(),
-                             data1.size())),
-            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(
+      hexOf(hmacSha256(key1.data(), key1.size(), data1.data(), data1.size())),
+      "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
   std::string key2 = "Jefe", data2 = "what do ya want for nothing?";
-  EXPECT_EQ(hexOf(hmacSha256(key2.data(), key2.size(), data2.data(),
-                             data2.size())),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(
+      hexOf(hmacSha256(key2.data(), key2.size(), data2.data(), data2.size())),
+      "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // A key longer than the block is hashed first.
   std::string key6(131, '\xaa'),
       data6 = "Test Using Larger Than Block-Size Key - Hash Key First";
-  EXPECT_EQ(hexOf(hmacSha256(key6.data(), key6.size(), data6.data(),
-                             data6.size())),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(
+      hexOf(hmacSha256(key6.data(), key6.size(), data6.data(), data6.size())),
+      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 TEST(TcpAuth, TheJobKeyDependsOnSecretKeyAndSize) {
@@ -78,8 +78,8 @@ TEST(TcpAuth, NoncesAreFresh) {
 
 bool secretOf(std::map<std::string, std::string> vars, std::string &secret,
               bool &found, std::string &why) {
-  return givenSecret(overlap::bootstrap::mapEnv(std::move(vars)), secret,
-                     found, why);
+  return givenSecret(overlap::bootstrap::mapEnv(std::move(vars)), secret, found,
+                     why);
 }
 
 TEST(TcpAuth, GivenSecretsAreChecked) {
@@ -87,9 +87,8 @@ TEST(TcpAuth, GivenSecretsAreChecked) {
   bool found = true;
   ASSERT_TRUE(secretOf({}, secret, found, why));
   EXPECT_FALSE(found);
-  ASSERT_TRUE(
-      secretOf({{"OVERLAP_JOB_SECRET", "a long enough secret"}}, secret, found,
-               why));
+  ASSERT_TRUE(secretOf({{"OVERLAP_JOB_SECRET", "a long enough secret"}}, secret,
+                       found, why));
   EXPECT_TRUE(found);
   EXPECT_EQ(secret, "a long enough secret");
   EXPECT_FALSE(secretOf({{"OVERLAP_JOB_SECRET", "none"}}, secret, found, why));
@@ -105,8 +104,7 @@ TEST(TcpAuth, GivenSecretsAreChecked) {
   std::fputs("0123456789abcdef0123\n", f);
   std::fclose(f);
   ::chmod(path.c_str(), 0600);
-  ASSERT_TRUE(secretOf({{"OVERLAP_JOB_SECRET_FILE", path}}, secret, found,
-                       why))
+  ASSERT_TRUE(secretOf({{"OVERLAP_JOB_SECRET_FILE", path}}, secret, found, why))
       << why;
   EXPECT_EQ(secret, "0123456789abcdef0123"); // the newline is not part of it
   ::chmod(path.c_str(), 0644);

@@ -18,9 +18,7 @@
 namespace overlap {
 namespace testing {
 
-inline const overlap_mpi_transport &tcp() {
-  return *process::tcpTransport();
-}
+inline const overlap_mpi_transport &tcp() { return *process::tcpTransport(); }
 
 /// A loopback port that was free a moment ago.
 inline int freePort() {

@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+struct stat;
+
 namespace overlap {
 namespace bootstrap {
 
@@ -88,11 +90,16 @@ struct IdExchange {
 /// $MASTER_PORT as torchrun sets them (the port after MASTER_PORT: torchrun's
 /// agent serves its own store on MASTER_PORT itself), else the rendezvous
 /// file. A malformed address or port is an error naming the variable.
-bool chooseIdExchange(const Env &env, IdExchange &exchange,
-                      std::string &error);
+bool chooseIdExchange(const Env &env, IdExchange &exchange, std::string &error);
 
 /// "/tmp/overlap-<uid>": a directory of this user's only.
 std::string defaultRendezvousDirectory();
+
+/// Why a file or directory whose status is `st` is not this user's alone
+/// ("" when it is): another uid owns it ("belongs to uid N, not to this
+/// user (uid M)"), or group or others have a permission ("has mode 0644: "
+/// + `risk`).
+std::string notThisUsersAlone(const struct stat &st, const std::string &risk);
 
 /// Checks (and with `create`, first makes, mode 0700) a directory only this
 /// user can use: a directory, not a symbolic link, owned by this user, no

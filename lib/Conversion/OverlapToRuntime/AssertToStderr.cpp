@@ -47,9 +47,9 @@ struct OverlapAssertToStderrPass
     b.setInsertionPointToEnd(module.getBody());
     Type ptr = LLVM::LLVMPointerType::get(module.getContext());
     Type i64 = b.getI64Type();
-    auto failedCheck = LLVM::lookupOrCreateFn(
-        b, module, "overlap_check_failed", {ptr, i64},
-        LLVM::LLVMVoidType::get(&getContext()));
+    auto failedCheck =
+        LLVM::lookupOrCreateFn(b, module, "overlap_check_failed", {ptr, i64},
+                               LLVM::LLVMVoidType::get(&getContext()));
     if (failed(failedCheck)) {
       module.emitError() << "overlap-assert-to-stderr: the module declares "
                             "'overlap_check_failed' with another signature";

@@ -1,4 +1,5 @@
-//===- TcpAuth.cpp - SHA-256, HMAC and nonces of the TCP join ----*- C++ -*-===//
+//===- TcpAuth.cpp - SHA-256, HMAC and nonces of the TCP join ----*- C++
+//-*-===//
 //
 // Part of the Overlap project.
 //
@@ -198,15 +199,11 @@ bool readSecretFile(const std::string &path, std::string &secret,
     wrong = std::string("cannot stat it: ") + std::strerror(errno);
   else if (!S_ISREG(st.st_mode))
     wrong = "is not a regular file";
-  else if (st.st_uid != ::geteuid())
-    wrong = "belongs to uid " + std::to_string(st.st_uid) +
-            ", not to this user (uid " + std::to_string(::geteuid()) + ")";
-  else if (st.st_mode & 077) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    wrong = std::string("has mode ") + mode +
-            ": group or others may read it (chmod 600 it)";
-  } else if (st.st_size > 4096)
+  else if (std::string mine = overlap::bootstrap::notThisUsersAlone(
+               st, "group or others may read it (chmod 600 it)");
+           !mine.empty())
+    wrong = mine;
+  else if (st.st_size > 4096)
     wrong = "has more than 4096 bytes";
   if (wrong.empty()) {
     secret.resize(static_cast<size_t>(st.st_size));
@@ -238,7 +235,8 @@ bool overlap::process::tcp::givenSecret(const bootstrap::Env &env,
                                         std::string &why) {
   found = false;
   std::string variable = "OVERLAP_JOB_SECRET";
-  if (std::optional<std::string> given = env(variable); given && !given->empty())
+  if (std::optional<std::string> given = env(variable);
+      given && !given->empty())
     secret = *given;
   else if (std::optional<std::string> path = env("OVERLAP_JOB_SECRET_FILE");
            path && !path->empty()) {

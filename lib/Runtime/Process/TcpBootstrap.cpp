@@ -16,14 +16,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TcpJob.h"
 #include "TcpAuth.h"
+#include "TcpJob.h"
 
 #include "overlap/Runtime/Bootstrap.h"
 
 #include <cerrno>
-#include <cstddef>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -256,7 +256,6 @@ bool resolve(const std::string &host, int port, sockaddr_storage &address,
   return true;
 }
 
-
 /// The nonces of one connection's handshake and the key both sides prove.
 struct Handshake {
   Digest key{};
@@ -383,9 +382,8 @@ bool introduce(int fd, const Digest &key, Hello &mine, Clock::time_point by,
     return false;
   }
   if (challenge.status != 0) {
-    std::string text(static_cast<size_t>(std::min<uint64_t>(challenge.bytes,
-                                                             256)),
-                     '\0');
+    std::string text(
+        static_cast<size_t>(std::min<uint64_t>(challenge.bytes, 256)), '\0');
     std::string ignored;
     if (!text.empty())
       readAll(fd, &text[0], text.size(), by, ignored);
@@ -427,12 +425,13 @@ bool hearAnswer(int fd, const Handshake &shake, Clock::time_point by,
     why = "did not answer: " + why;
     return false;
   }
-  bool proved = sameDigest(digestOf(heard.proof),
-                           shake.prove("answer", answerFields(heard.status,
-                                                              payload)));
+  bool proved =
+      sameDigest(digestOf(heard.proof),
+                 shake.prove("answer", answerFields(heard.status, payload)));
   if (heard.status != 0) {
-    why = (proved ? "gave up: " : "refused (without proving the job's "
-                                  "secret): ") +
+    why = (proved ? "gave up: "
+                  : "refused (without proving the job's "
+                    "secret): ") +
           payload;
     return false;
   }
@@ -441,6 +440,32 @@ bool hearAnswer(int fd, const Handshake &shake, Clock::time_point by,
     return false;
   }
   return true;
+}
+
+/// The next connection at `listener` that proves `key` (strangers are
+/// answered and dropped): its fd, kRetry when none came this time, or
+/// kTimedOut once `deadline` passed.
+constexpr int kRetry = -1, kTimedOut = -2;
+int admitNext(int listener, const Digest &key, Clock::time_point deadline,
+              sockaddr_storage &from, Hello &theirs, Handshake &shake) {
+  pollfd pfd{listener, POLLIN, 0};
+  int ready = ::poll(&pfd, 1, remainingMs(deadline));
+  if (ready < 0 && errno == EINTR)
+    return kRetry;
+  if (ready <= 0)
+    return kTimedOut;
+  socklen_t length = sizeof from;
+  int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from), &length,
+                     SOCK_CLOEXEC);
+  if (fd < 0)
+    return kRetry;
+  tune(fd);
+  std::string refused;
+  if (!admit(fd, key, helloBy(deadline), theirs, shake, refused)) {
+    ::close(fd); // a stranger, or gone: answered if it spoke
+    return kRetry;
+  }
+  return fd;
 }
 
 } // namespace
@@ -538,19 +563,19 @@ int Job::joinAsRoot(const sockaddr_storage &at, Joining &joining,
   std::vector<Handshake> shakes(static_cast<size_t>(size));
   int joined = 1;
   while (joined < size) {
-    pollfd pfd{listener, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, remainingMs(joining.deadline));
-    if (ready < 0 && errno == EINTR)
-      continue;
-    if (ready <= 0) {
+    sockaddr_storage from{};
+    Hello theirs;
+    Handshake shake;
+    int fd = admitNext(listener, key, joining.deadline, from, theirs, shake);
+    if (fd == kTimedOut) {
       std::string missing;
       for (int r = 1; r < size; ++r)
         if (peers_[r]->fd < 0)
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       why = std::string(missing.find(',') == std::string::npos ? "rank "
                                                                : "ranks ") +
-            missing + " did not connect to rank 0 at " + root +
-            joining.waited + " (are they started, and is the address "
+            missing + " did not connect to rank 0 at " + root + joining.waited +
+            " (are they started, and is the address "
             "reachable?)";
       // The ranks that came hear why at once.
       for (int r = 1; r < size; ++r)
@@ -564,20 +589,8 @@ int Job::joinAsRoot(const sockaddr_storage &at, Joining &joining,
       ::close(listener);
       return 1;
     }
-    sockaddr_storage from{};
-    socklen_t length = sizeof from;
-    int fd = ::accept4(listener, reinterpret_cast<sockaddr *>(&from), &length,
-                       SOCK_CLOEXEC);
     if (fd < 0)
       continue;
-    tune(fd);
-    Hello theirs;
-    Handshake shake;
-    std::string refused;
-    if (!admit(fd, key, helloBy(joining.deadline), theirs, shake, refused)) {
-      ::close(fd); // a stranger, or gone: answered if it spoke
-      continue;
-    }
     if (theirs.rank <= 0 || theirs.rank >= size ||
         peers_[theirs.rank]->fd >= 0) {
       answer(fd, shake, 1,
@@ -613,8 +626,10 @@ int Job::joinAsOther(const sockaddr_storage &rootAt, Joining &joining,
   if (joining.handing) {
     joining.secret.assign(32, '\0');
     if (!joining.handing->await(&joining.secret[0], 32, why)) {
-      why = me + ": no secret from rank 0 (it hands one through a file of "
-                 "this user's when none is given): " + why;
+      why = me +
+            ": no secret from rank 0 (it hands one through a file of "
+            "this user's when none is given): " +
+            why;
       return 1;
     }
   }
@@ -688,25 +703,16 @@ int Job::meetPeers(int listener, const std::vector<sockaddr_storage> &at,
   }
   // Accept the ranks above.
   for (int accepted = 0; accepted < size - 1 - rank;) {
-    pollfd pfd{listener, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, remainingMs(joining.deadline));
-    if (ready < 0 && errno == EINTR)
-      continue;
-    if (ready <= 0) {
+    sockaddr_storage from{};
+    Hello theirs;
+    Handshake shake;
+    int peer = admitNext(listener, key, joining.deadline, from, theirs, shake);
+    if (peer == kTimedOut) {
       why = me + ": the ranks above it did not all connect" + joining.waited;
       return 1;
     }
-    int peer = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (peer < 0)
       continue;
-    tune(peer);
-    Hello theirs;
-    Handshake shake;
-    std::string refused;
-    if (!admit(peer, key, helloBy(joining.deadline), theirs, shake, refused)) {
-      ::close(peer);
-      continue;
-    }
     if (theirs.rank <= rank || theirs.rank >= size ||
         peers_[theirs.rank]->fd >= 0) {
       answer(peer, shake, 1,

@@ -42,8 +42,7 @@ FrameReader::Result FrameReader::received(size_t count) {
   if (headerGot_ < sizeof frame_)
     return More;
   const std::string header = "a frame of kind " + std::to_string(frame_.kind) +
-                             " with " + std::to_string(frame_.bytes) +
-                             " bytes";
+                             " with " + std::to_string(frame_.bytes) + " bytes";
   if (frame_.kind != Data && frame_.kind != Ack && frame_.kind != Bye &&
       frame_.kind != Abort) {
     why_ = header + ": no such kind";

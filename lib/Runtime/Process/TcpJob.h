@@ -20,10 +20,10 @@
 #include "overlap/Runtime/Bootstrap.h"
 
 #include <algorithm>
-#include <cstddef>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <map>

@@ -105,8 +105,8 @@ void Job::progress() {
 
 bool Job::readFrom(int r) {
   Peer &peer = *peers_[r];
-  ssize_t n = ::recv(peer.fd, peer.reader.room(), peer.reader.wanted(),
-                     MSG_DONTWAIT);
+  ssize_t n =
+      ::recv(peer.fd, peer.reader.room(), peer.reader.wanted(), MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return true;
   if (n <= 0)

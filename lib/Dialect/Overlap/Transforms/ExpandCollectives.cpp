@@ -18,10 +18,11 @@
 //                     else a rank with no such source keeps its own
 //                     input): a stack along that axis and one block.
 //   update_halo       UpdateHalo.cpp.
-//   i1 collectives    all_reduce, all_gather, reduce_scatter, all_to_all
-//                     of booleans run on bytes (zero-extended, so max is
-//                     or, min is and, and a sum keeps its low bit, as i1
-//                     arithmetic wraps) and are truncated back.
+//   i1                every one of these on booleans is written with
+//                     collectives of booleans, which overlap-lower-collectives
+//                     runs on bytes (zero-extended, so max is or, min is
+//                     and, and a sum keeps its low bit, as i1 arithmetic
+//                     wraps) and truncates back.
 //
 // The stacks move the group size times the data a rooted or neighbour
 // exchange would: the price of needing no rooted or point-to-point call.
@@ -157,26 +158,6 @@ Value expandShift(OpBuilder &b, shard::ShiftOp op, shard::GridOp grid) {
   return selectTensor(b, loc, has, pickBlock(b, loc, all, clamped), input);
 }
 
-/// A collective the runtime lowers, on i1 tensors: it runs on i8.
-bool isBooleanCollective(Operation *op) {
-  if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-           shard::AllToAllOp>(op))
-    return false;
-  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  return in && out && in.hasStaticShape() && out.hasStaticShape() &&
-         in.getElementType().isSignlessInteger(1) &&
-         out.getElementType().isSignlessInteger(1);
-}
-
-/// `v` (an i1 or i8 tensor) as the other (zero-extension up, truncation
-/// down).
-Value castBooleans(OpBuilder &b, Location loc, Value v, Type elem) {
-  auto type = cast<RankedTensorType>(v.getType());
-  return convertElementsInto(
-      b, loc, v, tensor::EmptyOp::create(b, loc, type.getShape(), elem));
-}
-
 } // namespace
 
 bool mlir::overlap::isExpandedCollective(Operation *op) {
@@ -199,11 +180,16 @@ std::string mlir::overlap::whyNotExpanded(Operation *op,
   shard::GridOp grid = gridOf(op, symbols);
   if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
     return "its grid is missing or has a dynamic shape";
+  // i1 in and out: the collectives it is written with move bytes
+  // (overlap-lower-collectives).
+  bool booleans = input.getElementType().isSignlessInteger(1) &&
+                  result.getElementType().isSignlessInteger(1);
   for (Type type : {input.getElementType(), result.getElementType()})
-    if (!isRuntimeElementType(type))
+    if (!booleans && !isRuntimeElementType(type))
       return "its element type " + remarkText(type) +
              " is not one the runtime's collectives take (f32, f16, bf16, "
-             "f64, i8, i16, i32, i64)";
+             "f64, i8, i16, i32, i64; i1 when both the input and the result "
+             "are i1)";
   ArrayRef<int16_t> axes = axesOf(op);
   if (auto shift = dyn_cast<shard::ShiftOp>(op)) {
     int64_t axis = shift.getShiftAxis().getSExtValue();
@@ -267,28 +253,12 @@ struct OverlapExpandCollectivesPass
     SymbolTableCollection symbols;
     expandPointToPoint(getOperation(), symbols);
     OpBuilder b(&getContext());
-    SmallVector<Operation *> ops, booleans;
+    SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isBooleanCollective(op))
-        booleans.push_back(op);
-      else if (isExpandedCollective(op) && op->getNumResults() == 1 &&
-               isa<RankedTensorType>(op->getResult(0).getType()))
+      if (isExpandedCollective(op) && op->getNumResults() == 1 &&
+          isa<RankedTensorType>(op->getResult(0).getType()))
         ops.push_back(op);
     });
-    // Collectives of booleans: the same collective on bytes.
-    for (Operation *op : booleans) {
-      b.setInsertionPoint(op);
-      Location loc = op->getLoc();
-      Type i8 = b.getI8Type();
-      Value input = castBooleans(b, loc, op->getOperand(0), i8);
-      Operation *bytes = b.clone(*op);
-      bytes->setOperand(0, input);
-      auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-      bytes->getResult(0).setType(resultType.clone(i8));
-      op->getResult(0).replaceAllUsesWith(
-          castBooleans(b, loc, bytes->getResult(0), b.getI1Type()));
-      op->erase();
-    }
     for (Operation *op : ops) {
       if (!whyNotExpanded(op, symbols).empty())
         continue; // overlap-check-collectives says why

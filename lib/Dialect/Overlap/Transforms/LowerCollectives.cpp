@@ -75,6 +75,39 @@ bool mlir::overlap::isRuntimeElementType(Type type) {
          type.isSignlessInteger(32) || type.isSignlessInteger(64);
 }
 
+bool mlir::overlap::isBooleanCollective(Operation *op) {
+  if (!isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+           shard::AllToAllOp>(op))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return in && out && in.getElementType().isSignlessInteger(1) &&
+         out.getElementType().isSignlessInteger(1);
+}
+
+/// `v` (an i1 or i8 tensor) as the other, of the same sizes.
+static Value castBooleans(OpBuilder &b, Location loc, Value v, Type elem) {
+  return convertElementsInto(
+      b, loc, v,
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, v), elem));
+}
+
+Operation *mlir::overlap::collectiveOnBytes(OpBuilder &b, Operation *op) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value input = castBooleans(b, loc, op->getOperand(0), b.getI8Type());
+  Operation *bytes = b.clone(*op);
+  bytes->setOperand(0, input);
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  bytes->getResult(0).setType(resultType.clone(b.getI8Type()));
+  b.setInsertionPointAfter(bytes);
+  op->getResult(0).replaceAllUsesWith(
+      castBooleans(b, loc, bytes->getResult(0), b.getI1Type()));
+  op->erase();
+  return bytes;
+}
+
 std::string mlir::overlap::whyNotLowered(Operation *op,
                                          SymbolTableCollection &symbols) {
   if (isExpandedCollective(op)) {
@@ -94,12 +127,14 @@ std::string mlir::overlap::whyNotLowered(Operation *op,
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!input || !result)
     return "it is not on ranked tensors";
-  if (!isa<shard::AllSliceOp>(op)) {
+  // i1 moves as bytes (collectiveOnBytes).
+  if (!isa<shard::AllSliceOp>(op) && !isBooleanCollective(op)) {
     for (Type type : {input.getElementType(), result.getElementType()})
       if (!isRuntimeElementType(type))
         return "its element type " + remarkText(type) +
                " is not one the runtime's collectives take (f32, f16, bf16, "
-               "f64, i8, i16, i32, i64)";
+               "f64, i8, i16, i32, i64; i1 when both the input and the "
+               "result are i1)";
   }
   int64_t group = groupSizeOf(op, symbols);
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
@@ -373,6 +408,10 @@ struct OverlapLowerCollectivesPass
     for (Operation *op : collectives) {
       if (!whyNotLowered(op, symbols).empty())
         continue; // overlap-check-collectives says why
+      // Here, not before overlap-raise, which moves the conversions of an
+      // all_gather's elements across it (a bool all_gather from JAX).
+      if (isBooleanCollective(op))
+        op = collectiveOnBytes(b, op);
       b.setInsertionPoint(op);
       if (!isa<shard::AllSliceOp>(op)) {
         std::string why = whyNotRaised(op);

@@ -242,7 +242,9 @@ std::string whyNotStacked(Operation *op, SymbolTableCollection &symbols) {
       op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
   if (!grid || llvm::any_of(grid.getShape(), ShapedType::isDynamic))
     return "its grid is missing or has a dynamic shape";
-  if (!isRuntimeElementType(input.getElementType()))
+  // i1: the stacks are all_gathers of booleans, which move bytes.
+  if (!isRuntimeElementType(input.getElementType()) &&
+      !input.getElementType().isSignlessInteger(1))
     return "its element type " + remarkText(input.getElementType()) +
            " is not one the runtime's collectives take";
   return peerOutsideGrid(op, grid);

@@ -37,6 +37,16 @@ std::string whyNotLowered(Operation *op, SymbolTableCollection &symbols);
 /// i8, i16, i32, i64).
 bool isRuntimeElementType(Type type);
 
+/// An all_reduce, all_gather, reduce_scatter or all_to_all whose input and
+/// result are both i1 tensors: overlap-lower-collectives runs it on bytes.
+bool isBooleanCollective(Operation *op);
+
+/// Replaces the boolean collective `op` with the same collective on i8,
+/// between a zero-extension of its input and a truncation of its result
+/// (so max is or, min is and, and a sum keeps its low bit, as i1
+/// arithmetic wraps); returns the new collective.
+Operation *collectiveOnBytes(OpBuilder &b, Operation *op);
+
 /// The shard ops overlap-expand-collectives writes with other collectives
 /// (rooted, shift, update_halo), and send/recv, which it refuses.
 bool isExpandedCollective(Operation *op);

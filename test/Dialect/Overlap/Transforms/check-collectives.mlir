@@ -8,7 +8,7 @@
 
 shard.grid @tp(shape = 2)
 func.func @float8(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
-  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: its element type f8E4M3FN is not one the runtime's collectives take (f32, f16, bf16, f64, i8, i16, i32, i64)}}
+  // expected-error @+1 {{'shard.all_reduce' op is not lowered by Overlap: its element type f8E4M3FN is not one the runtime's collectives take (f32, f16, bf16, f64, i8, i16, i32, i64; i1 when both the input and the result are i1)}}
   %r = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4xf8E4M3FN> -> tensor<4xf8E4M3FN>
   return %r : tensor<4xf8E4M3FN>
 }

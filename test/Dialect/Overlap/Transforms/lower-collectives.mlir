@@ -88,3 +88,20 @@ func.func @widen(%x: tensor<16xbf16>) -> tensor<16xf32> {
   %y = shard.all_reduce %x on @tp grid_axes = [0] : tensor<16xbf16> -> tensor<16xf32>
   return %y : tensor<16xf32>
 }
+
+// i1 moves as bytes: zero-extended, gathered as i8, truncated back; here,
+// after overlap-raise (which moved the conversions that
+// overlap-expand-collectives once put around a gather back across it),
+// with a dynamic size too.
+// CHECK-LABEL: func.func @booleans
+// CHECK: %[[X:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x2xi1>) outs(%{{.*}} : tensor<?x2xi8>)
+// CHECK: arith.extui %{{.*}} : i1 to i8
+// CHECK: %[[G:.*]] = overlap.all_gather %[[X]] into %{{.*}} on @tp grid_axes = [0] : tensor<?x2xi8>, tensor<?x2xi8> -> tensor<?x2xi8>
+// CHECK: linalg.generic {{.*}} ins(%[[G]] : tensor<?x2xi8>) outs(%{{.*}} : tensor<?x2xi1>)
+// CHECK: arith.trunci %{{.*}} : i8 to i1
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @booleans(%x: tensor<?x2xi1>) -> tensor<?x2xi1> {
+  %r = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<?x2xi1> -> tensor<?x2xi1>
+  return %r : tensor<?x2xi1>
+}

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
+import numbers
 import os
 import shutil
 import tempfile
@@ -36,6 +38,42 @@ from . import UnsupportedError, lower_program
 from . import _ffi
 
 _RUNNABLE = ("float32", "float16", "bfloat16")
+
+#: The longest wait a layer's call may be given: the rendezvous adds it to
+#: a steady clock counted in int64 nanoseconds, and jax.distributed's
+#: key-value store takes it as an int32 of milliseconds (about 24.8 days).
+MAX_TIMEOUT_MS = 2**31 - 1
+
+
+def _timeout_ms(value) -> int:
+    """`timeout_ms` as the whole milliseconds the C API takes (a fraction
+    rounds up), or a ValueError naming the argument and its range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(
+            f"timeout_ms={value!r}: must be a number of milliseconds, "
+            f"1 to {MAX_TIMEOUT_MS}")
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT_MS:
+        raise ValueError(
+            f"timeout_ms={value!r}: must be a number of milliseconds, "
+            f"> 0 and at most {MAX_TIMEOUT_MS} (about 24.8 days: how long a "
+            f"device's call waits for the others of its step)")
+    return max(1, math.ceil(value))
+
+
+def _weak(a) -> bool:
+    """Whether `a` (an array or a tracer) is weakly typed, as a Python
+    scalar made an array is: it then takes the other operand's dtype."""
+    return bool(getattr(getattr(a, "aval", a), "weak_type", False))
+
+
+def _as_arrays(args):
+    """`args` with every leaf that is a Python scalar (bool, int, float,
+    complex) made an array, as jax.jit does (weakly typed: a float is
+    float32 unless jax_enable_x64)."""
+    import jax
+    import jax.numpy as jnp
+    return jax.tree_util.tree_map(
+        lambda a: a if hasattr(a, "dtype") else jnp.asarray(a), args)
 
 
 def _pspec(spec):
@@ -61,7 +99,8 @@ class _Compiled:
     plans: List[Dict[str, Any]]
     missed: List[Dict[str, Any]]
     path: str
-    step: int  # the OverlapStep*
+    step: int  # the OverlapStep* (owned by the FFI handler's registry)
+    layer_id: int  # its id in that registry: the FFI call's attribute
     out_tree: Any
     gpu: bool = False  # step is an OverlapDeviceLayer*, not an OverlapStep*
     fn: Any = None  # the shard_map that calls the handler
@@ -73,20 +112,19 @@ class Layer:
     ``jax.jit`` (and outside), compiled once per signature."""
 
     def __init__(self, f, *, strategy: str = "auto",
-                 profile: Optional[str] = None, timeout_ms: int = 60000,
+                 profile: Optional[str] = None, timeout_ms: float = 60000,
                  differentiable: bool = True):
-        if timeout_ms <= 0:
-            raise ValueError(f"timeout_ms={timeout_ms}: must be > 0")
+        self.timeout_ms = _timeout_ms(timeout_ms)
         self.f = f
         self.strategy = strategy
         self.profile = profile
-        self.timeout_ms = int(timeout_ms)
         self.differentiable = differentiable
         #: How many signatures were compiled (each once).
         self.compiles = 0
         self._cache: Dict[Any, _Compiled] = {}
         self._last: Optional[_Compiled] = None
-        self._handles: List[Tuple[bool, int]] = []
+        #: The FFI handler's ids of the compiled signatures' layers.
+        self._handles: List[int] = []
         self._dir = tempfile.mkdtemp(prefix="overlap-jax-layer-")
         self._finalizer = weakref.finalize(self, Layer._release,
                                            self._dir, [])
@@ -117,14 +155,11 @@ class Layer:
 
     @staticmethod
     def _release(directory, handles):
-        from .. import native
+        # The registry destroys each step once no call runs it; a program
+        # compiled earlier that still names one gets an error saying so.
         try:
-            api = native.host_api()
-            for gpu, handle in handles:
-                if gpu:
-                    api.overlapDeviceLayerDestroy(handle)
-                else:
-                    api.overlapStepDestroy(handle)
+            for layer_id in handles:
+                _ffi.release_layer(layer_id)
         except Exception:
             pass
         shutil.rmtree(directory, ignore_errors=True)
@@ -134,14 +169,15 @@ class Layer:
     def _key(self, args):
         import jax
         leaves, tree = jax.tree_util.tree_flatten(args)
-        return (tree,) + tuple((tuple(np.shape(a)), str(np.dtype(a.dtype)))
-                               for a in leaves)
+        return (tree,) + tuple((tuple(np.shape(a)), str(np.dtype(a.dtype)),
+                                _weak(a)) for a in leaves)
 
     def _compile(self, args) -> _Compiled:
         import jax
         from .. import compiler, native
         structs = jax.tree_util.tree_map(
-            lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype), args)
+            lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype,
+                                           weak_type=_weak(a)), args)
         low = lower_program(self.f, *structs)
         name = low.entry
         for i, dt in enumerate(low.out_dtypes):
@@ -170,6 +206,9 @@ class Layer:
                 f"{len(devices)} CPU device(s): set XLA_FLAGS="
                 f"--xla_force_host_platform_device_count={low.ranks} before "
                 f"importing jax")
+        # The handler first: a cache that is refused stops here, before a
+        # step is made.
+        _ffi.register("CUDA" if gpu else "cpu")
         path = os.path.join(self._dir, f"{name}-{len(self._cache)}.so")
         prog = compiler.compile(low.mlir, strategy=self.strategy,
                                 profile=self.profile, output=path,
@@ -178,15 +217,17 @@ class Layer:
                                                     None))
         step = (self._device_layer(low, path) if gpu else
                 self._host_step(low, path))
-        self._handles.append((gpu, step))
+        layer_id = _ffi.register_layer(
+            _ffi.DEVICE_LAYER if gpu else _ffi.HOST_STEP, step)
+        self._handles.append(layer_id)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, Layer._release, self._dir,
                                            list(self._handles))
         out_tree = jax.tree_util.tree_structure(
             jax.eval_shape(self.f, *structs))
         compiled = _Compiled(low=low, plans=prog.plans, missed=prog.missed,
-                             path=path, step=step, out_tree=out_tree,
-                             gpu=gpu)
+                             path=path, step=step, layer_id=layer_id,
+                             out_tree=out_tree, gpu=gpu)
         compiled.fn = self._caller(compiled)
         self.compiles += 1
         return compiled
@@ -263,13 +304,8 @@ class Layer:
         parameters (global arrays)."""
         import jax
         import jax.numpy as jnp
-        from .. import native
         low = c.low
         _ffi.register("CUDA" if c.gpu else "cpu")
-        api = native.host_api()
-        call_fn = ctypes.cast(api.overlapDeviceLayerCall if c.gpu else
-                              api.overlapStepCall, ctypes.c_void_p).value
-        free_fn = ctypes.cast(api.overlapFree, ctypes.c_void_p).value
         outs = [jax.ShapeDtypeStruct(_local_shape(low, s, spec), dt)
                 for s, spec, dt in zip(low.out_shapes, low.out_specs,
                                        low.out_dtypes)]
@@ -280,9 +316,7 @@ class Layer:
 
         def per_device(*shards):
             rank = jax.lax.axis_index(axes).astype(jnp.int32)
-            return tuple(ffi(rank, *shards, step=np.int64(c.step),
-                             call=np.int64(call_fn),
-                             release=np.int64(free_fn)))
+            return tuple(ffi(rank, *shards, layer=np.int64(c.layer_id)))
 
         return jax.shard_map(
             per_device, mesh=low.mesh,
@@ -291,6 +325,7 @@ class Layer:
             check_vma=False)
 
     def compiled_for(self, *args) -> _Compiled:
+        args = _as_arrays(args)
         key = self._key(args)
         c = self._cache.get(key)
         if c is None:
@@ -303,11 +338,15 @@ class Layer:
 
     def __call__(self, *args):
         import jax
+        args = _as_arrays(args)
         c = self.compiled_for(*args)
         leaves = jax.tree_util.tree_leaves(args)
-        if not self.differentiable:
-            return self._apply(c, leaves)
 
+        # Also without a backward, the call is a custom_vjp: its equation in
+        # the traced program holds `apply`, and so this Layer and its
+        # registered steps, as long as JAX keeps the program (a Layer made
+        # inside jax.jit is otherwise collected when the trace ends, before
+        # the program first runs).
         @jax.custom_vjp
         def apply(*xs):
             return self._apply(c, list(xs))
@@ -316,6 +355,11 @@ class Layer:
             return apply(*xs), xs
 
         def bwd(xs, cts):
+            if not self.differentiable:
+                raise TypeError(
+                    f"{c.low.entry}: this overlap.jax.jit layer was made "
+                    f"with differentiable=False and has no backward; make "
+                    f"it with differentiable=True to differentiate it")
             return self._backward(c, list(xs), cts)
 
         apply.defvjp(fwd, bwd)
@@ -384,13 +428,15 @@ class Layer:
 
 
 def jit(f=None, *, strategy: str = "auto", profile: Optional[str] = None,
-        timeout_ms: int = 60000, differentiable: bool = True):
+        timeout_ms: float = 60000, differentiable: bool = True):
     """``f`` (a ``jax.shard_map`` layer) as a callable that works inside the
     user's ``jax.jit``-ed code: compiled by Overlap once per signature,
     run by Overlap's host backend (one rank per mesh device) through an XLA
     FFI call. ``timeout_ms`` bounds how long a device's call waits for the
-    other devices of its step. Usable as a decorator
+    other devices of its step (milliseconds, > 0 and at most
+    ``MAX_TIMEOUT_MS``). Usable as a decorator
     (``@overlap.jax.jit(strategy="auto")``)."""
+    _timeout_ms(timeout_ms)
     if f is None:
         return functools.partial(jit, strategy=strategy, profile=profile,
                                  timeout_ms=timeout_ms,

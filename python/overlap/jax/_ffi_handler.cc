@@ -1,9 +1,17 @@
 // The XLA FFI handler of an Overlap layer called from JAX (overlap.jax.jit;
 // docs/jax.md, "Calling Overlap from JAX"). Built on first use by
 // overlap/jax/_ffi.py against the FFI headers jaxlib ships
-// (jax.ffi.include_dir()); it links nothing: the host C API's
-// overlapStepCall (libOverlapHostCAPI.so, lib/Loader/StepRendezvous.cpp)
-// comes in as an attribute holding its address, with the layer's step.
+// (jax.ffi.include_dir()); it links nothing.
+//
+// The layers it runs are registered here, not named by the program: the
+// only attribute of a call is `layer`, an unpredictable 64-bit id that
+// OverlapLayerRegister handed out for a layer overlap.jax.jit made (its
+// step, and the host C API's call, free and destroy functions:
+// libOverlapHostCAPI.so, lib/CAPI/Host.cpp). An XLA program that names
+// the target with an id that is not (or no longer) registered gets an
+// error and nothing is called; no attribute is ever an address. A call
+// holds a reference to its layer while it runs, so OverlapLayerRelease
+// never frees a step under a running call: the last reference destroys it.
 //
 // One call per device and step: operand 0 is the device's rank (an int32
 // scalar, jax.lax.axis_index over the mesh axes in order), the others are
@@ -21,7 +29,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ffi = xla::ffi;
@@ -31,7 +43,53 @@ namespace {
 using StepCall = int (*)(void *step, int rank, const void *const *inputs,
                          size_t numInputs, void *const *outputs,
                          size_t numOutputs, char **messages);
+using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
+                           size_t numInputs, void *const *outputs,
+                           size_t numOutputs, char **messages);
 using FreeFn = void (*)(void *);
+
+/// What a layer is: a host step (overlapStepCreate) or a device layer
+/// (overlapDeviceLayerCreate). The CPU handler runs only the first, the
+/// CUDA handler only the second: they take different calls.
+enum Kind : int { kHostStep = 0, kDeviceLayer = 1 };
+
+/// A registered layer. Destroyed (its object with `destroy`) when the last
+/// reference goes: the registry's (until OverlapLayerRelease) or a running
+/// call's.
+struct Layer {
+  Layer(Kind kind, void *object, void *call, FreeFn free, FreeFn destroy)
+      : kind(kind), object(object), call(call), free(free), destroy(destroy) {}
+  Layer(const Layer &) = delete;
+  Layer &operator=(const Layer &) = delete;
+  ~Layer() { destroy(object); }
+
+  const Kind kind;
+  void *const object;
+  void *const call;
+  const FreeFn free;
+  const FreeFn destroy;
+};
+
+/// The layers by id. Never destroyed: a layer still registered at exit
+/// stays (its library may be unloaded before this one).
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<int64_t, std::shared_ptr<Layer>> layers;
+  std::random_device device;
+  std::mt19937_64 ids{(static_cast<uint64_t>(device()) << 32) ^ device()};
+};
+
+Registry &registry() {
+  static Registry *r = new Registry;
+  return *r;
+}
+
+std::shared_ptr<Layer> lookup(int64_t id) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.layers.find(id);
+  return it == r.layers.end() ? nullptr : it->second;
+}
 
 /// The data pointers of the call's operands (after the rank) and results.
 ffi::Error buffers(const ffi::RemainingArgs &args,
@@ -53,82 +111,135 @@ ffi::Error buffers(const ffi::RemainingArgs &args,
   return ffi::Error::Success();
 }
 
-/// The common part of both handlers: refuses a call with no layer (with
-/// the message `noLayer`), gathers the buffers, runs `invoke(step, inputs,
-/// outputs, &messages)` and turns a non-zero status into an error that
-/// carries the messages (released through `release`).
+/// The common part of both handlers: finds layer `id` of kind `kind`
+/// (an error naming the id when there is none), gathers the buffers, runs
+/// `invoke(layer, inputs, outputs, &messages)` holding a reference to the
+/// layer, and turns a non-zero status into an error that carries the
+/// messages (freed with the layer's `free`).
 template <typename Invoke>
-ffi::Error callLayer(int64_t step, int64_t call, int64_t release,
-                     const char *noLayer, const ffi::RemainingArgs &args,
+ffi::Error callLayer(int64_t id, Kind kind, const ffi::RemainingArgs &args,
                      const ffi::RemainingRets &rets, Invoke invoke) {
-  if (!step || !call || !release)
-    return ffi::Error::InvalidArgument(noLayer);
+  std::shared_ptr<Layer> layer = lookup(id);
+  if (!layer || layer->kind != kind)
+    return ffi::Error::InvalidArgument(
+        "overlap_layer: attribute layer=" + std::to_string(id) +
+        " names no " +
+        (kind == kHostStep ? "host layer" : "device layer") +
+        " of this process: the layer was released (its overlap.jax.jit "
+        "Layer was deleted while a compiled program still calls it; keep "
+        "the Layer as long as the program), or the call was not made by "
+        "overlap.jax.jit");
   std::vector<const void *> inputs;
   std::vector<void *> outputs;
   if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
     return error;
   char *messages = nullptr;
-  int status =
-      invoke(reinterpret_cast<void *>(step), inputs, outputs, &messages);
+  int status = invoke(*layer, inputs, outputs, &messages);
   std::string text = messages ? messages : "";
-  reinterpret_cast<FreeFn>(release)(messages);
+  layer->free(messages);
   if (status != 0)
     return ffi::Error::Internal("overlap_layer: " + text);
   return ffi::Error::Success();
 }
 
-ffi::Error OverlapLayerImpl(int64_t step, int64_t call, int64_t release,
-                            ffi::Buffer<ffi::S32> rank, ffi::RemainingArgs args,
-                            ffi::RemainingRets rets) {
-  return callLayer(
-      step, call, release,
-      "overlap_layer: no step (the layer was not made by overlap.jax.jit)",
-      args, rets,
-      [&](void *layer, std::vector<const void *> &inputs,
-          std::vector<void *> &outputs, char **messages) {
-        return reinterpret_cast<StepCall>(call)(
-            layer, rank.typed_data()[0], inputs.data(), inputs.size(),
-            outputs.data(), outputs.size(), messages);
-      });
+ffi::Error OverlapLayerImpl(int64_t id, ffi::Buffer<ffi::S32> rank,
+                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+  if (rank.element_count() != 1)
+    return ffi::Error::InvalidArgument(
+        "overlap_layer: operand 0 (the device's rank) has " +
+        std::to_string(rank.element_count()) + " elements, not 1");
+  return callLayer(id, kHostStep, args, rets,
+                   [&](const Layer &layer, std::vector<const void *> &inputs,
+                       std::vector<void *> &outputs, char **messages) {
+                     return reinterpret_cast<StepCall>(layer.call)(
+                         layer.object, rank.typed_data()[0], inputs.data(),
+                         inputs.size(), outputs.data(), outputs.size(),
+                         messages);
+                   });
 }
 
-using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
-                           size_t numInputs, void *const *outputs,
-                           size_t numOutputs, char **messages);
-
-ffi::Error OverlapLayerCudaImpl(void *stream, int64_t step, int64_t call,
-                                int64_t release, ffi::AnyBuffer /*rank*/,
+ffi::Error OverlapLayerCudaImpl(void *stream, int64_t id,
+                                ffi::AnyBuffer /*rank*/,
                                 ffi::RemainingArgs args,
                                 ffi::RemainingRets rets) {
-  return callLayer(
-      step, call, release,
-      "overlap_layer: no layer (it was not made by overlap.jax.jit)", args,
-      rets,
-      [&](void *layer, std::vector<const void *> &inputs,
-          std::vector<void *> &outputs, char **messages) {
-        return reinterpret_cast<DeviceCall>(call)(layer, stream, inputs.data(),
-                                                  inputs.size(), outputs.data(),
-                                                  outputs.size(), messages);
-      });
+  return callLayer(id, kDeviceLayer, args, rets,
+                   [&](const Layer &layer, std::vector<const void *> &inputs,
+                       std::vector<void *> &outputs, char **messages) {
+                     return reinterpret_cast<DeviceCall>(layer.call)(
+                         layer.object, stream, inputs.data(), inputs.size(),
+                         outputs.data(), outputs.size(), messages);
+                   });
 }
 
 } // namespace
 
+extern "C" {
+
+/// Registers a layer that overlap.jax.jit made: `object` of `kind` (0 an
+/// OverlapStep*, 1 an OverlapDeviceLayer*), run by `call`
+/// (overlapStepCall or overlapDeviceLayerCall), whose messages `free`
+/// frees, destroyed by `destroy` when the last reference goes. Returns its
+/// id (> 0, unpredictable), 0 when an argument is missing; the registry
+/// owns `object` from then on (also on 0: it is destroyed).
+__attribute__((visibility("default"))) int64_t
+OverlapLayerRegister(int kind, void *object, void *call, void *free,
+                     void *destroy) {
+  if (!destroy)
+    return 0;
+  if (!object || !call || !free || (kind != kHostStep && kind != kDeviceLayer)) {
+    reinterpret_cast<FreeFn>(destroy)(object);
+    return 0;
+  }
+  auto layer = std::make_shared<Layer>(
+      static_cast<Kind>(kind), object, call, reinterpret_cast<FreeFn>(free),
+      reinterpret_cast<FreeFn>(destroy));
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  int64_t id;
+  do // 63 random bits: positive, so it fits the int64 attribute
+    id = static_cast<int64_t>(r.ids() >> 1);
+  while (id == 0 || r.layers.count(id));
+  r.layers.emplace(id, std::move(layer));
+  return id;
+}
+
+/// Forgets layer `id`: later calls naming it fail; a running call keeps it
+/// until it returns, and the last reference destroys it. Returns 0, or 1
+/// when `id` is not registered.
+__attribute__((visibility("default"))) int OverlapLayerRelease(int64_t id) {
+  std::shared_ptr<Layer> layer;
+  {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.layers.find(id);
+    if (it == r.layers.end())
+      return 1;
+    layer = std::move(it->second);
+    r.layers.erase(it);
+  }
+  return 0; // `layer` goes here, outside the lock, or with the last call
+}
+
+/// Layers registered now (for tests).
+__attribute__((visibility("default"))) int64_t OverlapLayerCount() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return static_cast<int64_t>(r.layers.size());
+}
+
+} // extern "C"
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayerCuda, OverlapLayerCudaImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<void *>>()
-                                  .Attr<int64_t>("step")
-                                  .Attr<int64_t>("call")
-                                  .Attr<int64_t>("release")
+                                  .Attr<int64_t>("layer")
                                   .Arg<ffi::AnyBuffer>()
                                   .RemainingArgs()
                                   .RemainingRets());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayer, OverlapLayerImpl,
                               ffi::Ffi::Bind()
-                                  .Attr<int64_t>("step")
-                                  .Attr<int64_t>("call")
-                                  .Attr<int64_t>("release")
+                                  .Attr<int64_t>("layer")
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .RemainingArgs()
                                   .RemainingRets());

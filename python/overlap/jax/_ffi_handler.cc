@@ -75,8 +75,9 @@ struct Layer {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<int64_t, std::shared_ptr<Layer>> layers;
+  /// A non-deterministic source (libstdc++: the CPU's or the OS's), drawn
+  /// for each id: an id seen in one program tells nothing of another.
   std::random_device device;
-  std::mt19937_64 ids{(static_cast<uint64_t>(device()) << 32) ^ device()};
 };
 
 Registry &registry() {
@@ -122,8 +123,7 @@ ffi::Error callLayer(int64_t id, Kind kind, const ffi::RemainingArgs &args,
   std::shared_ptr<Layer> layer = lookup(id);
   if (!layer || layer->kind != kind)
     return ffi::Error::InvalidArgument(
-        "overlap_layer: attribute layer=" + std::to_string(id) +
-        " names no " +
+        "overlap_layer: attribute layer=" + std::to_string(id) + " names no " +
         (kind == kHostStep ? "host layer" : "device layer") +
         " of this process: the layer was released (its overlap.jax.jit "
         "Layer was deleted while a compiled program still calls it; keep "
@@ -186,18 +186,20 @@ OverlapLayerRegister(int kind, void *object, void *call, void *free,
                      void *destroy) {
   if (!destroy)
     return 0;
-  if (!object || !call || !free || (kind != kHostStep && kind != kDeviceLayer)) {
+  if (!object || !call || !free ||
+      (kind != kHostStep && kind != kDeviceLayer)) {
     reinterpret_cast<FreeFn>(destroy)(object);
     return 0;
   }
-  auto layer = std::make_shared<Layer>(
-      static_cast<Kind>(kind), object, call, reinterpret_cast<FreeFn>(free),
-      reinterpret_cast<FreeFn>(destroy));
+  auto layer = std::make_shared<Layer>(static_cast<Kind>(kind), object, call,
+                                       reinterpret_cast<FreeFn>(free),
+                                       reinterpret_cast<FreeFn>(destroy));
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   int64_t id;
   do // 63 random bits: positive, so it fits the int64 attribute
-    id = static_cast<int64_t>(r.ids() >> 1);
+    id = static_cast<int64_t>(
+        ((static_cast<uint64_t>(r.device()) << 32) | r.device()) >> 1);
   while (id == 0 || r.layers.count(id));
   r.layers.emplace(id, std::move(layer));
   return id;

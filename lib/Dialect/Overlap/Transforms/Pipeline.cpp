@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - The overlap-pipeline pass pipeline -----*- C++ -*-===//
 //
-// One flag for users: expand-collectives -> raise -> reorder-chains -> plan ->
-// decompose, with the options of the passes forwarded, then every collective
+// One flag for users: inline-collectives -> expand-collectives -> raise ->
+// reorder-chains -> plan -> decompose, with the options of the passes
+// forwarded, then every collective
 // left unfused as one unsplit collective, and a check that no shard op is left
 // that the later stages cannot lower.
 //
@@ -19,6 +20,7 @@ using namespace mlir::overlap;
 
 void mlir::overlap::buildOverlapPipeline(OpPassManager &pm,
                                          const OverlapPipelineOptions &opts) {
+  pm.addPass(createOverlapInlineCollectives());
   pm.addPass(createOverlapExpandCollectives());
   pm.addPass(createOverlapRaise());
   OverlapReorderChainsOptions chains;

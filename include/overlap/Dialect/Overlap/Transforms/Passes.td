@@ -114,6 +114,43 @@ def OverlapCheckSliceBounds : Pass<"overlap-check-slice-bounds"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def OverlapInlineCollectives : Pass<"overlap-inline-collectives",
+                                    "ModuleOp"> {
+  let summary = "Inline every call of a function that holds shard ops";
+  let description = [{
+    Runs first in `overlap-pipeline`. The runtime lowering gives the
+    run-time context (the rank, the groups, the streams) to the entry
+    points only, so a collective, `shard.process_linear_index` or any
+    other shard op in a function the entry calls would be left unlowered
+    (it failed at translation: "missing LLVMTranslationDialectInterface
+    ... shard.grid"). Each call of a function whose body holds a shard op
+    (after its own such calls are inlined, bottom-up) is inlined; other
+    calls are kept, and a callee nothing calls any more is erased. A call
+    that cannot be inlined (recursion) is an error that names the callee.
+
+    Before:
+    ```mlir
+    func.func private @sum(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %r = shard.all_reduce %x on @g grid_axes = [0]
+          : tensor<4xf32> -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %r = func.call @sum(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %r = shard.all_reduce %x on @g grid_axes = [0]
+          : tensor<4xf32> -> tensor<4xf32>
+      return %r : tensor<4xf32>
+    }
+    ```
+  }];
+}
+
 def OverlapExpandCollectives : Pass<"overlap-expand-collectives",
                                     "ModuleOp"> {
   let summary = "Write the shard ops without a runtime call of their own "

@@ -144,6 +144,16 @@ OVERLAP_C_API int overlapStepCall(OverlapStep *step, int rank,
                                   void *const *outputs, size_t numOutputs,
                                   char **messages);
 
+/** overlapStepCall within the framework's execution `run` (XLA's RunId:
+ *  the same on every device of one execution): rank r's k-th call of
+ *  execution `run` is step k of it, so a device whose execution stopped
+ *  early is in step again in the next one (with overlapStepCall, counted
+ *  over the layer's life, it stayed behind and every later step failed). */
+OVERLAP_C_API int overlapStepCallInRun(OverlapStep *step, int rank,
+                                       int64_t run, const void *const *inputs,
+                                       size_t numInputs, void *const *outputs,
+                                       size_t numOutputs, char **messages);
+
 /** Steps launched so far (0 for NULL). */
 OVERLAP_C_API int64_t overlapStepLaunches(const OverlapStep *step);
 /** Ranks of the step's program (0 for NULL). */

@@ -446,6 +446,14 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
 int overlapStepCall(OverlapStep *step, int rank, const void *const *inputs,
                     size_t numInputs, void *const *outputs, size_t numOutputs,
                     char **messages) {
+  return overlapStepCallInRun(step, rank, overlap::exec::StepRendezvous::kNoRun,
+                              inputs, numInputs, outputs, numOutputs, messages);
+}
+
+int overlapStepCallInRun(OverlapStep *step, int rank, int64_t run,
+                         const void *const *inputs, size_t numInputs,
+                         void *const *outputs, size_t numOutputs,
+                         char **messages) {
   if (messages)
     *messages = nullptr;
   std::string error;
@@ -460,7 +468,7 @@ int overlapStepCall(OverlapStep *step, int rank, const void *const *inputs,
             " outputs per rank, but a call gave " + std::to_string(numInputs) +
             " and " + std::to_string(numOutputs);
   else if (step->rendezvous->call(
-               rank, std::vector<const void *>(inputs, inputs + numInputs),
+               rank, run, std::vector<const void *>(inputs, inputs + numInputs),
                std::vector<void *>(outputs, outputs + numOutputs), error))
     return 0;
   if (messages)

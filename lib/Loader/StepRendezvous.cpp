@@ -12,14 +12,30 @@ using namespace overlap::exec;
 
 StepRendezvous::StepRendezvous(int ranks, int64_t timeoutMs, Launch launch)
     : ranks_(ranks), timeoutMs_(timeoutMs), launch_(std::move(launch)),
-      calls_(static_cast<size_t>(ranks > 0 ? ranks : 0), 0) {}
+      calls_(static_cast<size_t>(ranks > 0 ? ranks : 0), 0),
+      runs_(static_cast<size_t>(ranks > 0 ? ranks : 0), kNoRun) {}
 
 int64_t StepRendezvous::launches() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return launches_;
 }
 
-bool StepRendezvous::call(int rank, std::vector<const void *> inputs,
+void StepRendezvous::forgetOldFailures() {
+  size_t failed = 0;
+  for (const auto &entry : steps_)
+    failed += entry.second->done;
+  for (auto it = steps_.begin(); it != steps_.end() && failed > kKeptFailed;) {
+    if (it->second->done) {
+      it = steps_.erase(it);
+      --failed;
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool StepRendezvous::call(int rank, int64_t run,
+                          std::vector<const void *> inputs,
                           std::vector<void *> outputs, std::string &error) {
   if (rank < 0 || rank >= ranks_) {
     error = "rank " + std::to_string(rank) + " called a layer of " +
@@ -27,8 +43,14 @@ bool StepRendezvous::call(int rank, std::vector<const void *> inputs,
     return false;
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  const uint64_t index = calls_[static_cast<size_t>(rank)]++;
-  std::shared_ptr<Step> &slot = steps_[index];
+  const size_t r = static_cast<size_t>(rank);
+  if (run != runs_[r]) { // a new execution: its first step
+    runs_[r] = run;
+    calls_[r] = 0;
+  }
+  const uint64_t index = calls_[r]++;
+  const Key key{run, index};
+  std::shared_ptr<Step> &slot = steps_[key];
   if (!slot) {
     slot = std::make_shared<Step>();
     slot->inputs.resize(static_cast<size_t>(ranks_));
@@ -43,7 +65,9 @@ bool StepRendezvous::call(int rank, std::vector<const void *> inputs,
   auto leave = [&] {
     // The last call of a step to leave forgets it.
     if (++step->left == ranks_)
-      steps_.erase(index);
+      steps_.erase(key);
+    else if (step->done)
+      forgetOldFailures();
   };
   if (step->done) { // failed before this rank came
     error = step->error;

@@ -113,3 +113,57 @@ TEST(StepRendezvous, AFailedLaunchIsEveryCallsError) {
   EXPECT_FALSE(steps.call(2, {}, {}, bad));
   EXPECT_EQ(bad, "rank 2 called a layer of 2 ranks");
 }
+
+TEST(StepRendezvous, ARankThatMissedAStepIsInStepInTheNextExecution) {
+  // Execution 7: rank 1's execution stopped before its call (an earlier
+  // call of it failed), so rank 0's call fails at the timeout. Execution 8:
+  // both call, and the step runs. Counted over the layer's life, rank 1
+  // stayed one call behind and every later step failed (issue 48).
+  std::atomic<int> launches{0};
+  StepRendezvous steps(2, 200, summing(launches));
+  int input0 = 5, output0 = -1;
+  std::string error;
+  EXPECT_FALSE(steps.call(0, 7, {&input0}, {&output0}, error));
+  EXPECT_NE(error.find("for rank 1, which did not call it"), std::string::npos)
+      << error;
+  for (int run = 8; run < 11; ++run) {
+    std::vector<int> outputs(2, -1);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        int input = 10 * run + r;
+        EXPECT_TRUE(steps.call(r, run, {&input}, {&outputs[r]}, errors[r]))
+            << "execution " << run << ", rank " << r << ": " << errors[r];
+      });
+    for (auto &t : threads)
+      t.join();
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(outputs[r], 20 * run + 1 + r) << "execution " << run;
+  }
+  EXPECT_EQ(launches.load(), 3);
+}
+
+TEST(StepRendezvous, StepsOfOneExecutionAreCountedInIt) {
+  // Two calls per execution on each rank: they pair up by their index in
+  // the execution, whatever order the ranks come in.
+  std::atomic<int> launches{0};
+  StepRendezvous steps(2, 10000, summing(launches));
+  std::vector<std::vector<int>> got(2, std::vector<int>(4, -1));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      for (int k = 0; k < 4; ++k) {
+        int input = 100 * k + r;
+        std::string error;
+        EXPECT_TRUE(steps.call(r, 40 + k / 2, {&input}, {&got[r][k]}, error))
+            << error;
+      }
+    });
+  for (auto &t : threads)
+    t.join();
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 4; ++k)
+      EXPECT_EQ(got[r][k], 200 * k + 1 + r) << "rank " << r << " call " << k;
+  EXPECT_EQ(launches.load(), 4);
+}

@@ -13,11 +13,19 @@
 // outcome. A rank that does not come within the timeout fails the step for
 // every call of it (naming the missing ranks) instead of hanging.
 //
+// A framework that names its executions (XLA's RunId: the same for every
+// device of one execution, new for the next) passes that name: steps are
+// then counted per execution, so a device whose execution stopped early
+// (an earlier call of it failed) starts the next execution in step with
+// the others. Counted over the layer's whole life instead, that device
+// stayed one call behind and every later step of the layer failed.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef OVERLAP_LOADER_STEPRENDEZVOUS_H
 #define OVERLAP_LOADER_STEPRENDEZVOUS_H
 
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -25,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap {
@@ -44,6 +53,13 @@ public:
   /// `error` when the launch failed, a rank did not come in time, or the
   /// arguments are wrong (a rank out of range).
   bool call(int rank, std::vector<const void *> inputs,
+            std::vector<void *> outputs, std::string &error) {
+    return call(rank, kNoRun, std::move(inputs), std::move(outputs), error);
+  }
+  /// The same within execution `run` (any value but kNoRun): rank r's k-th
+  /// call of execution `run` is step k of that execution.
+  static constexpr int64_t kNoRun = INT64_MIN;
+  bool call(int rank, int64_t run, std::vector<const void *> inputs,
             std::vector<void *> outputs, std::string &error);
 
   int ranks() const { return ranks_; }
@@ -65,8 +81,16 @@ private:
   Launch launch_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<uint64_t> calls_; ///< per rank: calls made
-  std::map<uint64_t, std::shared_ptr<Step>> steps_;
+  /// A step's name: its execution and its index in it.
+  using Key = std::pair<int64_t, uint64_t>;
+  /// Drops failed steps that some rank never came to, past the newest
+  /// kKeptFailed of them (under the lock).
+  void forgetOldFailures();
+  static constexpr size_t kKeptFailed = 64;
+
+  std::vector<uint64_t> calls_; ///< per rank: calls made in `runs_`'s run
+  std::vector<int64_t> runs_;   ///< per rank: the execution of its last call
+  std::map<Key, std::shared_ptr<Step>> steps_;
   int64_t launches_ = 0;
 };
 

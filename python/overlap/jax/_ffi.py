@@ -293,7 +293,7 @@ def register_layer(kind: int, obj: int) -> int:
         return ctypes.cast(fn, ctypes.c_void_p).value
 
     if kind == HOST_STEP:
-        call, destroy = api.overlapStepCall, api.overlapStepDestroy
+        call, destroy = api.overlapStepCallInRun, api.overlapStepDestroy
     else:
         call, destroy = api.overlapDeviceLayerCall, \
             api.overlapDeviceLayerDestroy

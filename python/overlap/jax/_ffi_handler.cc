@@ -40,9 +40,12 @@ namespace ffi = xla::ffi;
 
 namespace {
 
-using StepCall = int (*)(void *step, int rank, const void *const *inputs,
-                         size_t numInputs, void *const *outputs,
-                         size_t numOutputs, char **messages);
+/// overlapStepCallInRun: the run is XLA's RunId, the same on every device
+/// of one execution, so each execution's calls are counted apart.
+using StepCall = int (*)(void *step, int rank, int64_t run,
+                         const void *const *inputs, size_t numInputs,
+                         void *const *outputs, size_t numOutputs,
+                         char **messages);
 using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
                            size_t numInputs, void *const *outputs,
                            size_t numOutputs, char **messages);
@@ -142,8 +145,9 @@ ffi::Error callLayer(int64_t id, Kind kind, const ffi::RemainingArgs &args,
   return ffi::Error::Success();
 }
 
-ffi::Error OverlapLayerImpl(int64_t id, ffi::Buffer<ffi::S32> rank,
-                            ffi::RemainingArgs args, ffi::RemainingRets rets) {
+ffi::Error OverlapLayerImpl(ffi::RunId run, int64_t id,
+                            ffi::Buffer<ffi::S32> rank, ffi::RemainingArgs args,
+                            ffi::RemainingRets rets) {
   if (rank.element_count() != 1)
     return ffi::Error::InvalidArgument(
         "overlap_layer: operand 0 (the device's rank) has " +
@@ -152,9 +156,9 @@ ffi::Error OverlapLayerImpl(int64_t id, ffi::Buffer<ffi::S32> rank,
                    [&](const Layer &layer, std::vector<const void *> &inputs,
                        std::vector<void *> &outputs, char **messages) {
                      return reinterpret_cast<StepCall>(layer.call)(
-                         layer.object, rank.typed_data()[0], inputs.data(),
-                         inputs.size(), outputs.data(), outputs.size(),
-                         messages);
+                         layer.object, rank.typed_data()[0], run.run_id,
+                         inputs.data(), inputs.size(), outputs.data(),
+                         outputs.size(), messages);
                    });
 }
 
@@ -177,7 +181,7 @@ extern "C" {
 
 /// Registers a layer that overlap.jax.jit made: `object` of `kind` (0 an
 /// OverlapStep*, 1 an OverlapDeviceLayer*), run by `call`
-/// (overlapStepCall or overlapDeviceLayerCall), whose messages `free`
+/// (overlapStepCallInRun or overlapDeviceLayerCall), whose messages `free`
 /// frees, destroyed by `destroy` when the last reference goes. Returns its
 /// id (> 0, unpredictable), 0 when an argument is missing; the registry
 /// owns `object` from then on (also on 0: it is destroyed).
@@ -241,6 +245,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayerCuda, OverlapLayerCudaImpl,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(OverlapLayer, OverlapLayerImpl,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::RunId>()
                                   .Attr<int64_t>("layer")
                                   .Arg<ffi::Buffer<ffi::S32>>()
                                   .RemainingArgs()

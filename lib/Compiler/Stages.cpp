@@ -281,6 +281,9 @@ std::vector<Stage> buildStages(const CompileOptions &options) {
          bufferize.allowReturnAllocsFromLoops = true;
          bufferize.functionBoundaryTypeConversion =
              bufferization::LayoutMapOption::IdentityLayoutMap;
+         // Chains of in-place elementwise ops (arith on tensors) fused
+         // first: the analysis is cubic in an alias set's size.
+         pm.addPass(createOverlapFoldElementwiseChains());
          pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
          pm.addPass(
              bufferization::createOwnershipBasedBufferDeallocationPass());

@@ -206,6 +206,9 @@ static void addHostToLLVM(OpPassManager &pm,
   // Before any cf.assert is lowered (by cf-to-llvm, or gpu-to-llvm with
   // target=cuda), which prints its message to stdout: lost when stdout is
   // buffered and the program aborts.
+  // A host allocation of a size from the inputs: checked, not a null
+  // block written through (before the asserts are lowered).
+  pm.addPass(createOverlapCheckAllocations());
   pm.addPass(createOverlapAssertToStderr());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // The host's math functions are libm's (log1pf, expm1f, tanhf, ...):

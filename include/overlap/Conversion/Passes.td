@@ -144,6 +144,40 @@ def OverlapExpandArith : Pass<"overlap-expand-arith"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def OverlapCheckAllocations : Pass<"overlap-check-allocations",
+                                   "ModuleOp"> {
+  let summary = "Check every host allocation's size and result at run time";
+  let description = [{
+    A `memref.alloc` whose sizes come from the program's inputs (a
+    `tensor.empty(%n)` with n = 2^40 from `overlap-exec --inputs`) asked
+    `malloc` for terabytes, got null and wrote through it (SIGSEGV), or
+    with a size whose byte count wraps around 2^64 got a small block and
+    wrote past it. Before each host `memref.alloc` with dynamic sizes,
+    a `cf.assert` that every size is non-negative and that the byte count
+    stays under 2^62; after every host `memref.alloc`, one that the block
+    is not null (unless it holds no element). `overlap-assert-to-stderr`
+    then makes a failed one fail the rank with the message, which names
+    the buffer's type and where the program allocates it. Kernels in a
+    `gpu.module` are left alone (device memory is `overlap_alloc`'s,
+    which checks its own).
+
+    ```mlir
+    // before
+    %m = memref.alloc(%n) : memref<?xf32>
+    // after
+    %ok = ... %n >= 0 and %n * 4 < 2^62
+    cf.assert %ok, "cannot allocate memref<?xf32> at f.mlir:3:8: a size from the inputs is negative or the buffer would be larger than 2^62 bytes"
+    %m = memref.alloc(%n) : memref<?xf32>
+    %p = memref.extract_aligned_pointer_as_index %m : memref<?xf32> -> index
+    %nonnull = ... %p != 0 or %n == 0
+    cf.assert %nonnull, "cannot allocate memref<?xf32> at f.mlir:3:8: out of memory"
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def OverlapAssertToStderr : Pass<"overlap-assert-to-stderr", "ModuleOp"> {
   let summary = "Make a failed cf.assert fail the rank with its message";
   let description = [{

@@ -148,10 +148,15 @@ OVERLAP_C_API int overlapStepCall(OverlapStep *step, int rank,
  *  the same on every device of one execution): rank r's k-th call of
  *  execution `run` is step k of it, so a device whose execution stopped
  *  early is in step again in the next one (with overlapStepCall, counted
- *  over the layer's life, it stayed behind and every later step failed). */
+ *  over the layer's life, it stayed behind and every later step failed).
+ *  `inputBytes[a]` / `outputBytes[i]`, when not NULL, are the sizes of the
+ *  caller's buffers: one that differs from its argument's or result's size
+ *  is refused (2) before anything reads or writes it. */
 OVERLAP_C_API int overlapStepCallInRun(OverlapStep *step, int rank,
                                        int64_t run, const void *const *inputs,
+                                       const size_t *inputBytes,
                                        size_t numInputs, void *const *outputs,
+                                       const size_t *outputBytes,
                                        size_t numOutputs, char **messages);
 
 /** Steps launched so far (0 for NULL). */

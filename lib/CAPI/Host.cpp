@@ -443,33 +443,58 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
   return step.release();
 }
 
+namespace {
+/// Why a step call's buffers do not fit its program ("" when they do):
+/// their counts, or (when `inputBytes` / `outputBytes` are given) a
+/// buffer's size against its argument's or result's.
+std::string misfit(const OverlapStep &step, const void *const *inputs,
+                   const size_t *inputBytes, size_t numInputs,
+                   void *const *outputs, const size_t *outputBytes,
+                   size_t numOutputs) {
+  if (numInputs != step.argBytes.size() ||
+      numOutputs != step.resultBytes.size() || (numInputs && !inputs) ||
+      (numOutputs && !outputs))
+    return "@" + step.name + " takes " + std::to_string(step.argBytes.size()) +
+           " inputs and " + std::to_string(step.resultBytes.size()) +
+           " outputs per rank, but a call gave " + std::to_string(numInputs) +
+           " and " + std::to_string(numOutputs);
+  auto sized = [&](const char *what, const size_t *given,
+                   const std::vector<size_t> &want) -> std::string {
+    for (size_t i = 0; given && i < want.size(); ++i)
+      if (given[i] != want[i])
+        return "@" + step.name + "'s " + what + " " + std::to_string(i) +
+               " has " + std::to_string(want[i]) +
+               " bytes per rank, but the call's buffer has " +
+               std::to_string(given[i]);
+    return "";
+  };
+  std::string why = sized("input", inputBytes, step.argBytes);
+  return why.empty() ? sized("output", outputBytes, step.resultBytes) : why;
+}
+} // namespace
+
 int overlapStepCall(OverlapStep *step, int rank, const void *const *inputs,
                     size_t numInputs, void *const *outputs, size_t numOutputs,
                     char **messages) {
   return overlapStepCallInRun(step, rank, overlap::exec::StepRendezvous::kNoRun,
-                              inputs, numInputs, outputs, numOutputs, messages);
+                              inputs, nullptr, numInputs, outputs, nullptr,
+                              numOutputs, messages);
 }
 
 int overlapStepCallInRun(OverlapStep *step, int rank, int64_t run,
-                         const void *const *inputs, size_t numInputs,
-                         void *const *outputs, size_t numOutputs,
+                         const void *const *inputs, const size_t *inputBytes,
+                         size_t numInputs, void *const *outputs,
+                         const size_t *outputBytes, size_t numOutputs,
                          char **messages) {
   if (messages)
     *messages = nullptr;
-  std::string error;
-  if (!step)
-    error = "no step (overlapStepCreate failed?)";
-  else if (numInputs != step->argBytes.size() ||
-           numOutputs != step->resultBytes.size() || (numInputs && !inputs) ||
-           (numOutputs && !outputs))
-    error = "@" + step->name + " takes " +
-            std::to_string(step->argBytes.size()) + " inputs and " +
-            std::to_string(step->resultBytes.size()) +
-            " outputs per rank, but a call gave " + std::to_string(numInputs) +
-            " and " + std::to_string(numOutputs);
-  else if (step->rendezvous->call(
-               rank, run, std::vector<const void *>(inputs, inputs + numInputs),
-               std::vector<void *>(outputs, outputs + numOutputs), error))
+  std::string error = step ? misfit(*step, inputs, inputBytes, numInputs,
+                                    outputs, outputBytes, numOutputs)
+                           : "no step (overlapStepCreate failed?)";
+  if (error.empty() &&
+      step->rendezvous->call(
+          rank, run, std::vector<const void *>(inputs, inputs + numInputs),
+          std::vector<void *>(outputs, outputs + numOutputs), error))
     return 0;
   if (messages)
     *messages = copy("overlap: error: " + error + "\n");

@@ -144,7 +144,10 @@ LogicalResult mlir::overlap::compiler::checkNestingDepth(
   unsigned id = source.getMainFileID();
   const llvm::MemoryBuffer *buffer = source.getMemoryBuffer(id);
   llvm::StringRef text = buffer->getBuffer();
-  unsigned depth = 0;
+  // The open brackets, innermost last. A '>' closes only a '<' (else it
+  // is a comparison, as in `d0 >= 0`, or the end of `->`), a closer pops
+  // the '<'s left open above its own opener ('<' as less-than).
+  std::string open;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
     char c = text[i];
     if (c == '"') {
@@ -160,21 +163,33 @@ LogicalResult mlir::overlap::compiler::checkNestingDepth(
       continue;
     }
     if (c == '(' || c == '[' || c == '{' || c == '<') {
-      if (++depth <= limit)
+      open.push_back(c);
+      unsigned depth = open.size();
+      if (depth <= limit)
         continue;
       auto [line, column] = source.getLineAndColumn(
           llvm::SMLoc::getFromPointer(text.data() + i), id);
-      return emitError(FileLineColLoc::get(context,
-                                           buffer->getBufferIdentifier(),
-                                           line, column))
-             << "brackets nest deeper than " << limit
-             << " levels here (this '" << c
-             << "' opens level " << depth
+      return emitError(FileLineColLoc::get(
+                 context, buffer->getBufferIdentifier(), line, column))
+             << "brackets nest deeper than " << limit << " levels here (this '"
+             << c << "' opens level " << depth
              << "): the input is refused before it is parsed, as the "
                 "parser would run out of stack";
     }
-    if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-')))
-      depth = depth ? depth - 1 : 0;
+    if (c == '>') {
+      if (i > 0 && text[i - 1] == '-')
+        continue; // `->`
+      if (!open.empty() && open.back() == '<')
+        open.pop_back();
+      continue;
+    }
+    if (c == ')' || c == ']' || c == '}') {
+      const char opener = c == ')' ? '(' : c == ']' ? '[' : '{';
+      size_t at = open.find_last_of(opener);
+      if (at != std::string::npos &&
+          open.find_first_not_of('<', at + 1) == std::string::npos)
+        open.resize(at); // the opener and the '<'s left open above it
+    }
   }
   return success();
 }

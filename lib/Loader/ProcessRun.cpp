@@ -95,7 +95,7 @@ void processRankMain(overlap_context *ctx, void *user) {
     return;
   std::vector<void *> values = run::entryValues(*run.sig, data, ctx);
   auto start = std::chrono::steady_clock::now();
-  run.call(values);
+  run::callGuarded(ctx, run.call, values); // a failed check fails the rank
   data.callMs = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();

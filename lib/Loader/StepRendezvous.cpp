@@ -22,10 +22,11 @@ int64_t StepRendezvous::launches() const {
 
 void StepRendezvous::forgetOldFailures() {
   size_t failed = 0;
+  auto isFailed = [](const Step &step) { return step.done && !step.ok; };
   for (const auto &entry : steps_)
-    failed += entry.second->done;
+    failed += isFailed(*entry.second);
   for (auto it = steps_.begin(); it != steps_.end() && failed > kKeptFailed;) {
-    if (it->second->done) {
+    if (isFailed(*it->second)) {
       it = steps_.erase(it);
       --failed;
     } else {

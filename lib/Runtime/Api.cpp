@@ -365,6 +365,26 @@ struct Guard {
   std::jmp_buf *back;
 };
 thread_local Guard *guard = nullptr;
+
+/// Puts the outer guard back however the guarded frame is left: by return,
+/// by the longjmp that lands in it, or by an exception fn threw.
+struct RestoreGuard {
+  Guard *outer;
+  ~RestoreGuard() { guard = outer; }
+};
+
+/// Fails `ctx` with a check's message ("overlap: " and the newline off,
+/// the rank before it). Its strings end here, before any longjmp.
+void failWithCheck(overlap_context *ctx, const char *message, size_t length) {
+  std::string text(message, length);
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  const std::string tool = "overlap: ";
+  if (text.compare(0, tool.size(), tool) == 0)
+    text.erase(0, tool.size());
+  ctx->fail(OVERLAP_ERROR_INVALID_ARGUMENT,
+            "rank " + std::to_string(ctx->rank) + ": " + text);
+}
 } // namespace
 
 extern "C" {
@@ -375,16 +395,14 @@ overlap_status overlap_context_call_guarded(overlap_context *ctx,
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   std::jmp_buf back;
   Guard mine{ctx, &back};
-  Guard *const outer = guard;
+  RestoreGuard restore{guard};
   guard = &mine;
   // Only C frames (the entry's, and fn's, which calls it) lie between here
   // and overlap_check_failed: nothing with a destructor is skipped.
   if (setjmp(back) == 0) {
     fn(arg);
-    guard = outer;
     return OVERLAP_SUCCESS;
   }
-  guard = outer;
   return OVERLAP_ERROR_INVALID_ARGUMENT;
 }
 
@@ -392,15 +410,8 @@ void overlap_check_failed(const char *message, int64_t length) {
   if (length < 0 || !message)
     length = 0;
   if (Guard *g = guard) {
-    std::string text(message ? message : "", static_cast<size_t>(length));
-    while (!text.empty() && text.back() == '\n')
-      text.pop_back();
-    const std::string tool = "overlap: ";
-    if (text.compare(0, tool.size(), tool) == 0)
-      text.erase(0, tool.size());
-    g->ctx->fail(OVERLAP_ERROR_INVALID_ARGUMENT,
-                 "rank " + std::to_string(g->ctx->rank) + ": " + text);
-    std::longjmp(*g->back, 1);
+    failWithCheck(g->ctx, message ? message : "", static_cast<size_t>(length));
+    std::longjmp(*g->back, 1); // nothing with a destructor lives here
   }
   if (length && ::write(2, message, static_cast<size_t>(length)) < 0) {
   }

@@ -684,8 +684,12 @@ bool Rendezvous::write(const Record &record, std::string &error) {
             " " + temp + "): " + errnoText(code);
     return false;
   };
+  // A file of this name that is not new (a crashed writer's, or another
+  // user's in a shared directory, planted to read what is written) is
+  // never written into: removed first, then created exclusively.
+  ::unlink(temp.c_str());
   int fd = ::open(temp.c_str(),
-                  O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return failed("open", -1, errno);
   size_t done = 0;

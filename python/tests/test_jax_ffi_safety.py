@@ -256,6 +256,37 @@ def test_a_forged_ffi_call_calls_nothing():
     assert called == []
 
 
+@pytest.mark.usefixtures("native_libraries")
+def test_a_forged_call_with_a_live_id_and_other_sizes_calls_nothing(mesh):
+    # The id of a live layer is in the text of every program that calls it:
+    # a program naming it with buffers of other sizes must be refused
+    # before the step reads or writes them (the compiled code would read
+    # past a smaller input and write past a smaller output).
+    f = psum_layer(mesh)
+    x = np.arange(8, dtype=np.float32) + 1
+    layer = ojax.jit(f, timeout_ms=5000)
+    assert np.array_equal(layer(x), f(x))
+    (compiled,) = layer._cache.values()
+    steps = compiled.fn  # the layer keeps working after the forged calls
+    forged = jax.ffi.ffi_call(_ffi.TARGET,
+                              jax.ShapeDtypeStruct((64,), jnp.float32))
+    with pytest.raises(Exception, match=r"input 0 has \d+ bytes per rank, "
+                                        r"but the call's buffer has 4"):
+        jax.block_until_ready(jax.jit(lambda r, y: forged(
+            r, y, layer=np.int64(compiled.layer_id)))(
+                np.int32(0), np.ones(1, np.float32)))
+    per_rank = x.size // len(mesh.devices.flat)
+    small = jax.ffi.ffi_call(_ffi.TARGET,
+                             jax.ShapeDtypeStruct((1,), jnp.float32))
+    with pytest.raises(Exception, match=r"output 0 has \d+ bytes per rank, "
+                                        r"but the call's buffer has 4"):
+        jax.block_until_ready(jax.jit(lambda r, y: small(
+            r, y, layer=np.int64(compiled.layer_id)))(
+                np.int32(0), np.ones(per_rank, np.float32)))
+    assert np.array_equal(layer(x * 2), f(x * 2))
+    del steps
+
+
 # -- item 4: a layer's lifetime ---------------------------------------------
 
 def psum_layer(mesh):

@@ -187,7 +187,7 @@ namespace {
 bool readSecretFile(const std::string &path, std::string &secret,
                     std::string &why) {
   const std::string what = "OVERLAP_JOB_SECRET_FILE=" + path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     why = what + ": " + std::strerror(errno) +
           (errno == ELOOP ? " (a symbolic link: give the file itself)" : "");

@@ -33,6 +33,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace overlap;
@@ -308,9 +309,12 @@ bool admit(int fd, const Digest &key, Clock::time_point by, Hello &theirs,
            Handshake &shake, std::string &why) {
   // Magic and version first: a client of another protocol is answered at
   // once, whatever it sends next.
+  // A rank greets as soon as it connects: a connection that says nothing
+  // for 2 s is dropped, so a silent stranger holds a listener that long.
   Greeting greeting;
   const size_t head = offsetof(Greeting, nonce);
-  if (!readAll(fd, &greeting, head, by, why))
+  if (!readAll(fd, &greeting, head,
+               std::min(by, Clock::now() + std::chrono::seconds(2)), why))
     return false; // not one of ours, or gone
   Challenge challenge;
   if (greeting.magic != kMagic || greeting.version != kVersion) {
@@ -387,6 +391,9 @@ bool introduce(int fd, const Digest &key, Hello &mine, Clock::time_point by,
     std::string ignored;
     if (!text.empty())
       readAll(fd, &text[0], text.size(), by, ignored);
+    for (char &c : text) // a stranger's text: printable characters only
+      if (c < 0x20 || c > 0x7e)
+        c = '?';
     why = "refused the protocol: " + text;
     return false;
   }
@@ -428,6 +435,10 @@ bool hearAnswer(int fd, const Handshake &shake, Clock::time_point by,
   bool proved =
       sameDigest(digestOf(heard.proof),
                  shake.prove("answer", answerFields(heard.status, payload)));
+  if (!proved) // a stranger's text: printable characters only
+    for (char &c : payload)
+      if (c < 0x20 || c > 0x7e)
+        c = '?';
   if (heard.status != 0) {
     why = (proved ? "gave up: "
                   : "refused (without proving the job's "
@@ -490,7 +501,8 @@ int Job::init(std::string &why) {
     return 1;
   Joining joining;
   joining.jobKey = config.key;
-  joining.deadline = Clock::now() + std::chrono::milliseconds(config.timeoutMs);
+  joining.timeout = std::chrono::milliseconds(config.timeoutMs);
+  joining.deadline = Clock::now() + joining.timeout;
   joining.waited = " within " + std::to_string(config.timeoutMs) +
                    " ms (OVERLAP_BOOTSTRAP_TIMEOUT_MS)";
   bool given = false;
@@ -510,6 +522,26 @@ int Job::init(std::string &why) {
             "directory of this user's that every host shares "
             "(docs/runtime.md, \"Who can join a TCP job\")";
       return 1;
+    }
+    if (!config.privateDirectory) {
+      struct stat st;
+      std::string risk =
+          ::lstat(config.directory.c_str(), &st) != 0 ? std::strerror(errno)
+          : S_ISLNK(st.st_mode)                       ? "is a symbolic link"
+          : !S_ISDIR(st.st_mode)
+              ? "is not a directory"
+              : bootstrap::notThisUsersAlone(st,
+                                             "others could read or replace the "
+                                             "secret handed through it");
+      if (!risk.empty()) {
+        why = "rank " + std::to_string(rank) +
+              ": no secret was given for the job, and rank 0 hands one only "
+              "through a directory of this user's alone: "
+              "OVERLAP_BOOTSTRAP_DIR=" +
+              config.directory + " " + risk +
+              " (chmod 700 it, or set OVERLAP_JOB_SECRET)";
+        return 1;
+      }
     }
     bootstrap::RendezvousConfig handing = config;
     handing.key += ";tcp-secret;port=" + std::to_string(port);
@@ -612,6 +644,8 @@ int Job::joinAsRoot(const sockaddr_storage &at, Joining &joining,
     if (!answer(peers_[r]->fd, shakes[size_t(r)], 0, payload)) {
       why = "rank 0 cannot answer rank " + std::to_string(r) + ": " +
             std::strerror(errno);
+      if (joining.handing)
+        joining.handing->publishFailure(why, ignored);
       return 1;
     }
   // Every rank proved the secret, so each has read it: no file is left.
@@ -676,6 +710,9 @@ int Job::joinAsOther(const sockaddr_storage &rootAt, Joining &joining,
   }
   std::memcpy(addresses.data(), payload.data(), bytes);
   peers_[0]->fd = fd;
+  // Rank 0 may have answered in the grace after this rank's deadline: the
+  // ranks meet each other within a timeout of their own from here.
+  joining.deadline = std::max(joining.deadline, Clock::now() + joining.timeout);
   int rc = meetPeers(listener, addresses, key, mine, joining, why);
   ::close(listener);
   return rc;

@@ -179,6 +179,7 @@ struct Joining {
   std::string jobKey; ///< the rendezvous key (Bootstrap.h)
   std::string secret; ///< given, or rank 0's (handed through `handing`)
   std::unique_ptr<bootstrap::Rendezvous> handing;
+  std::chrono::milliseconds timeout{0}; ///< OVERLAP_BOOTSTRAP_TIMEOUT_MS
   Clock::time_point deadline;
   std::string waited; ///< " within N ms (...)", for messages
 };

@@ -42,9 +42,12 @@ namespace {
 
 /// overlapStepCallInRun: the run is XLA's RunId, the same on every device
 /// of one execution, so each execution's calls are counted apart.
+/// The buffers' sizes go with them: a call naming a live layer with buffers
+/// of other sizes is refused before anything is read or written.
 using StepCall = int (*)(void *step, int rank, int64_t run,
-                         const void *const *inputs, size_t numInputs,
-                         void *const *outputs, size_t numOutputs,
+                         const void *const *inputs, const size_t *inputBytes,
+                         size_t numInputs, void *const *outputs,
+                         const size_t *outputBytes, size_t numOutputs,
                          char **messages);
 using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
                            size_t numInputs, void *const *outputs,
@@ -95,29 +98,36 @@ std::shared_ptr<Layer> lookup(int64_t id) {
   return it == r.layers.end() ? nullptr : it->second;
 }
 
-/// The data pointers of the call's operands (after the rank) and results.
+/// The call's operands (after the rank) and results: data and sizes.
+struct Buffers {
+  std::vector<const void *> inputs;
+  std::vector<size_t> inputBytes;
+  std::vector<void *> outputs;
+  std::vector<size_t> outputBytes;
+};
+
 ffi::Error buffers(const ffi::RemainingArgs &args,
-                   const ffi::RemainingRets &rets,
-                   std::vector<const void *> &inputs,
-                   std::vector<void *> &outputs) {
+                   const ffi::RemainingRets &rets, Buffers &out) {
   for (size_t i = 0; i < args.size(); ++i) {
     auto arg = args.get<ffi::AnyBuffer>(i);
     if (!arg.has_value())
       return arg.error();
-    inputs.push_back(arg->untyped_data());
+    out.inputs.push_back(arg->untyped_data());
+    out.inputBytes.push_back(arg->size_bytes());
   }
   for (size_t i = 0; i < rets.size(); ++i) {
     auto ret = rets.get<ffi::AnyBuffer>(i);
     if (!ret.has_value())
       return ret.error();
-    outputs.push_back((*ret)->untyped_data());
+    out.outputs.push_back((*ret)->untyped_data());
+    out.outputBytes.push_back((*ret)->size_bytes());
   }
   return ffi::Error::Success();
 }
 
 /// The common part of both handlers: finds layer `id` of kind `kind`
 /// (an error naming the id when there is none), gathers the buffers, runs
-/// `invoke(layer, inputs, outputs, &messages)` holding a reference to the
+/// `invoke(layer, buffers, &messages)` holding a reference to the
 /// layer, and turns a non-zero status into an error that carries the
 /// messages (freed with the layer's `free`).
 template <typename Invoke>
@@ -132,12 +142,11 @@ ffi::Error callLayer(int64_t id, Kind kind, const ffi::RemainingArgs &args,
         "Layer was deleted while a compiled program still calls it; keep "
         "the Layer as long as the program), or the call was not made by "
         "overlap.jax.jit");
-  std::vector<const void *> inputs;
-  std::vector<void *> outputs;
-  if (ffi::Error error = buffers(args, rets, inputs, outputs); error.failure())
+  Buffers all;
+  if (ffi::Error error = buffers(args, rets, all); error.failure())
     return error;
   char *messages = nullptr;
-  int status = invoke(*layer, inputs, outputs, &messages);
+  int status = invoke(*layer, all, &messages);
   std::string text = messages ? messages : "";
   layer->free(messages);
   if (status != 0)
@@ -153,12 +162,12 @@ ffi::Error OverlapLayerImpl(ffi::RunId run, int64_t id,
         "overlap_layer: operand 0 (the device's rank) has " +
         std::to_string(rank.element_count()) + " elements, not 1");
   return callLayer(id, kHostStep, args, rets,
-                   [&](const Layer &layer, std::vector<const void *> &inputs,
-                       std::vector<void *> &outputs, char **messages) {
+                   [&](const Layer &layer, Buffers &all, char **messages) {
                      return reinterpret_cast<StepCall>(layer.call)(
                          layer.object, rank.typed_data()[0], run.run_id,
-                         inputs.data(), inputs.size(), outputs.data(),
-                         outputs.size(), messages);
+                         all.inputs.data(), all.inputBytes.data(),
+                         all.inputs.size(), all.outputs.data(),
+                         all.outputBytes.data(), all.outputs.size(), messages);
                    });
 }
 
@@ -167,11 +176,11 @@ ffi::Error OverlapLayerCudaImpl(void *stream, int64_t id,
                                 ffi::RemainingArgs args,
                                 ffi::RemainingRets rets) {
   return callLayer(id, kDeviceLayer, args, rets,
-                   [&](const Layer &layer, std::vector<const void *> &inputs,
-                       std::vector<void *> &outputs, char **messages) {
+                   [&](const Layer &layer, Buffers &all, char **messages) {
                      return reinterpret_cast<DeviceCall>(layer.call)(
-                         layer.object, stream, inputs.data(), inputs.size(),
-                         outputs.data(), outputs.size(), messages);
+                         layer.object, stream, all.inputs.data(),
+                         all.inputs.size(), all.outputs.data(),
+                         all.outputs.size(), messages);
                    });
 }
 

@@ -38,8 +38,10 @@ void failCheck(void *reached) {
 TEST(GuardedCall, AFailedCheckFailsItsRankAndEndsTheOthersWaits) {
   std::atomic<int> reached{0};
   std::atomic<int> guarded[3] = {{-1}, {-1}, {-1}};
-  // A long wait timeout: the others must hear of rank 1 at once.
-  overlap_host_options opts = quietOptions(600000);
+  std::atomic<int> synced[3] = {{-1}, {-1}, {-1}};
+  // The others must hear of rank 1 (ABORTED), not wait for their timeout
+  // (TIMEOUT after 20 s).
+  overlap_host_options opts = quietOptions(20000);
   overlap_status status = launch(3, &opts, [&](overlap_context *ctx) {
     int rank = overlap_context_rank(ctx);
     if (rank == 1) {
@@ -49,8 +51,10 @@ TEST(GuardedCall, AFailedCheckFailsItsRankAndEndsTheOthersWaits) {
     float in[4] = {1, 2, 3, 4}, out[4];
     guarded[rank] = overlap_all_reduce(ctx, OVERLAP_STREAM_COMM, 0, nullptr,
                                        OVERLAP_F32, OVERLAP_SUM, in, out, 4);
-    overlap_context_synchronize(ctx);
+    synced[rank] = overlap_context_synchronize(ctx);
   });
+  EXPECT_EQ(synced[0].load(), OVERLAP_ERROR_ABORTED);
+  EXPECT_EQ(synced[2].load(), OVERLAP_ERROR_ABORTED);
   EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(overlap_host_launch_error()),
             "rank 1: run-time check failed: a size of -1");

@@ -327,6 +327,50 @@ TEST(TcpAttack, AJobAcrossHostsNeedsASecret) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+/// In a joined rank process: writes `frame` raw on the connection to rank 0
+/// (the socket whose peer port is rank 0's, `port`).
+void sendRawToRankZero(int port, const Frame &frame) {
+  for (int fd = 3; fd < 1024; ++fd) {
+    sockaddr_in peer{};
+    socklen_t length = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &length) == 0 &&
+        ntohs(peer.sin_port) == port)
+      ::send(fd, &frame, sizeof frame, 0);
+  }
+}
+
+TEST(TcpAttack, AnAbortFrameOfCodeZeroEndsTheReceiverWithOne) {
+  // The receiver's side of "an abort never exits 0": a peer (here a joined
+  // rank writing the frame itself, as a forged one would arrive) sends an
+  // Abort frame whose code is 0; rank 0 ends with 1, not 0.
+  const int port = freePort();
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(spawn([&, r] {
+      setRankVariables(r, 2, port, "20000");
+      int rank = -1, size = 0, multiple = 0, tagUb = 0, initialized = 0;
+      if (tcp().init(&rank, &size, &multiple, &tagUb, &initialized))
+        return 2;
+      overlap_mpi_comm comm = nullptr;
+      if (tcp().dupWorld(&comm))
+        return 3;
+      if (r == 1) {
+        Frame abort;
+        abort.kind = Abort;
+        abort.tag = 0;
+        sendRawToRankZero(port, abort);
+        ::pause(); // until killed
+        return 5;
+      }
+      int64_t value = 0;
+      tcp().allreduceMax(comm, &value); // ended by the abort
+      return 7;
+    }));
+  EXPECT_EQ(exitOf(ranks[0]), 1);
+  ::kill(ranks[1], SIGKILL);
+  exitOf(ranks[1]);
+}
+
 TEST(TcpAttack, AFrameWhoseHeaderLiesDropsItsSenderNotTheReader) {
   // A joined rank 1 writes a Data header claiming 2^40 bytes on its
   // connection to rank 0. Rank 0 drops it with the reason (the reader
@@ -347,19 +391,10 @@ TEST(TcpAttack, AFrameWhoseHeaderLiesDropsItsSenderNotTheReader) {
           if (tcp().dupWorld(&comm))
             return 3;
           if (r == 1) {
-            // The connection to rank 0 is the socket whose peer is `port`.
-            for (int fd = 3; fd < 1024; ++fd) {
-              sockaddr_in peer{};
-              socklen_t length = sizeof peer;
-              if (::getpeername(fd, reinterpret_cast<sockaddr *>(&peer),
-                                &length) == 0 &&
-                  ntohs(peer.sin_port) == port) {
-                Frame lie;
-                lie.kind = Data;
-                lie.bytes = uint64_t(1) << 40;
-                ::send(fd, &lie, sizeof lie, 0);
-              }
-            }
+            Frame lie;
+            lie.kind = Data;
+            lie.bytes = uint64_t(1) << 40;
+            sendRawToRankZero(port, lie);
             ::pause(); // until rank 0's end takes it down, or the alarm
             return 5;
           }

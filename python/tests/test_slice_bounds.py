@@ -103,3 +103,32 @@ def test_offset_outside_the_argument_stops_the_run(tmp_path, k):
             "dimension 0 (offset ? (from argument #1 of @f), size 2, "
             "stride 1) reaches outside its source (its extent 8)"
             in r.stderr), r.stderr
+
+
+# One element at a row from the inputs (tensor.extract at a dynamic index).
+ELEMENT = """
+shard.grid @g(shape = 2)
+func.func @f(%x: tensor<8x4xf32>, %i: index) -> tensor<1xf32> {
+  %c2 = arith.constant 2 : index
+  %v = tensor.extract %x[%i, %c2] : tensor<8x4xf32>
+  %t = tensor.from_elements %v : tensor<1xf32>
+  return %t : tensor<1xf32>
+}"""
+
+
+@pytest.mark.parametrize("i", [0, 3, 7, 8, -1, 2 ** 40])
+def test_an_element_at_a_row_from_the_inputs(tmp_path, i):
+    xs = _xs()
+    prog = _compile(ELEMENT, tmp_path)
+    res = overlap.run(prog.path,
+                      inputs=[[x, np.array(i, np.int64)] for x in xs])
+    if 0 <= i < 8:
+        assert res.status == 0, res.messages
+        for r, x in enumerate(xs):
+            np.testing.assert_array_equal(res.outputs[r][0], x[i, 2:3])
+        return
+    assert res.status != 0
+    assert ("tensor.extract at " in str(res.messages) and
+            "dimension 0 (offset ? (from argument #1 of @f), size 1, "
+            "stride 1) reaches outside its source (its extent 8)"
+            in str(res.messages)), res.messages

@@ -1,9 +1,11 @@
 //===- CheckSliceBounds.cpp - Run-time checks of dynamic slices -*- C++ -*-===//
 //
 // overlap-check-slice-bounds: a cf.assert before every tensor.extract_slice
-// and tensor.insert_slice with a dynamic offset, size or stride, that the
-// slice lies inside its tensor. A size from the inputs past the extent
-// read past both buffers (exit 0), a negative one crashed.
+// and tensor.insert_slice with a dynamic offset, size or stride, and every
+// tensor.extract and tensor.insert with a dynamic index (outside linalg
+// bodies), that the slice or element lies inside its tensor. A size from the
+// inputs past the extent read past both buffers (exit 0), a negative one
+// crashed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -77,7 +80,7 @@ void checkSlice(OpBuilder &b, Operation *op, Value tensor,
   b.setInsertionPoint(op);
   std::string where =
       op->getName().getStringRef().str() + " at " + locText(loc) + ": ";
-  std::string of = op->getName().getStringRef() == "tensor.insert_slice"
+  std::string of = isa<tensor::InsertSliceOp, tensor::InsertOp>(op)
                        ? "its destination"
                        : "its source";
   auto index = [&](int64_t v) -> Value {
@@ -94,10 +97,10 @@ void checkSlice(OpBuilder &b, Operation *op, Value tensor,
     std::string slice = "dimension " + std::to_string(d) + " (offset " +
                         text(offset) + ", size " + text(size) + ", stride " +
                         text(stride) + ")";
-    std::string extentText = type.isDynamicDim(d)
-                                 ? std::string("its run-time extent")
-                                 : "its extent " +
-                                       std::to_string(type.getDimSize(d));
+    std::string extentText =
+        type.isDynamicDim(d)
+            ? std::string("its run-time extent")
+            : "its extent " + std::to_string(type.getDimSize(d));
     Value offsetV = getValueOrCreateConstantIndexOp(b, loc, offset);
     Value sizeV = getValueOrCreateConstantIndexOp(b, loc, size);
     Value strideV = getValueOrCreateConstantIndexOp(b, loc, stride);
@@ -105,32 +108,38 @@ void checkSlice(OpBuilder &b, Operation *op, Value tensor,
                        ? tensor::DimOp::create(b, loc, tensor, d).getResult()
                        : index(type.getDimSize(d));
     Value zero = index(0), one = index(1);
-    cf::AssertOp::create(
-        b, loc, cmp(arith::CmpIPredicate::sge, sizeV, zero),
-        where + slice + ": the size is negative");
-    cf::AssertOp::create(
-        b, loc, cmp(arith::CmpIPredicate::sge, strideV, one),
-        where + slice + ": the stride is not positive");
+    cf::AssertOp::create(b, loc, cmp(arith::CmpIPredicate::sge, sizeV, zero),
+                         where + slice + ": the size is negative");
+    cf::AssertOp::create(b, loc, cmp(arith::CmpIPredicate::sge, strideV, one),
+                         where + slice + ": the stride is not positive");
     // Empty: nothing is read or written, whatever the offset.
     Value empty = cmp(arith::CmpIPredicate::eq, sizeV, zero);
-    Value offsetIn =
-        arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, offsetV, zero),
-                              cmp(arith::CmpIPredicate::slt, offsetV, extent));
+    Value offsetIn = arith::AndIOp::create(
+        b, loc, cmp(arith::CmpIPredicate::sge, offsetV, zero),
+        cmp(arith::CmpIPredicate::slt, offsetV, extent));
     // size - 1 <= (extent - 1 - offset) / stride, without overflow for any
     // size once the offset is inside.
     Value room = arith::DivSIOp::create(
         b, loc,
-        arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, extent, one),
-                              offsetV),
+        arith::SubIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, extent, one), offsetV),
         strideV);
     Value fits = arith::AndIOp::create(
         b, loc, offsetIn,
         cmp(arith::CmpIPredicate::sle,
             arith::SubIOp::create(b, loc, sizeV, one), room));
-    cf::AssertOp::create(
-        b, loc, arith::OrIOp::create(b, loc, empty, fits),
-        where + slice + " reaches outside " + of + " (" + extentText + ")");
+    cf::AssertOp::create(b, loc, arith::OrIOp::create(b, loc, empty, fits),
+                         where + slice + " reaches outside " + of + " (" +
+                             extentText + ")");
   }
+}
+
+/// An element at `indices` of `tensor`: checkSlice of a slice of one.
+void checkElement(OpBuilder &b, Operation *op, Value tensor,
+                  ValueRange indices) {
+  SmallVector<OpFoldResult> offsets = getAsOpFoldResult(indices);
+  SmallVector<OpFoldResult> ones(indices.size(), b.getIndexAttr(1));
+  checkSlice(b, op, tensor, offsets, ones, ones);
 }
 
 struct OverlapCheckSliceBoundsPass
@@ -139,7 +148,12 @@ struct OverlapCheckSliceBoundsPass
   void runOnOperation() override {
     SmallVector<Operation *> slices;
     getOperation()->walk([&](Operation *op) {
-      if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
+      // An element read or written at dynamic indices is a slice of one;
+      // inside a linalg body (a kernel, on a GPU) its indices come from
+      // the iteration space, which the op keeps in bounds itself.
+      bool element = isa<tensor::ExtractOp, tensor::InsertOp>(op) &&
+                     !isa<linalg::LinalgOp>(op->getParentOp());
+      if (element || isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
         slices.push_back(op);
     });
     OpBuilder b(&getContext());
@@ -150,6 +164,10 @@ struct OverlapCheckSliceBoundsPass
       else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
         checkSlice(b, op, insert.getDest(), insert.getMixedOffsets(),
                    insert.getMixedSizes(), insert.getMixedStrides());
+      else if (auto read = dyn_cast<tensor::ExtractOp>(op))
+        checkElement(b, op, read.getTensor(), read.getIndices());
+      else if (auto write = dyn_cast<tensor::InsertOp>(op))
+        checkElement(b, op, write.getDest(), write.getIndices());
     }
   }
 };

@@ -46,3 +46,32 @@ func.func @static(%x: tensor<8x4xf32>) -> tensor<2x4xf32> {
   %d = tensor.extract_slice %x[6, 0] [2, 4] [1, 1] : tensor<8x4xf32> to tensor<2x4xf32>
   return %d : tensor<2x4xf32>
 }
+
+// -----
+
+// An element at a dynamic index is a slice of one: checked on the dynamic
+// dimension only; a 0-d read (a boxed scalar) and the reads inside a
+// linalg body are not.
+// CHECK-LABEL: func.func @element
+// CHECK: cf.assert %{{.*}}, "tensor.extract at {{.*}}: dimension 0 (offset ? (from argument #1 of @element), size 1, stride 1) reaches outside its source (its extent 8)"
+// CHECK-NOT: dimension 1 (
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<8x4xf32>
+// CHECK: cf.assert %{{.*}}, "tensor.insert at {{.*}}: dimension 0 (offset ? (from argument #1 of @element), size 1, stride 1) reaches outside its destination (its extent 8)"
+// CHECK: tensor.insert
+// CHECK-NOT: cf.assert
+// CHECK: linalg.generic
+// CHECK: return
+func.func @element(%x: tensor<8x4xf32>, %i: index, %s: tensor<index>) -> (f32, tensor<8x4xf32>) {
+  %c1 = arith.constant 1 : index
+  %j = tensor.extract %s[] : tensor<index>
+  %v = tensor.extract %x[%i, %c1] : tensor<8x4xf32>
+  %w = tensor.insert %v into %x[%i, %c1] : tensor<8x4xf32>
+  %e = tensor.empty() : tensor<8x4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<8x4xf32>) {
+  ^bb0(%o: f32):
+    %r = linalg.index 0 : index
+    %y = tensor.extract %w[%r, %j] : tensor<8x4xf32>
+    linalg.yield %y : f32
+  } -> tensor<8x4xf32>
+  return %v, %g : f32, tensor<8x4xf32>
+}

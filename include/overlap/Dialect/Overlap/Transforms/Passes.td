@@ -96,7 +96,10 @@ def OverlapCheckSliceBounds : Pass<"overlap-check-slice-bounds"> {
     the op, its location, the dimension, the extent and the entry
     argument the value comes from, as the other run-time checks do; without it a
     size past the extent read and wrote past both buffers and a negative
-    one crashed. Static slices are the tensor verifiers' business.
+    one crashed. Static slices are the tensor verifiers' business. A
+    `tensor.extract` or `tensor.insert` at a dynamic index (outside a linalg
+    body, whose indices come from its iteration space) is checked the same
+    way, as a slice of one element.
 
     Before:
     ```mlir

@@ -714,7 +714,26 @@ void copyContiguous(const BufferSpec &spec, const OutputView &view,
                     std::vector<char> &out) {
   size_t elem = spec.elemBytes();
   int64_t count = spec.numElements();
-  out.resize(static_cast<size_t>(count) * elem);
+  size_t bytes = 0;
+  bool wraps = count < 0 || __builtin_mul_overflow(static_cast<size_t>(count),
+                                                   elem, &bytes);
+  auto shape = [&] {
+    std::string text;
+    for (int64_t size : view.sizes)
+      text += (text.empty() ? "" : "x") + std::to_string(size);
+    return text.empty() ? std::string("a scalar") : text;
+  };
+  try {
+    if (wraps)
+      throw std::bad_alloc();
+    out.resize(bytes);
+  } catch (const std::bad_alloc &) {
+    throw OutOfMemory("cannot allocate the host copy of output " +
+                      spec.name + " (" + shape() + ", " +
+                      (wraps ? std::string("more than 2^64")
+                             : std::to_string(bytes)) +
+                      " bytes): out of memory");
+  }
   size_t rank = view.sizes.size();
   std::vector<int64_t> index(rank, 0);
   const char *base = static_cast<const char *>(view.base);

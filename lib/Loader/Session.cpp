@@ -36,6 +36,19 @@ private:
   /// The session on this process's ranks: all of them (threads), or its
   /// own (processes).
   int runRanks();
+  /// runRanks, with a failed allocation of the loader's (an output's copy
+  /// of a size the program returned) an error that says which, not an
+  /// uncaught std::bad_alloc.
+  int runRanksGuarded() {
+    try {
+      return runRanks();
+    } catch (const run::OutOfMemory &e) {
+      return error(e.what());
+    } catch (const std::bad_alloc &) {
+      return error("out of memory in the loader (std::bad_alloc) while it "
+                   "ran " + o.program);
+    }
+  }
   std::string tool() const { return o.tool; }
   /// As processes, only rank 0 reports (and warns); no one does when the
   /// caller takes no report.
@@ -227,7 +240,7 @@ int Session::run() {
     return error(malformed + " (--ranks-as threads ignores them and runs "
                              "every rank as a thread of this process)");
   if (!processes_)
-    return runRanks();
+    return runRanksGuarded();
   if (rt().overlap_process_init(&rank_, &size_) != OVERLAP_SUCCESS) {
     // No job to agree with: every process says why.
     if (output.err)
@@ -240,7 +253,7 @@ int Session::run() {
                  "\n");
     return 2;
   }
-  int status = runRanks();
+  int status = runRanksGuarded();
   // A process that failed before the agreement makes it now, with the
   // others that reached it.
   if (!agreed_)

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -263,8 +264,20 @@ bool copyViewsToHost(
 /// The specs of the outputs in outputViews' order: results, then arguments.
 std::vector<const BufferSpec *> outputSpecs(const Signature &sig);
 
+/// A loader allocation that failed, saying which: runSession reports it as
+/// an error (a plain std::bad_alloc as one in the loader).
+class OutOfMemory : public std::bad_alloc {
+public:
+  explicit OutOfMemory(std::string text) : text(std::move(text)) {}
+  const char *what() const noexcept override { return text.c_str(); }
+
+private:
+  std::string text;
+};
+
 /// Copies the elements of `view` (of `spec`'s type and shape, any strides)
-/// into `out` as a contiguous row-major buffer.
+/// into `out` as a contiguous row-major buffer; throws OutOfMemory, naming
+/// the buffer and its size, when that buffer cannot be allocated.
 void copyContiguous(const BufferSpec &spec, const OutputView &view,
                     std::vector<char> &out);
 

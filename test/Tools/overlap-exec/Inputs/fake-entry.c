@@ -29,7 +29,11 @@
      -DNEG_STRIDE       stride -8 in dimension 0
      -DHUGE_STRIDE      strides whose last element overflows int64_t
      -DNULL_ALLOCATED   no allocated pointer (the aligned one is set)
-     -DOUTSIDE_ARG      in place, but offset 32: past the end of arg0 */
+     -DOUTSIDE_ARG      in place, but offset 32: past the end of arg0
+     -DHUGE_DYNAMIC     result0 is ?x8xf32 and its descriptor says 2^44
+                        rows of stride 0 (one row, repeated): a copy of it
+                        is 512 TiB, more than a 47-bit address space:
+                        the loader cannot allocate it */
 #include "memref2d.h"
 
 #include <stdint.h>
@@ -66,6 +70,8 @@
 #endif
 #ifdef RANK1_RESULT
 #define RESULT0 "result result0 32xf32\n"
+#elif defined(HUGE_DYNAMIC)
+#define RESULT0 "result result0 ?x8xf32\n"
 #else
 #define RESULT0 "result result0 4x8xf32\n"
 #endif
@@ -137,6 +143,10 @@ void _mlir_ciface_add1(Memref2D *result, void *ctx, Memref2D *arg0) {
 #endif
 #ifdef OUTSIDE_ARG
   result->offset = 32;
+#endif
+#ifdef HUGE_DYNAMIC
+  result->sizes[0] = (int64_t)1 << 44;
+  result->strides[0] = 0;
 #endif
 #endif
 }

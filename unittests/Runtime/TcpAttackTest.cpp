@@ -80,6 +80,19 @@ int joinAndFinish(const std::function<void(overlap_mpi_comm)> &work = {}) {
   return tcp().finalize() == 0 ? 0 : 4;
 }
 
+/// A lone rank `rank` of `size` with the test's secret that joins and ends
+/// (its exit status: joinAndFinish's), meeting at `port` within `ms`.
+pid_t spawnWithSecret(int rank, int size, int port, const char *ms,
+                      int pipeOut = -1) {
+  return spawn(
+      [=] {
+        setRankVariables(rank, size, port, ms);
+        ::setenv("OVERLAP_JOB_SECRET", kSecret, 1);
+        return joinAndFinish();
+      },
+      pipeOut);
+}
+
 int connectLoopback(const char *ip, int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -91,6 +104,15 @@ int connectLoopback(const char *ip, int port) {
     return fd;
   ::close(fd);
   return -1;
+}
+
+/// A connection to `ip`:`port`, retried for about 2 s; -1 if none.
+int connectSoon(const char *ip, int port) {
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 2000; ++tries)
+    if ((fd = connectLoopback(ip, port)) < 0)
+      ::usleep(1000);
+  return fd;
 }
 
 bool readSome(int fd, void *data, size_t bytes, int ms) {
@@ -132,12 +154,7 @@ TEST(TcpAttack, StrangersCannotTakeARanksPlace) {
   std::vector<pid_t> ranks = {rank(0, 0, kSecret)};
   pid_t raw = spawn(
       [&] {
-        int fd = -1;
-        for (int tries = 0; fd < 0 && tries < 2000; ++tries) {
-          fd = connectLoopback("127.0.0.1", port);
-          if (fd < 0)
-            ::usleep(1000);
-        }
+        int fd = connectSoon("127.0.0.1", port);
         Greeting greeting;
         Challenge challenge;
         Hello hello;
@@ -191,15 +208,8 @@ TEST(TcpAttack, AKeyProbeLearnsNothing) {
   // The first version's hello with a wrong key hash got the key back in
   // clear. Now a client of another version hears only that.
   const int port = freePort();
-  pid_t root = spawn([&] {
-    setRankVariables(0, 2, port, "3000");
-    ::setenv("OVERLAP_JOB_SECRET", kSecret, 1);
-    return joinAndFinish();
-  });
-  int fd = -1;
-  for (int tries = 0; fd < 0 && tries < 2000; ++tries)
-    if ((fd = connectLoopback("127.0.0.1", port)) < 0)
-      ::usleep(1000);
+  pid_t root = spawnWithSecret(0, 2, port, "3000");
+  int fd = connectSoon("127.0.0.1", port);
   ASSERT_GE(fd, 0);
   struct {
     uint32_t magic = kMagic, version = 1;
@@ -240,14 +250,7 @@ TEST(TcpAttack, ASquatterOnTheRootPortLearnsNothingOfTheRank) {
   ASSERT_EQ(::listen(listener, 4), 0);
   int pipes[2];
   ASSERT_EQ(::pipe(pipes), 0);
-  pid_t victim = spawn(
-      [&] {
-        ::close(listener);
-        setRankVariables(1, 2, port, "3000");
-        ::setenv("OVERLAP_JOB_SECRET", kSecret, 1);
-        return joinAndFinish();
-      },
-      pipes[1]);
+  pid_t victim = spawnWithSecret(1, 2, port, "3000", pipes[1]);
   ::close(pipes[1]);
   int fd = ::accept(listener, nullptr, nullptr);
   ASSERT_GE(fd, 0);
@@ -277,11 +280,7 @@ TEST(TcpAttack, RankZeroListensOnlyWhereItWasTold) {
   // OVERLAP_PROCESS_ADDR says 127.0.0.1: another address of this host
   // (127.0.0.2, loopback too) must not reach it.
   const int port = freePort();
-  pid_t root = spawn([&] {
-    setRankVariables(0, 2, port, "1500");
-    ::setenv("OVERLAP_JOB_SECRET", kSecret, 1);
-    return joinAndFinish();
-  });
+  pid_t root = spawnWithSecret(0, 2, port, "1500");
   bool reachedGiven = false, reachedOther = false;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (std::chrono::steady_clock::now() < until) {

@@ -7,26 +7,34 @@
 // A header is checked before anything it claims is believed: a peer that
 // claims 2^40 bytes, an unknown kind or a payload on a goodbye is a broken
 // peer (its connection is dropped with the reason), never an allocation
-// that throws in the reader thread.
+// that throws in the reader thread; and a payload's buffer grows with the
+// bytes that arrive (1 MiB at a time), not with what the header claims.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TcpJob.h"
 
-#include <new>
+#include <algorithm>
 
 using namespace overlap::process::tcp;
+
+/// The most payload one read takes: a frame's buffer grows as its bytes
+/// arrive, so a header that claims more than it sends costs nothing.
+constexpr size_t kChunk = size_t(1) << 20;
 
 char *FrameReader::room() {
   if (!inPayload_)
     return reinterpret_cast<char *>(&frame_) + headerGot_;
-  return &reading_->data[payloadGot_];
+  std::string &data = reading_->data;
+  if (data.size() < payloadGot_ + wanted())
+    data.resize(payloadGot_ + wanted());
+  return &data[payloadGot_];
 }
 
 size_t FrameReader::wanted() const {
   if (!inPayload_)
     return sizeof frame_ - headerGot_;
-  return static_cast<size_t>(frame_.bytes) - payloadGot_;
+  return std::min(static_cast<size_t>(frame_.bytes) - payloadGot_, kChunk);
 }
 
 FrameReader::Result FrameReader::received(size_t count) {
@@ -34,6 +42,7 @@ FrameReader::Result FrameReader::received(size_t count) {
     payloadGot_ += count;
     if (payloadGot_ < frame_.bytes)
       return More;
+    reading_->data.resize(payloadGot_);
     inPayload_ = false;
     headerGot_ = 0;
     return Complete;
@@ -58,13 +67,6 @@ FrameReader::Result FrameReader::received(size_t count) {
     return Malformed;
   }
   reading_ = std::make_unique<overlap_mpi_message_s>();
-  try {
-    reading_->data.resize(static_cast<size_t>(frame_.bytes));
-  } catch (const std::bad_alloc &) {
-    why_ = header + ": no memory for them";
-    reading_.reset();
-    return Malformed;
-  }
   payloadGot_ = 0;
   if (frame_.bytes) {
     inPayload_ = true;

@@ -152,8 +152,8 @@ OVERLAP_C_API int overlapStepCall(OverlapStep *step, int rank,
  *  `inputBytes[a]` / `outputBytes[i]`, when not NULL, are the sizes of the
  *  caller's buffers: one that differs from its argument's or result's size
  *  is refused (2) before anything reads or writes it. */
-OVERLAP_C_API int overlapStepCallInRun(OverlapStep *step, int rank,
-                                       int64_t run, const void *const *inputs,
+OVERLAP_C_API int overlapStepCallInRun(OverlapStep *step, int rank, int64_t run,
+                                       const void *const *inputs,
                                        const size_t *inputBytes,
                                        size_t numInputs, void *const *outputs,
                                        const size_t *outputBytes,
@@ -189,12 +189,13 @@ overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
 
 /** One call on the caller's `stream` (a cudaStream_t): `inputs[a]` device
  *  pointers of the arguments (never written), `outputs[i]` where result i
- *  goes. Returns 0, or 2 with why in `*messages`. NULL-safe (2). */
-OVERLAP_C_API int overlapDeviceLayerCall(OverlapDeviceLayer *layer,
-                                         void *stream,
-                                         const void *const *inputs,
-                                         size_t numInputs, void *const *outputs,
-                                         size_t numOutputs, char **messages);
+ *  goes; `inputBytes` / `outputBytes`, when not NULL, their sizes (a buffer
+ *  of another size than its argument's or result's is refused before any
+ *  copy). Returns 0, or 2 with why in `*messages`. NULL-safe (2). */
+OVERLAP_C_API int overlapDeviceLayerCall(
+    OverlapDeviceLayer *layer, void *stream, const void *const *inputs,
+    const size_t *inputBytes, size_t numInputs, void *const *outputs,
+    const size_t *outputBytes, size_t numOutputs, char **messages);
 
 /** NULL-safe. */
 OVERLAP_C_API void overlapDeviceLayerDestroy(OverlapDeviceLayer *layer);

@@ -560,14 +560,15 @@ OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
 }
 
 int overlapDeviceLayerCall(OverlapDeviceLayer *layer, void *stream,
-                           const void *const *inputs, size_t numInputs,
-                           void *const *outputs, size_t numOutputs,
+                           const void *const *inputs, const size_t *inputBytes,
+                           size_t numInputs, void *const *outputs,
+                           const size_t *outputBytes, size_t numOutputs,
                            char **messages) {
   if (messages)
     *messages = nullptr;
   std::string error = "no layer (overlapDeviceLayerCreate failed?)";
-  if (layer &&
-      layer->layer->call(stream, inputs, numInputs, outputs, numOutputs, error))
+  if (layer && layer->layer->call(stream, inputs, inputBytes, numInputs,
+                                  outputs, outputBytes, numOutputs, error))
     return 0;
   if (messages)
     *messages = copy("overlap: error: " + error + "\n");

@@ -475,9 +475,9 @@ public:
     rt().overlap_cuda_context_destroy(ctx);
   }
 
-  bool call(void *stream, const void *const *inputs, size_t numInputs,
-            void *const *outputs, size_t numOutputs,
-            std::string &error) override {
+  bool call(void *stream, const void *const *inputs, const size_t *inputBytes,
+            size_t numInputs, void *const *outputs, const size_t *outputBytes,
+            size_t numOutputs, std::string &error) override {
     const run::Signature &sig = lib.sig;
     const run::EntryCall entryCall = [this](std::vector<void *> &values) {
       callCInterface(lib.entry, values);
@@ -489,6 +489,23 @@ public:
               " and " + std::to_string(numOutputs);
       return false;
     }
+    auto misfit = [&](const char *what, const size_t *given,
+                      const std::vector<run::BufferSpec> &specs) {
+      for (size_t i = 0; given && i < specs.size(); ++i) {
+        size_t want = specs[i].numElements() * specs[i].elemBytes();
+        if (given[i] != want) {
+          error = "@" + sig.name + "'s " + what + " " + std::to_string(i) +
+                  " (" + specs[i].name + ") has " + std::to_string(want) +
+                  " bytes, but the call's buffer has " +
+                  std::to_string(given[i]);
+          return true;
+        }
+      }
+      return false;
+    };
+    if (misfit("input", inputBytes, sig.args) ||
+        misfit("output", outputBytes, sig.results))
+      return false;
     auto cudaFailed = [&](const char *what, cudaError_t e) {
       error = std::string(what) + ": " + cudaText(e);
       return false;

@@ -194,9 +194,12 @@ public:
   virtual ~DeviceLayer() = default;
   /// One call: `inputs[a]` the device pointer of argument a, `outputs[i]`
   /// where result i goes (contiguous, the signature's type and shape).
-  virtual bool call(void *stream, const void *const *inputs, size_t numInputs,
-                    void *const *outputs, size_t numOutputs,
-                    std::string &error) = 0;
+  /// `inputBytes` / `outputBytes`, when not null, are the buffers' sizes: one
+  /// that is not its argument's or result's is refused before any copy.
+  virtual bool call(void *stream, const void *const *inputs,
+                    const size_t *inputBytes, size_t numInputs,
+                    void *const *outputs, const size_t *outputBytes,
+                    size_t numOutputs, std::string &error) = 0;
 };
 
 /// Loads `program` (compiled with --target=cuda) and makes its context:

@@ -50,7 +50,8 @@ using StepCall = int (*)(void *step, int rank, int64_t run,
                          const size_t *outputBytes, size_t numOutputs,
                          char **messages);
 using DeviceCall = int (*)(void *layer, void *stream, const void *const *inputs,
-                           size_t numInputs, void *const *outputs,
+                           const size_t *inputBytes, size_t numInputs,
+                           void *const *outputs, const size_t *outputBytes,
                            size_t numOutputs, char **messages);
 using FreeFn = void (*)(void *);
 
@@ -179,7 +180,8 @@ ffi::Error OverlapLayerCudaImpl(void *stream, int64_t id,
                    [&](const Layer &layer, Buffers &all, char **messages) {
                      return reinterpret_cast<DeviceCall>(layer.call)(
                          layer.object, stream, all.inputs.data(),
-                         all.inputs.size(), all.outputs.data(),
+                         all.inputBytes.data(), all.inputs.size(),
+                         all.outputs.data(), all.outputBytes.data(),
                          all.outputs.size(), messages);
                    });
 }

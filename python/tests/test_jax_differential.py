@@ -141,7 +141,23 @@ def test_random_layout_program_matches_jax(seed):
     check(*jax_programs.make_shapes(seed))
 
 
-@pytest.mark.parametrize("seed", seeds(SCALARS_COUNT))
+#: Seeds where XLA's CPU fusion computes an element minus itself (the
+#: "reshape0" step, v - v[-1, -1]) as a few 1e-8 instead of IEEE's exact 0
+#: (the subtracted scalar and the element come out of differently
+#: contracted code), and a later step amplifies that: checked by hand
+#: (2026-12-07, 400 programs; `python/tests` at that date, each step's
+#: prefix run through both).
+SCALARS_KNOWN = {
+    79: "XLA's v - v[-1, -1] is 2.98e-8 on every rank (exact 0 here); the "
+        "product after it makes 9.6e-7 against 0, the output's largest",
+    177: "XLA's v - v[-1, -1] is 1.4e-8, -3.5e-8 and -5.4e-9 on ranks 1-3 "
+         "(exact 0 here); inf times it is -inf in XLA, inf times 0 NaN here",
+    321: "XLA's v - v[-1, -1] is 1.5e-8, -7.5e-9 and -1.5e-8 on ranks 1-3 "
+         "(exact 0 here); divided by 0 that is -inf in XLA, 0 / 0 NaN here",
+}
+
+
+@pytest.mark.parametrize("seed", seeds(SCALARS_COUNT, (), SCALARS_KNOWN))
 def test_random_scalar_program_matches_jax(seed):
     check(*jax_programs.make_scalars(seed))
 

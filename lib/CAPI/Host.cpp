@@ -445,8 +445,7 @@ OverlapStep *overlapStepCreate(const OverlapRunOptions *options,
 
 namespace {
 /// Why a step call's buffers do not fit its program ("" when they do):
-/// their counts, or (when `inputBytes` / `outputBytes` are given) a
-/// buffer's size against its argument's or result's.
+/// their counts, or (when sizes are given) a buffer's size.
 std::string misfit(const OverlapStep &step, const void *const *inputs,
                    const size_t *inputBytes, size_t numInputs,
                    void *const *outputs, const size_t *outputBytes,
@@ -458,18 +457,8 @@ std::string misfit(const OverlapStep &step, const void *const *inputs,
            " inputs and " + std::to_string(step.resultBytes.size()) +
            " outputs per rank, but a call gave " + std::to_string(numInputs) +
            " and " + std::to_string(numOutputs);
-  auto sized = [&](const char *what, const size_t *given,
-                   const std::vector<size_t> &want) -> std::string {
-    for (size_t i = 0; given && i < want.size(); ++i)
-      if (given[i] != want[i])
-        return "@" + step.name + "'s " + what + " " + std::to_string(i) +
-               " has " + std::to_string(want[i]) +
-               " bytes per rank, but the call's buffer has " +
-               std::to_string(given[i]);
-    return "";
-  };
-  std::string why = sized("input", inputBytes, step.argBytes);
-  return why.empty() ? sized("output", outputBytes, step.resultBytes) : why;
+  return overlap::run::bufferSizeMisfit(step.library.sig, inputBytes,
+                                        outputBytes);
 }
 } // namespace
 

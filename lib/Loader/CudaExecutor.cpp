@@ -489,23 +489,11 @@ public:
               " and " + std::to_string(numOutputs);
       return false;
     }
-    auto misfit = [&](const char *what, const size_t *given,
-                      const std::vector<run::BufferSpec> &specs) {
-      for (size_t i = 0; given && i < specs.size(); ++i) {
-        size_t want = specs[i].numElements() * specs[i].elemBytes();
-        if (given[i] != want) {
-          error = "@" + sig.name + "'s " + what + " " + std::to_string(i) +
-                  " (" + specs[i].name + ") has " + std::to_string(want) +
-                  " bytes, but the call's buffer has " +
-                  std::to_string(given[i]);
-          return true;
-        }
-      }
+    if (std::string why = run::bufferSizeMisfit(sig, inputBytes, outputBytes);
+        !why.empty()) {
+      error = why;
       return false;
-    };
-    if (misfit("input", inputBytes, sig.args) ||
-        misfit("output", outputBytes, sig.results))
-      return false;
+    }
     auto cudaFailed = [&](const char *what, cudaError_t e) {
       error = std::string(what) + ": " + cudaText(e);
       return false;

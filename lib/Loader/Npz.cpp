@@ -11,7 +11,7 @@
 
 #include "overlap/Loader/Npz.h"
 
-#include "RegularFile.h"
+#include "overlap/Loader/RegularFile.h"
 
 #include <algorithm>
 #include <atomic>

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RegularFile.h"
+#include "overlap/Loader/RegularFile.h"
 
 #include "overlap/Loader/ElfCheck.h"
 #include "overlap/Loader/Executor.h"

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RegularFile.h"
+#include "overlap/Loader/RegularFile.h"
 
 #include <cerrno>
 #include <cstring>

@@ -381,6 +381,24 @@ std::vector<void *> entryValues(const Signature &sig, RankData &data,
   return values;
 }
 
+std::string bufferSizeMisfit(const Signature &sig, const size_t *inputBytes,
+                             const size_t *outputBytes) {
+  auto check = [&](const char *what, const size_t *given,
+                   const std::vector<BufferSpec> &specs) -> std::string {
+    for (size_t i = 0; given && i < specs.size(); ++i) {
+      size_t want = specs[i].numElements() * specs[i].elemBytes();
+      if (given[i] != want)
+        return "@" + sig.name + "'s " + what + " " + std::to_string(i) +
+               " has " + std::to_string(want) +
+               " bytes per rank, but the call's buffer has " +
+               std::to_string(given[i]);
+    }
+    return "";
+  };
+  std::string why = check("input", inputBytes, sig.args);
+  return why.empty() ? check("output", outputBytes, sig.results) : why;
+}
+
 overlap_status callGuarded(overlap_context *ctx, const EntryCall &call,
                            std::vector<void *> &values) {
   struct Pending {
@@ -715,8 +733,8 @@ void copyContiguous(const BufferSpec &spec, const OutputView &view,
   size_t elem = spec.elemBytes();
   int64_t count = spec.numElements();
   size_t bytes = 0;
-  bool wraps = count < 0 || __builtin_mul_overflow(static_cast<size_t>(count),
-                                                   elem, &bytes);
+  bool wraps = count < 0 ||
+               __builtin_mul_overflow(static_cast<size_t>(count), elem, &bytes);
   auto shape = [&] {
     std::string text;
     for (int64_t size : view.sizes)
@@ -728,11 +746,11 @@ void copyContiguous(const BufferSpec &spec, const OutputView &view,
       throw std::bad_alloc();
     out.resize(bytes);
   } catch (const std::bad_alloc &) {
-    throw OutOfMemory("cannot allocate the host copy of output " +
-                      spec.name + " (" + shape() + ", " +
-                      (wraps ? std::string("more than 2^64")
-                             : std::to_string(bytes)) +
-                      " bytes): out of memory");
+    throw OutOfMemory(
+        "cannot allocate the host copy of output " + spec.name + " (" +
+        shape() + ", " +
+        (wraps ? std::string("more than 2^64") : std::to_string(bytes)) +
+        " bytes): out of memory");
   }
   size_t rank = view.sizes.size();
   std::vector<int64_t> index(rank, 0);

@@ -6,7 +6,7 @@
 
 #include "overlap/Loader/RuntimeApi.h"
 
-#include "RegularFile.h"
+#include "overlap/Loader/RegularFile.h"
 #include "overlap/Loader/ElfCheck.h"
 
 #include <cstdio>

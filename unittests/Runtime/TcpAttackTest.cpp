@@ -338,46 +338,13 @@ void sendRawToRankZero(int port, const Frame &frame) {
   }
 }
 
-TEST(TcpAttack, AnAbortFrameOfCodeZeroEndsTheReceiverWithOne) {
-  // The receiver's side of "an abort never exits 0": a peer (here a joined
-  // rank writing the frame itself, as a forged one would arrive) sends an
-  // Abort frame whose code is 0; rank 0 ends with 1, not 0.
+/// Two joined ranks: rank 1 writes `frame` raw on its connection to rank 0
+/// (as a forged one would arrive) and waits; rank 0 waits in a max and ends
+/// with `end(status of the max)` when the max returns. Rank 0's exit status
+/// (rank 1 is killed after it); rank 0's stderr goes to `pipeOut`.
+int rankZeroAfterRawFrame(const Frame &frame, int (*end)(int rc),
+                          int pipeOut = -1) {
   const int port = freePort();
-  std::vector<pid_t> ranks;
-  for (int r = 0; r < 2; ++r)
-    ranks.push_back(spawn([&, r] {
-      setRankVariables(r, 2, port, "20000");
-      int rank = -1, size = 0, multiple = 0, tagUb = 0, initialized = 0;
-      if (tcp().init(&rank, &size, &multiple, &tagUb, &initialized))
-        return 2;
-      overlap_mpi_comm comm = nullptr;
-      if (tcp().dupWorld(&comm))
-        return 3;
-      if (r == 1) {
-        Frame abort;
-        abort.kind = Abort;
-        abort.tag = 0;
-        sendRawToRankZero(port, abort);
-        ::pause(); // until killed
-        return 5;
-      }
-      int64_t value = 0;
-      tcp().allreduceMax(comm, &value); // ended by the abort
-      return 7;
-    }));
-  EXPECT_EQ(exitOf(ranks[0]), 1);
-  ::kill(ranks[1], SIGKILL);
-  exitOf(ranks[1]);
-}
-
-TEST(TcpAttack, AFrameWhoseHeaderLiesDropsItsSenderNotTheReader) {
-  // A joined rank 1 writes a Data header claiming 2^40 bytes on its
-  // connection to rank 0. Rank 0 drops it with the reason (the reader
-  // thread threw std::bad_alloc, and the process died, before) and the
-  // call waiting on it fails with that reason.
-  const int port = freePort();
-  int pipes[2];
-  ASSERT_EQ(::pipe(pipes), 0);
   std::vector<pid_t> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.push_back(spawn(
@@ -390,26 +357,51 @@ TEST(TcpAttack, AFrameWhoseHeaderLiesDropsItsSenderNotTheReader) {
           if (tcp().dupWorld(&comm))
             return 3;
           if (r == 1) {
-            Frame lie;
-            lie.kind = Data;
-            lie.bytes = uint64_t(1) << 40;
-            sendRawToRankZero(port, lie);
-            ::pause(); // until rank 0's end takes it down, or the alarm
+            sendRawToRankZero(port, frame);
+            ::pause(); // until killed, or the alarm
             return 5;
           }
           int64_t value = 0;
-          int rc = tcp().allreduceMax(comm, &value);
-          std::fprintf(stderr, "[0] max: %s\n", rc ? text(rc).c_str() : "ok");
-          // Not finalized (rank 1 never says goodbye): _Exit, so that the
-          // job's threads and buffers are not a leak report at exit.
-          std::fflush(stderr);
-          std::_Exit(rc ? 6 : 7);
+          return end(tcp().allreduceMax(comm, &value));
         },
-        pipes[1]));
-  ::close(pipes[1]);
-  EXPECT_EQ(exitOf(ranks[0]), 6);
+        pipeOut));
+  int status = exitOf(ranks[0]);
   ::kill(ranks[1], SIGKILL);
   exitOf(ranks[1]);
+  return status;
+}
+
+TEST(TcpAttack, AnAbortFrameOfCodeZeroEndsTheReceiverWithOne) {
+  // The receiver's side of "an abort never exits 0": a peer sends an Abort
+  // frame whose code is 0; rank 0, waiting in a max, ends with 1, not 0.
+  Frame abort;
+  abort.kind = Abort;
+  abort.tag = 0;
+  EXPECT_EQ(rankZeroAfterRawFrame(abort, [](int) { return 7; }), 1);
+}
+
+TEST(TcpAttack, AFrameWhoseHeaderLiesDropsItsSenderNotTheReader) {
+  // A joined rank 1 writes a Data header claiming 2^40 bytes on its
+  // connection to rank 0. Rank 0 drops it with the reason (the reader
+  // thread threw std::bad_alloc, and the process died, before) and the
+  // call waiting on it fails with that reason.
+  int pipes[2];
+  ASSERT_EQ(::pipe(pipes), 0);
+  Frame lie;
+  lie.kind = Data;
+  lie.bytes = uint64_t(1) << 40;
+  int status = rankZeroAfterRawFrame(
+      lie,
+      [](int rc) -> int {
+        std::fprintf(stderr, "[0] max: %s\n", rc ? text(rc).c_str() : "ok");
+        // Not finalized (rank 1 never says goodbye): _Exit, so that the
+        // job's threads and buffers are not a leak report at exit.
+        std::fflush(stderr);
+        std::_Exit(rc ? 6 : 7);
+      },
+      pipes[1]);
+  ::close(pipes[1]);
+  EXPECT_EQ(status, 6);
   std::string out = drain(pipes[0]);
   ::close(pipes[0]);
   EXPECT_NE(out.find("rank 1 sent a frame of kind 1 with 1099511627776 bytes: "

@@ -167,6 +167,13 @@ std::vector<void *> entryValues(const Signature &sig, RankData &data,
 /// Calls a program's entry with entryValues' values.
 using EntryCall = std::function<void(std::vector<void *> &values)>;
 
+/// Why a framework's buffers for one rank's call do not fit `sig` ("" when
+/// they do): the first whose size (`inputBytes[a]`, `outputBytes[i]`; a
+/// null array is not checked) is not its argument's or result's. A call
+/// naming a live layer with other buffers must not reach the program.
+std::string bufferSizeMisfit(const Signature &sig, const size_t *inputBytes,
+                             const size_t *outputBytes);
+
 /// Calls `call` with `values` on `ctx`'s rank inside the runtime's
 /// overlap_context_call_guarded: a failed run-time check of the program
 /// fails `ctx` (its status and last error say why) and returns here instead

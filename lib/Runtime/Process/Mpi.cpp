@@ -14,6 +14,7 @@
 
 #include "ProcessBackend.h"
 #include "overlap/Loader/ElfCheck.h"
+#include "overlap/Loader/RegularFile.h"
 
 #include "overlap/Runtime/Bootstrap.h"
 #include "overlap/Runtime/Launchers.h"
@@ -49,43 +50,23 @@ bool finalized = false;
 /// it, even when joining failed after MPI_Init_thread.
 const overlap_mpi_transport *initializedBy = nullptr;
 
-/// Why `path` cannot be a shared library to dlopen ("" when it may be): it
-/// is opened without waiting for a writer and must be a regular file whose
-/// headers and segments lie inside it (exec::checkElfImage, as the loader
-/// checks programs: a library cut short by an interrupted copy raised
-/// SIGBUS inside dlopen).
+/// Why `path` cannot be a shared library to dlopen ("" when it may be):
+/// read as the loader reads a program (exec::readRegularFile, which opens
+/// without waiting for a writer, then exec::checkElfImage: a library cut
+/// short by an interrupted copy raised SIGBUS inside dlopen). A path that
+/// is not there is dlopen's to explain (with what to install).
 std::string notALibrary(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) // dlopen says why, with what to install (a missing file)
-    return "";
   struct stat st;
-  std::string why;
-  if (::fstat(fd, &st) != 0)
-    why = std::strerror(errno);
-  else if (!S_ISREG(st.st_mode))
-    why = S_ISFIFO(st.st_mode)  ? "a FIFO, not a shared library"
-          : S_ISDIR(st.st_mode) ? "a directory, not a shared library"
-                                : "not a regular file";
-  else if (st.st_size > (int64_t(1) << 30))
-    why = "larger than 1 GiB: no transport library is";
-  else {
-    std::vector<unsigned char> bytes(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < bytes.size()) {
-      ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      got += static_cast<size_t>(n);
-    }
-    if (got != bytes.size())
-      why = "it could not be read whole";
-    else if (!exec::checkElfImage(bytes.data(), bytes.size(), why))
-      why = "not a whole ELF shared library: " + why;
-  }
-  ::close(fd);
-  return why;
+  if (::stat(path.c_str(), &st) != 0)
+    return "";
+  std::string bytes, why;
+  if (!exec::readRegularFile(path, bytes, "a shared library", why))
+    return why;
+  if (!exec::checkElfImage(
+          reinterpret_cast<const unsigned char *>(bytes.data()), bytes.size(),
+          why))
+    return "not a whole ELF shared library: " + why;
+  return "";
 }
 
 /// $OVERLAP_MPI_TRANSPORT, else liboverlap_runtime_mpi.so in the directory

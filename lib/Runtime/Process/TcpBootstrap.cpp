@@ -125,6 +125,12 @@ void setPort(sockaddr_storage &address, uint16_t port) {
     reinterpret_cast<sockaddr_in &>(address).sin_port = htons(port);
 }
 
+/// The length of `address` as bind and connect take it.
+socklen_t lengthOf(const sockaddr_storage &address) {
+  return address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                       : sizeof(sockaddr_in);
+}
+
 /// A socket listening at `address` (its port 0: any free one). Only that
 /// address: a job listens where it was told to, not on every interface.
 int listenAt(const sockaddr_storage &address, int backlog, std::string &why) {
@@ -135,8 +141,7 @@ int listenAt(const sockaddr_storage &address, int backlog, std::string &why) {
   }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                   : sizeof(sockaddr_in);
+  const socklen_t length = lengthOf(address);
   if (::bind(fd, reinterpret_cast<const sockaddr *>(&address), length) != 0 ||
       ::listen(fd, backlog) != 0) {
     why = std::string(std::strerror(errno));
@@ -152,8 +157,7 @@ bool isLocal(sockaddr_storage address) {
   int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return false;
-  socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                   : sizeof(sockaddr_in);
+  const socklen_t length = lengthOf(address);
   bool bound =
       ::bind(fd, reinterpret_cast<const sockaddr *>(&address), length) == 0;
   ::close(fd);
@@ -164,8 +168,7 @@ bool isLocal(sockaddr_storage address) {
 /// not be up yet) until `deadline`.
 int connectTo(const sockaddr_storage &address, Clock::time_point deadline,
               std::string &why) {
-  socklen_t length = address.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                   : sizeof(sockaddr_in);
+  const socklen_t length = lengthOf(address);
   auto pause = std::chrono::milliseconds(5);
   for (;;) {
     int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

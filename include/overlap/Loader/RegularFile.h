@@ -7,7 +7,7 @@
 // What the loader reads whole (a program library, an .npz of inputs) must be
 // a regular file: a FIFO would block the read for ever, /dev/zero would
 // grow the buffer without end, a directory reads as an error only after
-// opening it. Private to lib/Loader.
+// opening it. The loader and the runtime (its MPI transport) read so.
 //
 //===----------------------------------------------------------------------===//
 

@@ -254,6 +254,33 @@ double CostModel::commUs(int64_t rows) const {
   return commCurve->curve.eval(x) * commScale + commCurve->latencyUs + copies;
 }
 
+double CostModel::shiftBytes(int64_t rows) const {
+  return commBytes(rows);
+}
+
+double CostModel::shiftUs(int64_t rows) const {
+  if (rows <= 0 || !commCurve || problem.ranks < 2)
+    return 0;
+  // The ring collective of a buffer X puts (G-1)/G X bytes on the wire per
+  // rank: the buffer whose ring wire bytes are the shift's.
+  const double g = static_cast<double>(problem.ranks);
+  double x = shiftBytes(rows) * g / (g - 1) / commCurve->bytesPerUnit;
+  return commCurve->curve.eval(x) * commScale + commCurve->latencyUs;
+}
+
+std::optional<double> CostModel::rankMajorSumUs() const {
+  if (problem.collective != Collective::ReduceScatter || problem.ranks < 2)
+    return 0.0;
+  const std::optional<double> &bw = profile->device.memoryBandwidth;
+  if (!bw || !(*bw > 0))
+    return std::nullopt;
+  double g = static_cast<double>(problem.ranks);
+  double bytes = (g + 1) * static_cast<double>(problem.m / problem.ranks) *
+                 static_cast<double>(problem.n) *
+                 byteWidth(problem.commDtype.value_or(problem.dtype));
+  return bytes / *bw * 1e6;
+}
+
 double CostModel::idealUs() const {
   return std::max(fullGemmUs(), commUs(problem.m));
 }

@@ -30,10 +30,19 @@ static void writePlan(json::OStream &j, const Plan &plan,
       j.attribute("selected_by", plan.selectedBy);
     if (!plan.note.empty())
       j.attribute("note", plan.note);
+    j.attribute("layout", toString(plan.layout));
     j.attributeArray("tiles", [&] {
       for (int64_t t : plan.tiles)
         j.value(t);
     });
+    if (plan.layout == TileOrder::RankMajor) {
+      j.attributeArray("chunks", [&] {
+        for (int64_t c : plan.chunks)
+          j.value(c);
+      });
+      if (pb.collective == Collective::ReduceScatter)
+        j.attribute("tail_us", r3(plan.tailUs));
+    }
     j.attribute("bound", toString(plan.bound));
     j.attribute("predicted_us", r3(plan.predictedUs));
     j.attribute("serial_us", r3(plan.serialUs));
@@ -71,6 +80,16 @@ static void writePlan(json::OStream &j, const Plan &plan,
         j.object([&] {
           j.attribute("tile", static_cast<int64_t>(i));
           j.attribute("rows", plan.tiles[i]);
+          if (plan.layout == TileOrder::RankMajor && !plan.chunks.empty()) {
+            // Steps in execution order (RankMajor.h).
+            int64_t k = static_cast<int64_t>(plan.chunks.size());
+            int64_t i64 = static_cast<int64_t>(i), g = pb.ranks;
+            int64_t step = pb.collective == Collective::ReduceScatter
+                               ? (i64 / k + 1) % g
+                               : i64 / k;
+            j.attribute("step", step);
+            j.attribute("chunk", i64 % k);
+          }
           j.attribute("compute_us", r3(plan.computeUs[i]));
           j.attribute("comm_us", r3(plan.commUs[i]));
           j.attribute("compute_start_us", r3(c.startUs));

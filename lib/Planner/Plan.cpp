@@ -6,12 +6,28 @@
 
 #include "overlap/Planner/Plan.h"
 
+#include "overlap/Planner/RankMajor.h"
+#include "overlap/Support/EnumNames.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
 using namespace llvm;
 using namespace overlap::planner;
+using overlap::EnumName;
+
+static const EnumName<TileOrder> tileOrderNames[] = {
+    {TileOrder::Interleaved, "interleaved"},
+    {TileOrder::RankMajor, "rank-major"}};
+
+StringRef overlap::planner::toString(TileOrder order) {
+  return nameOf(tileOrderNames, order);
+}
+
+std::optional<TileOrder> overlap::planner::parseTileOrder(StringRef name) {
+  return valueOf(tileOrderNames, name);
+}
 
 static Error badValue(const Twine &msg) {
   return createStringError(std::errc::invalid_argument, "%s",
@@ -56,7 +72,8 @@ static Error checkPlanNumbers(const Plan &plan) {
        {std::pair<StringRef, double>{"predicted_us", plan.predictedUs},
         {"serial_us", plan.serialUs},
         {"ideal_us", plan.idealUs},
-        {"lower_bound_us", plan.lowerBoundUs}})
+        {"lower_bound_us", plan.lowerBoundUs},
+        {"tail_us", plan.tailUs}})
     if (!ok(value))
       return bad(field, value);
   if (plan.mc2 && !ok(plan.mc2->balanceUs))
@@ -76,18 +93,56 @@ static Error checkPlanNumbers(const Plan &plan) {
 
 Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   size_t n = plan.tiles.size();
-  if (Error e = checkLimit(plan.strategy + ": tiles", static_cast<int64_t>(n),
-                           1, kMaxTiles, "a tile count"))
-    return e;
-  if (!plan.singleGemmKernel) {
+  // (A rank-major plan's tiles come from its chunks, checked by its layout.)
+  if (plan.layout != TileOrder::RankMajor)
+    if (Error e = checkLimit(plan.strategy + ": tiles",
+                             static_cast<int64_t>(n), 1, kMaxTiles,
+                             "a tile count"))
+      return e;
+  plan.tailUs = 0;
+  if (plan.layout == TileOrder::RankMajor) {
+    // One contiguous GEMM and one shift per chunk (RankMajor.h).
+    const MatmulProblem &pb = model.getProblem();
+    Expected<RankMajorLayout> layout =
+        RankMajorLayout::create(pb.collective, pb.m, pb.ranks, plan.chunks);
+    if (!layout)
+      return layout.takeError();
+    std::vector<int64_t> rows = layout->tileRows();
+    if (!plan.tiles.empty() && plan.tiles != rows)
+      return badValue(plan.strategy +
+                      ": a rank-major plan's tiles must be its chunks in "
+                      "execution order");
+    plan.tiles = std::move(rows);
+    n = plan.tiles.size();
+    std::optional<double> tail = model.rankMajorSumUs();
+    if (!tail)
+      return createStringError(
+          std::errc::not_supported,
+          "%s: the profile has no device.memory_bandwidth_gbps to price "
+          "reduce-scatter's final sum of the %lld partials",
+          plan.strategy.c_str(), (long long)pb.ranks);
+    plan.tailUs = *tail;
+    plan.singleGemmKernel = false;
+    plan.gemmCallsPerTile = 1;
     plan.computeUs.resize(n);
+    plan.commUs.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      plan.computeUs[i] = model.contiguousGemmUs(plan.tiles[i]);
+      plan.commUs[i] =
+          layout->exchanges(i) ? model.shiftUs(plan.tiles[i]) : 0.0;
+    }
+  } else {
+    if (!plan.singleGemmKernel) {
+      plan.computeUs.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        plan.computeUs[i] =
+            model.gemmUs(plan.tiles[i], plan.gemmCallsPerTile);
+    }
+    assert(plan.computeUs.size() == n && "compute durations for every tile");
+    plan.commUs.resize(n);
     for (size_t i = 0; i < n; ++i)
-      plan.computeUs[i] = model.gemmUs(plan.tiles[i], plan.gemmCallsPerTile);
+      plan.commUs[i] = model.commUs(plan.tiles[i]);
   }
-  assert(plan.computeUs.size() == n && "compute durations for every tile");
-  plan.commUs.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    plan.commUs[i] = model.commUs(plan.tiles[i]);
 
   if (Error e = checkTileNumbers(plan))
     return e;
@@ -100,12 +155,15 @@ Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   spec.commContention = model.getCommContention();
   plan.timeline = simulate(spec);
 
-  plan.predictedUs = plan.timeline.makespanUs;
+  // The rank-major sum comes after the last exchange, on the compute
+  // stream, exposed.
+  plan.predictedUs = plan.timeline.makespanUs + plan.tailUs;
   plan.serialUs = model.serialUs();
   plan.idealUs = model.idealUs();
   plan.bound = model.getBound();
   plan.lowerBoundUs =
-      std::max(plan.timeline.computeWorkUs, plan.timeline.commWorkUs);
+      std::max(plan.timeline.computeWorkUs, plan.timeline.commWorkUs) +
+      plan.tailUs;
   double room = plan.serialUs - plan.idealUs;
   plan.efficiency =
       room > 1e-9 ? (plan.serialUs - plan.predictedUs) / room : 0.0;
@@ -136,6 +194,18 @@ Expected<Plan> overlap::planner::pricePlan(const CostModel &model,
   Plan plan;
   plan.strategy = strategyName.str();
   plan.tiles.assign(tiles.begin(), tiles.end());
+  if (Error e = finishPlan(model, plan))
+    return std::move(e);
+  return std::move(plan);
+}
+
+Expected<Plan> overlap::planner::priceRankMajor(const CostModel &model,
+                                                ArrayRef<int64_t> chunks,
+                                                StringRef strategyName) {
+  Plan plan;
+  plan.strategy = strategyName.str();
+  plan.layout = TileOrder::RankMajor;
+  plan.chunks.assign(chunks.begin(), chunks.end());
   if (Error e = finishPlan(model, plan))
     return std::move(e);
   return std::move(plan);

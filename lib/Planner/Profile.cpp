@@ -154,6 +154,11 @@ const CommCurve *Profile::findCommCurve(Collective collective,
   return best;
 }
 
+double Profile::getPredictionMargin(Collective collective) const {
+  return predictionError[static_cast<int>(collective)].value_or(
+      kDefaultPredictionMargin);
+}
+
 //===----------------------------------------------------------------------===//
 // Parsing
 //===----------------------------------------------------------------------===//
@@ -694,7 +699,8 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
   if (Error e =
           rd.checkKeys(*obj, "",
                        {"name", "description", "provenance", "device", "gemm",
-                        "collectives", "contention", "alignment", "ficco"}))
+                        "collectives", "contention", "alignment", "ficco",
+                        "prediction_error"}))
     return std::move(e);
 
   Profile p;
@@ -771,6 +777,23 @@ Expected<Profile> overlap::planner::parseProfile(StringRef text,
     if (!a)
       return a.takeError();
     p.alignment = *a;
+  }
+  if (const json::Value *ev = obj->get("prediction_error")) {
+    auto eo = rd.object(*ev, "prediction_error",
+                        {"all-reduce", "reduce-scatter", "all-gather",
+                         "all-to-all"});
+    if (!eo)
+      return eo.takeError();
+    for (const auto &kv : **eo) {
+      if (kv.first == "note")
+        continue;
+      std::string path = "prediction_error." + kv.first.str();
+      auto f = rd.numberIn(kv.second, path, 0, 1,
+                           "a mean |prediction error| as a fraction");
+      if (!f)
+        return f.takeError();
+      p.predictionError[static_cast<int>(*parseCollective(kv.first))] = *f;
+    }
   }
   if (const json::Value *fv = obj->get("ficco")) {
     auto fo = rd.object(*fv, "ficco", {"reference_us", "low", "high"});

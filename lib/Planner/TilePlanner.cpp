@@ -7,6 +7,7 @@
 #include "overlap/Planner/TilePlanner.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <numeric>
@@ -123,6 +124,8 @@ static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
     return planWaves(model);
   if (strategy == "ficco")
     return planFicco(model);
+  if (strategy == "rank-major")
+    return planRankMajor(model);
   return unknownStrategy(strategy);
 }
 
@@ -161,6 +164,37 @@ static Expected<Plan> planAuto(const CostModel &model) {
     return createStringError(std::errc::result_out_of_range,
                              "auto: no strategy gave a plan; %s",
                              candidates.front().note.c_str());
+  // A split is kept only when it beats serial by more than the profile's
+  // prediction error for the collective: a smaller predicted gain may be a
+  // loss (docs/planner.md, "Never slower than serial").
+  if (best->tiles.size() > 1) {
+    const Profile &profile = model.getProfile();
+    const Collective coll = model.getProblem().collective;
+    const double margin = profile.getPredictionMargin(coll);
+    const double serial = model.serialUs();
+    const double gain = serial > 0 ? (serial - best->predictedUs) / serial : 0;
+    if (!(gain > margin)) {
+      Expected<Plan> none = planOne(model, "none");
+      if (!none)
+        return none.takeError();
+      bool measured =
+          profile.predictionError[static_cast<int>(coll)].has_value();
+      none->note =
+          formatv("auto keeps one tile: the best split ({0}, {1} tiles) is "
+                  "predicted {2:f1} % faster than serial, inside ",
+                  best->strategy, best->tiles.size(), gain * 100)
+              .str() +
+          (measured
+               ? formatv("the profile's {0:f1} % prediction error for {1}",
+                         margin * 100, toString(coll))
+                     .str()
+               : formatv("the default margin of {0:f1} % (the profile has "
+                         "no prediction_error for {1})",
+                         margin * 100, toString(coll))
+                     .str());
+      best = std::move(*none);
+    }
+  }
   best->selectedBy = "auto";
   best->candidates = std::move(candidates);
   return std::move(*best);

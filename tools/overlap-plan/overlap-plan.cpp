@@ -144,7 +144,17 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
   os << "comm        " << model.describeCommSource() << "\n";
   os << "strategy    " << plan.strategy
      << (plan.selectedBy.empty() ? "" : " (chosen by auto)") << "\n";
+  if (!plan.note.empty())
+    os << "note        " << plan.note << "\n";
   os << "bound       " << toString(plan.bound) << "\n";
+  os << "layout      " << toString(plan.layout);
+  if (plan.layout == TileOrder::RankMajor) {
+    os << " (" << pb.ranks << " blocks, chunks";
+    for (int64_t c : plan.chunks)
+      os << " " << c;
+    os << ")";
+  }
+  os << "\n";
   os << "tiles      ";
   for (int64_t t : plan.tiles)
     os << " " << t;
@@ -152,6 +162,9 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
   os << formatv("predicted   {0,10:f1} us\n", plan.predictedUs);
   os << formatv("serial      {0,10:f1} us\n", plan.serialUs);
   os << formatv("ideal       {0,10:f1} us\n", plan.idealUs);
+  if (plan.tailUs > 0)
+    os << formatv("final sum   {0,10:f1} us (exposed, in predicted)\n",
+                  plan.tailUs);
   os << formatv("efficiency  {0,10:f1} %\n", plan.efficiency * 100);
   if (plan.mc2) {
     const Mc2Details &d = *plan.mc2;

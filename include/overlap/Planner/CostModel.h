@@ -140,6 +140,24 @@ public:
   /// One collective call for a tile of `rows` rows (0 when ranks == 1),
   /// plus the copies of the tile on the comm stream.
   double commUs(int64_t rows) const;
+  /// Rank-major tiles (RankMajor.h). The bytes one rank sends in one
+  /// point-to-point shift of a chunk of `rows` rows: rows x N x elt for
+  /// reduce-scatter (a partial of the output, in the collective's dtype),
+  /// rows x K x elt for all-gather (A's rows).
+  double shiftBytes(int64_t rows) const;
+  /// One shift of a chunk of `rows` rows (0 with one rank), priced from the
+  /// collective's own curve: a ring reduce-scatter or all-gather of a buffer
+  /// X puts (G-1)/G X bytes on the wire per rank (Ring.h), so a shift of b
+  /// bytes costs the curve at X = b G / (G-1), the curve's per-call latency
+  /// included (many small shifts pay many latencies). A prediction.
+  double shiftUs(int64_t rows) const;
+  /// The reduce-scatter's final sum of a rank-major plan: reading the G
+  /// partials of every chunk and writing one, (G+1) x M/G x N elements of
+  /// the collective's dtype, over the device's memory bandwidth; nullopt
+  /// when the profile has no device.memory_bandwidth_gbps. 0 for every
+  /// other collective.
+  std::optional<double> rankMajorSumUs() const;
+
   /// Moving `bytes` (read plus written) through the device's memory: bytes
   /// over DeviceInfo::memoryBandwidth; 0 when the profile has none.
   double copyUs(double bytes) const;

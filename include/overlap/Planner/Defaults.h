@@ -23,10 +23,16 @@ inline constexpr const char kDefaultProfile[] = "h100-nvlink-datasheet";
 /// n), as a string literal so that flag descriptions are made of it at
 /// compile time (CompileOptions.def, OverlapPipelineOptions); the errors of
 /// checkStrategy and strategyNames() (TilePlanner.h) are made of it too.
-#define OVERLAP_STRATEGY_LIST "none, uniform:n, mc2, optimal, waves, ficco, auto"
+#define OVERLAP_STRATEGY_LIST "none, uniform:n, mc2, optimal, waves, ficco, rank-major, auto"
 
 /// The tiling strategy used when none is named.
 inline constexpr const char kDefaultStrategy[] = "auto";
+
+/// The margin by which `auto` needs a split plan to beat serial (a fraction
+/// of serial_us) when the profile has no "prediction_error" for the
+/// collective: the mean |prediction error| measured on one H200 was 3.2 %
+/// (docs/performance.md).
+inline constexpr double kDefaultPredictionMargin = 0.03;
 
 /// Fast-memory elements of the chain-fusion model (TEE-ACM2's M).
 inline constexpr double kDefaultFastMemory = 49152;

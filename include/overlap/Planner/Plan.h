@@ -73,8 +73,29 @@ struct Candidate {
   std::string note; ///< why it was skipped, when !ok
 };
 
+/// How a plan's tiles address the rows (docs/planner.md, "Rank-major
+/// tiles"). Interleaved: TileLayout.h (tile i takes tiles[i]/G rows of every
+/// block; the only layout of all-reduce and all-to-all). RankMajor:
+/// RankMajor.h (reduce-scatter and all-gather only; a tile is one chunk of
+/// one block, one contiguous GEMM and one point-to-point shift).
+enum class TileOrder { Interleaved, RankMajor };
+/// "interleaved" or "rank-major" (the JSON's "layout").
+llvm::StringRef toString(TileOrder order);
+std::optional<TileOrder> parseTileOrder(llvm::StringRef name);
+
 struct Plan {
   std::string strategy;
+  /// Interleaved unless the strategy is rank-major.
+  TileOrder layout = TileOrder::Interleaved;
+  /// RankMajor: the k chunk rows of one block (summing to M/G; the same cut
+  /// for every block); `tiles` then lists the G x k chunks in execution
+  /// order (RankMajorLayout::tileRows). Empty for Interleaved.
+  std::vector<int64_t> chunks;
+  /// RankMajor reduce-scatter: the final sum of the G partials of every
+  /// chunk, exposed on the compute stream after the last task
+  /// (CostModel::rankMajorSumUs); included in predictedUs and
+  /// lowerBoundUs. 0 otherwise.
+  double tailUs = 0;
   /// "auto" when `auto` chose this plan among `candidates`; else empty.
   std::string selectedBy;
   /// What the Planner changed from what was asked, and why (an explicit
@@ -114,7 +135,17 @@ struct Plan {
 /// than kMaxTiles tiles (std::errc::invalid_argument), or a predicted time
 /// that is not finite or past kMaxPlanUs (std::errc::result_out_of_range:
 /// the profile's curves were taken far outside what they describe).
+/// A RankMajor plan (layout and chunks set, tiles either empty or equal to
+/// RankMajorLayout::tileRows) is priced by the rank-major model: each
+/// tile's compute is contiguousGemmUs(c), its comm shiftUs(c) (0 on step
+/// 0), plus tailUs for reduce-scatter; it fails (std::errc::not_supported)
+/// when the profile cannot price the tail.
 llvm::Error finishPlan(const CostModel &model, Plan &plan);
+
+/// The rank-major plan of `chunks` (the cut of one block), priced.
+llvm::Expected<Plan> priceRankMajor(const CostModel &model,
+                                    llvm::ArrayRef<int64_t> chunks,
+                                    llvm::StringRef strategyName);
 
 /// The plan of `tiles` as they are (one GEMM call per tile), priced: at
 /// most kMaxTiles tiles, positive and summing to the problem's M (an error

@@ -155,6 +155,17 @@ struct Profile {
 
   FiccoParams ficco;
 
+  /// The measured mean |prediction error| of each collective's plans, as a
+  /// fraction ("prediction_error": {"reduce-scatter": 0.035, ...}), per
+  /// collective (indexed by Collective); absent when not measured. `auto`
+  /// keeps a split plan only when it is predicted faster than serial by
+  /// more than this (getPredictionMargin).
+  std::optional<double> predictionError[4];
+
+  /// The margin `auto` requires of a split plan for `collective`: the
+  /// profile's predictionError, else kDefaultPredictionMargin (Defaults.h).
+  double getPredictionMargin(Collective collective) const;
+
   /// The GEMM curve for exactly (n, k, dtype, batch), or null.
   const GemmCurve *findGemmCurve(int64_t n, int64_t k, DType dtype,
                                  int64_t batch = 1) const;

@@ -37,6 +37,16 @@ llvm::Expected<Plan> planWaves(const CostModel &model);
 /// and for more than kMaxTiles steps (ranks) (Ficco.cpp).
 llvm::Expected<Plan> planFicco(const CostModel &model);
 
+/// Rank-major tiles (RankMajor.h) for reduce-scatter and all-gather on
+/// G >= 2 ranks: the least predicted of near-equal cuts of a block into k
+/// chunks of the profile's alignment (k = 1, 2, ...; the whole block M/G
+/// is always a cut), and of cuts whose first and/or last chunk is one
+/// alignment unit (RankMajorStrategy.cpp). Fails (std::errc::
+/// invalid_argument) for all-reduce, all-to-all, one rank, experts or row
+/// groups, and (std::errc::not_supported) for a reduce-scatter on a profile
+/// without device.memory_bandwidth_gbps (its final sum cannot be priced).
+llvm::Expected<Plan> planRankMajor(const CostModel &model);
+
 } // namespace planner
 } // namespace overlap
 

@@ -161,6 +161,11 @@ public:
       return collective(op, stream, RuntimeFn::overlap_all_to_all,
                         a2a.getInput(), a2a.getInit(), std::nullopt, count);
     }
+    if (auto shift = dyn_cast<ShiftOp>(op))
+      return collective(op, stream, RuntimeFn::overlap_shift,
+                        shift.getInput(), shift.getInit(), std::nullopt,
+                        numElements(rt, loc, shift.getInput()),
+                        rt.i64(loc, shift.getOffset()));
     if (auto sig = dyn_cast<SignalOp>(op)) {
       rt.status(loc, RuntimeFn::overlap_signal,
                 {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
@@ -579,7 +584,7 @@ private:
   FailureOr<bool> collective(Operation *op, int32_t stream, RuntimeFn fn,
                              Value src, Value dst,
                              std::optional<ReductionKind> reduction,
-                             Value count) {
+                             Value count, Value offset = Value()) {
     Location loc = op->getLoc();
     for (Value v : {src, dst}) {
       Layout dense = contiguous(v);
@@ -608,6 +613,8 @@ private:
                                rt.i32(loc, *dtype)};
     if (reduction)
       args.push_back(rt.i32(loc, runtimeReduce(*reduction)));
+    if (offset) // overlap_shift's offset, before the buffers
+      args.push_back(offset);
     args.push_back(rt.buffer(loc, src).ptr);
     args.push_back(rt.buffer(loc, dst).ptr);
     args.push_back(count);

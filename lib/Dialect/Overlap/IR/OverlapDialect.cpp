@@ -92,7 +92,7 @@ SignalsType::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> tiles, StringRef strategy,
                                Bound bound, llvm::APFloat predicted,
-                               llvm::APFloat serial) {
+                               llvm::APFloat serial, StringRef layout) {
   double predictedUs = predicted.convertToDouble();
   double serialUs = serial.convertToDouble();
   if (tiles.empty())
@@ -110,6 +110,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (strategy.empty())
     return emitError() << "#overlap.plan needs a non-empty strategy";
+  if (layout != "interleaved" && layout != "rank-major")
+    return emitError() << "#overlap.plan layout must be \"interleaved\" or "
+                          "\"rank-major\", got \""
+                       << layout << "\"";
   if (!std::isfinite(predictedUs) || predictedUs < 0)
     return emitError() << "#overlap.plan predicted_us must be a finite, "
                           "non-negative time, got "
@@ -146,6 +150,10 @@ void PlanAttr::print(AsmPrinter &printer) const {
   printMicroseconds(printer, getPredictedUs());
   printer << ", serial_us = ";
   printMicroseconds(printer, getSerialUs());
+  if (isRankMajor()) {
+    printer << ", layout = ";
+    printer.printString(getLayout());
+  }
   printer << ">";
 }
 
@@ -173,7 +181,13 @@ Attribute PlanAttr::parse(AsmParser &parser, Type) {
       parser.parseKeyword(&boundName) || parser.parseComma() ||
       parseField("predicted_us") || parser.parseFloat(predictedUs) ||
       parser.parseComma() || parseField("serial_us") ||
-      parser.parseFloat(serialUs) || parser.parseGreater())
+      parser.parseFloat(serialUs))
+    return {};
+  std::string layout = "interleaved";
+  if (succeeded(parser.parseOptionalComma()) &&
+      (parseField("layout") || parser.parseString(&layout)))
+    return {};
+  if (parser.parseGreater())
     return {};
   std::optional<Bound> bound = symbolizeBound(boundName);
   if (!bound) {
@@ -184,5 +198,5 @@ Attribute PlanAttr::parse(AsmParser &parser, Type) {
   return PlanAttr::getChecked(
       [&]() { return parser.emitError(parser.getNameLoc()); },
       parser.getContext(), tiles, strategy, *bound,
-      llvm::APFloat(predictedUs), llvm::APFloat(serialUs));
+      llvm::APFloat(predictedUs), llvm::APFloat(serialUs), layout);
 }

@@ -220,6 +220,32 @@ static LogicalResult verifyFusedMatmul(Operation *op, FusedKind kind,
 
 /// Checks a plan's tiles against the rows of the op it is attached to, and
 /// (when the group size is known) their divisibility by it.
+/// A rank-major plan (PlanAttr): only reduce-scatter and all-gather; the
+/// tiles are G groups that cut every rank's block the same way.
+static LogicalResult verifyRankMajorTiles(Operation *op, PlanAttr plan,
+                                          int64_t groupSize) {
+  if (!isa<MatmulReduceScatterOp, AllGatherMatmulOp>(op))
+    return op->emitOpError() << "plan layout \"rank-major\" is only for "
+                                "reduce-scatter and all-gather matmuls";
+  if (ShapedType::isDynamic(groupSize))
+    return success();
+  ArrayRef<int64_t> tiles = plan.getTiles();
+  if (groupSize < 2 || tiles.size() % groupSize != 0)
+    return op->emitOpError()
+           << "rank-major plan has " << tiles.size()
+           << " tiles, expected the chunks of each of the " << groupSize
+           << " ranks' blocks (a multiple of " << groupSize << ", group >= 2)";
+  size_t chunks = tiles.size() / groupSize;
+  for (size_t t = chunks; t < tiles.size(); ++t)
+    if (tiles[t] != tiles[t % chunks])
+      return op->emitOpError()
+             << "rank-major plan tile #" << t << " has " << tiles[t]
+             << " rows where the first block's chunk #" << t % chunks
+             << " has " << tiles[t % chunks]
+             << "; every rank's block is cut the same way";
+  return success();
+}
+
 static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
                                      int64_t groupSize, bool tilesPerRank,
                                      StringRef blocks = "the group size") {
@@ -230,6 +256,8 @@ static LogicalResult verifyPlanTiles(Operation *op, int64_t plannedRows,
     return op->emitOpError()
            << "plan tiles [" << plan.getTiles() << "] sum to "
            << plan.getTotalRows() << " rows, expected M = " << plannedRows;
+  if (plan.isRankMajor())
+    return verifyRankMajorTiles(op, plan, groupSize);
   if (tilesPerRank && !ShapedType::isDynamic(groupSize))
     for (auto [i, rows] : llvm::enumerate(plan.getTiles()))
       if (rows % groupSize != 0)
@@ -316,7 +344,8 @@ bool mlir::overlap::isFusedMatmul(Operation *op) {
 }
 
 bool mlir::overlap::isTileCollective(Operation *op) {
-  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp>(op);
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp,
+             ShiftOp>(op);
 }
 
 int64_t mlir::overlap::getExpertsPerRank(Operation *op) {
@@ -689,6 +718,35 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyTokenBlocks(*this, "input rows", input.getDimSize(0), *group);
 }
 
+LogicalResult ShiftOp::verify() {
+  if (failed(verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
+                                  true)))
+    return failure();
+  auto input = cast<ShapedType>(getInput().getType());
+  ShapedType output = outputType(getInit(), getResult());
+  if (input.getShape() != output.getShape() ||
+      input.getElementType() != output.getElementType())
+    return emitOpError() << "output " << output
+                         << " must have the input's shape and element type ("
+                         << input << ")";
+  return success();
+}
+
+LogicalResult ShiftOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> group = verifyGroupSize(*this, symbolTable);
+  if (failed(group))
+    return failure();
+  // A shift by a multiple of G is a copy, in place allowed; otherwise
+  // every rank reads its peer's input while its own is being written.
+  bool copy = !ShapedType::isDynamic(*group) && getOffset() % *group == 0;
+  if (getInit() && getInit() == getInput() && !copy)
+    return emitOpError() << "destination is the input; a shift by "
+                         << getOffset()
+                         << " sends the input to another rank while it "
+                            "receives, so they must be distinct buffers";
+  return success();
+}
+
 LogicalResult
 AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyGroup(*this, getGridAttr(), getGridAxes(), symbolTable);
@@ -747,6 +805,9 @@ void AllGatherOp::getEffects(EffectList &effects) {
   addCollectiveEffects(*this, effects);
 }
 void AllToAllOp::getEffects(EffectList &effects) {
+  addCollectiveEffects(*this, effects);
+}
+void ShiftOp::getEffects(EffectList &effects) {
   addCollectiveEffects(*this, effects);
 }
 

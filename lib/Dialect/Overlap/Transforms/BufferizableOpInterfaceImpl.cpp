@@ -137,6 +137,10 @@ struct IntoBufferModel : public DestinationModel<IntoBufferModel<OpTy>, OpTy> {
                               collective.getGridAttr(),
                               collective.getGridAxesAttr(),
                               collective.getReductionAttr());
+    else if constexpr (std::is_same_v<OpTy, ShiftOp>)
+      ShiftOp::create(rewriter, op->getLoc(), Type(), *input, *dest,
+                      collective.getGridAttr(), collective.getGridAxesAttr(),
+                      collective.getOffsetAttr());
     else
       OpTy::create(rewriter, op->getLoc(), Type(), *input, *dest,
                    collective.getGridAttr(), collective.getGridAxesAttr());
@@ -558,6 +562,7 @@ void mlir::overlap::registerBufferizableOpInterfaceExternalModels(
     ReduceScatterOp::attachInterface<IntoBufferModel<ReduceScatterOp>>(*ctx);
     AllGatherOp::attachInterface<IntoBufferModel<AllGatherOp>>(*ctx);
     AllToAllOp::attachInterface<IntoBufferModel<AllToAllOp>>(*ctx);
+    ShiftOp::attachInterface<IntoBufferModel<ShiftOp>>(*ctx);
     TilesOp::attachInterface<TilesModel>(*ctx);
     YieldOp::attachInterface<YieldModel>(*ctx);
     GemmOp::attachInterface<GemmModel>(*ctx);

@@ -10,6 +10,7 @@
 #include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 
+#include "DecomposeRankMajor.h"
 #include "PlannerBridge.h"
 #include "TensorBuilders.h"
 
@@ -188,11 +189,13 @@ private:
 // of each tile within every rank's block come from the Planner's TileLayout
 // (the rule overlap-bench runs too), never from arithmetic of their own.
 
+} // namespace
+
 /// Erases `v`'s defining ops while they are dead, down to a fill and the
 /// empty tensors they wrote into: an accumulator fill that per-tile fills
 /// replaced, and the views and transposes between it and C (overlap-raise's
 /// for the (s, b) rows of a strided layout too). `v` is not used afterwards.
-void eraseDeadChain(RewriterBase &rewriter, Value v) {
+void mlir::overlap::eraseDeadChain(RewriterBase &rewriter, Value v) {
   Operation *def = v.getDefiningOp();
   while (
       def && def->use_empty() &&
@@ -211,6 +214,8 @@ void eraseDeadChain(RewriterBase &rewriter, Value v) {
     def = source;
   }
 }
+
+namespace {
 
 void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                         const planner::TileLayout &layout) {
@@ -307,14 +312,16 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   eraseDeadChain(rewriter, c);
 }
 
+} // namespace
+
 /// The rounding of an all-gather + matmul's f32 result to the factors'
 /// f16/bf16 that follows it (JAX's bf16 dot with f32 accumulation), when
 /// the tiles can round instead: C a +0.0 fill, the rounding the result's
 /// one user (through `reshape`, at most one). Each tile then writes the
 /// rounded rows (the GEMM's epilogue, overlap-fold-into-gemms), and no f32
 /// result or rounding pass is left.
-linalg::GenericOp tileRounding(Value result, Value a, Value c,
-                               Operation *&reshape) {
+linalg::GenericOp mlir::overlap::tileRounding(Value result, Value a, Value c,
+                                             Operation *&reshape) {
   reshape = nullptr;
   Type ab = getElementTypeOrSelf(a.getType());
   if (ab.isF32() || !getElementTypeOrSelf(c.getType()).isF32() ||
@@ -325,8 +332,9 @@ linalg::GenericOp tileRounding(Value result, Value a, Value c,
 
 /// Replaces `rounding` (after `reshape`, if any) by `rounded`, the rows
 /// already rounded, reshaped as the rounding's input was.
-void replaceRounding(RewriterBase &rewriter, linalg::GenericOp rounding,
-                     Operation *reshape, Value rounded) {
+void mlir::overlap::replaceRounding(RewriterBase &rewriter,
+                                    linalg::GenericOp rounding,
+                                    Operation *reshape, Value rounded) {
   rewriter.setInsertionPoint(rounding);
   rounded = reapplyReshape(rewriter, reshape, rounded,
                            rounding.getResult(0).getType());
@@ -334,6 +342,8 @@ void replaceRounding(RewriterBase &rewriter, linalg::GenericOp rounding,
   if (reshape)
     rewriter.eraseOp(reshape);
 }
+
+namespace {
 
 void decomposeAllGather(RewriterBase &rewriter, AllGatherMatmulOp op,
                         const planner::TileLayout &layout) {
@@ -759,6 +769,20 @@ Decomposed decomposeFusedOp(RewriterBase &rewriter, Operation *op,
     if (ShapedType::isDynamic(group))
       return skipped("the group size of " + remarkText(op->getAttr("grid")) +
                      " is not static");
+  }
+  if (plan.isRankMajor()) {
+    FailureOr<planner::RankMajorLayout> layout =
+        rankMajorLayoutOf(op, plan, group);
+    if (failed(layout))
+      return Decomposed::Failed;
+    rewriter.setInsertionPoint(op);
+    LogicalResult built =
+        isa<MatmulReduceScatterOp>(op)
+            ? decomposeRankMajorReduceScatter(
+                  rewriter, cast<MatmulReduceScatterOp>(op), *layout)
+            : decomposeRankMajorAllGather(
+                  rewriter, cast<AllGatherMatmulOp>(op), *layout);
+    return succeeded(built) ? Decomposed::Yes : Decomposed::Failed;
   }
   // All-to-all tiles take a share of every (rank, expert) block; the
   // layout's slots are those blocks.

@@ -169,7 +169,11 @@ struct OverlapPlanPass
       *plan = std::move(*emitted);
     }
 
-    bool perRank = problem.collective != planner::Collective::AllReduce;
+    // Interleaved reduce-scatter and all-gather tiles take a share of every
+    // rank's block; rank-major tiles are chunks of whole blocks.
+    bool rankMajor = plan->layout == planner::TileOrder::RankMajor;
+    bool perRank =
+        problem.collective != planner::Collective::AllReduce && !rankMajor;
     int64_t blocks = group * problem.experts;
     for (int64_t rows : plan->tiles)
       if (perRank && rows % blocks != 0)
@@ -186,7 +190,8 @@ struct OverlapPlanPass
         plan->bound == planner::Bound::Comm ? Bound::Comm : Bound::Compute;
     op->setAttr(OverlapDialect::getPlanAttrName(),
                 PlanAttr::get(op->getContext(), plan->tiles, plan->strategy,
-                              bound, plan->predictedUs, plan->serialUs));
+                              bound, plan->predictedUs, plan->serialUs,
+                              planner::toString(plan->layout)));
 
     if (remark::detail::InFlightRemark r =
             remarkAnalysis(op, kPlanRemarkName, "overlap-plan"))

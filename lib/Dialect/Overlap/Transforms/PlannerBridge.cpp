@@ -90,6 +90,28 @@ mlir::overlap::tileLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
   return std::move(*layout);
 }
 
+FailureOr<planner::RankMajorLayout>
+mlir::overlap::rankMajorLayoutOf(Operation *op, PlanAttr plan, int64_t group) {
+  std::optional<planner::Collective> collective = plannerCollective(op);
+  ArrayRef<int64_t> tiles = plan.getTiles();
+  if (!collective || group < 1 || tiles.size() % group != 0)
+    return op->emitOpError()
+           << "rank-major plan tiles [" << tiles
+           << "] do not fit the op: expected the chunks of each of the "
+           << group << " ranks' blocks";
+  llvm::Expected<planner::RankMajorLayout> layout =
+      planner::RankMajorLayout::create(*collective, fusedRows(op), group,
+                                       tiles.take_front(tiles.size() / group));
+  if (!layout)
+    return op->emitOpError() << "rank-major plan tiles do not fit the op: "
+                             << llvm::toString(layout.takeError());
+  if (layout->tileRows() != std::vector<int64_t>(tiles.begin(), tiles.end()))
+    return op->emitOpError()
+           << "rank-major plan tiles [" << tiles
+           << "] do not cut every rank's block the same way";
+  return std::move(*layout);
+}
+
 /// `v` as `collapse_shape(linalg.transpose(x, [1, 0, 2]), [[0, 1], [2]])`:
 /// x, or null.
 static Value untransposedRows(Value v) {

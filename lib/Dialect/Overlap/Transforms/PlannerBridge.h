@@ -10,6 +10,7 @@
 
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/RankMajor.h"
 #include "overlap/Planner/TileLayout.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -59,6 +60,14 @@ std::string dynamicShapeOf(Operation *op);
 /// error on `op` with the Planner's reason when the plan does not fit the op.
 FailureOr<planner::TileLayout> tileLayoutOf(Operation *op, PlanAttr plan,
                                             int64_t group);
+
+/// The rank-major layout (planner::RankMajorLayout) of a plan with
+/// `layout = "rank-major"` on a reduce-scatter or all-gather op over
+/// `group` ranks: the cut of one block is the first tiles/G tiles. Emits an
+/// error on `op` when the plan does not fit the op.
+FailureOr<planner::RankMajorLayout> rankMajorLayoutOf(Operation *op,
+                                                      PlanAttr plan,
+                                                      int64_t group);
 
 /// A reduce-scatter or all-gather fused op that overlap-raise wrote for a
 /// `[b, s, k]` layout cut along s with b > 1 (sequence parallelism): A is

@@ -131,21 +131,40 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
     each rank's block, so every tile must be divisible by the group size G.
     `bound` names the leg that is longer when run serially. A single tile
     means the Planner found no overlap that wins.
+
+    `layout = "rank-major"` (reduce-scatter and all-gather only; printed
+    only when given) says the tiles are chunks of whole rank blocks instead:
+    the G blocks of M/G rows are cut the same way into chunks, and the
+    tiles list G groups of those chunk rows in the order they run
+    (reduce-scatter: the blocks of group ranks r+1, ..., r+G-1, then r's
+    own; all-gather: r's own, then r+1, ...). Each tile is one contiguous
+    GEMM and one point-to-point exchange (`overlap.shift`); the Planner's
+    `RankMajorLayout` is the rule.
+
+    ```mlir
+    #overlap.plan<tiles = [256, 256, 256, 256], strategy = "rank-major",
+                  bound = comm, predicted_us = 80.5, serial_us = 96.0,
+                  layout = "rank-major">
+    ```
   }];
   let parameters = (ins
     ArrayRefParameter<"int64_t", "row counts of the tiles">:$tiles,
     StringRefParameter<"strategy that chose the tiles">:$strategy,
     "::mlir::overlap::Bound":$bound,
     APFloatParameter<"predicted time of the overlapped op (us)">:$predictedUs,
-    APFloatParameter<"time of the unsplit matmul then collective (us)">:$serialUs
+    APFloatParameter<"time of the unsplit matmul then collective (us)">:$serialUs,
+    StringRefParameter<"how the tiles address the rows: interleaved or "
+                       "rank-major", "\"interleaved\"">:$layout
   );
   let builders = [
     AttrBuilder<(ins "::llvm::ArrayRef<int64_t>":$tiles,
                      "::llvm::StringRef":$strategy,
                      "::mlir::overlap::Bound":$bound,
-                     "double":$predictedUs, "double":$serialUs), [{
+                     "double":$predictedUs, "double":$serialUs,
+                     CArg<"::llvm::StringRef", "\"interleaved\"">:$layout), [{
       return $_get($_ctxt, tiles, strategy, bound,
-                   ::llvm::APFloat(predictedUs), ::llvm::APFloat(serialUs));
+                   ::llvm::APFloat(predictedUs), ::llvm::APFloat(serialUs),
+                   layout);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
@@ -153,6 +172,9 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
   let extraClassDeclaration = [{
     /// Sum of the tile sizes (the rows this plan covers).
     int64_t getTotalRows() const;
+    /// Whether the tiles are chunks of whole rank blocks (`layout =
+    /// "rank-major"`).
+    bool isRankMajor() const { return getLayout() == "rank-major"; }
   }];
 }
 

@@ -354,6 +354,36 @@ def Overlap_AllToAllOp : Overlap_CollectiveOp<"all_to_all"> {
   }];
 }
 
+def Overlap_ShiftOp : Overlap_CollectiveOp<"shift"> {
+  let summary = "send a tile to the group rank `offset` ahead, receive from the one behind";
+  let description = [{
+    A collective permute by a fixed offset: group rank r sends its operand
+    to group rank (r + offset) mod G and receives the operand of group rank
+    (r - offset) mod G (G = the group size; every rank runs it with the same
+    offset). The output has the input's type. It is the point-to-point
+    exchange of a rank-major tile (overlap-decompose): each rank computes
+    or holds one contiguous block of rows and hands it to one peer. On
+    tensors the result is a new value, or, with `into`, the destination
+    tensor with its contents replaced; on memrefs it is written `into` a
+    destination buffer, which must not alias the input unless the offset is
+    a multiple of G (then the op is a copy). The runtime call is
+    `overlap_shift` (NCCL: one ncclSend and one ncclRecv in a group).
+
+    ```mlir
+    %x = overlap.shift %t by 3 on @tp grid_axes = [0] : tensor<256x64xf32> -> tensor<256x64xf32>
+    overlap.shift %src by -1 into %dst on @tp grid_axes = [0] : memref<256x64xf32>, memref<256x64xf32>
+    ```
+  }];
+  let arguments = !con((ins TensorOrMemref:$input,
+                            Optional<TensorOrMemref>:$init), GroupArgs,
+                       (ins I64Attr:$offset));
+  let results = (outs Optional<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input `by` $offset (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes
+    attr-dict `:` type($input) (`,` type($init)^)? (`->` type($result)^)?
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // GEMM with its operands as they lie
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,150 @@
+// RUN: overlap-opt %s --overlap-decompose -split-input-file -verify-diagnostics | FileCheck %s
+
+// Rank-major tiles (#overlap.plan<..., layout = "rank-major">): every tile
+// is one chunk of one rank's block of rows, one contiguous GEMM and one
+// overlap.shift; the rule is planner::RankMajorLayout.
+
+shard.grid @tp(shape = 4)
+
+// Reduce-scatter, G = 4, each 16-row block cut into chunks of 4 and 12:
+// steps 1, 2, 3 (exchanged) then 0 (the own block). Step s computes the
+// rows of block (r + s) mod 4 and shifts the partial by s into slot s of a
+// 4 x 16 x 8 staging buffer; the result is the four slots summed in the
+// order of the ranks that computed them (slot (r - q) mod 4 for q = 0..3),
+// in f32 from +0.0.
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK-SAME: (%[[A:.*]]: tensor<64x16xf32>, %[[B:.*]]: tensor<16x8xf32>, %[[C:.*]]: tensor<64x8xf32>)
+// CHECK: %[[R:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[ST:.*]] = tensor.empty() : tensor<4x16x8xf32>
+// CHECK: overlap.tiles %[[ST]] : tensor<4x16x8xf32> (%[[S10:.*]] = [1, 0, 0] [1, 4, 8], %{{.*}} = [1, 4, 0] [1, 12, 8], %{{.*}} = [2, 0, 0] [1, 4, 8], %{{.*}} = [2, 4, 0] [1, 12, 8], %{{.*}} = [3, 0, 0] [1, 4, 8], %{{.*}} = [3, 4, 0] [1, 12, 8], %{{.*}} = [0, 0, 0] [1, 4, 8], %{{.*}} = [0, 4, 0] [1, 12, 8])
+// CHECK: %[[S1:.*]] = arith.addi %[[R]], %c1
+// CHECK: %[[B1:.*]] = arith.remui %[[S1]], %c4
+// CHECK: %[[ROW:.*]] = arith.muli %[[B1]], %c16
+// CHECK: %[[INTO:.*]] = tensor.collapse_shape %[[S10]]
+// CHECK: %[[CROWS:.*]] = tensor.extract_slice %[[C]][%[[ROW]], 0] [4, 8] [1, 1]
+// CHECK: %[[INIT:.*]] = linalg.copy ins(%[[CROWS]] : tensor<4x8xf32>)
+// CHECK: %[[AROWS:.*]] = tensor.extract_slice %[[A]][%[[ROW]], 0] [4, 16] [1, 1]
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[AROWS]], %[[B]] : tensor<4x16xf32>, tensor<16x8xf32>) outs(%[[INIT]] : tensor<4x8xf32>)
+// CHECK: overlap.shift %[[P]] by 1 into %[[INTO]] on @tp grid_axes = [0] : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: overlap.shift %{{.*}} by 1 into
+// CHECK-COUNT-2: overlap.shift %{{.*}} by 2 into
+// CHECK-COUNT-2: overlap.shift %{{.*}} by 3 into
+// The own block's chunks: no shift; the GEMM writes its slot in place.
+// CHECK-NOT: overlap.shift
+// CHECK: overlap.yield
+// CHECK-COUNT-4: tensor.extract_slice %{{.*}}[%{{.*}}, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<4x16x8xf32> to tensor<16x8xf32>
+// CHECK: linalg.generic
+// CHECK: arith.constant 0.000000e+00 : f32
+// CHECK-COUNT-4: arith.addf
+// CHECK: return
+func.func @reduce_scatter(%a: tensor<64x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<16x8xf32> {
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [4, 12, 4, 12, 4, 12, 4, 12], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<64x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// bf16 factors, f32 accumulator, bf16 result: each partial is rounded to
+// bf16 before it is sent (as the interleaved tiles do), and the sum
+// widens every part to f32 and rounds once.
+// CHECK-LABEL: func.func @reduce_scatter_rounded
+// CHECK: overlap.shift %{{.*}} by 1 into %{{.*}} : tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<8x8xbf16>
+// CHECK: linalg.generic
+// CHECK-COUNT-2: arith.extf
+// CHECK: arith.truncf
+func.func @reduce_scatter_rounded(%a: tensor<16x16xbf16>, %b: tensor<16x8xbf16>) -> tensor<8x8xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [8, 8], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<16x16xbf16>, tensor<16x8xbf16>, tensor<16x8xf32> -> tensor<8x8xbf16>
+  return %r : tensor<8x8xbf16>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// All-gather, G = 4, blocks of 16 rows in two chunks of 8: step 0
+// computes the local rows in place; step s shifts the local chunk by -s
+// (receiving block (r + s) mod 4's) and computes those rows of C.
+// CHECK-LABEL: func.func @all_gather
+// CHECK-SAME: (%[[A:.*]]: tensor<16x16xf32>, %[[B:.*]]: tensor<16x8xf32>, %[[C:.*]]: tensor<64x8xf32>)
+// CHECK: %[[L0:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
+// CHECK-NOT: overlap.shift
+// CHECK: linalg.matmul ins(%[[L0]], %[[B]]
+// CHECK: tensor.insert_slice
+// CHECK: %[[L1:.*]] = tensor.extract_slice %[[A]][8, 0] [8, 16] [1, 1]
+// CHECK-NOT: overlap.shift
+// CHECK: linalg.matmul ins(%[[L1]], %[[B]]
+// CHECK: %[[L2:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
+// CHECK: %[[G:.*]] = overlap.shift %[[L2]] by -1 into %{{.*}} on @tp grid_axes = [0]
+// CHECK: %[[S1:.*]] = arith.addi %{{.*}}, %c1
+// CHECK: %[[B1:.*]] = arith.remui %[[S1]], %c4
+// CHECK: %[[ROW:.*]] = arith.muli %[[B1]], %c16
+// CHECK: %[[CS:.*]] = tensor.extract_slice %{{.*}}[%[[ROW]], 0] [8, 8] [1, 1]
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[G]], %[[B]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[CS]] : tensor<8x8xf32>)
+// CHECK: tensor.insert_slice %[[P]] into %{{.*}}[%[[ROW]], 0] [8, 8] [1, 1]
+// CHECK: overlap.shift %{{.*}} by -1 into
+// CHECK-COUNT-2: overlap.shift %{{.*}} by -2 into
+// CHECK-COUNT-2: overlap.shift %{{.*}} by -3 into
+// CHECK-NOT: overlap.shift
+// CHECK: return
+func.func @all_gather(%a: tensor<16x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<64x8xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [8, 8, 8, 8, 8, 8, 8, 8], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<16x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<64x8xf32>
+  return %r : tensor<64x8xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+func.func @all_reduce(%a: tensor<64x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<64x8xf32> {
+  // expected-error @+1 {{plan layout "rank-major" is only for reduce-scatter and all-gather matmuls}}
+  %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [16, 16, 16, 16], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<64x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<64x8xf32>
+  return %r : tensor<64x8xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+func.func @uneven_cut(%a: tensor<64x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{rank-major plan tile #2 has 12 rows where the first block's chunk #0 has 4; every rank's block is cut the same way}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [4, 12, 12, 4, 4, 12, 4, 12], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<64x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+func.func @tile_count(%a: tensor<64x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{rank-major plan has 2 tiles, expected the chunks of each of the 4 ranks' blocks (a multiple of 4, group >= 2)}}
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [32, 32], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major">}
+      : tensor<64x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @bad_layout() attributes {
+  // expected-error @+1 {{#overlap.plan layout must be "interleaved" or "rank-major", got "blocked"}}
+  p = #overlap.plan<tiles = [4], strategy = "given", bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "blocked">} {
+  return
+}

@@ -526,6 +526,29 @@ static overlap_status collective(const char *name, overlap_context *ctx,
       return call.bad("send and receive buffers overlap (" +
                       str(int64_t(bytes)) + " bytes each)");
   }
+  if (args.kind == CollectiveKind::Shift) {
+    // One value per permutation: backends and the ranks' agreement see the
+    // offset in [0, G), so -1 and G - 1 are the same call.
+    const int64_t size = group->size, given = args.shift;
+    args.shift = (args.shift % size + size) % size;
+    const uintptr_t elem = overlap_dtype_size(args.dtype);
+    if (args.count > 0 && uintptr_t(args.count) > UINTPTR_MAX / elem)
+      return call.bad("count " + str(args.count) + " of " +
+                      dtypeName(args.dtype) + " overflows the address space");
+    const uintptr_t bytes = uintptr_t(args.count) * elem;
+    const uintptr_t src = reinterpret_cast<uintptr_t>(args.src);
+    const uintptr_t dst = reinterpret_cast<uintptr_t>(args.dst);
+    // A shift of 0 (mod G) is a local copy and may be in place; any other
+    // reads the peer's src while its own dst is written, so they must be
+    // apart. Partial overlap is refused either way (CUDA's copy is
+    // undefined on it).
+    const bool inPlace = src == dst && args.shift == 0;
+    if (bytes && !inPlace && src < dst + bytes && dst < src + bytes)
+      return call.bad(
+          "send and receive buffers overlap (" + str(int64_t(bytes)) +
+          " bytes each, shift " + str(given) + " in a group of " + str(size) +
+          (args.shift == 0 ? ": in place needs src == dst" : "") + ")");
+  }
   if ((args.kind == CollectiveKind::AllReduce ||
        args.kind == CollectiveKind::ReduceScatter) &&
       !validOp(args.op))
@@ -567,6 +590,16 @@ overlap_status overlap_all_to_all(overlap_context *ctx, int32_t stream,
   return collective(
       "overlap_all_to_all", ctx, stream, tile, group,
       {CollectiveKind::AllToAll, dtype, OVERLAP_SUM, src, dst, count});
+}
+
+overlap_status overlap_shift(overlap_context *ctx, int32_t stream, int64_t tile,
+                             overlap_group *group, overlap_dtype dtype,
+                             int64_t shift, const void *src, void *dst,
+                             int64_t count) {
+  CollectiveArgs args{
+      CollectiveKind::Shift, dtype, OVERLAP_SUM, src, dst, count};
+  args.shift = shift;
+  return collective("overlap_shift", ctx, stream, tile, group, args);
 }
 
 overlap_status overlap_barrier(overlap_context *ctx, int32_t stream,

@@ -72,7 +72,8 @@ enum class CollectiveKind {
   ReduceScatter,
   AllGather,
   AllToAll,
-  Barrier
+  Barrier,
+  Shift
 };
 
 struct CollectiveArgs {
@@ -82,6 +83,9 @@ struct CollectiveArgs {
   const void *src;
   void *dst;
   int64_t count; // per rank, as in the C calls
+  /// Shift: the offset taken mod the group size by Api.cpp, in [0, G), so
+  /// that backends and the ranks' agreement see one value per permutation.
+  int64_t shift = 0;
 };
 
 struct PackArgs {

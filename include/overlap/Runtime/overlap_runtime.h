@@ -429,6 +429,20 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_all_to_all(
     overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
     overlap_dtype dtype, const void *src, void *dst, int64_t count);
 
+/* Collective permute by a fixed offset: group rank r sends src (`count`
+   elements) to group rank (r + shift) mod G and receives into dst the src
+   of group rank (r - shift) mod G (G = group size; shift may be negative
+   or >= G, taken mod G). shift = 0 mod G copies src to dst (src == dst
+   allowed then); otherwise src and dst must not overlap (partial overlap is
+   refused for every shift). Every rank of the group calls it with the same
+   shift (mod G) and count; ranks whose shifts differ fail as mismatched
+   collectives. The rank-major steps of a decomposed reduce-scatter or
+   all-gather: on step s every rank exchanges one contiguous block. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_shift(
+    overlap_context *ctx, int32_t stream, int64_t tile, overlap_group *group,
+    overlap_dtype dtype, int64_t shift, const void *src, void *dst,
+    int64_t count);
+
 /* No rank's later work on `stream` starts before every rank of the group
    has reached the barrier. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,

@@ -237,6 +237,35 @@ overlap_status CudaContext::collective(const Site &site, overlap_group *group,
 #else
     return allToAllBySendRecv(*this, site, comm, s, args);
 #endif
+  case CollectiveKind::Shift: {
+    if (!count)
+      return OVERLAP_SUCCESS;
+    const int size = group->size, me = group->rank;
+    // Api.cpp took the shift mod G: 0 is a copy on the stream (in place:
+    // nothing to do), which NCCL has no call for.
+    if (args.shift == 0) {
+      if (args.src == args.dst)
+        return OVERLAP_SUCCESS;
+      return check(site, "cudaMemcpyAsync (shift 0)",
+                   cudaMemcpyAsync(args.dst, args.src,
+                                   count * overlap_dtype_size(args.dtype),
+                                   cudaMemcpyDeviceToDevice, s));
+    }
+    const int to = int((me + args.shift) % size);
+    const int from = int((me - args.shift + size) % size);
+    // One send and one receive in a group, which NCCL runs as one
+    // operation (no deadlock whatever the order of the ranks). Compiled,
+    // not run: no GPU where this was written.
+    if (overlap_status st = check(site, "ncclGroupStart", ncclGroupStart()))
+      return st;
+    ncclResult_t result =
+        ncclSend(args.src, count, ncclType(args.dtype), to, comm, s);
+    if (result == ncclSuccess)
+      result = ncclRecv(args.dst, count, ncclType(args.dtype), from, comm, s);
+    ncclResult_t ended = ncclGroupEnd();
+    return check(site, "ncclSend/ncclRecv (shift)",
+                 result != ncclSuccess ? result : ended);
+  }
   case CollectiveKind::Barrier:
     // NCCL has no barrier; a one-word all-reduce orders the group's streams.
     return check(site, "ncclAllReduce (barrier)",

@@ -100,6 +100,10 @@ std::string describe(const char *call, const CollectiveArgs &args) {
     text += ", ";
     text += ops[args.op];
   }
+  // Shifts that differ (mod G: Api.cpp reduced it) are different
+  // permutations: a mismatch, not a wrong peer.
+  if (args.kind == CollectiveKind::Shift)
+    text += ", shift " + std::to_string(args.shift);
   return text + ", count " + std::to_string(args.count) + ")";
 }
 
@@ -215,6 +219,18 @@ overlap_status overlap::host::runCollective(World &world, GroupShared &group,
         std::memcpy(dst + p * bytes,
                     static_cast<const char *>(m.src[p]) + groupRank * bytes,
                     bytes);
+    return session.arrive(what);
+  }
+
+  case CollectiveKind::Shift: {
+    // This rank's dst is the src of group rank (r - shift) mod G, copied
+    // bit for bit; shift 0 is the rank's own src (in place: nothing to
+    // copy). No rank may reuse its src before the peer that reads it has:
+    // the closing barrier, as for the all-to-all.
+    size_t bytes = static_cast<size_t>(count) * elem;
+    const int from = static_cast<int>((groupRank - args.shift + size) % size);
+    if (bytes && m.src[from] != args.dst)
+      std::memmove(args.dst, m.src[from], bytes);
     return session.arrive(what);
   }
   }

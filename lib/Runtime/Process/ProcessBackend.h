@@ -184,8 +184,13 @@ private:
 /// (this rank's entry is not sent); `received[p]` is what p sent, header
 /// removed. Fails with the threaded backend's texts: ranks that did not
 /// join within the timeout, mismatched calls (`kind` differs), an abort.
+/// Every rank sends every other rank a message, empty payloads too, so that
+/// every rank sees every rank's `kind`. What p must send is `expected[p]`
+/// bytes, or as many as this rank sends p when `expected` is empty (calls
+/// whose traffic is symmetric).
 struct Exchange {
   std::vector<std::pair<const void *, size_t>> payloads;
+  std::vector<size_t> expected;
   std::vector<std::string> received;
 };
 overlap_status exchange(ProcessWorld &process, const GroupState &group,

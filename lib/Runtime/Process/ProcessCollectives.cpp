@@ -12,7 +12,8 @@
 // so every rank gets the bits the threaded backend gives. Each message starts
 // with the call as the ranks must agree on it ("overlap_all_reduce(f32, sum,
 // count 8)"): ranks whose calls differ fail with the threaded backend's
-// message instead of mixing buffers.
+// message instead of mixing buffers. A shift sends its payload to one peer
+// and an empty message (the call alone) to the others.
 //
 // Messages are synchronous sends (MPI_Issend), polled with MPI_Improbe and
 // MPI_Test against the wait timeout and the world's abort flag, so a missing
@@ -216,13 +217,17 @@ overlap::process::exchange(ProcessWorld &process, const GroupState &group,
            std::to_string(p) + " issued " + kinds[p];
     return OVERLAP_ERROR_INVALID_ARGUMENT;
   }
-  // The same call sends the same amount each way.
+  // The same call sends what this rank expects: as much as it sends back,
+  // unless the call says otherwise (a shift sends to one peer only).
   for (int p = 0; p < size; ++p) {
-    if (p == me || messages.received[p].size() == messages.payloads[p].second)
+    const size_t expected = messages.expected.empty()
+                                ? messages.payloads[p].second
+                                : messages.expected[p];
+    if (p == me || messages.received[p].size() == expected)
       continue;
     what = "rank " + std::to_string(group.members[p]) + " sent " +
            std::to_string(messages.received[p].size()) + " bytes for " + kind +
-           ", expected " + std::to_string(messages.payloads[p].second);
+           ", expected " + std::to_string(expected);
     return OVERLAP_ERROR_INTERNAL;
   }
   return OVERLAP_SUCCESS;
@@ -238,11 +243,27 @@ overlap::process::runCollective(ProcessWorld &process, const GroupState &group,
   const char *src = static_cast<const char *>(args.src);
   char *dst = static_cast<char *>(args.dst);
 
+  // A shift's peers: src goes to shiftTo, dst comes from shiftFrom
+  // (Api.cpp took the shift mod G).
+  const int shiftTo = static_cast<int>((me + args.shift) % size);
+  const int shiftFrom = static_cast<int>((me - args.shift + size) % size);
+
   Exchange messages;
   messages.payloads.assign(size, {nullptr, 0});
+  if (args.kind == CollectiveKind::Shift) {
+    // Only shiftTo gets the payload and only shiftFrom sends one here; every
+    // other rank an empty message, which still carries the call for the
+    // agreement (a rank with another shift fails as a mismatch).
+    messages.expected.assign(size, 0);
+    if (shiftTo != me)
+      messages.payloads[shiftTo] = {src, bytes};
+    if (shiftFrom != me)
+      messages.expected[shiftFrom] = bytes;
+  }
   for (int p = 0; p < size; ++p) {
     switch (args.kind) {
     case CollectiveKind::Barrier:
+    case CollectiveKind::Shift:
       break;
     case CollectiveKind::AllReduce:
     case CollectiveKind::AllGather:
@@ -299,6 +320,14 @@ overlap::process::runCollective(ProcessWorld &process, const GroupState &group,
     for (int p = 0; p < size; ++p)
       if (bytes)
         std::memcpy(dst + p * bytes, from(p, me * bytes), bytes);
+    return OVERLAP_SUCCESS;
+
+  case CollectiveKind::Shift:
+    // shift 0: this rank's own src (in place: nothing to copy).
+    if (bytes && (shiftFrom != me || dst != src))
+      std::memmove(dst,
+                   shiftFrom == me ? src : messages.received[shiftFrom].data(),
+                   bytes);
     return OVERLAP_SUCCESS;
   }
   return OVERLAP_ERROR_INTERNAL;

@@ -340,7 +340,8 @@ TEST(CudaKnobs, ZeroSmAllGatherOnlyServesAllGathers) {
   // move (unmeasured), and a barrier is one word.
   for (CollectiveKind kind :
        {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
-        CollectiveKind::AllToAll, CollectiveKind::Barrier})
+        CollectiveKind::AllToAll, CollectiveKind::Barrier,
+        CollectiveKind::Shift})
     EXPECT_FALSE(zeroSmAppliesTo(kind)) << int(kind);
 }
 

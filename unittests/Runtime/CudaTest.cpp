@@ -343,7 +343,8 @@ TEST_F(CudaDevice, OneRankCollectivesAndSplits) {
       OVERLAP_SUCCESS);
   EXPECT_EQ(none, nullptr);
   for (overlap_group *g : {static_cast<overlap_group *>(nullptr), sub}) {
-    for (int which = 0; which < 4; ++which) {
+    // 4 and 5: shifts, 0 mod 1 whatever the offset (a copy on the stream).
+    for (int which = 0; which < 6; ++which) {
       Buffer poison(OVERLAP_F32, n);
       poison.fill(-7.0f);
       overlap_memcpy(ctx, 1, -1, dd, poison.data(), n * 4);
@@ -354,7 +355,10 @@ TEST_F(CudaDevice, OneRankCollectivesAndSplits) {
                                                 OVERLAP_SUM, ds, dd, n)
           : which == 2
               ? overlap_all_gather(ctx, 1, which, g, OVERLAP_F32, ds, dd, n)
-              : overlap_all_to_all(ctx, 1, which, g, OVERLAP_F32, ds, dd, n);
+          : which == 3
+              ? overlap_all_to_all(ctx, 1, which, g, OVERLAP_F32, ds, dd, n)
+              : overlap_shift(ctx, 1, which, g, OVERLAP_F32,
+                              which == 4 ? 1 : -3, ds, dd, n);
       ASSERT_EQ(s, OVERLAP_SUCCESS) << overlap_last_error(ctx);
       ASSERT_EQ(overlap_barrier(ctx, 1, which, g), OVERLAP_SUCCESS);
       ASSERT_EQ(overlap_stream_synchronize(ctx, 1), OVERLAP_SUCCESS)

@@ -10,8 +10,13 @@
                                    grid and a group with reversed keys; two
                                    groups and two calls of one group in
                                    flight on different streams at once.
+                                   overlap_shift by 0, 1, G-1, -1 and G+1
+                                   (count 0 too; in place for 0).
      process-collectives mismatch  rank 1 issues another count: every rank
                                    fails with the same text.
+     process-collectives shift-mismatch
+                                   rank 1 shifts by 2, the others by 1:
+                                   every rank fails with the same text.
      process-collectives missing   rank 1 skips a collective: the others
                                    time out naming it.
      process-collectives fail      rank 2 fails at once (a bad GEMM
@@ -29,15 +34,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kMaxRanks = 8, kMaxCases = 1024, kMaxBytes = 4096 };
+enum { kMaxRanks = 8, kMaxCases = 1280, kMaxBytes = 4096 };
 
 typedef struct {
-  int kind; /* 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all */
+  int kind; /* 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all,
+               4 shift */
   overlap_dtype dtype;
   overlap_reduce_op op;
   int64_t count;
   int inPlace;
   int group; /* 0 world, 1 rows, 2 columns, 3 reversed */
+  int shift; /* kind 4: 0, 1, G-1, -1, G+1 for 0, 1, 2, 3, 4 */
 } Case;
 
 static Case cases[kMaxCases];
@@ -85,9 +92,19 @@ static void makeCases(int ranks) {
         for (int c = 0; c < 3; ++c)
           for (int inPlace = 0; inPlace < (kind < 3 ? 2 : 1); ++inPlace)
             for (int g = 0; g < groups; ++g) {
-              Case k = {kind, dtypes[d], ops[o], counts[c], inPlace, g};
+              Case k = {kind, dtypes[d], ops[o], counts[c], inPlace, g, 0};
               cases[numCases++] = k;
             }
+  /* Shifts: count 0 instead of 1 (no rank count matters to a shift). */
+  for (int d = 0; d < 3; ++d)
+    for (int shift = 0; shift < 5; ++shift)
+      for (int c = 0; c < 3; ++c)
+        for (int inPlace = 0; inPlace < (shift == 0 ? 2 : 1); ++inPlace)
+          for (int g = 0; g < groups; ++g) {
+            Case k = {4, dtypes[d], OVERLAP_SUM, c == 0 ? 0 : counts[c],
+                      inPlace, g, shift};
+            cases[numCases++] = k;
+          }
 }
 
 static overlap_group *groupOf(overlap_group *const *groups, int index) {
@@ -104,14 +121,18 @@ static void runCase(overlap_context *ctx, overlap_group *const *groups,
   int r = group ? overlap_group_rank(group) : rank;
   size_t e = elemBytes(k->dtype);
   static _Thread_local unsigned char src[kMaxBytes], dst[kMaxBytes];
-  int64_t in = k->kind == 0 || k->kind == 2 ? k->count : g * k->count;
-  int64_t outCount = k->kind == 0 || k->kind == 1 ? k->count : g * k->count;
+  int64_t in = k->kind == 0 || k->kind == 2 || k->kind == 4
+                   ? k->count
+                   : g * k->count;
+  int64_t outCount = k->kind == 0 || k->kind == 1 || k->kind == 4
+                         ? k->count
+                         : g * k->count;
   fill(src, k->dtype, in, (uint64_t)index * 64 + (uint64_t)rank);
   memset(dst, 0xff, sizeof dst);
   void *d = dst;
   const void *s = src;
   if (k->inPlace) {
-    if (k->kind == 0) {
+    if (k->kind == 0 || k->kind == 4) {
       memcpy(dst, src, (size_t)in * e);
       s = dst;
     } else if (k->kind == 1) {
@@ -135,9 +156,15 @@ static void runCase(overlap_context *ctx, overlap_group *const *groups,
   case 2:
     overlap_all_gather(ctx, stream, index, group, k->dtype, s, d, k->count);
     break;
-  default:
+  case 3:
     overlap_all_to_all(ctx, stream, index, group, k->dtype, s, d, k->count);
     break;
+  default: {
+    const int64_t shifts[] = {0, 1, g - 1, -1, g + 1};
+    overlap_shift(ctx, stream, index, group, k->dtype, shifts[k->shift], s, d,
+                  k->count);
+    break;
+  }
   }
   overlap_stream_synchronize(ctx, stream);
   memcpy(out, k->kind == 1 && k->inPlace ? d : dst, (size_t)outCount * e);
@@ -179,6 +206,8 @@ static void failRank(overlap_context *ctx, void *user) {
   if (!strcmp(mode, "mismatch")) {
     overlap_all_reduce(ctx, 1, 0, NULL, OVERLAP_F32, OVERLAP_SUM, x, y,
                        rank == 1 ? 4 : 8);
+  } else if (!strcmp(mode, "shift-mismatch")) {
+    overlap_shift(ctx, 1, 0, NULL, OVERLAP_F32, rank == 1 ? 2 : 1, x, y, 8);
   } else if (!strcmp(mode, "missing")) {
     if (rank != 1)
       overlap_all_gather(ctx, 1, 5, NULL, OVERLAP_F32, x, y, 2);

@@ -70,7 +70,8 @@ static std::vector<flags::Flag> table() {
       {"--max-m", "M", "largest M of the GEMM curves (default 8192)"},
       {"--step", "S", "step of M (default 128)"},
       {"--max-bytes", "B",
-       "largest message of the leg (default 256 MiB; from 64 KiB)"},
+       "largest message of the leg (default 256 MiB; from 64 KiB, and at "
+       "M = 128 rows of each --nk pair, where the per-call latency is fitted)"},
       {"--name", "NAME", "the profile's name (default calibrated)"},
       {"--batched-gemms", "on|off",
        "also the batched GEMM curves (default on)"},
@@ -167,6 +168,10 @@ int main(int argc, char **argv) {
   CalibrationResult result = calibrate(ctx, device, o, date, progress);
   std::printf("contention: compute %.3f, comm %.3f\n", result.computeContention,
               result.commContention);
+  for (const MeasuredComm &c : result.comms)
+    std::printf("latency %-14s %.2f us (fitted from M = %lld rows up)\n",
+                planner::toString(c.collective).str().c_str(), c.latencyUs,
+                (long long)o.smallestRows);
   if (knobs.gemmAutotune)
     std::printf("GEMM algorithms (--gemm-autotune %d):\n%s\n",
                 int(knobs.gemmAutotune), gemmAlgorithmReport(ctx).c_str());

@@ -136,6 +136,19 @@ TEST(ProfileWriter, Sizes) {
   EXPECT_EQ(gemmCurveRows(128, 100), (std::vector<int64_t>{}));
   EXPECT_EQ(commCurveSizes(256 << 10),
             (std::vector<int64_t>{64 << 10, 128 << 10, 256 << 10}));
+  // The sweep's smallest sizes join the grid, once, up to the largest.
+  EXPECT_EQ(commCurveSizes(256 << 10, {96 << 10, 128 << 10, 512 << 10}),
+            (std::vector<int64_t>{64 << 10, 96 << 10, 128 << 10, 256 << 10}));
+  // M = 128 rows of bf16: N for all-reduce and reduce-scatter, K for
+  // all-gather, both for all-to-all.
+  const std::vector<std::pair<int64_t, int64_t>> nks = {{8192, 3072},
+                                                        {28672, 1024}};
+  EXPECT_EQ(sweepCommSizes(Collective::AllReduce, nks, 128, 2),
+            (std::vector<int64_t>{2 << 20, 7 << 20}));
+  EXPECT_EQ(sweepCommSizes(Collective::AllGather, nks, 128, 2),
+            (std::vector<int64_t>{256 << 10, 768 << 10}));
+  EXPECT_EQ(sweepCommSizes(Collective::AllToAll, nks, 128, 2),
+            (std::vector<int64_t>{256 << 10, 768 << 10, 2 << 20, 7 << 20}));
   // NCCL moves whole elements, per rank for reduce-scatter and all-gather.
   EXPECT_EQ(ncclMovedBytes(Collective::AllReduce, 1001, 2, 8), 1000);
   EXPECT_EQ(ncclMovedBytes(Collective::ReduceScatter, 1001, 2, 8), 992);
@@ -145,6 +158,67 @@ TEST(ProfileWriter, Sizes) {
   EXPECT_EQ(ncclMovedBytes(Collective::AllToAll, 15, 2, 8), 0);
   // The copy-engine stand-in moves what one rank sends: all but its block.
   EXPECT_EQ(planner::ringWireBytes(Collective::AllToAll, 8, 992), 868);
+}
+
+// A stand-in leg with a known per-call latency: each size costs L plus the
+// ring's wire bytes at a fixed bandwidth, with +-2 % of noise. The fit from
+// the sweep's smallest size (M = 128 rows) gives L back, the written
+// profile prices every measured size at its measured time, and another
+// group size scales the transfer only.
+TEST(ProfileWriter, FitsThePerCallLatency) {
+  const double latency = 7.5, usPerWireMiB = 2.9; // ~360 GB/s
+  const std::vector<std::pair<int64_t, int64_t>> nks = {
+      {8192, 3072}, {8192, 3584}, {28672, 1024}, {4096, 16384}};
+  CalibrationResult r = sample();
+  r.comms.clear();
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
+                       Collective::AllGather, Collective::AllToAll}) {
+    const std::vector<int64_t> smallest = sweepCommSizes(c, nks, 128, 2);
+    MeasuredComm m{c, 8, "synthetic stand-in", {}, {}};
+    int i = 0;
+    for (int64_t size : commCurveSizes(int64_t(256) << 20, smallest)) {
+      const double wireMiB =
+          double(planner::ringWireBytes(c, 8, size)) / double(1 << 20);
+      const double noise = 1 + 0.02 * ((i++ % 3) - 1);
+      m.bytes.push_back(double(size));
+      m.us.push_back((latency + usPerWireMiB * wireMiB) * noise);
+    }
+    m.latencyUs = fitCommLatency(m.bytes, m.us, double(smallest[0]));
+    EXPECT_NEAR(m.latencyUs, latency, 0.6) << planner::toString(c).str();
+    r.comms.push_back(std::move(m));
+  }
+  auto profile = planner::parseProfile(profileJson(r), "test");
+  ASSERT_TRUE(bool(profile)) << llvm::toString(profile.takeError());
+  const MeasuredComm &ag = r.comms[2];
+  const planner::CommCurve *curve =
+      profile->findCommCurve(Collective::AllGather, 8);
+  ASSERT_NE(curve, nullptr);
+  EXPECT_DOUBLE_EQ(curve->latencyUs, ag.latencyUs);
+  // M = 128 rows of K = 3072, 2-byte elements: 768 KiB gathered, priced
+  // as measured.
+  for (int64_t ranks : {8, 4}) {
+    planner::MatmulProblem problem{Collective::AllGather, 128,  8192, 3072,
+                                   planner::DType::F16,   ranks};
+    auto model = planner::CostModel::create(*profile, problem);
+    ASSERT_TRUE(bool(model)) << llvm::toString(model.takeError());
+    size_t at = 0;
+    while (at < ag.bytes.size() && ag.bytes[at] != double(768 << 10))
+      ++at;
+    ASSERT_LT(at, ag.bytes.size());
+    // Over 4 ranks the transfer scales by (3/4) / (7/8); the latency not.
+    const double scale = ranks == 8 ? 1.0 : (3.0 / 4) / (7.0 / 8);
+    EXPECT_NEAR(model->commUs(128),
+                ag.latencyUs + (ag.us[at] - ag.latencyUs) * scale, 1e-9);
+  }
+  // Too few points in the window, or none: no latency.
+  EXPECT_EQ(fitCommLatency({65536}, {5}, 65536), 0.0);
+  EXPECT_EQ(fitCommLatency({65536, 131072}, {5, 8}, 1 << 30), 0.0);
+  // A line through the origin fits none; a steep intercept is clamped to
+  // the smallest time measured, so the curve less it stays >= 0.
+  EXPECT_NEAR(fitCommLatency({1 << 20, 2 << 20}, {10, 20}, 1 << 20), 0.0,
+              1e-12);
+  EXPECT_EQ(fitCommLatency({65536, 1 << 20, 2 << 20}, {3, 40, 41}, 1 << 20),
+            3.0);
 }
 
 } // namespace

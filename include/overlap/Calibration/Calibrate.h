@@ -9,12 +9,14 @@
 //     type; and, for the group size G being calibrated, the same GEMMs as
 //     the tiles of reduce-scatter and all-gather run them: a strided batch
 //     of G matrices of m/G rows sharing B (curves with batch G, x = m);
-//   - communication curves over sizes (64 KiB .. max) for the four
+//   - communication curves over sizes (64 KiB .. max, and the sizes of
+//     smallestRows rows of each (N, K)) for the four
 //     collectives: a stand-in moving ringWireBytes of the size in one
 //     process (copy-engine: device -> pinned host by cudaMemcpyAsync;
 //     sm-copy: device -> device by a kernel of a bounded number of CTAs on
 //     the comm stream, StandIn.h) or NCCL on the world at nccl-tests' size
-//     (one process per GPU);
+//     (one process per GPU), with a per-call latency fitted from the
+//     smallest sweep size up (fitCommLatency);
 //   - contention factors: a mid-size GEMM and communication alone and at
 //     the same time.
 // Over several ranks every rank measures every point (each repetition counts
@@ -47,6 +49,11 @@ struct CalibrateOptions {
   /// The sm-copy leg: the copy kernel's CTAs; 0 on the other legs.
   int smCopyCtas = 0;
   int64_t maxM = 8192, step = 128, maxBytes = int64_t(256) << 20;
+  /// The sweep's smallest M (scripts/gpu/run.sh's session shapes): the
+  /// collective curves are also measured at this many rows of each (N, K),
+  /// and each curve's per-call latency is fitted from there up
+  /// (fitCommLatency).
+  int64_t smallestRows = 128;
   int warmup = 5, iters = 20;
   /// Also measure the batched GEMM curves.
   bool batchedGemms = true;

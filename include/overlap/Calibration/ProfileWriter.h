@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap {
@@ -46,6 +47,11 @@ struct MeasuredComm {
   int64_t ranks = 0;
   std::string note;
   std::vector<double> bytes, us;
+  /// The per-call latency (fitCommLatency), written as latency_us; the
+  /// written curve is the measured times less it, so the Planner's price
+  /// at a measured size is still the measured time, and only the transfer
+  /// part is scaled by the ring factor for other group sizes.
+  double latencyUs = 0;
 };
 
 struct CalibrationResult {
@@ -85,8 +91,30 @@ llvm::Error checkProfileLoads(const CalibrationResult &result);
 std::vector<int64_t> gemmCurveRows(int64_t step, int64_t maxM,
                                    int64_t multipleOf = 1);
 
-/// Collective sizes: 64 KiB, doubling, up to maxBytes.
-std::vector<int64_t> commCurveSizes(int64_t maxBytes);
+/// Collective sizes: 64 KiB, doubling, up to maxBytes, and the sizes of
+/// `extra` up to maxBytes (sweepCommSizes: the smallest tiles the sweep
+/// prices), ascending, each once.
+std::vector<int64_t> commCurveSizes(int64_t maxBytes,
+                                    const std::vector<int64_t> &extra = {});
+
+/// The sizes (nccl-tests' size, bytes) of `collective` at `rows` rows for
+/// each (N, K) of `nks`: rows x N x elt for all-reduce and reduce-scatter,
+/// rows x K x elt for all-gather, both for all-to-all (dispatch K,
+/// combine N); ascending, each once. With rows = the sweep's smallest M
+/// (128), the smallest collectives the Planner prices.
+std::vector<int64_t>
+sweepCommSizes(planner::Collective collective,
+               const std::vector<std::pair<int64_t, int64_t>> &nks,
+               int64_t rows, int64_t elementBytes);
+
+/// A collective's per-call latency, fitted from its measured times: the
+/// intercept of the least-squares line through the points with size in
+/// [fromBytes, kLatencyFitSpan x fromBytes] (fromBytes: the smallest sweep
+/// size, M = 128 rows), clamped to [0, the smallest time measured] so that
+/// the curve less it stays nonnegative. 0 with fewer than two such points.
+constexpr double kLatencyFitSpan = 8;
+double fitCommLatency(const std::vector<double> &bytes,
+                      const std::vector<double> &us, double fromBytes);
 
 /// The bytes NCCL's `collective` of nccl-tests size `size` really moves:
 /// whole elements, per rank for reduce-scatter, all-gather and all-to-all

@@ -189,7 +189,12 @@ Calibrator::commCurves(const CalibrateProgress &progress) {
                   std::to_string(o.smCopyCtas) + " CTAs on the comm stream"
             : "copy-engine stand-in: ringFactor x size bytes device -> "
               "pinned host";
-    for (int64_t size : commCurveSizes(o.maxBytes)) {
+    // The smallest tiles the sweep prices (M = smallestRows rows of each
+    // (N, K)) are measured exactly, and the per-call latency is fitted from
+    // them up: it is most of their time.
+    const std::vector<int64_t> smallest =
+        sweepCommSizes(coll, o.nks, o.smallestRows, int64_t(elt));
+    for (int64_t size : commCurveSizes(o.maxBytes, smallest)) {
       const int64_t moved = movedBytes(coll, size);
       if (moved <= 0 ||
           (!curve.bytes.empty() && double(moved) <= curve.bytes.back()))
@@ -201,6 +206,9 @@ Calibrator::commCurves(const CalibrateProgress &progress) {
       if (progress.comm)
         progress.comm({coll, moved, wire, curve.us.back()});
     }
+    if (!smallest.empty())
+      curve.latencyUs = fitCommLatency(curve.bytes, curve.us,
+                                       double(movedBytes(coll, smallest[0])));
     curves.push_back(std::move(curve));
   }
   return curves;

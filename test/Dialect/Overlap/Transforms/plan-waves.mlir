@@ -3,10 +3,10 @@
 // waves (FlashOverlap) groups the output-tile waves of one GEMM kernel; the
 // decomposition emits one GEMM call per tile, so the plan the compiler
 // attaches and reports is priced as those calls (what overlap-plan
-// --strategy waves prints is the one-kernel model: 452.2 us here).
+// --strategy waves prints is the one-kernel model: 581.5 us here).
 
-// CHECK: Remark="tiles [512, 896, 896, 896, 896] (waves, compute-bound): predicted [[P:[0-9]+]].{{[0-9]}} us vs serial 578.6 us, {{.*}} faster (priced as the per-tile GEMMs the compiler emits; waves' one-kernel model predicts 452.2 us)"
-// CHECK: overlap.plan = #overlap.plan<tiles = [512, 896, 896, 896, 896], strategy = "waves", bound = compute, predicted_us = [[P]].
+// CHECK: Remark="tiles [896, 1408, 1792] (waves, comm-bound): predicted [[P:[0-9]+]].{{[0-9]}} us vs serial 675.4 us, {{.*}} faster (priced as the per-tile GEMMs the compiler emits; waves' one-kernel model predicts 581.5 us)"
+// CHECK: overlap.plan = #overlap.plan<tiles = [896, 1408, 1792], strategy = "waves", bound = comm, predicted_us = [[P]].
 shard.grid @tp(shape = 8)
 func.func @f(%a: tensor<4096x3072xf16>, %b: tensor<3072x8192xf16>, %c: tensor<4096x8192xf16>) -> tensor<4096x8192xf16> {
   %r = overlap.matmul_all_reduce %a, %b, %c on @tp grid_axes = [0] : tensor<4096x3072xf16>, tensor<3072x8192xf16>, tensor<4096x8192xf16> -> tensor<4096x8192xf16>

@@ -2,20 +2,21 @@
 // block, one contiguous GEMM and one overlap.shift) on host ranks must give
 // the bits of the unsplit reference: reduce-scatter sums the partials in
 // the order of the ranks that computed them, as the runtime's
-// reduce-scatter does. Template: @R@ ranks, @Q@ = 1024 / R, @Q7@ = 712 / R.
+// reduce-scatter does. Template: @R@ ranks, @Q1024@ = 1024 / R, @Q712@ =
+// 712 / R.
 //
-// RUN: sed -e 's/@R@/4/' -e 's/@Q@/256/g' -e 's/@Q7@/178/g' %s > %t.4.mlir
+// RUN: sed -e 's/@R@/4/' -e 's/@Q1024@/256/g' -e 's/@Q712@/178/g' %s > %t.4.mlir
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry rs_f32 --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=RS4,CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry rs_bf16 --strategy rank-major --seed 7 %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry rs_uneven --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_f32 --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=AG4,CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_bf16_rounded --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_uneven --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
-// RUN: sed -e 's/@R@/2/' -e 's/@Q@/512/g' -e 's/@Q7@/356/g' %s > %t.2.mlir
+// RUN: sed -e 's/@R@/2/' -e 's/@Q1024@/512/g' -e 's/@Q712@/356/g' %s > %t.2.mlir
 // slow-link makes the first chunk of a block smaller than the rest.
 // RUN: overlap-run --remarks-filter=overlap --ranks 2 --entry rs_f32 --strategy rank-major --profile %S/Inputs/slow-link.json %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=RS2,CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 2 --entry ag_f32 --strategy rank-major %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
-// RUN: sed -e 's/@R@/8/' -e 's/@Q@/128/g' -e 's/@Q7@/89/g' %s > %t.8.mlir
+// RUN: sed -e 's/@R@/8/' -e 's/@Q1024@/128/g' -e 's/@Q712@/89/g' %s > %t.8.mlir
 // RUN: overlap-run --remarks-filter=overlap --ranks 8 --entry rs_bf16 --strategy rank-major %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 8 --entry ag_bf16_rounded --strategy rank-major %t.8.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 //
@@ -42,43 +43,43 @@
 
 shard.grid @tp(shape = @R@)
 
-func.func @rs_f32(%a: tensor<1024x256xf32>, %b: tensor<256x128xf32>, %c: tensor<1024x128xf32>) -> tensor<@Q@x128xf32> {
+func.func @rs_f32(%a: tensor<1024x256xf32>, %b: tensor<256x128xf32>, %c: tensor<1024x128xf32>) -> tensor<@Q1024@x128xf32> {
   %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
-      : tensor<1024x256xf32>, tensor<256x128xf32>, tensor<1024x128xf32> -> tensor<@Q@x128xf32>
-  return %r : tensor<@Q@x128xf32>
+      : tensor<1024x256xf32>, tensor<256x128xf32>, tensor<1024x128xf32> -> tensor<@Q1024@x128xf32>
+  return %r : tensor<@Q1024@x128xf32>
 }
 
 // bf16 factors, a zero f32 accumulator, the result rounded to bf16 (JAX's
 // bf16 dot): each partial is rounded before it is sent.
-func.func @rs_bf16(%a: tensor<1024x128xbf16>, %b: tensor<128x128xbf16>) -> tensor<@Q@x128xbf16> {
+func.func @rs_bf16(%a: tensor<1024x128xbf16>, %b: tensor<128x128xbf16>) -> tensor<@Q1024@x128xbf16> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1024x128xf32>
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x128xf32>) -> tensor<1024x128xf32>
   %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
-      : tensor<1024x128xbf16>, tensor<128x128xbf16>, tensor<1024x128xf32> -> tensor<@Q@x128xbf16>
-  return %r : tensor<@Q@x128xbf16>
+      : tensor<1024x128xbf16>, tensor<128x128xbf16>, tensor<1024x128xf32> -> tensor<@Q1024@x128xbf16>
+  return %r : tensor<@Q1024@x128xbf16>
 }
 
-func.func @rs_uneven(%a: tensor<712x128xf32>, %b: tensor<128x96xf32>, %c: tensor<712x96xf32>) -> tensor<@Q7@x96xf32> {
+func.func @rs_uneven(%a: tensor<712x128xf32>, %b: tensor<128x96xf32>, %c: tensor<712x96xf32>) -> tensor<@Q712@x96xf32> {
   %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
-      : tensor<712x128xf32>, tensor<128x96xf32>, tensor<712x96xf32> -> tensor<@Q7@x96xf32>
-  return %r : tensor<@Q7@x96xf32>
+      : tensor<712x128xf32>, tensor<128x96xf32>, tensor<712x96xf32> -> tensor<@Q712@x96xf32>
+  return %r : tensor<@Q712@x96xf32>
 }
 
-func.func @ag_f32(%a: tensor<@Q@x256xf32>, %b: tensor<256x128xf32>, %c: tensor<1024x128xf32>) -> tensor<1024x128xf32> {
+func.func @ag_f32(%a: tensor<@Q1024@x256xf32>, %b: tensor<256x128xf32>, %c: tensor<1024x128xf32>) -> tensor<1024x128xf32> {
   %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
-      : tensor<@Q@x256xf32>, tensor<256x128xf32>, tensor<1024x128xf32> -> tensor<1024x128xf32>
+      : tensor<@Q1024@x256xf32>, tensor<256x128xf32>, tensor<1024x128xf32> -> tensor<1024x128xf32>
   return %r : tensor<1024x128xf32>
 }
 
 // A gather feeding a bf16 dot whose f32 result is rounded (each tile
 // rounds its rows).
-func.func @ag_bf16_rounded(%a: tensor<@Q@x128xbf16>, %b: tensor<128x128xbf16>) -> tensor<1024x128xbf16> {
+func.func @ag_bf16_rounded(%a: tensor<@Q1024@x128xbf16>, %b: tensor<128x128xbf16>) -> tensor<1024x128xbf16> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1024x128xf32>
   %c = linalg.fill ins(%zero : f32) outs(%e : tensor<1024x128xf32>) -> tensor<1024x128xf32>
   %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
-      : tensor<@Q@x128xbf16>, tensor<128x128xbf16>, tensor<1024x128xf32> -> tensor<1024x128xf32>
+      : tensor<@Q1024@x128xbf16>, tensor<128x128xbf16>, tensor<1024x128xf32> -> tensor<1024x128xf32>
   %o = tensor.empty() : tensor<1024x128xbf16>
   %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
@@ -90,8 +91,8 @@ func.func @ag_bf16_rounded(%a: tensor<@Q@x128xbf16>, %b: tensor<128x128xbf16>) -
   return %t : tensor<1024x128xbf16>
 }
 
-func.func @ag_uneven(%a: tensor<@Q7@x128xf32>, %b: tensor<128x96xf32>, %c: tensor<712x96xf32>) -> tensor<712x96xf32> {
+func.func @ag_uneven(%a: tensor<@Q712@x128xf32>, %b: tensor<128x96xf32>, %c: tensor<712x96xf32>) -> tensor<712x96xf32> {
   %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
-      : tensor<@Q7@x128xf32>, tensor<128x96xf32>, tensor<712x96xf32> -> tensor<712x96xf32>
+      : tensor<@Q712@x128xf32>, tensor<128x96xf32>, tensor<712x96xf32> -> tensor<712x96xf32>
   return %r : tensor<712x96xf32>
 }

@@ -611,6 +611,18 @@ func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
 
 // -----
 
+func.func @f(%c: tensor<256x32xf32>, %x: index) -> tensor<256x32xf32> {
+  // A slice with a dynamic offset still gets its sizes checked.
+  // expected-error @+1 {{slice #0 has size 512 in dimension 0, outside the destination's [0, 256)}}
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [%x, 0] [512, 32]) {
+    overlap.yield %t0 : tensor<512x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}
+
+// -----
+
 func.func @f(%c: tensor<256x32xf32>) -> tensor<256x32xf32> {
   // expected-error @+1 {{slice #1 spans [192, 320) in dimension 0, outside the destination's [0, 256)}}
   %r = overlap.tiles %c : tensor<256x32xf32>

@@ -163,3 +163,15 @@ func.func @tiles(%c: tensor<256x32xf32>, %d: tensor<4x8x16xf32>)
   }
   return %r, %s : tensor<256x32xf32>, tensor<4x8x16xf32>
 }
+
+// Offsets may be index values (rank-major all-gather tiles: the rows of
+// block (r + s) mod G); mixed with static ones, in order.
+// CHECK-LABEL: func.func @tiles_dynamic
+// CHECK: overlap.tiles %{{.*}} : tensor<256x32xf32> (%{{.*}} = [%[[X:.*]], 0] [64, 32], %{{.*}} = [128, 0] [64, 32], %{{.*}} = [%[[Y:.*]], 0] [64, 32])
+func.func @tiles_dynamic(%c: tensor<256x32xf32>, %x: index, %y: index) -> tensor<256x32xf32> {
+  %r = overlap.tiles %c : tensor<256x32xf32>
+      (%t0 = [%x, 0] [64, 32], %t1 = [128, 0] [64, 32], %t2 = [%y, 0] [64, 32]) {
+    overlap.yield %t2, %t1, %t0 : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+  }
+  return %r : tensor<256x32xf32>
+}

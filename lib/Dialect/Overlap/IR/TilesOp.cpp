@@ -9,6 +9,7 @@
 
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -39,7 +40,34 @@ void TilesOp::build(OpBuilder &builder, OperationState &state, Value dest,
                        state.location);
 }
 
+void TilesOp::build(OpBuilder &builder, OperationState &state, Value dest,
+                    ArrayRef<OpFoldResult> offsets, ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> staticOffsets;
+  SmallVector<Value> dynamicOffsets;
+  dispatchIndexOpFoldResults(offsets, dynamicOffsets, staticOffsets);
+  build(builder, state, dest, staticOffsets, sizes);
+  state.addOperands(dynamicOffsets);
+}
+
 unsigned TilesOp::getNumTiles() { return getBodyBlock().getNumArguments(); }
+
+bool TilesOp::hasStaticOffsets(unsigned i) {
+  return llvm::none_of(getTileOffsets(i), ShapedType::isDynamic);
+}
+
+SmallVector<OpFoldResult> TilesOp::getMixedTileOffsets(unsigned i) {
+  int64_t rank = getDest().getType().getRank();
+  // The dynamic operands are in the order of the kDynamic entries.
+  size_t before = llvm::count_if(getStaticOffsets().take_front(i * rank),
+                                 ShapedType::isDynamic);
+  Builder b(getContext());
+  SmallVector<OpFoldResult> mixed;
+  for (int64_t offset : getTileOffsets(i))
+    mixed.push_back(ShapedType::isDynamic(offset)
+                        ? OpFoldResult(getOffsets()[before++])
+                        : OpFoldResult(b.getIndexAttr(offset)));
+  return mixed;
+}
 
 ArrayRef<int64_t> TilesOp::getTileOffsets(unsigned i) {
   int64_t rank = getDest().getType().getRank();
@@ -68,6 +96,27 @@ ParseResult TilesOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   SmallVector<OpAsmParser::Argument> args;
   SmallVector<int64_t> offsets, sizes;
+  SmallVector<OpAsmParser::UnresolvedOperand> dynamicOffsets;
+  // An offset is an integer or an index value (ShapedType::kDynamic).
+  auto parseOffsets = [&](SmallVectorImpl<int64_t> &out) {
+    return parser.parseCommaSeparatedList(
+        OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
+          OpAsmParser::UnresolvedOperand operand;
+          OptionalParseResult dynamic = parser.parseOptionalOperand(operand);
+          if (dynamic.has_value()) {
+            if (failed(*dynamic))
+              return failure();
+            dynamicOffsets.push_back(operand);
+            out.push_back(ShapedType::kDynamic);
+            return success();
+          }
+          int64_t value;
+          if (parser.parseInteger(value))
+            return failure();
+          out.push_back(value);
+          return success();
+        });
+  };
   auto parseIntegers = [&](SmallVectorImpl<int64_t> &out) {
     return parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
                                           [&]() -> ParseResult {
@@ -83,7 +132,7 @@ ParseResult TilesOp::parse(OpAsmParser &parser, OperationState &result) {
     SmallVector<int64_t> tileOffsets, tileSizes;
     SMLoc loc = parser.getCurrentLocation();
     if (parser.parseArgument(arg) || parser.parseEqual() ||
-        parseIntegers(tileOffsets) || parseIntegers(tileSizes))
+        parseOffsets(tileOffsets) || parseIntegers(tileSizes))
       return failure();
     int64_t rank = destType.getRank();
     if (static_cast<int64_t>(tileOffsets.size()) != rank ||
@@ -107,6 +156,9 @@ ParseResult TilesOp::parse(OpAsmParser &parser, OperationState &result) {
       parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   Builder &builder = parser.getBuilder();
+  if (parser.resolveOperands(dynamicOffsets, builder.getIndexType(),
+                             result.operands))
+    return failure();
   result.addAttribute(getStaticOffsetsAttrName(result.name),
                       builder.getDenseI64ArrayAttr(offsets));
   result.addAttribute(getStaticSizesAttrName(result.name),
@@ -125,8 +177,14 @@ void TilesOp::print(OpAsmPrinter &p) {
   for (unsigned i = 0, e = getNumTiles(); i < e; ++i) {
     if (i)
       p << ", ";
-    p << getBodyBlock().getArgument(i) << " = ";
-    printIntegers(getTileOffsets(i));
+    p << getBodyBlock().getArgument(i) << " = [";
+    llvm::interleaveComma(getMixedTileOffsets(i), p, [&](OpFoldResult offset) {
+      if (auto value = dyn_cast<Value>(offset))
+        p << value;
+      else
+        p << getConstantIntValue(offset).value_or(0);
+    });
+    p << ']';
     p << ' ';
     printIntegers(getTileSizes(i));
   }
@@ -142,7 +200,7 @@ void TilesOp::print(OpAsmPrinter &p) {
 // Verifier
 //===----------------------------------------------------------------------===//
 
-/// Whether slices `i` and `j` share an element.
+/// Whether slices `i` and `j` share an element (both with static offsets).
 static bool overlaps(TilesOp op, unsigned i, unsigned j) {
   ArrayRef<int64_t> offI = op.getTileOffsets(i), sizeI = op.getTileSizes(i);
   ArrayRef<int64_t> offJ = op.getTileOffsets(j), sizeJ = op.getTileSizes(j);
@@ -168,18 +226,31 @@ LogicalResult TilesOp::verify() {
                          << " sizes; expected the same multiple of the rank "
                          << rank;
   unsigned tiles = numOffsets / rank;
+  size_t dynamic = llvm::count_if(getStaticOffsets(), ShapedType::isDynamic);
+  if (dynamic != getOffsets().size())
+    return emitOpError() << "has " << dynamic << " dynamic offsets but "
+                         << getOffsets().size() << " offset operands";
   if (getNumTiles() != tiles)
     return emitOpError() << "has " << tiles << " slices but its body takes "
                          << getNumTiles() << " arguments";
   ArrayRef<int64_t> shape = destType.getShape();
   for (unsigned i = 0; i < tiles; ++i) {
     ArrayRef<int64_t> offsets = getTileOffsets(i), sizes = getTileSizes(i);
-    for (int64_t d = 0; d < rank; ++d)
+    for (int64_t d = 0; d < rank; ++d) {
+      if (ShapedType::isDynamic(offsets[d])) {
+        if (sizes[d] < 0 || sizes[d] > shape[d])
+          return emitOpError()
+                 << "slice #" << i << " has size " << sizes[d]
+                 << " in dimension " << d << ", outside the destination's [0, "
+                 << shape[d] << ")";
+        continue;
+      }
       if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] > shape[d] - sizes[d])
         return emitOpError()
                << "slice #" << i << " spans [" << offsets[d] << ", "
                << offsets[d] + sizes[d] << ") in dimension " << d
                << ", outside the destination's [0, " << shape[d] << ")";
+    }
     Type argType = getBodyBlock().getArgument(i).getType();
     RankedTensorType expected = sliceType(destType, sizes);
     if (argType != expected)
@@ -189,7 +260,7 @@ LogicalResult TilesOp::verify() {
   }
   for (unsigned i = 0; i < tiles; ++i)
     for (unsigned j = i + 1; j < tiles; ++j)
-      if (overlaps(*this, i, j))
+      if (hasStaticOffsets(i) && hasStaticOffsets(j) && overlaps(*this, i, j))
         return emitOpError() << "slices #" << i << " and #" << j
                              << " overlap; slices must be disjoint";
   Block &body = getBodyBlock();

@@ -267,10 +267,14 @@ struct TilesModel : public InPlaceModel<TilesModel, TilesOp> {
       }
       rewriter.setInsertionPoint(first);
       unsigned i = arg.getArgNumber();
-      SmallVector<int64_t> strides(tiles.getTileSizes(i).size(), 1);
+      SmallVector<OpFoldResult> sizes, strides;
+      for (int64_t size : tiles.getTileSizes(i)) {
+        sizes.push_back(rewriter.getIndexAttr(size));
+        strides.push_back(rewriter.getIndexAttr(1));
+      }
       Value view = memref::SubViewOp::create(rewriter, op->getLoc(), *buffer,
-                                             tiles.getTileOffsets(i),
-                                             tiles.getTileSizes(i), strides);
+                                             tiles.getMixedTileOffsets(i),
+                                             sizes, strides);
       auto tensor =
           ToTensorOp::create(rewriter, op->getLoc(), arg.getType(), view);
       for (Operation *user : users) {

@@ -251,41 +251,53 @@ LogicalResult mlir::overlap::decomposeRankMajorAllGather(
   Value dest =
       (rounding || fill) ? rb.empty(cType.getShape(), outElem) : op.getC();
   Type aElem = op.getA().getType().getElementType();
-  for (auto [t, tile] : llvm::enumerate(layout.getTiles())) {
-    int64_t rows = tile.rows;
-    // This rank's chunk: contiguous rows of its A. Step s receives block
-    // (r + s) mod G's chunk from its owner, which shifts it by -s.
-    Value local = tensor::ExtractSliceOp::create(
-        rewriter, loc, op.getA(),
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(tile.chunkOffset),
-                               rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
-                               rewriter.getIndexAttr(k)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                               rewriter.getIndexAttr(1)});
-    Value a = layout.exchanges(t)
-                  ? rb.shift(local, layout.shift(t), rb.empty({rows, k}, aElem))
-                  : local;
-    Value row = rb.rowOf(t);
-    Value slot = rb.rowsAt(dest, row, rows);
-    Value acc = rounding ? linalg::FillOp::create(
-                               rewriter, loc, fill.getInputs()[0],
-                               rb.empty({rows, n}, cType.getElementType()))
-                               .getResult(0)
-                : fill ? linalg::FillOp::create(rewriter, loc,
-                                                fill.getInputs()[0], slot)
-                             .getResult(0)
-                       : slot;
-    Value product = rb.matmul(a, op.getB(), acc);
-    if (rounding)
-      product = convertElementsInto(rewriter, loc, product, slot);
-    SmallVector<OpFoldResult> offsets = {row, rewriter.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(rows),
-                                       rewriter.getIndexAttr(n)};
-    SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
-    dest = tensor::InsertSliceOp::create(rewriter, loc, product, dest, offsets,
-                                         sizes, strides);
+  // Each tile's rows of C are a slice of one overlap.tiles (not a chain of
+  // inserts, whose bufferization analysis grows with the cube of the
+  // tiles); their first row depends on the rank, so the offsets are values.
+  SmallVector<OpFoldResult> offsets;
+  SmallVector<int64_t> sizes;
+  for (size_t t = 0; t < layout.size(); ++t) {
+    offsets.append({rb.rowOf(t), rewriter.getIndexAttr(0)});
+    sizes.append({layout[t].rows, n});
   }
+  auto tiles = TilesOp::create(rewriter, loc, dest, offsets, sizes);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&tiles.getBodyBlock());
+    SmallVector<Value> values;
+    for (auto [t, slot] :
+         llvm::enumerate(tiles.getBodyBlock().getArguments())) {
+      const planner::RankMajorTile &tile = layout[t];
+      int64_t rows = tile.rows;
+      // This rank's chunk: contiguous rows of its A. Step s receives block
+      // (r + s) mod G's chunk from its owner, which shifts it by -s.
+      Value local = tensor::ExtractSliceOp::create(
+          rewriter, loc, op.getA(),
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(tile.chunkOffset),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                 rewriter.getIndexAttr(k)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                                 rewriter.getIndexAttr(1)});
+      Value a = layout.exchanges(t) ? rb.shift(local, layout.shift(t),
+                                               rb.empty({rows, k}, aElem))
+                                    : local;
+      Value acc = rounding ? linalg::FillOp::create(
+                                 rewriter, loc, fill.getInputs()[0],
+                                 rb.empty({rows, n}, cType.getElementType()))
+                                 .getResult(0)
+                  : fill ? linalg::FillOp::create(rewriter, loc,
+                                                  fill.getInputs()[0], slot)
+                               .getResult(0)
+                         : slot;
+      Value product = rb.matmul(a, op.getB(), acc);
+      if (rounding)
+        product = convertElementsInto(rewriter, loc, product, slot);
+      values.push_back(product);
+    }
+    YieldOp::create(rewriter, loc, values);
+  }
+  dest = tiles.getResult();
   Value c = op.getC();
   if (rounding) {
     replaceRounding(rewriter, rounding, reshape, dest);

@@ -72,30 +72,32 @@ func.func @reduce_scatter_rounded(%a: tensor<16x16xbf16>, %b: tensor<16x8xbf16>)
 
 shard.grid @tp(shape = 4)
 
-// All-gather, G = 4, blocks of 16 rows in two chunks of 8: step 0
-// computes the local rows in place; step s shifts the local chunk by -s
-// (receiving block (r + s) mod 4's) and computes those rows of C.
+// All-gather, G = 4, blocks of 16 rows in two chunks of 8: the tiles are
+// slices of C at rows (r + s) mod 4 x 16 + chunk offset, index values (one
+// overlap.tiles, not a chain of inserts). Step 0 computes the local rows
+// in place; step s shifts the local chunk by -s (receiving block
+// (r + s) mod 4's) and computes those rows of C.
 // CHECK-LABEL: func.func @all_gather
 // CHECK-SAME: (%[[A:.*]]: tensor<16x16xf32>, %[[B:.*]]: tensor<16x8xf32>, %[[C:.*]]: tensor<64x8xf32>)
-// CHECK: %[[L0:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
-// CHECK-NOT: overlap.shift
-// CHECK: linalg.matmul ins(%[[L0]], %[[B]]
-// CHECK: tensor.insert_slice
-// CHECK: %[[L1:.*]] = tensor.extract_slice %[[A]][8, 0] [8, 16] [1, 1]
-// CHECK-NOT: overlap.shift
-// CHECK: linalg.matmul ins(%[[L1]], %[[B]]
-// CHECK: %[[L2:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
-// CHECK: %[[G:.*]] = overlap.shift %[[L2]] by -1 into %{{.*}} on @tp grid_axes = [0]
-// CHECK: %[[S1:.*]] = arith.addi %{{.*}}, %c1
+// CHECK: %[[OWN0:.*]] = arith.muli %[[R:.*]], %c16
+// CHECK: %[[OWN8:.*]] = arith.addi %{{.*}}, %c8
+// CHECK: %[[S1:.*]] = arith.addi %[[R]], %c1
 // CHECK: %[[B1:.*]] = arith.remui %[[S1]], %c4
 // CHECK: %[[ROW:.*]] = arith.muli %[[B1]], %c16
-// CHECK: %[[CS:.*]] = tensor.extract_slice %{{.*}}[%[[ROW]], 0] [8, 8] [1, 1]
-// CHECK: %[[P:.*]] = linalg.matmul ins(%[[G]], %[[B]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[CS]] : tensor<8x8xf32>)
-// CHECK: tensor.insert_slice %[[P]] into %{{.*}}[%[[ROW]], 0] [8, 8] [1, 1]
+// CHECK: overlap.tiles %[[C]] : tensor<64x8xf32> (%[[T0:.*]] = [%[[OWN0]], 0] [8, 8], %[[T1:.*]] = [%[[OWN8]], 0] [8, 8], %[[T2:.*]] = [%[[ROW]], 0] [8, 8], %{{.*}} = [%{{.*}}, 0] [8, 8], %{{.*}} = [%{{.*}}, 0] [8, 8], %{{.*}} = [%{{.*}}, 0] [8, 8], %{{.*}} = [%{{.*}}, 0] [8, 8], %{{.*}} = [%{{.*}}, 0] [8, 8])
+// CHECK: %[[L0:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
+// CHECK-NEXT: linalg.matmul ins(%[[L0]], %[[B]] : {{.*}}) outs(%[[T0]] :
+// CHECK-NEXT: %[[L1:.*]] = tensor.extract_slice %[[A]][8, 0] [8, 16] [1, 1]
+// CHECK-NEXT: linalg.matmul ins(%[[L1]], %[[B]] : {{.*}}) outs(%[[T1]] :
+// CHECK-NEXT: %[[L2:.*]] = tensor.extract_slice %[[A]][0, 0] [8, 16] [1, 1]
+// CHECK-NEXT: %[[E:.*]] = tensor.empty() : tensor<8x16xf32>
+// CHECK-NEXT: %[[G:.*]] = overlap.shift %[[L2]] by -1 into %[[E]] on @tp grid_axes = [0]
+// CHECK-NEXT: linalg.matmul ins(%[[G]], %[[B]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[T2]] : tensor<8x8xf32>)
 // CHECK: overlap.shift %{{.*}} by -1 into
 // CHECK-COUNT-2: overlap.shift %{{.*}} by -2 into
 // CHECK-COUNT-2: overlap.shift %{{.*}} by -3 into
 // CHECK-NOT: overlap.shift
+// CHECK: overlap.yield
 // CHECK: return
 func.func @all_gather(%a: tensor<16x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<64x8xf32> {
   %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]

@@ -182,12 +182,19 @@ def Overlap_TilesOp : Overlap_Op<"tiles", [
     SingleBlock, RecursiveMemoryEffects]> {
   let summary = "disjoint slices of a tensor, each replaced by its region's value";
   let description = [{
-    Passes disjoint static slices (unit strides) of `dest` to the body as
-    block arguments, one per slice, and returns `dest` with every slice
+    Passes disjoint slices (static sizes, unit strides) of `dest` to the
+    body as block arguments, one per slice, and returns `dest` with every slice
     replaced by the matching value of `overlap.yield`: a set of
     `tensor.extract_slice` / `tensor.insert_slice` pairs on the same
     tensor, said once. Parts of `dest` that no slice covers keep their
     contents.
+
+    An offset may be an SSA index value (`[%row, 0]`): rank-major
+    all-gather tiles write the rows of block (r + s) mod G, which depend on
+    the rank. Slices with static offsets are verified to be disjoint and
+    inside `dest`; for a slice with a dynamic offset both are the promise
+    of whoever builds the op (overlap-decompose: (r + s) mod G is a block of
+    `dest`, and distinct steps s are distinct blocks).
 
     It is what `overlap-decompose` emits for the tiles of a fused op.
     Bufferization views each slice of `dest`'s buffer in place (a
@@ -207,7 +214,8 @@ def Overlap_TilesOp : Overlap_Op<"tiles", [
     }
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$dest, DenseI64ArrayAttr:$static_offsets,
+  let arguments = (ins AnyRankedTensor:$dest, Variadic<Index>:$offsets,
+                       DenseI64ArrayAttr:$static_offsets,
                        DenseI64ArrayAttr:$static_sizes);
   let results = (outs AnyRankedTensor:$result);
   let regions = (region SizedRegion<1>:$body);
@@ -215,13 +223,20 @@ def Overlap_TilesOp : Overlap_Op<"tiles", [
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "Value":$dest, "ArrayRef<int64_t>":$offsets,
+                   "ArrayRef<int64_t>":$sizes)>,
+    OpBuilder<(ins "Value":$dest, "ArrayRef<OpFoldResult>":$offsets,
                    "ArrayRef<int64_t>":$sizes)>
   ];
   let extraClassDeclaration = [{
     /// Number of slices (block arguments).
     unsigned getNumTiles();
-    /// Offsets and sizes of slice `i`, one entry per dimension of `dest`.
+    /// Offsets and sizes of slice `i`, one entry per dimension of `dest`;
+    /// a dynamic offset is ShapedType::kDynamic in getTileOffsets and its
+    /// SSA value in getMixedTileOffsets.
     ArrayRef<int64_t> getTileOffsets(unsigned i);
+    SmallVector<OpFoldResult> getMixedTileOffsets(unsigned i);
+    /// Whether every offset of slice `i` is static.
+    bool hasStaticOffsets(unsigned i);
     ArrayRef<int64_t> getTileSizes(unsigned i);
     Block &getBodyBlock() { return getBody().front(); }
     YieldOp getYield();

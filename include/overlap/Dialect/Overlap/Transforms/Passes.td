@@ -512,6 +512,20 @@ def OverlapDecompose : Pass<"overlap-decompose", "ModuleOp"> {
     all-gather's collective writes a packed buffer that the batched matmul
     reads, and the product lands in place in the tile's slice of C's view.
 
+    Rank-major plans (`layout = "rank-major"`, reduce-scatter and
+    all-gather; planner::RankMajorLayout is the rule): a tile is one chunk
+    of one rank's block, one contiguous `linalg.matmul` and one
+    `overlap.shift`. Reduce-scatter, on step s: the partial of block
+    (r + s) mod G (A's rows, plus C's) is shifted by s into slot s of a
+    G x (M/G) x N staging buffer (one `overlap.tiles`); step 0's own
+    partial is written into slot 0; the result is the G slots summed in
+    the order of the ranks that computed them, in f32, rounded once (what
+    the runtime's reduce-scatter computes, so host runs are
+    bit-identical). All-gather, on step s: the local chunk is shifted by
+    -s (receiving block (r + s) mod G's) and multiplied into C's rows of
+    that block, slices of one `overlap.tiles` whose offsets are index
+    values.
+
     Sequence parallelism on `[b, s, k]` with b > 1, which overlap-raise
     writes as transposes to `[s, b, k]` rows: when every tile takes whole
     groups of b rows, the tiles are computed b-major from the untransposed

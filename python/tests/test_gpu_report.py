@@ -105,3 +105,50 @@ def test_report_without_results(tmp_path):
     empty.mkdir()
     proc = run(empty)
     assert proc.returncode == 0 and "(no device.txt)" in proc.stdout
+
+
+def test_write_prediction_error(tmp_path):
+    """--write-prediction-error: the mean |prediction error| of each
+    collective's planned rows (failed checks left out, all-to-all's two
+    sides together) goes into the profile's "prediction_error"; the
+    collectives not measured keep their value; several legs need --leg."""
+    import json
+    res = tmp_path / "results"
+    res.mkdir()
+    write(res / "bench-planned-all-reduce.csv", BENCH_HEADER,
+          [bench_row(4096, 4, 1000.0, 700.0, 650.0, 690.0),
+           bench_row(8192, 6, 2000.0, 1300.0, 1250.0, 1365.0),
+           bench_row(128, 1, 100.0, 100.0, 60.0, 150.0, check="FAIL")])
+    a2a = [bench_row(4096, 4, 1000.0, 800.0, 650.0, 720.0)
+           .replace("all-reduce", "all-to-all-dispatch"),
+           bench_row(4096, 4, 1000.0, 800.0, 650.0, 840.0)
+           .replace("all-reduce", "all-to-all-combine")]
+    write(res / "bench-planned-all-to-all-dispatch.csv", BENCH_HEADER, a2a)
+    write(res / "bench-uniform4-all-reduce.csv", BENCH_HEADER,
+          [bench_row(4096, 4, 1000.0, 500.0, 650.0, 100.0)])
+    profile = tmp_path / "p.json"
+    base = json.loads((ROOT / "profiles" / "h100-nvlink-datasheet.json")
+                      .read_text())
+    base["prediction_error"] = {"all-gather": 0.05, "all-reduce": 0.9}
+    profile.write_text(json.dumps(base))
+    proc = run(res, "--write-prediction-error", profile)
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(profile.read_text())
+    assert written["prediction_error"] == {
+        "all-gather": 0.05,
+        "all-reduce": round((10 / 700 + 65 / 1300) / 2, 4),
+        "all-to-all": round((0.1 + 0.05) / 2, 4)}
+    # Everything else as it was.
+    del written["prediction_error"], base["prediction_error"]
+    assert written == base
+
+    # Two legs: refused unless --leg names one.
+    write(res / "bench-planned-short-sm-copy.csv", BENCH_HEADER,
+          [bench_row(4096, 4, 1000.0, 700.0, 650.0, 350.0)
+           .replace("copy-engine", "sm-copy")])
+    proc = run(res, "--write-prediction-error", profile)
+    assert proc.returncode == 1 and "--leg" in proc.stderr
+    proc = run(res, "--write-prediction-error", profile, "--leg", "sm-copy")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(profile.read_text())["prediction_error"][
+        "all-reduce"] == 0.5

@@ -3,6 +3,7 @@
 Markdown, for docs/performance.md.
 
     report.py RESULTS_DIR [--copy-csv DIR]
+              [--write-prediction-error PROFILE [--leg LEG]]
 
 Reads what run.sh wrote: device.txt and preflight.txt (device, driver,
 CUDA, NCCL), steps.csv (every command's status and seconds), programs.txt
@@ -17,11 +18,19 @@ knob setting's median overlapped time. Figures are taken from the CSVs as
 overlap-bench computed them (eta = (serial - overlapped) / (serial -
 ideal); prediction error = (predicted - overlapped) / overlapped), not
 recomputed. With --copy-csv, the CSVs are copied there (docs/perf/).
+With --write-prediction-error, the mean |prediction error| of each
+collective over the planned sweeps' rows (bench-planned-*.csv, checks
+passed; all-to-all dispatch and combine together) is written into PROFILE
+as its "prediction_error" (docs/profiles.md), a fraction per collective,
+the collectives not measured left as they were; the rows must come from
+one leg (--leg picks it when the results hold several), the leg PROFILE
+was calibrated on.
 Standard library only: it runs on the GPU machine too (run.sh ends with
 it). Exit status 0, 2 when RESULTS_DIR is not a directory.
 """
 
 import csv
+import json
 import math
 import shutil
 import statistics
@@ -250,6 +259,51 @@ def knobs_section(results, lines):
         lines.append(f"| {k} | {len(v)} | {fmt(median(v))} |")
 
 
+def prediction_errors(results, leg=None):
+    """{collective: mean |prediction error|} over the planned sweeps' rows
+    whose check passed, and the legs they came from."""
+    errs, legs = {}, set()
+    for path in sorted(results.glob("bench-planned-*.csv")):
+        for r in sweep_rows(path):
+            if r.get("check", "").strip().lower() not in ("ok", ""):
+                continue
+            if leg and r.get("leg") != leg:
+                continue
+            e = abs(num(r, "prediction_error"))
+            if math.isnan(e) or math.isinf(e):
+                continue
+            coll = r.get("collective", "")
+            if coll.startswith("all-to-all"):
+                coll = "all-to-all"
+            legs.add(r.get("leg", ""))
+            errs.setdefault(coll, []).append(e)
+    return {c: statistics.fmean(v) for c, v in errs.items()}, legs
+
+
+def write_prediction_error(results, profile, leg):
+    """Writes the measured errors into PROFILE; a message on failure."""
+    errs, legs = prediction_errors(results, leg)
+    if len(legs) > 1:
+        return (f"the planned sweeps hold the legs {', '.join(sorted(legs))}: "
+                "name the profile's with --leg")
+    if not errs:
+        return "no planned sweep row with a prediction error"
+    try:
+        data = json.loads(profile.read_text())
+    except (OSError, ValueError) as e:
+        return f"cannot read {profile}: {e}"
+    if not isinstance(data, dict):
+        return f"{profile}: not a profile (a JSON object)"
+    merged = dict(data.get("prediction_error") or {})
+    # The profile takes fractions in [0, 1].
+    merged.update({c: round(min(e, 1.0), 4) for c, e in sorted(errs.items())})
+    data["prediction_error"] = merged
+    profile.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    print(f"report.py: wrote prediction_error {json.dumps(merged)} "
+          f"(leg {', '.join(sorted(legs))}) into {profile}", file=sys.stderr)
+    return None
+
+
 def main(argv):
     args = argv[1:]
     copy_to = None
@@ -260,8 +314,19 @@ def main(argv):
             return 2
         copy_to = Path(args[i + 1])
         del args[i:i + 2]
+    options = {}
+    for flag in ("--write-prediction-error", "--leg"):
+        if flag in args:
+            i = args.index(flag)
+            if i + 1 >= len(args):
+                print(f"report.py: {flag} wants a value", file=sys.stderr)
+                return 2
+            options[flag] = args[i + 1]
+            del args[i:i + 2]
     if len(args) != 1 or not Path(args[0]).is_dir():
-        print("usage: report.py RESULTS_DIR [--copy-csv DIR]", file=sys.stderr)
+        print("usage: report.py RESULTS_DIR [--copy-csv DIR] "
+              "[--write-prediction-error PROFILE [--leg LEG]]",
+              file=sys.stderr)
         return 2
     results = Path(args[0])
     lines = [f"# GPU session results ({results})"]
@@ -273,6 +338,14 @@ def main(argv):
         copy_to.mkdir(parents=True, exist_ok=True)
         for path in sorted(results.glob("*.csv")):
             shutil.copy(path, copy_to / path.name)
+    if "--write-prediction-error" in options:
+        failed = write_prediction_error(
+            results, Path(options["--write-prediction-error"]),
+            options.get("--leg"))
+        if failed:
+            print(f"report.py: --write-prediction-error: {failed}",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

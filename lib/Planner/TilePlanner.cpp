@@ -69,6 +69,16 @@ Expected<Plan> overlap::planner::evaluateTiles(const Profile &profile,
   return pricePlan(*model, tiles, strategyName);
 }
 
+Expected<Plan> overlap::planner::evaluateRankMajor(const Profile &profile,
+                                                   const MatmulProblem &problem,
+                                                   ArrayRef<int64_t> chunks,
+                                                   StringRef strategyName) {
+  Expected<CostModel> model = CostModel::create(profile, problem);
+  if (!model)
+    return model.takeError();
+  return priceRankMajor(*model, chunks, strategyName);
+}
+
 static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
   if (strategy == "none")
     return pricePlan(model, {model.getProblem().m}, "none");

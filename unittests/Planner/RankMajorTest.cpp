@@ -223,6 +223,9 @@ TEST(RankMajor, StrategyIsTheBestCut) {
       OVERLAP_ASSIGN_OR_FAIL(other, priceRankMajor(model, cut, "x"));
       EXPECT_LE(plan.predictedUs, other.predictedUs * (1 + 1e-12))
           << toString(coll).str() << " k=" << k;
+      OVERLAP_ASSIGN_OR_FAIL(same, evaluateRankMajor(p, pb, cut));
+      EXPECT_EQ(same.predictedUs, other.predictedUs);
+      EXPECT_EQ(same.strategy, "rank-major");
     }
   }
 }

@@ -13,6 +13,8 @@
 //   waves        FlashOverlap: one GEMM kernel, its waves grouped, one
 //                collective per group
 //   ficco        FiCCO's schedule heuristic
+//   rank-major   reduce-scatter / all-gather as G blocks cut into chunks,
+//                one contiguous GEMM and one shift per chunk (RankMajor.h)
 //   auto         the best predicted of all of the above
 // Every plan is priced by the same cost model and simulator.
 //
@@ -48,6 +50,16 @@ llvm::Expected<Plan> evaluateTiles(const Profile &profile,
                                    const MatmulProblem &problem,
                                    llvm::ArrayRef<int64_t> tiles,
                                    llvm::StringRef strategyName = "given");
+
+/// Prices the rank-major plan of `chunks`, the cut of one block of M/G rows
+/// (RankMajor.h; priceRankMajor on the problem's model): for plans chosen
+/// elsewhere. Fails as RankMajorLayout::create does, and for a
+/// reduce-scatter on a profile without device.memory_bandwidth_gbps.
+llvm::Expected<Plan> evaluateRankMajor(const Profile &profile,
+                                       const MatmulProblem &problem,
+                                       llvm::ArrayRef<int64_t> chunks,
+                                       llvm::StringRef strategyName =
+                                           "rank-major");
 
 /// OVERLAP_STRATEGY_LIST's names (Defaults.h), in order.
 llvm::ArrayRef<llvm::StringRef> strategyNames();

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,26 @@ using namespace overlap::calibration;
 
 namespace {
 
-/// Records each step as "P3", "S3", "W3", "C3".
+/// Records each step as "P3", "S3", "W3", "C3"; prepare, its signal and
+/// wait as "R3", "r3", "w3"; the end as "D" (signal), "d" (wait), "F".
 class Recorder : public TileSteps {
 public:
   std::vector<std::string> calls;
+  /// Tiles that cross no stream (a rank-major tile of the own block).
+  std::vector<size_t> local;
   void produce(size_t t) override { add('P', t); }
   void signal(size_t t) override { add('S', t); }
   void wait(size_t t) override { add('W', t); }
   void consume(size_t t) override { add('C', t); }
+  bool crosses(size_t t) const override {
+    return std::find(local.begin(), local.end(), t) == local.end();
+  }
+  void prepare(size_t t) override { add('R', t); }
+  void signalPrepared(size_t t) override { add('r', t); }
+  void waitPrepared(size_t t) override { add('w', t); }
+  void signalDone() override { calls.push_back("D"); }
+  void waitDone() override { calls.push_back("d"); }
+  void finish() override { calls.push_back("F"); }
 
   /// Position of a step, or -1.
   long at(char step, size_t t) const {
@@ -82,6 +95,75 @@ TEST(TileSchedule, AllGatherGathersFirst) {
   EXPECT_TRUE(collectiveProduces(planner::Collective::AllGather));
   EXPECT_FALSE(collectiveProduces(planner::Collective::AllReduce));
   EXPECT_FALSE(collectiveProduces(planner::Collective::ReduceScatter));
+}
+
+// All-to-all dispatch as overlap-decompose + overlap-schedule-streams emit
+// it: every tile's pack (compute stream) and its signal before any
+// exchange, each exchange after the wait for its own pack's signal.
+TEST(TileSchedule, DispatchPacksEveryTileFirst) {
+  Recorder r;
+  TileExtras extras;
+  extras.prepareAll = true;
+  enqueueTiles(3, extras, r);
+  EXPECT_EQ(r.calls, (std::vector<std::string>{
+                         "R0", "r0", "R1", "r1", "R2", "r2", "w0",
+                         "P0", "S0", "W0", "C0", "w1", "P1", "S1",
+                         "W1", "C1", "w2", "P2", "S2", "W2", "C2"}));
+}
+
+// A rank-major reduce-scatter over 3 ranks, one chunk: steps 1, 2, then 0
+// (own block: GEMM only, no exchange, so no signal and no wait), then the
+// comm stream's signal after the last exchange, the compute stream's wait
+// for it and the sum.
+TEST(TileSchedule, RankMajorReduceScatter) {
+  Recorder r;
+  r.local = {2};
+  TileExtras extras;
+  extras.finish = true;
+  enqueueTiles(3, extras, r);
+  EXPECT_EQ(r.calls,
+            (std::vector<std::string>{"P0", "S0", "W0", "C0", "P1", "S1", "W1",
+                                      "C1", "P2", "C2", "D", "d", "F"}));
+}
+
+// Rank-major all-gather: step 0 first (no exchange), then the shifts
+// (producer) each signalling the GEMM (consumer) of its chunk.
+TEST(TileSchedule, RankMajorAllGather) {
+  Recorder r;
+  r.local = {0, 1};
+  enqueueTiles(4, TileExtras(), r);
+  EXPECT_EQ(r.calls,
+            (std::vector<std::string>{"P0", "C0", "P1", "C1", "P2", "S2", "W2",
+                                      "C2", "P3", "S3", "W3", "C3"}));
+  // Without extras and with every tile crossing: enqueueInterleaved.
+  Recorder plain, interleaved;
+  enqueueTiles(5, TileExtras(), plain);
+  enqueueInterleaved(5, interleaved);
+  EXPECT_EQ(plain.calls, interleaved.calls);
+}
+
+// Every signal precedes its wait (the event mode's rule) in every form.
+TEST(TileSchedule, EveryFormSignalsBeforeItWaits) {
+  for (bool prepare : {false, true})
+    for (bool finish : {false, true}) {
+      Recorder r;
+      r.local = {1};
+      TileExtras extras{prepare, finish};
+      enqueueTiles(4, extras, r);
+      for (size_t i = 0; i < r.calls.size(); ++i) {
+        const std::string &c = r.calls[i];
+        std::string signal = c[0] == 'W'   ? "S" + c.substr(1)
+                             : c[0] == 'w' ? "r" + c.substr(1)
+                             : c == "d"    ? "D"
+                                           : "";
+        if (signal.empty())
+          continue;
+        auto at = std::find(r.calls.begin(), r.calls.end(), signal);
+        ASSERT_NE(at, r.calls.end()) << c;
+        EXPECT_LT(size_t(at - r.calls.begin()), i) << c;
+      }
+      EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "S1"), 0);
+    }
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 #include <numeric>
+#include <sstream>
 
 using namespace overlap;
 using namespace overlap::calibration;
@@ -148,6 +149,132 @@ TEST(BenchSweep, ResultsAndSummary) {
   SweepSummary empty = summarize({});
   EXPECT_TRUE(std::isnan(empty.etaMedian));
   EXPECT_EQ(empty.failures, 0);
+}
+
+// --layout rank-major without a profile: --chunks uniform chunks of every
+// block, G x chunks tiles in the Planner's order; other collectives'
+// shapes are refused (skipped), as is one rank.
+TEST(BenchSweep, RankMajorWithoutAProfile) {
+  SweepOptions o;
+  o.ranks = 4;
+  o.layout = planner::TileOrder::RankMajor;
+  o.rankMajorChunks = 3;
+  for (Collective c : {Collective::ReduceScatter, Collective::AllGather}) {
+    auto plan = planShape(o, c, {1024, 256, 256});
+    ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+    ASSERT_TRUE(plan->rankMajor.has_value());
+    EXPECT_EQ(plan->layout(), planner::TileOrder::RankMajor);
+    EXPECT_EQ(plan->tiles(), 12u);
+    EXPECT_EQ(plan->rankMajor->getChunks().size(), 3u);
+    int64_t sum = 0;
+    for (int64_t rows : plan->rankMajor->getChunks())
+      sum += rows;
+    EXPECT_EQ(sum, 256);
+    EXPECT_EQ((*plan->rankMajor)[0].step,
+              c == Collective::ReduceScatter ? 1 : 0);
+    EXPECT_TRUE(std::isnan(plan->predictedUs));
+    EXPECT_TRUE(plan->whole.isWhole(0));
+  }
+  for (Collective c : {Collective::AllReduce, Collective::AllToAll}) {
+    auto plan = planShape(o, c, {1024, 256, 256});
+    ASSERT_FALSE(bool(plan));
+    std::string why = llvm::toString(plan.takeError());
+    EXPECT_NE(why.find("reduce-scatter and all-gather only"), std::string::npos)
+        << why;
+  }
+  o.ranks = 1;
+  EXPECT_FALSE(bool(planShape(o, Collective::ReduceScatter, {64, 64, 64})));
+  // Interleaved unless forced.
+  o.ranks = 4;
+  o.layout.reset();
+  auto plan = planShape(o, Collective::ReduceScatter, {1024, 256, 256});
+  ASSERT_TRUE(bool(plan));
+  EXPECT_FALSE(plan->rankMajor.has_value());
+  EXPECT_EQ(plan->tiles(), size_t(o.uniformTiles));
+}
+
+// The Planner's rank-major plan runs rank-major, with its prediction; a
+// plan of the other layout than --layout is set aside with a note.
+TEST(BenchSweep, ThePlannersRankMajorPlan) {
+  SweepOptions o;
+  o.ranks = 8;
+  o.profile = datasheet();
+  o.strategy = "rank-major";
+  const GemmShape s{4096, 8192, 3072};
+  auto want = planner::planTiles(
+      *o.profile,
+      {Collective::ReduceScatter, s.m, s.n, s.k, planner::DType::F16, 8},
+      "rank-major");
+  ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
+  ASSERT_EQ(want->layout, planner::TileOrder::RankMajor);
+  auto plan = planShape(o, Collective::ReduceScatter, s);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  ASSERT_TRUE(plan->rankMajor.has_value()) << plan->note;
+  EXPECT_EQ(plan->rankMajor->tileRows(), want->tiles);
+  EXPECT_DOUBLE_EQ(plan->predictedUs, want->predictedUs);
+
+  o.layout = planner::TileOrder::Interleaved;
+  plan = planShape(o, Collective::ReduceScatter, s);
+  ASSERT_TRUE(bool(plan));
+  EXPECT_FALSE(plan->rankMajor.has_value());
+  EXPECT_NE(plan->note.find("the plan is rank-major, --layout interleaved"),
+            std::string::npos)
+      << plan->note;
+  EXPECT_TRUE(std::isnan(plan->predictedUs));
+
+  o.layout = planner::TileOrder::RankMajor;
+  o.strategy = "uniform:4";
+  o.rankMajorChunks = 2;
+  plan = planShape(o, Collective::AllGather, s);
+  ASSERT_TRUE(bool(plan));
+  ASSERT_TRUE(plan->rankMajor.has_value());
+  EXPECT_EQ(plan->tiles(), 16u);
+  EXPECT_NE(plan->note.find("the plan is interleaved, --layout rank-major"),
+            std::string::npos)
+      << plan->note;
+}
+
+TEST(BenchSweep, CsvCarriesTheLayout) {
+  SweepOptions o;
+  o.leg = "sm-copy";
+  o.ranks = 4;
+  ShapeResult interleaved;
+  interleaved.coll = Collective::ReduceScatter;
+  interleaved.s = {1024, 256, 128};
+  interleaved.tiles = 3;
+  interleaved.serial = 10;
+  interleaved.overlapped = 8;
+  interleaved.ideal = 6;
+  ShapeResult rankMajor = interleaved;
+  rankMajor.coll = Collective::AllGather;
+  rankMajor.tiles = 8;
+  rankMajor.layout = planner::TileOrder::RankMajor;
+  std::ostringstream csv;
+  writeSweepCsv(csv, o, "cuda", "sync=event", {interleaved, rankMajor});
+  std::istringstream lines(csv.str());
+  std::string line;
+  std::vector<std::string> all;
+  while (std::getline(lines, line))
+    all.push_back(line);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0], "# runtime: cuda");
+  auto column = [](const std::string &row, size_t i) {
+    std::istringstream cells(row);
+    std::string cell;
+    for (size_t k = 0; k <= i && std::getline(cells, cell, ','); ++k)
+      ;
+    return cell;
+  };
+  EXPECT_EQ(column(all[1], 9), "tiles");
+  EXPECT_EQ(column(all[1], 10), "layout");
+  EXPECT_EQ(column(all[1], 11), "gemm_us");
+  EXPECT_EQ(column(all[2], 0), "sm-copy");
+  EXPECT_EQ(column(all[2], 1), "reduce-scatter");
+  EXPECT_EQ(column(all[2], 10), "interleaved");
+  EXPECT_EQ(column(all[3], 1), "all-gather");
+  EXPECT_EQ(column(all[3], 9), "8");
+  EXPECT_EQ(column(all[3], 10), "rank-major");
+  EXPECT_NE(all[3].find(",\"sync=event\",\"ok\""), std::string::npos) << all[3];
 }
 
 } // namespace

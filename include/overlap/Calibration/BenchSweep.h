@@ -6,8 +6,10 @@
 //
 // The host side of overlap-bench's sweep: its options, the plan of each
 // shape (the Planner's tiles with its prediction, or uniform tiles, laid out
-// by planner::TileLayout), the numbers measured per shape and the summary
-// of a sweep. Pure C++ (OverlapCalibration); BenchMeasure.h measures.
+// by planner::TileLayout, or for a rank-major plan by
+// planner::RankMajorLayout), the numbers measured per shape, the summary of
+// a sweep and its CSV. Pure C++ (OverlapCalibration); BenchMeasure.h
+// measures.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,9 @@
 #include "overlap/Calibration/Arguments.h"
 #include "overlap/Planner/CostModel.h"
 #include "overlap/Planner/Defaults.h"
+#include "overlap/Planner/Plan.h"
 #include "overlap/Planner/Profile.h"
+#include "overlap/Planner/RankMajor.h"
 #include "overlap/Planner/TileLayout.h"
 #include "overlap/Runtime/overlap_runtime.h"
 
@@ -25,6 +29,7 @@
 
 #include <cmath>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,6 +57,13 @@ struct SweepOptions {
   /// Tiles of the overlapped variant without a profile (or when the
   /// profile's plan does not fit).
   int64_t uniformTiles = 4;
+  /// --layout: the layout every overlapped variant must have (reduce-scatter
+  /// and all-gather; rank-major refuses the other collectives' shapes);
+  /// nullopt: the plan's (interleaved without a profile).
+  std::optional<planner::TileOrder> layout;
+  /// --chunks: the chunks of every block of a rank-major plan without a
+  /// profile (or when the profile's plan does not fit): G x chunks tiles.
+  int64_t rankMajorChunks = 1;
   int64_t rank = 0; ///< this process's rank (nccl leg), else 0
   int warmup = 5, iters = 20, inputSets = 3;
   std::optional<planner::Profile> profile;
@@ -69,19 +81,33 @@ struct SweepOptions {
 };
 
 /// The tiles a shape runs: `whole` (one tile: serial, and the GEMM and the
-/// collective alone) and `plan` (overlapped), with the Planner's
-/// prediction (NaN without one) and, when the profile gave no usable plan,
-/// why (`note`; the plan is then uniform).
+/// collective alone) and the overlapped variant's, `plan` (interleaved) or,
+/// when set, `rankMajor` (then `plan` is `whole` and unused), with the
+/// Planner's prediction (NaN without one) and, when the profile gave no
+/// usable plan, why (`note`; the plan is then uniform).
 struct ShapePlan {
   planner::TileLayout whole, plan;
+  std::optional<planner::RankMajorLayout> rankMajor;
   double predictedUs = NAN;
   std::string note;
+
+  planner::TileOrder layout() const {
+    return rankMajor ? planner::TileOrder::RankMajor
+                     : planner::TileOrder::Interleaved;
+  }
+  /// Tiles of the overlapped variant.
+  size_t tiles() const { return rankMajor ? rankMajor->size() : plan.size(); }
 };
 
 /// The plan of shape `s` for collective `coll`: the Planner's (with
-/// options.profile and options.strategy), else options.uniformTiles uniform
-/// tiles on the layout's grid. Fails when the shape has no layout for the
-/// collective over the group (M not a multiple of G).
+/// options.profile and options.strategy; a rank-major plan, from the
+/// strategy rank-major or auto, runs rank-major), else options.uniformTiles
+/// uniform tiles on the layout's grid, or with options.layout rank-major
+/// options.rankMajorChunks uniform chunks of every block. A plan of another
+/// layout than options.layout is set aside with a note (uniform tiles of
+/// the forced layout run). Fails when the shape has no layout for the
+/// collective over the group (M not a multiple of G; rank-major: not
+/// reduce-scatter or all-gather, or one rank).
 llvm::Expected<ShapePlan> planShape(const SweepOptions &options,
                                     planner::Collective coll,
                                     const GemmShape &s);
@@ -93,6 +119,8 @@ struct ShapeResult {
   size_t bytes = 0; ///< the whole problem's collective (nccl-tests' size)
   size_t wire = 0;  ///< one rank's ring bytes for the whole problem
   size_t tiles = 0;
+  /// The overlapped variant's layout.
+  planner::TileOrder layout = planner::TileOrder::Interleaved;
   double gemm = 0, comm = 0, serial = 0, overlapped = 0, ideal = 0;
   double predicted = NAN;
   std::string check = "ok"; ///< "ok" or "FAIL ..."
@@ -120,6 +148,13 @@ struct SweepSummary {
 /// η over the shapes that have room to overlap (serial > ideal), the
 /// |prediction error| over those with a prediction, the failed checks.
 SweepSummary summarize(const std::vector<ShapeResult> &results);
+
+/// The sweep's CSV: a `# runtime: ...` line, the header and one line per
+/// row (`leg` and `ranks` from `options`, `layout` interleaved or
+/// rank-major, `knobs` the CUDA backend's settings).
+void writeSweepCsv(std::ostream &csv, const SweepOptions &options,
+                   const std::string &runtime, const std::string &knobs,
+                   const std::vector<ShapeResult> &rows);
 
 } // namespace calibration
 } // namespace overlap

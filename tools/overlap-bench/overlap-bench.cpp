@@ -7,11 +7,14 @@
 // For each collective and shape (M, N, K): C (M x N) += A (M x K) . B (K x N)
 // with the collective the compiler fuses with it, run through the runtime's
 // C ABI on one GPU per rank, tiled as overlap-decompose tiles it
-// (planner::TileLayout), in the variants
+// (planner::TileLayout; a rank-major plan of reduce-scatter or all-gather,
+// planner::RankMajorLayout), in the variants
 //   serial      one GEMM, then one collective (all-gather: the mirror)
 //   overlapped  the plan's tiles, enqueued tile by tile: the producer (GEMM,
 //               or the collective for all-gather) of tile t, signal t; wait
-//               t and the consumer of tile t on the other stream
+//               t and the consumer of tile t on the other stream (rank-
+//               major: one contiguous GEMM and one shift per chunk; a
+//               reduce-scatter's sum at the end)
 //   ideal       max(GEMM alone, collective alone)
 // and the Planner's prediction for the plan; reported in the style of
 // nccl-tests, plus CSV. `--pack` times the pack kernel instead.
@@ -82,7 +85,18 @@ std::vector<flags::Flag> table() {
       {"--profile", "NAME|PATH",
        "the Planner's profile: the overlapped variant runs its plan and the "
        "prediction is reported"},
-      {"--strategy", "S", "the Planner's strategy with --profile"},
+      {"--strategy", "S",
+       "the Planner's strategy with --profile (rank-major, or auto when it "
+       "picks it, runs rank-major tiles)"},
+      {"--layout", "interleaved|rank-major",
+       "force the overlapped variant's layout: rank-major (reduce-scatter and "
+       "all-gather only; other collectives' shapes are skipped) runs --chunks "
+       "uniform chunks per block without --profile, and the strategy "
+       "rank-major with --profile unless --strategy says otherwise; a plan of "
+       "the other layout runs uniform tiles of this one, with a note"},
+      {"--chunks", "C",
+       "--layout rank-major without a usable plan: C uniform chunks of every "
+       "rank's block (default 1), G x C tiles"},
       {"--tiles", "T",
        "without --profile: T uniform tiles (default 4; multiples of R but for "
        "all-reduce), no prediction"},
@@ -165,6 +179,19 @@ void printHeader(const SweepOptions &o, Collective coll,
       std::printf(t.text, (long long)o.ranks);
       std::printf("\n");
     }
+  // Rank-major rows (the layout column says which a shape ran).
+  if (coll == Collective::ReduceScatter)
+    std::printf("# rank-major reduce-scatter tile (layout rank-major): C's "
+                "rows of one chunk of one block copied, one contiguous GEMM "
+                "into them, one overlap_shift by +step into the owner's "
+                "staging slot (step 0: no shift); then the %lld slots summed "
+                "in rank order on the compute stream\n",
+                (long long)o.ranks);
+  else if (coll == Collective::AllGather)
+    std::printf("# rank-major all-gather tile (layout rank-major): one "
+                "overlap_shift by -step of the local chunk (step 0: none), "
+                "then one contiguous GEMM into C's rows of the block that "
+                "arrived\n");
   if (o.nccl())
     std::printf(
         "# leg nccl: NCCL %s on the world communicator, %lld rank(s)%s\n",
@@ -174,19 +201,19 @@ void printHeader(const SweepOptions &o, Collective coll,
                        "rank's, each check every rank's");
   else if (o.smCopy())
     std::printf(
-        "# leg sm-copy: each tile's ring wire bytes (%.3f x tile bytes) "
-        "copied device -> device by a kernel of %d CTAs on the comm stream%s; "
-        "a stand-in for a link that takes SMs and follows the comm stream's "
-        "priority, reduces nothing\n",
+        "# leg sm-copy: each tile's ring wire bytes (%.3f x tile bytes; a "
+        "rank-major shift: the chunk it sends) copied device -> device by a "
+        "kernel of %d CTAs on the comm stream%s; a stand-in for a link that "
+        "takes SMs and follows the comm stream's priority, reduces nothing\n",
         planner::ringFactor(coll, o.ranks), o.smCopyCtas,
         coll == Collective::AllGather || coll == Collective::AllToAll
             ? ", plus the rank's own slice into its slot"
             : "");
   else
     std::printf(
-        "# leg copy-engine: each tile's ring wire bytes (%.3f x tile bytes) "
-        "copied device -> pinned host%s; a stand-in for a network link that "
-        "reduces nothing\n",
+        "# leg copy-engine: each tile's ring wire bytes (%.3f x tile bytes; a "
+        "rank-major shift: the chunk it sends) copied device -> pinned "
+        "host%s; a stand-in for a network link that reduces nothing\n",
         planner::ringFactor(coll, o.ranks),
         coll == Collective::AllGather || coll == Collective::AllToAll
             ? ", plus the rank's own slice into its slot (device -> device)"
@@ -195,8 +222,14 @@ void printHeader(const SweepOptions &o, Collective coll,
       "# plan: %s; tiles enqueued interleaved (producer t, signal t, wait t, "
       "consumer t); %d warm-up + %d timed runs, median over %d input "
       "set(s); times in us\n",
-      o.profile
-          ? ("strategy " + o.strategy + ", profile " + o.profile->name).c_str()
+      o.profile ? ("strategy " + o.strategy + ", profile " + o.profile->name +
+                   (o.layout ? ", layout " + planner::toString(*o.layout).str()
+                             : std::string()))
+                      .c_str()
+      : o.layout == planner::TileOrder::RankMajor
+          ? ("rank-major, " + std::to_string(o.rankMajorChunks) +
+             " uniform chunk(s) per block, no profile (no prediction)")
+                .c_str()
           : ("uniform " + std::to_string(o.uniformTiles) +
              " tiles, no profile (no prediction)")
                 .c_str(),
@@ -206,20 +239,21 @@ void printHeader(const SweepOptions &o, Collective coll,
                 "rows/%lld rows (B shared) and as one contiguous GEMM of its "
                 "rows\n",
                 (long long)o.ranks, (long long)o.ranks);
-  std::printf("#%7s %7s %7s %12s %5s %10s %10s %10s %10s %10s %10s %7s %6s "
-              "%8s %s\n",
-              "M", "N", "K", "size(B)", "tiles", "gemm", "comm", "serial",
-              "overlap", "ideal", "predicted", "speedup", "eta", "pred.err",
-              "check");
+  std::printf("#%7s %7s %7s %12s %5s %-11s %10s %10s %10s %10s %10s %10s %7s "
+              "%6s %8s %s\n",
+              "M", "N", "K", "size(B)", "tiles", "layout", "gemm", "comm",
+              "serial", "overlap", "ideal", "predicted", "speedup", "eta",
+              "pred.err", "check");
 }
 
 void printRow(const ShapeResult &row) {
-  std::printf(" %7lld %7lld %7lld %12zu %5zu %10.1f %10.1f %10.1f %10.1f "
-              "%10.1f %10.1f %7.3f %6.3f %7.1f%% %s\n",
+  std::printf(" %7lld %7lld %7lld %12zu %5zu %-11s %10.1f %10.1f %10.1f "
+              "%10.1f %10.1f %10.1f %7.3f %6.3f %7.1f%% %s\n",
               (long long)row.s.m, (long long)row.s.n, (long long)row.s.k,
-              row.bytes, row.tiles, row.gemm, row.comm, row.serial,
-              row.overlapped, row.ideal, row.predicted, row.speedup(),
-              row.eta(), 100.0 * row.predictionError(), row.check.c_str());
+              row.bytes, row.tiles, planner::toString(row.layout).str().c_str(),
+              row.gemm, row.comm, row.serial, row.overlapped, row.ideal,
+              row.predicted, row.speedup(), row.eta(),
+              100.0 * row.predictionError(), row.check.c_str());
   if (!std::isnan(row.tileBatchedUs) || !std::isnan(row.tileContiguousUs))
     std::printf("#   tile GEMM of %lld rows: %lld batched %.1f us, "
                 "contiguous %.1f us\n",
@@ -259,29 +293,6 @@ void sweep(overlap_context *ctx, const SweepOptions &o, Collective coll,
       collectiveName(o, coll).c_str(), sum.etaMedian, sum.etaBest,
       sum.etaShapes, 100.0 * sum.errorMedian, 100.0 * sum.errorMax,
       sum.failures);
-}
-
-void writeCsv(std::ostream &csv, const SweepOptions &o,
-              const std::string &runtime, const std::string &knobs,
-              const std::vector<ShapeResult> &rows) {
-  csv << "# runtime: " << runtime << "\n";
-  csv << "leg,collective,ranks,dtype,M,N,K,size_bytes,wire_bytes,tiles,"
-         "gemm_us,comm_us,serial_us,overlapped_us,ideal_us,predicted_us,"
-         "speedup,eta,prediction_error,tile_rows,tile_batch,"
-         "tile_batched_us,tile_contiguous_us,knobs,check\n";
-  for (const ShapeResult &row : rows)
-    csv << o.leg << ','
-        << (row.coll == Collective::AllToAll
-                ? "all-to-all-" + planner::toString(o.side).str()
-                : planner::toString(row.coll).str())
-        << ',' << o.ranks << ',' << o.dtypeName << ',' << row.s.m << ','
-        << row.s.n << ',' << row.s.k << ',' << row.bytes << ',' << row.wire
-        << ',' << row.tiles << ',' << row.gemm << ',' << row.comm << ','
-        << row.serial << ',' << row.overlapped << ',' << row.ideal << ','
-        << row.predicted << ',' << row.speedup() << ',' << row.eta() << ','
-        << row.predictionError() << ',' << row.tileRows << ',' << row.tileBatch
-        << ',' << row.tileBatchedUs << ',' << row.tileContiguousUs << ",\""
-        << knobs << "\",\"" << row.check << "\"\n";
 }
 
 } // namespace
@@ -351,6 +362,20 @@ int main(int argc, char **argv) {
   o.inputSets = int(args.getInt("--input-sets", 3));
   o.uniformTiles = args.getInt("--tiles", 4);
   o.strategy = args.get("--strategy", planner::kDefaultStrategy);
+  if (args.has("--layout")) {
+    std::optional<planner::TileOrder> layout =
+        planner::parseTileOrder(args.get("--layout", ""));
+    if (!layout)
+      usageError("--layout: expected interleaved or rank-major, got '" +
+                 args.get("--layout", "") + "'");
+    o.layout = *layout;
+    // The Planner's rank-major plan unless a strategy was asked for.
+    if (*layout == planner::TileOrder::RankMajor && !args.has("--strategy"))
+      o.strategy = "rank-major";
+  }
+  o.rankMajorChunks = args.getInt("--chunks", 1);
+  if (args.has("--chunks") && o.layout != planner::TileOrder::RankMajor)
+    usageError("--chunks: only with --layout rank-major");
   const std::string csvPath = args.get("--csv", "");
   if (!args.error().empty())
     usageError(args.error());
@@ -401,7 +426,7 @@ int main(int argc, char **argv) {
   // one at the end and reports a failure to write it.
   const std::string knobText = describeCudaKnobs(knobs);
   auto writeRows = [&](std::ostream &csv) {
-    writeCsv(csv, o, runtime, knobText, rows);
+    writeSweepCsv(csv, o, runtime, knobText, rows);
   };
   auto checkpoint = [&] {
     if (!csvPath.empty() && o.rank == 0)

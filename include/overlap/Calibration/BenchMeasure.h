@@ -7,10 +7,11 @@
 // CUDA part (OverlapCalibrationCuda). Measures one shape of a sweep
 // (BenchSweep.h): for every input set, this rank's inputs from the set's
 // seeds, the serial and the overlapped run checked (BenchRunner.h's
-// checkRun; every rank's verdict exchanged), then the GEMM alone, the
-// collective alone, the serial and the overlapped variant timed; with
-// --tile-gemm, one tile's GEMM batched and contiguous. Over several ranks
-// every rank must call it with the same arguments.
+// checkRun, or checkRankMajorRun for a rank-major plan; every rank's
+// verdict exchanged), then the GEMM alone, the collective alone, the serial
+// and the overlapped variant (interleaved or rank-major) timed; with
+// --tile-gemm, one interleaved tile's GEMM batched and contiguous. Over several
+// ranks every rank must call it with the same arguments.
 //
 //===----------------------------------------------------------------------===//
 

@@ -31,18 +31,21 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
                 plan.plan, keyBase += 2};
   r.side = o.side;
   r.smCopyCtas = o.smCopy() ? o.smCopyCtas : 0;
+  r.rankMajor = plan.rankMajor;
   ShapeResult row;
   row.coll = coll;
   row.s = s;
   row.bytes = r.commBytes();
   row.wire = size_t(planner::ringWireBytes(coll, o.ranks, int64_t(row.bytes)));
-  row.tiles = plan.plan.size();
+  row.tiles = plan.tiles();
+  row.layout = plan.layout();
   row.predicted = plan.predictedUs;
   row.planNote = plan.note;
   r.allocate();
 
-  const bool tileForms =
-      coll != Collective::AllReduce && o.tileGemm != TileGemmMode::None;
+  // A rank-major tile is one contiguous GEMM already: no forms to compare.
+  const bool tileForms = coll != Collective::AllReduce &&
+                         o.tileGemm != TileGemmMode::None && !plan.rankMajor;
   const bool timeBatched = tileForms && o.tileGemm != TileGemmMode::Contiguous;
   const bool timeContiguous = tileForms && o.tileGemm != TileGemmMode::Batched;
   if (tileForms) {
@@ -66,8 +69,10 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
          {std::tuple<const char *, const TileLayout *, int64_t>{
               "serial", &r.whole, r.key},
           {"overlapped", &r.plan, r.key + 1}}) {
-      std::string bad = checkRun(r, *layout, key, in, problem,
-                                 mix64(seed + 3) + uint64_t(o.rank));
+      const uint64_t checkSeed = mix64(seed + 3) + uint64_t(o.rank);
+      std::string bad = r.rankMajor && key != r.key
+                            ? checkRankMajorRun(r, key, in, problem, checkSeed)
+                            : checkRun(r, *layout, key, in, problem, checkSeed);
       if (!bad.empty() && verdict.message.empty())
         verdict.message = std::string(variant) + ": " + bad;
     }
@@ -80,7 +85,7 @@ ShapeResult calibration::measureShape(overlap_context *ctx,
                            [&] { r.collective(r.whole, 0, -1); }));
     serialT.push_back(timeUs(ctx, r.producer(), r.consumer(), o.warmup, o.iters,
                              [&] { r.serial(); }));
-    overlapT.push_back(timeUs(ctx, r.producer(), r.consumer(), o.warmup,
+    overlapT.push_back(timeUs(ctx, r.producer(), r.overlappedEnd(), o.warmup,
                               o.iters, [&] { r.overlapped(); }));
     if (timeBatched)
       batchedT.push_back(timeUs(ctx, compute, compute, o.warmup, o.iters,

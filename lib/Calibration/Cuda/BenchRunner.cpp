@@ -7,12 +7,16 @@
 #include "overlap/Calibration/BenchRunner.h"
 
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/RankMajorBench.h"
 #include "overlap/Calibration/StandIn.h"
 #include "overlap/Calibration/TileSchedule.h"
 #include "overlap/Planner/Ring.h"
 
 #include "CudaCheck.h"
+#include "RankMajorSum.h"
 #include "SmCopy.h"
+
+#include "overlap/Runtime/overlap_runtime_cuda.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -159,10 +163,13 @@ void BenchRunner::packC(const TileLayout &l, size_t t, int64_t tag) {
 
 void BenchRunner::packA(const TileLayout &l, size_t t, int64_t tag) {
   const TileSpan &sp = l[t];
+  // The compute stream, as overlap-schedule-streams places the packs (A is
+  // written by no tile work): on the comm stream the pack of tile t + 1
+  // queued behind exchange t, which waits for GEMM t-1 that holds every SM.
   check(ctx,
-        overlap_pack(ctx, comm, tag, int64_t(elt), at(a, sp.blockOffset, s.k),
-                     l.slots(), sp.blockRows, s.k, l.blockSize() * s.k, s.k,
-                     at(send, sp.offset, s.k)),
+        overlap_pack(ctx, compute, tag, int64_t(elt),
+                     at(a, sp.blockOffset, s.k), l.slots(), sp.blockRows, s.k,
+                     l.blockSize() * s.k, s.k, at(send, sp.offset, s.k)),
         "overlap_pack (dispatch)");
 }
 
@@ -250,24 +257,114 @@ void BenchRunner::collective(const TileLayout &l, size_t t, int64_t tag) {
   }
 }
 
+void BenchRunner::rankMajorGemm(size_t t, int64_t tag) {
+  const planner::RankMajorLayout &l = *rankMajor;
+  const int64_t rows = l[t].rows, row = l.globalRow(t, me);
+  if (coll == Collective::ReduceScatter) {
+    // The partial's own buffer (step 0: straight into staging slot 0, as
+    // the compiled program does when C and the result share a type).
+    const int64_t at = rankMajorStagingRow(l, t);
+    char *partial =
+        l.exchanges(t) ? this->at(send, at, s.n) : this->at(packed, at, s.n);
+    check(ctx,
+          overlap_memcpy(ctx, compute, tag, partial, this->at(c, row, s.n),
+                         size_t(rows * s.n) * elt),
+          "overlap_memcpy (C's rows of a rank-major chunk)");
+    check(ctx,
+          overlap_gemm(ctx, compute, tag, 1, rows, s.n, s.k, dtype,
+                       this->at(a, row, s.k), s.k, 0, b, s.n, 0, dtype, partial,
+                       s.n, 0, 0),
+          "overlap_gemm (rank-major chunk)");
+    return;
+  }
+  // All-gather: step 0 reads the local shard's chunk, the others the rows
+  // that arrived.
+  const char *rowsOfA = l.exchanges(t) ? this->at(packed, row, s.k)
+                                       : this->at(a, l[t].chunkOffset, s.k);
+  check(ctx,
+        overlap_gemm(ctx, compute, tag, 1, rows, s.n, s.k, dtype, rowsOfA, s.k,
+                     0, b, s.n, 0, dtype, this->at(c, row, s.n), s.n, 0, 0),
+        "overlap_gemm (rank-major chunk)");
+}
+
+void BenchRunner::shift(size_t t, int64_t tag) {
+  const planner::RankMajorLayout &l = *rankMajor;
+  if (!l.exchanges(t))
+    return;
+  const int64_t rows = l[t].rows, width = commWidth();
+  const bool rs = coll == Collective::ReduceScatter;
+  // Reduce-scatter sends the partial from its buffer into slot s of the
+  // owner's staging buffer; all-gather sends the local chunk, and receives
+  // block (r + s) mod G's at its rows of the gathered buffer.
+  const int64_t row = rs ? rankMajorStagingRow(l, t) : l.globalRow(t, me);
+  const char *src = rs ? at(send, row, width) : at(a, l[t].chunkOffset, width);
+  char *dst = at(packed, row, width);
+  if (nccl) {
+    check(ctx,
+          overlap_shift(ctx, comm, tag, nullptr, dtype, l.shift(t), src, dst,
+                        rows * width),
+          "overlap_shift");
+    return;
+  }
+  // One point-to-point block: the bytes this rank sends (what the
+  // Planner's shiftBytes prices), to the far side at the rows the chunk
+  // has in the receiving buffer; the stand-in receives nothing (the
+  // receiving buffer holds what the peers would send, see
+  // checkRankMajorRun).
+  standInCopy(mirror + size_t(row * width) * elt, src,
+              size_t(rows * width) * elt, tag);
+}
+
+void BenchRunner::rankMajorSum() {
+  auto *stream = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, compute));
+  const int64_t g = rankMajor->groupSize();
+  checkCuda(launchRankOrderSum(dtype, packed,
+                               size_t(rankMajor->blockSize() * s.n), int(g),
+                               int(me), result, stream),
+            "the rank-major sum's launch");
+}
+
 int BenchRunner::producer() const { return receivesA() ? comm : compute; }
 
 int BenchRunner::consumer() const { return receivesA() ? compute : comm; }
+
+int BenchRunner::overlappedEnd() const {
+  return rankMajorSums() ? compute : consumer();
+}
 
 namespace {
 
 /// The runtime calls of one tile's steps: GEMM producers (with
 /// reduce-scatter's pack of C) or collective producers, signal/wait on the
-/// acquired set.
+/// acquired set: signal t for tile t, tiles + t for dispatch's pack of
+/// tile t.
 class RunnerSteps : public TileSteps {
 public:
   RunnerSteps(BenchRunner &r, const TileLayout &l, overlap_signals *sigs)
       : r(r), l(l), sigs(sigs) {}
 
+  /// Dispatch over several tiles: every tile's pack first, on the compute
+  /// stream.
+  static TileExtras extras(const BenchRunner &r, const TileLayout &l) {
+    TileExtras e;
+    e.prepareAll = r.dispatches() && !l.isWhole(0);
+    return e;
+  }
+  static int32_t signalsNeeded(const BenchRunner &r, const TileLayout &l) {
+    return int32_t(l.size() * (extras(r, l).prepareAll ? 2 : 1));
+  }
+
+  void prepare(size_t t) override { r.packA(l, t, tag(t)); }
+  void signalPrepared(size_t t) override {
+    check(r.ctx, overlap_signal(r.ctx, compute, sigs, packSignal(t)),
+          "signal (pack)");
+  }
+  void waitPrepared(size_t t) override {
+    check(r.ctx, overlap_wait(r.ctx, comm, sigs, packSignal(t)), "wait (pack)");
+  }
+
   void produce(size_t t) override {
     if (r.receivesA()) {
-      if (r.dispatches() && !l.isWhole(t))
-        r.packA(l, t, tag(t));
       r.collective(l, t, tag(t));
       return;
     }
@@ -291,9 +388,53 @@ public:
 
 private:
   int64_t tag(size_t t) const { return l.size() == 1 ? -1 : int64_t(t); }
+  int32_t packSignal(size_t t) const { return int32_t(l.size() + t); }
 
   BenchRunner &r;
   const TileLayout &l;
+  overlap_signals *sigs;
+};
+
+/// A rank-major plan's steps (BenchRunner::runRankMajor): signal t for tile
+/// t, signal `tiles` after the last shift (reduce-scatter's sum waits).
+class RankMajorSteps : public TileSteps {
+public:
+  RankMajorSteps(BenchRunner &r, overlap_signals *sigs)
+      : r(r), l(*r.rankMajor), sigs(sigs) {}
+
+  bool crosses(size_t t) const override { return l.exchanges(t); }
+  void produce(size_t t) override {
+    if (r.rankMajorSums())
+      r.rankMajorGemm(t, int64_t(t));
+    else
+      r.shift(t, int64_t(t));
+  }
+  void signal(size_t t) override {
+    check(r.ctx, overlap_signal(r.ctx, r.producer(), sigs, int32_t(t)),
+          "signal");
+  }
+  void wait(size_t t) override {
+    check(r.ctx, overlap_wait(r.ctx, r.consumer(), sigs, int32_t(t)), "wait");
+  }
+  void consume(size_t t) override {
+    if (r.rankMajorSums())
+      r.shift(t, int64_t(t));
+    else
+      r.rankMajorGemm(t, int64_t(t));
+  }
+  void signalDone() override {
+    check(r.ctx, overlap_signal(r.ctx, comm, sigs, int32_t(l.size())),
+          "signal (last shift)");
+  }
+  void waitDone() override {
+    check(r.ctx, overlap_wait(r.ctx, compute, sigs, int32_t(l.size())),
+          "wait (last shift)");
+  }
+  void finish() override { r.rankMajorSum(); }
+
+private:
+  BenchRunner &r;
+  const planner::RankMajorLayout &l;
   overlap_signals *sigs;
 };
 
@@ -301,10 +442,25 @@ private:
 
 void BenchRunner::run(const TileLayout &l, int64_t sigKey) {
   overlap_signals *sigs = nullptr;
-  check(ctx, overlap_signals_acquire(ctx, sigKey, int32_t(l.size()), &sigs),
+  check(ctx,
+        overlap_signals_acquire(ctx, sigKey,
+                                RunnerSteps::signalsNeeded(*this, l), &sigs),
         "acquire");
   RunnerSteps steps(*this, l, sigs);
-  enqueueInterleaved(l.size(), steps);
+  enqueueTiles(l.size(), RunnerSteps::extras(*this, l), steps);
+}
+
+void BenchRunner::runRankMajor(int64_t sigKey) {
+  const size_t tiles = rankMajor->size();
+  TileExtras extras;
+  extras.finish = rankMajorSums();
+  overlap_signals *sigs = nullptr;
+  check(ctx,
+        overlap_signals_acquire(
+            ctx, sigKey, int32_t(tiles + (extras.finish ? 1 : 0)), &sigs),
+        "acquire");
+  RankMajorSteps steps(*this, sigs);
+  enqueueTiles(tiles, extras, steps);
 }
 
 void BenchRunner::allocate() {
@@ -315,9 +471,9 @@ void BenchRunner::allocate() {
   check(ctx, overlap_alloc(ctx, size_t(s.m * s.n) * elt, &c0), "alloc C0");
   if (coll != Collective::AllReduce)
     check(ctx, overlap_alloc(ctx, packedBytes(), &packed), "alloc packed");
-  if (dispatches())
+  if (dispatches() || rankMajorSums())
     check(ctx, overlap_alloc(ctx, packedBytes(), &send), "alloc send");
-  if ((nccl && !receivesA()) || combines())
+  if ((nccl && !receivesA()) || combines() || rankMajorSums())
     check(ctx, overlap_alloc(ctx, resultBytes(), &result), "alloc result");
   if (nccl)
     return;

@@ -10,13 +10,15 @@
 // several ranks: nothing left poisoned, sampled elements within the rounding
 // bound of the other ranks' references plus this rank's own term), and
 // sampled elements of every tile's GEMM against a double-precision
-// reference.
+// reference. A rank-major plan (checkRankMajorRun) checks the same things
+// at the rows its chunks have, and a reduce-scatter's final sum bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
 #include "overlap/Calibration/BenchRunner.h"
 
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/RankMajorBench.h"
 #include "overlap/Planner/Ring.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -314,6 +316,171 @@ std::string calibration::checkRun(BenchRunner &r, const TileLayout &l,
                std::to_string(j) + ") = " + std::to_string(value) +
                ", reference " + std::to_string(ref);
     }
+  }
+  return "";
+}
+
+std::string calibration::checkRankMajorRun(BenchRunner &r, int64_t key,
+                                           const Inputs &in,
+                                           const RankProblem &problem,
+                                           uint64_t seed) {
+  overlap_context *ctx = r.ctx;
+  const planner::RankMajorLayout &l = *r.rankMajor;
+  const GemmShape &s = r.s;
+  const size_t elt = r.elt, cBytes = size_t(s.m * s.n) * elt;
+  const size_t packedBytes = r.packedBytes();
+  const int64_t g = l.groupSize(), block = l.blockSize();
+  const int64_t width = r.commWidth();
+  const size_t rowBytes = size_t(width) * elt;
+  const bool rs = r.coll == Collective::ReduceScatter;
+  auto upload = [&](void *dst, const void *src, size_t bytes) {
+    check(ctx, overlap_memcpy(ctx, compute, -1, dst, src, bytes), "upload");
+  };
+  auto download = [&](std::vector<char> &dst, const void *src, size_t bytes) {
+    dst.resize(bytes);
+    check(ctx, overlap_memcpy(ctx, compute, -1, dst.data(), src, bytes),
+          "download");
+  };
+  check(ctx, overlap_memcpy(ctx, compute, -1, r.c, r.c0, cBytes), "reset C");
+  // What the run must write starts as NaN (0xff bytes) in every type.
+  std::vector<char> poison(std::max(cBytes, packedBytes), char(0xff));
+  if (r.result)
+    upload(r.result, poison.data(), r.resultBytes());
+  if (r.send)
+    upload(r.send, poison.data(), packedBytes);
+  if (r.mirror && r.smCopy())
+    upload(r.mirror, poison.data(), packedBytes);
+  else if (r.mirror)
+    std::fill(r.mirror, r.mirror + packedBytes, char(0xff));
+  // The receiving buffer starts poisoned where shifts write (nccl: every
+  // block but this rank's own). A stand-in receives nothing: there it holds
+  // what the peers would send, all-gather's other ranks' chunks (their A's
+  // rows), and for reduce-scatter slots 1..G-1 C0's rows of blocks 1..G-1
+  // (known data: the sum is checked against what the slots hold). The own
+  // block (all-gather) and slot 0 (reduce-scatter, written by the step-0
+  // GEMMs) stay poisoned.
+  std::vector<char> init(packedBytes, char(0xff));
+  const size_t blockBytes = size_t(block) * rowBytes;
+  if (!r.nccl) {
+    const std::vector<char> &others = rs ? in.c0 : in.gathered;
+    std::copy(others.begin(), others.begin() + ptrdiff_t(packedBytes),
+              init.begin());
+    std::fill_n(init.begin() + ptrdiff_t(size_t(rs ? 0 : r.me) * blockBytes),
+                blockBytes, char(0xff));
+  }
+  upload(r.packed, init.data(), packedBytes);
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  r.runRankMajor(key);
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  std::vector<char> got, packedGot, sendGot, resultGot, mirrorGot;
+  download(got, r.c, cBytes);
+  download(packedGot, r.packed, packedBytes);
+  if (r.send)
+    download(sendGot, r.send, packedBytes);
+  if (r.result)
+    download(resultGot, r.result, r.resultBytes());
+  if (r.mirror && r.smCopy())
+    download(mirrorGot, r.mirror, packedBytes);
+  check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  const char *mirror = r.smCopy() ? mirrorGot.data() : r.mirror;
+  const std::string copied =
+      r.smCopy() ? "copied by the sm-copy kernel" : "copied to the host";
+  std::mt19937_64 rng(seed);
+  const std::string what = planner::toString(r.coll).str();
+  auto tileName = [&](size_t t) {
+    return "rank-major tile " + std::to_string(t) + " (step " +
+           std::to_string(l[t].step) + ", chunk " + std::to_string(l[t].chunk) +
+           ")";
+  };
+  // Rows [row, row + rows) of `bytes` (rows of `width`) equal `want`'s.
+  auto sameRows = [&](const char *bytes, const char *want, int64_t row,
+                      int64_t rows) {
+    const size_t from = size_t(row) * rowBytes;
+    return std::equal(bytes + from, bytes + from + size_t(rows) * rowBytes,
+                      want + from);
+  };
+  // 16 sampled elements of rows [row, row + rows) of `bytes` (rows of N)
+  // against `rank`'s reference at rows [refRow, refRow + rows).
+  auto sampled = [&](const std::vector<char> &bytes, int64_t row, int64_t rows,
+                     int64_t rank, int64_t refRow) -> std::string {
+    for (int sample = 0; sample < 16; ++sample) {
+      int64_t w = int64_t(rng() % uint64_t(rows));
+      int64_t j = int64_t(rng() % uint64_t(s.n));
+      double ref = problem.reference(rank, refRow + w, j);
+      double value = elementAt(bytes, r.dtype, size_t((row + w) * s.n + j));
+      if (!gemmAccepts(r.dtype, value, ref))
+        return "(" + std::to_string(refRow + w) + ", " + std::to_string(j) +
+               ") of rank " + std::to_string(rank) +
+               "'s product = " + std::to_string(value) + ", reference " +
+               std::to_string(ref);
+    }
+    return "";
+  };
+
+  if (rs) {
+    if (int64_t bad = firstNaN(r.dtype, packedGot.data(), packedBytes / elt);
+        bad >= 0)
+      return "the rank-major " + what + "'s staging slot " +
+             std::to_string(bad / s.n / block) + ", row " +
+             std::to_string(bad / s.n % block) + " is NaN (never written?)";
+    const size_t slotElements = size_t(block * s.n);
+    std::vector<char> want =
+        rankOrderSum(r.dtype, packedGot.data(), g, r.me, slotElements);
+    for (size_t e = 0; e < slotElements; ++e)
+      if (std::memcmp(&resultGot[e * elt], &want[e * elt], elt))
+        return "the rank-major " + what + "'s sum (" +
+               std::to_string(int64_t(e) / s.n) + ", " +
+               std::to_string(int64_t(e) % s.n) +
+               ") = " + std::to_string(elementAt(resultGot, r.dtype, e)) +
+               ", its slots summed in rank order " +
+               std::to_string(elementAt(want, r.dtype, e));
+    for (size_t t = 0; t < l.size(); ++t) {
+      const int64_t row = rankMajorStagingRow(l, t), rows = l[t].rows;
+      // This rank's partial: in its own buffer, or (step 0) in slot 0.
+      const std::vector<char> &partial = l.exchanges(t) ? sendGot : packedGot;
+      std::string bad = sampled(partial, row, rows, r.me, l.globalRow(t, r.me));
+      if (!bad.empty())
+        return tileName(t) + ": the partial " + bad;
+      if (!l.exchanges(t))
+        continue;
+      if (r.nccl) {
+        // Slot s holds rank (me - s) mod G's partial of this rank's block.
+        const int64_t from = l.recvPeer(t, r.me);
+        bad = sampled(packedGot, row, rows, from,
+                      r.me * block + l[t].chunkOffset);
+        if (!bad.empty())
+          return tileName(t) + ": the partial received from rank " +
+                 std::to_string(from) + " " + bad;
+      } else if (!sameRows(mirror, sendGot.data(), row, rows)) {
+        return tileName(t) + ": the bytes " + copied +
+               " differ from its partial";
+      }
+    }
+    return "";
+  }
+
+  // All-gather: every other block's chunks arrived, the own block's rows
+  // were never written (step 0 reads the local shard).
+  std::vector<char> gathered = in.gathered;
+  std::fill_n(gathered.begin() + ptrdiff_t(size_t(r.me) * blockBytes),
+              blockBytes, char(0xff));
+  if (packedGot != gathered)
+    return "the rank-major " + what +
+           "'s received rows differ from the other ranks' chunks";
+  for (size_t t = 0; t < l.size(); ++t) {
+    const int64_t row = l.globalRow(t, r.me), rows = l[t].rows;
+    if (!r.nccl && l.exchanges(t)) {
+      // The local chunk, at the rows its receiver puts it.
+      const size_t from = size_t(l[t].chunkOffset) * rowBytes;
+      if (!std::equal(in.a.begin() + ptrdiff_t(from),
+                      in.a.begin() + ptrdiff_t(from + size_t(rows) * rowBytes),
+                      mirror + size_t(row) * rowBytes))
+        return tileName(t) + ": the bytes " + copied +
+               " differ from the local chunk";
+    }
+    std::string bad = sampled(got, row, rows, r.me, row);
+    if (!bad.empty())
+      return tileName(t) + ": C " + bad;
   }
   return "";
 }

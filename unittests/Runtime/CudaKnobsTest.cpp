@@ -201,10 +201,19 @@ TEST(CudaKnobs, SmTargetOnlyForTileGemms) {
   // flight: it leaves comm_sms free. A GEMM that runs alone (tile -1: the
   // serial baseline, "GEMM alone", a GEMM outside an overlapped region)
   // gets every SM.
-  EXPECT_EQ(gemmSmTargetFor(0, 116), 116);
-  EXPECT_EQ(gemmSmTargetFor(7, 116), 116);
-  EXPECT_EQ(gemmSmTargetFor(-1, 116), 0);
-  EXPECT_EQ(gemmSmTargetFor(3, 0), 0); // no reservation: never a target
+  EXPECT_EQ(gemmSmTargetFor(0, 116, 8), 116);
+  EXPECT_EQ(gemmSmTargetFor(7, 116, 2), 116);
+  EXPECT_EQ(gemmSmTargetFor(-1, 116, 8), 0);
+  EXPECT_EQ(gemmSmTargetFor(3, 0, 8), 0); // no reservation: never a target
+}
+
+TEST(CudaKnobs, NoSmTargetOnOneRank) {
+  // A one-rank world (a reference, a single-GPU run) has no communication
+  // that needs SMs beside its GEMMs: tile GEMMs get every SM there too.
+  EXPECT_EQ(gemmSmTargetFor(0, 116, 1), 0);
+  EXPECT_EQ(gemmSmTargetFor(5, 116, 1), 0);
+  EXPECT_EQ(gemmSmTargetFor(-1, 116, 1), 0);
+  EXPECT_EQ(gemmSmTargetFor(5, 116, 2), 116);
 }
 
 TEST(CudaKnobs, NcclConfigFollowsTheBudget) {

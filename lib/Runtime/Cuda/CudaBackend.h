@@ -77,8 +77,11 @@ int gemmSmTarget(int smCount, int commSms);
 /// The SM target of one overlap_gemm: `tileTarget` (gemmSmTarget) for a
 /// tile of a decomposed op (`tile` >= 0: it may run while communication is
 /// in flight), 0 (every SM) for a GEMM that runs alone (`tile` -1: a serial
-/// GEMM, a baseline, a GEMM outside an overlapped region).
-int gemmSmTargetFor(int64_t tile, int tileTarget);
+/// GEMM, a baseline, a GEMM outside an overlapped region or one that the
+/// compiler found no collective beside) and for every GEMM of a one-rank
+/// world (`worldSize` 1: no communication crosses a link there; a
+/// reference or single-GPU run would only lose SMs).
+int gemmSmTargetFor(int64_t tile, int tileTarget, int worldSize);
 
 /// The NCCL configuration of the communicators a context creates: CTAs
 /// limited to the communication budget (minCTAs 1, maxCTAs = commSms, a

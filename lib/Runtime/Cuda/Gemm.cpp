@@ -349,7 +349,7 @@ overlap_status CudaContext::gemm(const Site &site, const runtime::GemmArgs &g) {
     return s;
 
   const int smTarget = gemmSmTargetFor(
-      site.kind == Site::Kind::Tile ? site.index : -1, gemmSms_);
+      site.kind == Site::Kind::Tile ? site.index : -1, gemmSms_, size);
   GemmKey key = gemmKey(g, batch, smTarget);
   auto cached = gemms_.find(key);
   std::unique_ptr<GemmDescriptors> fresh;

@@ -193,8 +193,9 @@ int overlap::cuda::gemmSmTarget(int smCount, int commSms) {
   return std::max(1, smCount - commSms);
 }
 
-int overlap::cuda::gemmSmTargetFor(int64_t tile, int tileTarget) {
-  return tile >= 0 ? tileTarget : 0;
+int overlap::cuda::gemmSmTargetFor(int64_t tile, int tileTarget,
+                                   int worldSize) {
+  return tile >= 0 && worldSize > 1 ? tileTarget : 0;
 }
 
 ncclConfig_t overlap::cuda::ncclConfigFor(int commSms) {

@@ -6,8 +6,10 @@ shard.grid @tp(shape = 2x4)
 // per tile (GEMM 0, signal 0, wait 0, all-reduce 0, then tile 1: the
 // collective of tile 0 is enqueued before the GEMM of tile 1), the group of
 // axis 1 is split once per context at entry from the rank's grid
-// coordinates (groups.mlir), the GEMMs of the region carry their tile
-// index, and the region ends with a join.
+// coordinates (groups.mlir), and the region ends with a join. A GEMM
+// carries its tile index only when a collective of the region can run
+// beside it: GEMM 1 may run while all-reduce 0 does (tile 2); GEMM 0 comes
+// before every all-reduce, so it gets -1 (every SM on the CUDA backend).
 // CHECK-NOT: shard.grid
 // CHECK-LABEL: func.func @two_tiles
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %{{.*}}: memref<256x64xf32>, %{{.*}}: memref<64x32xf32>, %{{.*}}: memref<256x32xf32>)
@@ -17,7 +19,7 @@ shard.grid @tp(shape = 2x4)
 // CHECK: %[[GROUP:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
 // CHECK: call @overlap_signals_acquire(%[[CTX]], %{{.*}}, %{{.*}}, %[[SSLOT:[0-9a-z_]+]])
 // CHECK: %[[SIGS:.*]] = llvm.load %[[SSLOT]]
-// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32{{[_0-9]*}}, %c0_i64
+// CHECK: call @overlap_gemm(%[[CTX]], %c0_i32{{[_0-9]*}}, %c-1_i64
 // CHECK: call @overlap_signal(%[[CTX]], %c0_i32{{.*}}, %[[SIGS]], %c0_i32
 // CHECK-NOT: call @overlap_gemm
 // CHECK: call @overlap_wait(%[[CTX]], %c1_i32{{.*}}, %[[SIGS]], %c0_i32
@@ -75,6 +77,60 @@ func.func @one_tile(%a: memref<256x64xf32>, %b: memref<64x32xf32>, %c: memref<25
     }
   }
   return %c : memref<256x32xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// Two one-tile ops in one region, as a --strategy=none program has them
+// (examples/mlp.mlir: all-gather, GEMM; GEMM, reduce-scatter): the flags
+// order both GEMMs after the all-gather and before the reduce-scatter, so
+// no collective runs beside either and neither gets a tile index.
+// CHECK-LABEL: func.func @one_tile_ops_sharing_a_region
+// CHECK-NOT: call @overlap_gemm(%{{[^,]*}}, %{{[^,]*}}, %c{{[0-9]}}
+// CHECK: call @overlap_gemm(%{{[^,]*}}, %c0_i32{{[_0-9]*}}, %c-1_i64
+// CHECK-NOT: call @overlap_gemm(%{{[^,]*}}, %{{[^,]*}}, %c{{[0-9]}}
+// CHECK: call @overlap_gemm(%{{[^,]*}}, %c0_i32{{[_0-9]*}}, %c-1_i64
+// CHECK-NOT: call @overlap_gemm
+// CHECK: return
+func.func @one_tile_ops_sharing_a_region(%x: memref<64x32xf32>, %g: memref<128x32xf32>, %w: memref<32x32xf32>, %h: memref<128x32xf32>, %y: memref<64x32xf32>) {
+  %sig = overlap.signals : !overlap.signals<2>
+  overlap.concurrent {
+    overlap.stream compute {
+      overlap.wait %sig[0] : !overlap.signals<2>
+      linalg.matmul ins(%g, %w : memref<128x32xf32>, memref<32x32xf32>) outs(%h : memref<128x32xf32>)
+      linalg.matmul ins(%h, %w : memref<128x32xf32>, memref<32x32xf32>) outs(%g : memref<128x32xf32>)
+      overlap.signal %sig[1] : !overlap.signals<2>
+    }
+    overlap.stream comm {
+      overlap.all_gather %x into %g on @tp grid_axes = [0] : memref<64x32xf32>, memref<128x32xf32>
+      overlap.signal %sig[0] : !overlap.signals<2>
+      overlap.wait %sig[1] : !overlap.signals<2>
+      overlap.reduce_scatter %g into %y on @tp grid_axes = [0] : memref<128x32xf32>, memref<64x32xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+shard.grid @tp(shape = 2)
+
+// Without a flag between them, the GEMM and the all-reduce may run at
+// once: the GEMM keeps its tile index.
+// CHECK-LABEL: func.func @unordered
+// CHECK: call @overlap_gemm(%{{[^,]*}}, %c0_i32{{[_0-9]*}}, %c0_i64
+func.func @unordered(%a: memref<64x32xf32>, %w: memref<32x32xf32>, %c: memref<64x32xf32>, %d: memref<64x32xf32>) {
+  overlap.concurrent {
+    overlap.stream compute {
+      linalg.matmul ins(%a, %w : memref<64x32xf32>, memref<32x32xf32>) outs(%c : memref<64x32xf32>)
+    }
+    overlap.stream comm {
+      overlap.all_reduce %d on @tp grid_axes = [0] : memref<64x32xf32>
+    }
+  }
+  return
 }
 // -----
 

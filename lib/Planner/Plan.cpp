@@ -47,10 +47,36 @@ static bool isPlanTime(double v) {
   return std::isfinite(v) && v >= 0 && v <= kMaxPlanUs;
 }
 
+/// A rank-major plan's exchange groups: empty, or at most kMaxTiles
+/// positive unit counts summing to the plan's `units`.
+static Error checkGroups(StringRef strategy, ArrayRef<int64_t> groups,
+                         int64_t units) {
+  if (groups.empty())
+    return Error::success();
+  if (static_cast<int64_t>(groups.size()) > kMaxTiles)
+    return badValue(strategy + ": " + Twine(groups.size()) +
+                    " exchange groups are more than " + Twine(kMaxTiles));
+  int64_t sum = 0;
+  for (int64_t g : groups) {
+    if (g <= 0)
+      return badValue(strategy + ": an exchange group of " + Twine(g) +
+                      " units (groups are positive)");
+    // Checked before adding, so that the sum never passes the units.
+    if (g > units - sum)
+      return badValue(strategy + ": exchange groups sum to more than the " +
+                      Twine(units) + " units (G x chunks)");
+    sum += g;
+  }
+  if (sum != units)
+    return badValue(strategy + ": exchange groups sum to " + Twine(sum) +
+                    ", not the " + Twine(units) + " units (G x chunks)");
+  return Error::success();
+}
+
 /// Every tile's compute and comm time must be a number within kMaxPlanUs:
 /// the simulator advances time by them, and a nan or inf one never ends.
 static Error checkTileNumbers(const Plan &plan) {
-  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+  for (size_t i = 0; i < plan.computeUs.size(); ++i) {
     if (!isPlanTime(plan.computeUs[i]))
       return badPlanNumber(plan, "compute_us of tile " + std::to_string(i),
                            plan.computeUs[i]);
@@ -124,12 +150,24 @@ Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
     plan.tailUs = *tail;
     plan.singleGemmKernel = false;
     plan.gemmCallsPerTile = 1;
-    plan.computeUs.resize(n);
-    plan.commUs.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      plan.computeUs[i] = model.contiguousGemmUs(plan.tiles[i]);
-      plan.commUs[i] =
-          layout->exchanges(i) ? model.shiftUs(plan.tiles[i]) : 0.0;
+    if (Error e = checkGroups(plan.strategy, plan.groups,
+                              static_cast<int64_t>(n)))
+      return e;
+    // One task per exchange group: its units' GEMMs, then one fused
+    // exchange of all its exchanged units' rows (one call, one latency).
+    size_t numGroups = plan.groups.empty() ? n : plan.groups.size();
+    plan.computeUs.assign(numGroups, 0.0);
+    plan.commUs.assign(numGroups, 0.0);
+    size_t unit = 0;
+    for (size_t g = 0; g < numGroups; ++g) {
+      size_t units = plan.groups.empty() ? 1 : plan.groups[g];
+      int64_t shifted = 0;
+      for (size_t u = 0; u < units; ++u, ++unit) {
+        plan.computeUs[g] += model.contiguousGemmUs(plan.tiles[unit]);
+        if (layout->exchanges(unit))
+          shifted += plan.tiles[unit];
+      }
+      plan.commUs[g] = shifted > 0 ? model.shiftUs(shifted) : 0.0;
     }
   } else {
     if (!plan.singleGemmKernel) {
@@ -170,6 +208,24 @@ Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
   return checkPlanNumbers(plan);
 }
 
+std::vector<int64_t> overlap::planner::taskUnits(const Plan &plan) {
+  if (plan.layout == TileOrder::RankMajor && !plan.groups.empty())
+    return plan.groups;
+  return std::vector<int64_t>(plan.tiles.size(), 1);
+}
+
+std::vector<int64_t> overlap::planner::taskRows(const Plan &plan) {
+  std::vector<int64_t> rows;
+  size_t unit = 0;
+  for (int64_t units : taskUnits(plan)) {
+    int64_t sum = 0;
+    for (int64_t u = 0; u < units && unit < plan.tiles.size(); ++u)
+      sum += plan.tiles[unit++];
+    rows.push_back(sum);
+  }
+  return rows;
+}
+
 Expected<Plan> overlap::planner::pricePlan(const CostModel &model,
                                            ArrayRef<int64_t> tiles,
                                            StringRef strategyName) {
@@ -201,14 +257,22 @@ Expected<Plan> overlap::planner::pricePlan(const CostModel &model,
 
 Expected<Plan> overlap::planner::priceRankMajor(const CostModel &model,
                                                 ArrayRef<int64_t> chunks,
+                                                ArrayRef<int64_t> groups,
                                                 StringRef strategyName) {
   Plan plan;
   plan.strategy = strategyName.str();
   plan.layout = TileOrder::RankMajor;
   plan.chunks.assign(chunks.begin(), chunks.end());
+  plan.groups.assign(groups.begin(), groups.end());
   if (Error e = finishPlan(model, plan))
     return std::move(e);
   return std::move(plan);
+}
+
+Expected<Plan> overlap::planner::priceRankMajor(const CostModel &model,
+                                                ArrayRef<int64_t> chunks,
+                                                StringRef strategyName) {
+  return priceRankMajor(model, chunks, ArrayRef<int64_t>(), strategyName);
 }
 
 Expected<std::vector<int64_t>>

@@ -79,6 +79,17 @@ Expected<Plan> overlap::planner::evaluateRankMajor(const Profile &profile,
   return priceRankMajor(*model, chunks, strategyName);
 }
 
+Expected<Plan> overlap::planner::evaluateRankMajor(const Profile &profile,
+                                                   const MatmulProblem &problem,
+                                                   ArrayRef<int64_t> chunks,
+                                                   ArrayRef<int64_t> groups,
+                                                   StringRef strategyName) {
+  Expected<CostModel> model = CostModel::create(profile, problem);
+  if (!model)
+    return model.takeError();
+  return priceRankMajor(*model, chunks, groups, strategyName);
+}
+
 static Expected<Plan> planOne(const CostModel &model, StringRef strategy) {
   if (strategy == "none")
     return pricePlan(model, {model.getProblem().m}, "none");

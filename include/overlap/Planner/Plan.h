@@ -88,9 +88,18 @@ struct Plan {
   /// Interleaved unless the strategy is rank-major.
   TileOrder layout = TileOrder::Interleaved;
   /// RankMajor: the k chunk rows of one block (summing to M/G; the same cut
-  /// for every block); `tiles` then lists the G x k chunks in execution
-  /// order (RankMajorLayout::tileRows). Empty for Interleaved.
+  /// for every block); `tiles` then lists the G x k chunks ("units") in
+  /// execution order (RankMajorLayout::tileRows). Empty for Interleaved.
   std::vector<int64_t> chunks;
+  /// RankMajor: the exchange groups, the number of units of each in
+  /// execution order, summing to G x k. A group's GEMMs (one contiguous GEMM
+  /// per unit) run before its ONE exchange: the shifts of all its exchanged
+  /// units fused into one call (one NCCL group of sends and receives, one
+  /// launch, one per-call latency). The priced per-task vectors (computeUs,
+  /// commUs, timeline) then have one entry per group, while `tiles` keeps
+  /// listing the units. Empty means one unit per group (priced exactly as
+  /// such); finishPlan leaves it as given. Empty for Interleaved.
+  std::vector<int64_t> groups;
   /// RankMajor reduce-scatter: the final sum of the G partials of every
   /// chunk, exposed on the compute stream after the last task
   /// (CostModel::rankMajorSumUs); included in predictedUs and
@@ -117,7 +126,8 @@ struct Plan {
   /// True for `waves`: one GEMM kernel whose wave groups are the tiles.
   bool singleGemmKernel = false;
 
-  /// Uncontended task durations per tile, and the simulated timeline.
+  /// Uncontended task durations per tile (per exchange group of a
+  /// rank-major plan), and the simulated timeline.
   std::vector<double> computeUs;
   std::vector<double> commUs;
   SimResult timeline;
@@ -136,16 +146,34 @@ struct Plan {
 /// that is not finite or past kMaxPlanUs (std::errc::result_out_of_range:
 /// the profile's curves were taken far outside what they describe).
 /// A RankMajor plan (layout and chunks set, tiles either empty or equal to
-/// RankMajorLayout::tileRows) is priced by the rank-major model: each
-/// tile's compute is contiguousGemmUs(c), its comm shiftUs(c) (0 on step
-/// 0), plus tailUs for reduce-scatter; it fails (std::errc::not_supported)
-/// when the profile cannot price the tail.
+/// RankMajorLayout::tileRows) is priced by the rank-major model, per
+/// exchange group (Plan::groups; empty: one unit per group): its compute is
+/// the sum of contiguousGemmUs(c) over its units, its comm one
+/// shiftUs(sum of the rows of its exchanged units) (0 when all its units
+/// are on step 0), plus tailUs for reduce-scatter; it fails
+/// (std::errc::invalid_argument) when the groups are not positive, do not
+/// sum to the units or are more than kMaxTiles, and
+/// (std::errc::not_supported) when the profile cannot price the tail.
 llvm::Error finishPlan(const CostModel &model, Plan &plan);
 
-/// The rank-major plan of `chunks` (the cut of one block), priced.
+/// The rank-major plan of `chunks` (the cut of one block) with the exchange
+/// groups `groups` (units per group in execution order; empty: one unit
+/// per group), priced.
+llvm::Expected<Plan> priceRankMajor(const CostModel &model,
+                                    llvm::ArrayRef<int64_t> chunks,
+                                    llvm::ArrayRef<int64_t> groups,
+                                    llvm::StringRef strategyName);
+/// The same with one unit per group.
 llvm::Expected<Plan> priceRankMajor(const CostModel &model,
                                     llvm::ArrayRef<int64_t> chunks,
                                     llvm::StringRef strategyName);
+
+/// The units of each priced task of a plan (one entry per computeUs entry):
+/// Plan::groups for a grouped rank-major plan, else one per tile.
+std::vector<int64_t> taskUnits(const Plan &plan);
+/// The rows of each priced task: the rows of its units (Plan::tiles)
+/// summed.
+std::vector<int64_t> taskRows(const Plan &plan);
 
 /// The plan of `tiles` as they are (one GEMM call per tile), priced: at
 /// most kMaxTiles tiles, positive and summing to the problem's M (an error

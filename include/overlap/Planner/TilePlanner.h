@@ -60,6 +60,15 @@ llvm::Expected<Plan> evaluateRankMajor(const Profile &profile,
                                        llvm::ArrayRef<int64_t> chunks,
                                        llvm::StringRef strategyName =
                                            "rank-major");
+/// The same with the exchange groups `groups` (Plan::groups: units per
+/// group in execution order, summing to G x chunks.size(); empty: one unit
+/// per group). Fails (std::errc::invalid_argument) as finishPlan says.
+llvm::Expected<Plan> evaluateRankMajor(const Profile &profile,
+                                       const MatmulProblem &problem,
+                                       llvm::ArrayRef<int64_t> chunks,
+                                       llvm::ArrayRef<int64_t> groups,
+                                       llvm::StringRef strategyName =
+                                           "rank-major");
 
 /// OVERLAP_STRATEGY_LIST's names (Defaults.h), in order.
 llvm::ArrayRef<llvm::StringRef> strategyNames();

@@ -167,9 +167,12 @@ OVERLAP_C_API int overlapStepRanks(const OverlapStep *step);
 OVERLAP_C_API void overlapStepDestroy(OverlapStep *step);
 
 /** A --target=cuda program that a framework calls on its own device buffers
- *  and stream, one rank per process and GPU (overlap.jax.jit on GPUs). This
- *  version synchronizes on the host around each call. Not yet run on a
- *  GPU (docs/jax.md, "Calling Overlap from JAX"). */
+ *  and stream, one rank per process and GPU (overlap.jax.jit on GPUs). Each
+ *  call is stream-ordered on the caller's stream (copies with
+ *  cudaMemcpyAsync on it, events between it and the context's streams);
+ *  the host waits for the context's streams inside the call. Not yet run
+ *  on a GPU (docs/jax.md, "Calling Overlap from JAX";
+ *  test/Integration/device-layer-streams.test is the GPU check). */
 typedef struct OverlapDeviceLayer OverlapDeviceLayer;
 
 /** Rank 0's NCCL unique id (128 bytes) for overlapDeviceLayerCreate, to be

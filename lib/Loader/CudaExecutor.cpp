@@ -21,6 +21,7 @@
 
 #ifdef OVERLAP_HAVE_CUDA
 
+#include "CudaLayerOrder.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
 #include <cuda_runtime_api.h>
@@ -35,32 +36,10 @@ namespace overlap {
 namespace exec {
 
 namespace {
-// The CUDA runtime's functions this executor calls, found through the
-// handle of liboverlap_runtime_cuda.so (which links libcudart): the loader
-// links no CUDA library (only its headers are used here).
-#define OVERLAP_CUDART_FUNCTIONS(X)                                            \
-  X(cudaMemsetAsync)                                                           \
-  X(cudaStreamSynchronize)                                                     \
-  X(cudaGetLastError)                                                          \
-  X(cudaPointerGetAttributes)                                                  \
-  X(cudaFree)                                                                  \
-  X(cudaFreeHost)                                                              \
-  X(cudaGetErrorName)                                                          \
-  X(cudaGetErrorString)                                                        \
-  X(cudaStreamDestroy)                                                         \
-  X(cudaGetDeviceProperties)                                                   \
-  X(cudaMemcpy)                                                                \
-  X(cudaDeviceSynchronize)                                                     \
-  X(cudaStreamCreateWithFlags)
-
-struct CudaRt {
-#define OVERLAP_CUDART_MEMBER(NAME) decltype(&::NAME) NAME = nullptr;
-  OVERLAP_CUDART_FUNCTIONS(OVERLAP_CUDART_MEMBER)
-#undef OVERLAP_CUDART_MEMBER
-  /// MgpuWrappers.cpp in liboverlap_runtime_cuda.so.
-  void *(*mgpuMemAlloc)(uint64_t, void *, bool) = nullptr;
-};
-
+// The CUDA runtime's functions this executor calls (CudaRt,
+// CudaLayerOrder.h) are found through the handle of
+// liboverlap_runtime_cuda.so (which links libcudart): the loader links no
+// CUDA library (only its headers are used here).
 #define OVERLAP_STRINGIFY(x) #x
 /// Binds `table` from the runtime's handle; on failure names the missing
 /// function in `error`.
@@ -467,14 +446,28 @@ namespace {
 
 class CudaDeviceLayer : public DeviceLayer {
 public:
-  CudaDeviceLayer(overlap_context *ctx) : ctx(ctx) {}
+  CudaDeviceLayer(overlap_context *ctx) : ctx(ctx) {
+    for (int i = 0, n = rt().overlap_context_num_streams(ctx); i < n; ++i)
+      streams.push_back(static_cast<cudaStream_t>(rt().overlap_cuda_stream(ctx, i)));
+  }
   ~CudaDeviceLayer() override {
+    std::string ignored;
+    (void)layer_order::waitCopiesOut(cu(), events, ignored);
     run::freeResults(lib.sig, data, releaseResult);
     for (void *ptr : deviceArgs)
       rt().overlap_free(ctx, ptr);
+    layer_order::destroyEvents(cu(), events);
     rt().overlap_cuda_context_destroy(ctx);
   }
 
+  /// One call, stream-ordered on the caller's stream (CudaLayerOrder.h):
+  /// the inputs are copied on it and the context's streams wait for them;
+  /// the entry enqueues the program and the host waits for the context
+  /// (the runtime's bounded waits and errors are reported there, and the
+  /// results' descriptors are final only then); the caller's stream waits
+  /// for the context's streams and copies the outputs, so the caller's next
+  /// work reads them after they landed. The results are freed at the next
+  /// call, once the host has seen those copies end.
   bool call(void *stream, const void *const *inputs, const size_t *inputBytes,
             size_t numInputs, void *const *outputs, const size_t *outputBytes,
             size_t numOutputs, std::string &error) override {
@@ -494,25 +487,22 @@ public:
       error = why;
       return false;
     }
-    auto cudaFailed = [&](const char *what, cudaError_t e) {
-      error = std::string(what) + ": " + cudaText(e);
+    cudaStream_t caller = static_cast<cudaStream_t>(stream);
+    // The last call's results were copied out: free them (once) after the
+    // copies, which read them on that call's stream.
+    if (!layer_order::waitCopiesOut(cu(), events, error))
       return false;
-    };
-    // The framework's stream has produced the inputs.
-    if (cudaError_t e =
-            cu().cudaStreamSynchronize(static_cast<cudaStream_t>(stream)))
-      return cudaFailed("cudaStreamSynchronize of the caller's stream", e);
-    // The last call's results were copied out: free them (once).
     run::freeResults(sig, data, releaseResult);
     run::resetResultStorage(sig, data);
+    std::vector<layer_order::Copy> in;
     for (size_t i = 0; i < sig.args.size(); ++i) {
       const run::BufferSpec &spec = sig.args[i];
-      size_t bytes = spec.numElements() * spec.elemBytes();
-      if (cudaError_t e = cu().cudaMemcpy(deviceArgs[i], inputs[i], bytes,
-                                          cudaMemcpyDeviceToDevice))
-        return cudaFailed(("copying " + spec.name).c_str(), e);
+      in.push_back({deviceArgs[i], inputs[i],
+                    spec.numElements() * spec.elemBytes(), "input " + spec.name});
       data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
     }
+    if (!layer_order::copyIn(cu(), caller, streams, events, in, error))
+      return false;
     std::vector<void *> values = run::entryValues(sig, data, ctx);
     run::callGuarded(ctx, entryCall, values);
     if (overlap_status status = rt().overlap_context_synchronize(ctx)) {
@@ -523,6 +513,7 @@ public:
     std::vector<run::OutputView> views;
     if (!run::outputViews(sig, data, views, error))
       return false;
+    std::vector<layer_order::Copy> out;
     for (size_t i = 0; i < sig.results.size(); ++i) {
       const run::BufferSpec &spec = sig.results[i];
       const run::OutputView &view = views[i];
@@ -536,11 +527,15 @@ public:
         }
         stride *= spec.shape[d];
       }
-      size_t bytes = spec.numElements() * spec.elemBytes();
-      const char *base = static_cast<const char *>(view.base);
-      if (cudaError_t e = cu().cudaMemcpy(outputs[i], base, bytes,
-                                          cudaMemcpyDeviceToDevice))
-        return cudaFailed(("copying " + spec.name + " out").c_str(), e);
+      out.push_back({outputs[i], view.base,
+                     spec.numElements() * spec.elemBytes(),
+                     "output " + spec.name});
+    }
+    if (!layer_order::copyOut(cu(), caller, streams, events, out, error)) {
+      // Some copies may be enqueued without the event: the results stay
+      // until they are done.
+      (void)cu().cudaStreamSynchronize(caller);
+      return false;
     }
     return true;
   }
@@ -549,6 +544,8 @@ public:
   Library lib;
   run::RankData data;
   std::vector<void *> deviceArgs;
+  std::vector<cudaStream_t> streams;
+  layer_order::Events events;
 };
 
 } // namespace
@@ -592,6 +589,9 @@ createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
     return nullptr;
   }
   auto layer = std::make_unique<CudaDeviceLayer>(ctx);
+  if (!layer_order::createEvents(cu(), layer->streams.size(), layer->events,
+                                 error))
+    return nullptr;
   if (!loadLibrary(program, layer->lib, error))
     return nullptr;
   const run::Signature &sig = layer->lib.sig;

@@ -185,10 +185,15 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
 
 /// A --target=cuda program that a framework calls on its own device
 /// buffers and stream (overlap.jax.jit on GPUs: one process and one GPU per
-/// rank). This version synchronizes on the host around the entry: it waits
-/// for `stream` (the inputs are ready), copies the inputs into buffers of
-/// its own (a program may reuse an argument's buffer), calls the entry,
-/// waits for the context, and copies each result into `outputs`.
+/// rank). Each call is ordered on the caller's `stream` (CudaLayerOrder.h):
+/// the inputs are copied into buffers of the layer's own (a program may
+/// reuse an argument's buffer) with cudaMemcpyAsync on `stream`, the
+/// context's streams wait for an event recorded after them, the entry is
+/// called and the host waits for the context (its bounded waits and errors
+/// surface there), then `stream` waits for the context's streams and the
+/// results are copied into `outputs` on it. Nothing is on the legacy
+/// default stream, which neither XLA's nor the context's streams are
+/// ordered with.
 class DeviceLayer {
 public:
   virtual ~DeviceLayer() = default;

@@ -602,6 +602,33 @@ overlap_status overlap_shift(overlap_context *ctx, int32_t stream, int64_t tile,
   return collective("overlap_shift", ctx, stream, tile, group, args);
 }
 
+/// overlap_fuse_begin / overlap_fuse_end: the stream checked, the nesting
+/// kept per stream here (an end without a begin is refused), the backend
+/// told of the outermost pair only.
+static overlap_status fuseCalls(const char *name, bool begin,
+                                overlap_context *ctx, int32_t stream) {
+  if (!ctx)
+    return OVERLAP_ERROR_INVALID_ARGUMENT;
+  Call call{ctx, Site::tile(name, stream, -1)};
+  if (overlap_status s = call.beginQueued())
+    return s;
+  int &depth = ctx->fuseDepth(stream);
+  if (!begin && depth == 0)
+    return call.bad("no overlap_fuse_begin open on this stream");
+  depth += begin ? 1 : -1;
+  if ((begin && depth > 1) || (!begin && depth > 0))
+    return OVERLAP_SUCCESS;
+  return ctx->fuseCalls(call.site, begin);
+}
+
+overlap_status overlap_fuse_begin(overlap_context *ctx, int32_t stream) {
+  return fuseCalls("overlap_fuse_begin", true, ctx, stream);
+}
+
+overlap_status overlap_fuse_end(overlap_context *ctx, int32_t stream) {
+  return fuseCalls("overlap_fuse_end", false, ctx, stream);
+}
+
 overlap_status overlap_barrier(overlap_context *ctx, int32_t stream,
                                int64_t tile, overlap_group *group) {
   return collective(

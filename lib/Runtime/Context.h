@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <tuple>
 #include <vector>
 
@@ -219,6 +220,16 @@ struct overlap_context {
   /// runner calling two programs at once, a framework's worker threads) may
   /// acquire and split at the same time.
   std::mutex cacheMutex;
+
+  /// Open overlap_fuse_begin calls per stream (Api.cpp keeps the nesting;
+  /// the backend sees the outermost pair). Streams are enqueued from one
+  /// thread each, as every other call's.
+  int &fuseDepth(int stream) {
+    if (fuseDepths.size() < size_t(numStreams))
+      fuseDepths.assign(size_t(numStreams), 0);
+    return fuseDepths[size_t(stream)];
+  }
+  std::vector<int> fuseDepths;
 
   overlap_status status() const {
     return status_.load(std::memory_order_acquire);

@@ -404,3 +404,45 @@ TEST(Shift, AgainstAnotherCollectiveIsAMismatch) {
 }
 
 } // namespace
+
+// overlap_fuse_begin / overlap_fuse_end: the host backends run the calls
+// between as they come, so fused shifts give what the same shifts give
+// alone; the pairs nest per stream, and an end without a begin is refused.
+TEST(Shift, FusedShiftsAreTheShiftsInOrder) {
+  expectRanksPass(4, 0, [&](overlap_context *ctx, Failures &failures) {
+    const int rank = overlap_context_rank(ctx);
+    float src[3][4], dst[3][4];
+    for (int s = 0; s < 3; ++s)
+      for (int i = 0; i < 4; ++i) {
+        src[s][i] = float(100 * rank + 10 * s + i);
+        dst[s][i] = -1;
+      }
+    bool ok = overlap_fuse_begin(ctx, 1) == OVERLAP_SUCCESS &&
+              overlap_fuse_begin(ctx, 1) == OVERLAP_SUCCESS; // nested
+    for (int s = 0; s < 3 && ok; ++s)
+      ok = overlap_shift(ctx, 1, s, nullptr, OVERLAP_F32, s + 1, src[s],
+                         dst[s], 4) == OVERLAP_SUCCESS;
+    ok = ok && overlap_fuse_end(ctx, 1) == OVERLAP_SUCCESS &&
+         overlap_fuse_end(ctx, 1) == OVERLAP_SUCCESS &&
+         overlap_stream_synchronize(ctx, 1) == OVERLAP_SUCCESS;
+    if (!ok) {
+      failures.add("a fused call failed: " +
+                   std::string(overlap_last_error(ctx)));
+      return;
+    }
+    for (int s = 0; s < 3; ++s) {
+      int from = int(mod(rank - (s + 1), 4));
+      for (int i = 0; i < 4; ++i)
+        if (dst[s][i] != float(100 * from + 10 * s + i))
+          failures.add("rank " + std::to_string(rank) + " shift " +
+                       std::to_string(s + 1) + ": element " +
+                       std::to_string(i) + " is " + std::to_string(dst[s][i]));
+    }
+  });
+  auto [status, error] = badCall(2, [](overlap_context *c) {
+    overlap_fuse_end(c, 1);
+  });
+  EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error, "overlap_fuse_end: rank 1, stream comm: no "
+                   "overlap_fuse_begin open on this stream");
+}

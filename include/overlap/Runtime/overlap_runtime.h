@@ -443,6 +443,20 @@ OVERLAP_RUNTIME_EXPORT overlap_status overlap_shift(
     overlap_dtype dtype, int64_t shift, const void *src, void *dst,
     int64_t count);
 
+/* The collective calls enqueued on `stream` between overlap_fuse_begin and
+   overlap_fuse_end run as one launch where the backend can (CUDA: NCCL's
+   ncclGroupStart / ncclGroupEnd, so several point-to-point shifts to
+   different peers pay one launch); their results are those of the calls
+   in order. Waits enqueued in between hold back the fused launch; work
+   that must follow a fused call (a signal) is enqueued after
+   overlap_fuse_end. Begin/end pairs nest per stream; an end without a
+   begin is OVERLAP_ERROR_INVALID_ARGUMENT. The host backends run the calls
+   as they come. The grouped exchanges of a rank-major tile. */
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_fuse_begin(overlap_context *ctx,
+                                                         int32_t stream);
+OVERLAP_RUNTIME_EXPORT overlap_status overlap_fuse_end(overlap_context *ctx,
+                                                       int32_t stream);
+
 /* No rank's later work on `stream` starts before every rank of the group
    has reached the barrier. */
 OVERLAP_RUNTIME_EXPORT overlap_status overlap_barrier(overlap_context *ctx,

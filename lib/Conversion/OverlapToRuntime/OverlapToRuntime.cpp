@@ -163,14 +163,13 @@ public:
                         a2a.getInput(), a2a.getInit(), std::nullopt, count);
     }
     if (auto shift = dyn_cast<ShiftOp>(op))
-      return collective(op, stream, RuntimeFn::overlap_shift,
-                        shift.getInput(), shift.getInit(), std::nullopt,
-                        numElements(rt, loc, shift.getInput()),
-                        rt.i64(loc, shift.getOffset()));
+      return lowerShift(shift, stream);
     if (auto sig = dyn_cast<SignalOp>(op)) {
-      rt.status(loc, RuntimeFn::overlap_signal,
-                {rt.ctx, rt.i32(loc, stream), signals.lookup(sig.getSignals()),
-                 rt.i32(loc, sig.getIndex())});
+      // Inside a fused group the shifts run at its end: a signal waits.
+      if (fusing.contains(stream))
+        fusing[stream].push_back({sig.getSignals(), sig.getIndex()});
+      else
+        signal(loc, stream, sig.getSignals(), sig.getIndex());
       return true;
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
@@ -665,13 +664,58 @@ private:
     return true;
   }
 
+  /// A rank-major tile's shifts (`with_next` on all but its last) are one
+  /// call: overlap_fuse_begin before the first, overlap_fuse_end after the
+  /// last (one NCCL launch). Signals enqueued meanwhile go after the end.
+  FailureOr<bool> lowerShift(ShiftOp shift, int32_t stream) {
+    Location loc = shift.getLoc();
+    bool joinsNext = inConcurrent && shift.getWithNext();
+    if (joinsNext && !fusing.contains(stream)) {
+      rt.status(loc, RuntimeFn::overlap_fuse_begin,
+                {rt.ctx, rt.i32(loc, stream)});
+      fusing[stream];
+    }
+    FailureOr<bool> lowered = collective(
+        shift, stream, RuntimeFn::overlap_shift, shift.getInput(),
+        shift.getInit(), std::nullopt, numElements(rt, loc, shift.getInput()),
+        rt.i64(loc, shift.getOffset()));
+    if (succeeded(lowered) && !joinsNext)
+      endFusing(loc, stream);
+    return lowered;
+  }
+
+  void signal(Location loc, int32_t stream, Value sigs, int32_t index) {
+    rt.status(loc, RuntimeFn::overlap_signal,
+              {rt.ctx, rt.i32(loc, stream), signals.lookup(sigs),
+               rt.i32(loc, index)});
+    emitted.push_back({sigs, index});
+  }
+
   RuntimeBuilder &rt;
   SymbolTableCollection &symbols;
   bool cuda;
   Groups groups;
   DenseMap<Value, Value> signals;
+  /// Streams inside a fused group, with the signals held back until its end.
+  DenseMap<int32_t, SmallVector<std::pair<Value, int32_t>>> fusing;
 
 public:
+  /// Closes `stream`'s fused group, if any, and enqueues its held signals.
+  void endFusing(Location loc, int32_t stream) {
+    auto it = fusing.find(stream);
+    if (it == fusing.end())
+      return;
+    SmallVector<std::pair<Value, int32_t>> held = std::move(it->second);
+    fusing.erase(it);
+    rt.status(loc, RuntimeFn::overlap_fuse_end, {rt.ctx, rt.i32(loc, stream)});
+    for (auto [sigs, index] : held)
+      signal(loc, stream, sigs, index);
+  }
+  /// Whether a concurrent region is being lowered (fusing happens only in
+  /// one), and the signals enqueued since the caller last took them.
+  bool inConcurrent = false;
+  SmallVector<std::pair<Value, int32_t>> emitted;
+
   /// While an `overlap.concurrent` is lowered: the ops (nested ones too)
   /// that no collective of the region can run beside (opsBesideNoCollective).
   DenseSet<Operation *> alone;
@@ -941,7 +985,11 @@ struct ConvertOverlapToRuntimePass
       ids.push_back(streamIndex(stream));
     }
     lowering.alone = opsBesideNoCollective(concurrent);
-    llvm::scope_exit reset([&] { lowering.alone.clear(); });
+    lowering.inConcurrent = true;
+    llvm::scope_exit reset([&] {
+      lowering.alone.clear();
+      lowering.inConcurrent = false;
+    });
     std::set<std::pair<void *, int64_t>> raised;
     SmallVector<size_t> cursor(lists.size(), 0);
     bool done = false;
@@ -959,9 +1007,11 @@ struct ConvertOverlapToRuntimePass
           if (failed(lowered))
             return failure();
           auto signal = dyn_cast<SignalOp>(op);
-          if (signal)
-            raised.insert({signal.getSignals().getAsOpaquePointer(),
-                           static_cast<int64_t>(signal.getIndex())});
+          // A signal held back in a fused group is raised at its end.
+          for (auto [sigs, index] : lowering.emitted)
+            raised.insert(
+                {sigs.getAsOpaquePointer(), static_cast<int64_t>(index)});
+          lowering.emitted.clear();
           if (*lowered)
             op->erase();
           else if (failed(lowering.inlineOp(op, ids[s])))
@@ -978,6 +1028,8 @@ struct ConvertOverlapToRuntimePass
                << "has streams that wait on each other in a cycle; no order "
                   "of enqueueing can run them";
     }
+    for (int32_t id : ids) // a last shift marked `with_next` closes here
+      lowering.endFusing(concurrent.getLoc(), id);
     lowering.sequence(concurrent.getLoc(), std::nullopt);
     concurrent->erase();
     return success();

@@ -631,6 +631,17 @@ overlap_status CudaContext::fill(const Site &site, void *dst, uint8_t value,
                cudaMemsetAsync(dst, value, bytes, stream(site.stream)));
 }
 
+// The NCCL calls between the two (overlap_shift's sends and receives to
+// several peers) become one launch at ncclGroupEnd, enqueued on the
+// streams after everything enqueued before it (the waits among them).
+// Compiled, not run: no GPU yet.
+overlap_status CudaContext::fuseCalls(const Site &site, bool begin) {
+  if (overlap_status s = status())
+    return s;
+  return begin ? check(site, "ncclGroupStart", ncclGroupStart())
+               : check(site, "ncclGroupEnd", ncclGroupEnd());
+}
+
 overlap_status CudaContext::hostFunc(const Site &site, void (*fn)(void *),
                                      void *user) {
   return check(site, "cudaLaunchHostFunc",

@@ -332,6 +332,10 @@ overlap_status HostContext::fill(const Site &site, void *dst, uint8_t value,
   return OVERLAP_SUCCESS;
 }
 
+// The host backends run every call as it comes: a fused group of calls is
+// those calls in order.
+overlap_status HostContext::fuseCalls(const Site &, bool) { return status(); }
+
 overlap_status HostContext::hostFunc(const Site &site, void (*fn)(void *),
                                      void *user) {
   enqueue(site, [fn, user](std::string &) {

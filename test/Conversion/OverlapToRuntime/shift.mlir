@@ -46,3 +46,37 @@ func.func @negative(%a: memref<8x32xf32>, %b: memref<8x32xf32>) {
   overlap.shift %a by -1 into %b on @tp grid_axes = [1] : memref<8x32xf32>, memref<8x32xf32>
   return
 }
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// Shifts marked `with_next` and the one after them are one call: enclosed in
+// overlap_fuse_begin / overlap_fuse_end on their stream, and a signal that
+// falls between them is enqueued after the end (the fused sends run at the
+// end). The compute stream's wait on that signal comes after it.
+// CHECK-LABEL: func.func @fused
+// CHECK: call @overlap_fuse_begin(%{{.*}}, %c1_i32
+// CHECK: call @overlap_shift(%{{.*}}, %c1_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c0_i32{{[_0-9]*}}, %c1_i64
+// CHECK-NOT: call @overlap_signal
+// CHECK: call @overlap_shift(%{{.*}}, %c1_i32{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c0_i32{{[_0-9]*}}, %c2_i64
+// CHECK-NOT: call @overlap_signal
+// CHECK: call @overlap_fuse_end(%{{.*}}, %c1_i32
+// CHECK: call @overlap_signal(%{{.*}}, %c1_i32
+// CHECK: call @overlap_wait(%{{.*}}, %c0_i32
+// CHECK: call @overlap_gemm
+func.func @fused(%a: memref<16x32xf32>, %x: memref<16x32xf32>, %y: memref<16x32xf32>, %b: memref<32x8xf32>, %o: memref<16x8xf32>) {
+  %sig = overlap.signals : !overlap.signals<1>
+  overlap.concurrent {
+    overlap.stream compute {
+      overlap.wait %sig[0] : !overlap.signals<1>
+      linalg.matmul ins(%x, %b : memref<16x32xf32>, memref<32x8xf32>) outs(%o : memref<16x8xf32>)
+    }
+    overlap.stream comm {
+      overlap.shift %a by 1 into %x on @tp grid_axes = [0] {with_next} : memref<16x32xf32>, memref<16x32xf32>
+      overlap.signal %sig[0] : !overlap.signals<1>
+      overlap.shift %a by 2 into %y on @tp grid_axes = [0] : memref<16x32xf32>, memref<16x32xf32>
+    }
+  }
+  return
+}

@@ -92,7 +92,8 @@ SignalsType::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> tiles, StringRef strategy,
                                Bound bound, llvm::APFloat predicted,
-                               llvm::APFloat serial, StringRef layout) {
+                               llvm::APFloat serial, StringRef layout,
+                               ArrayRef<int64_t> groups) {
   double predictedUs = predicted.convertToDouble();
   double serialUs = serial.convertToDouble();
   if (tiles.empty())
@@ -110,6 +111,21 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (strategy.empty())
     return emitError() << "#overlap.plan needs a non-empty strategy";
+  if (!groups.empty()) {
+    if (layout != "rank-major")
+      return emitError() << "#overlap.plan groups are only for layout "
+                            "\"rank-major\"";
+    int64_t units = 0;
+    for (int64_t g : groups) {
+      if (g <= 0)
+        return emitError() << "#overlap.plan groups must be positive, got "
+                           << g;
+      units += g;
+    }
+    if (units != int64_t(tiles.size()))
+      return emitError() << "#overlap.plan groups sum to " << units
+                         << " tiles, but the plan has " << tiles.size();
+  }
   if (layout != "interleaved" && layout != "rank-major")
     return emitError() << "#overlap.plan layout must be \"interleaved\" or "
                           "\"rank-major\", got \""
@@ -154,6 +170,11 @@ void PlanAttr::print(AsmPrinter &printer) const {
     printer << ", layout = ";
     printer.printString(getLayout());
   }
+  if (!getGroups().empty()) {
+    printer << ", groups = [";
+    llvm::interleaveComma(getGroups(), printer);
+    printer << "]";
+  }
   printer << ">";
 }
 
@@ -184,9 +205,19 @@ Attribute PlanAttr::parse(AsmParser &parser, Type) {
       parser.parseFloat(serialUs))
     return {};
   std::string layout = "interleaved";
-  if (succeeded(parser.parseOptionalComma()) &&
-      (parseField("layout") || parser.parseString(&layout)))
-    return {};
+  SmallVector<int64_t> groups;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("layout"))) {
+      if (parser.parseEqual() || parser.parseString(&layout))
+        return {};
+      continue;
+    }
+    if (parseField("groups") ||
+        parser.parseCommaSeparatedList(
+            AsmParser::Delimiter::Square,
+            [&]() { return parser.parseInteger(groups.emplace_back()); }))
+      return {};
+  }
   if (parser.parseGreater())
     return {};
   std::optional<Bound> bound = symbolizeBound(boundName);
@@ -198,5 +229,5 @@ Attribute PlanAttr::parse(AsmParser &parser, Type) {
   return PlanAttr::getChecked(
       [&]() { return parser.emitError(parser.getNameLoc()); },
       parser.getContext(), tiles, strategy, *bound,
-      llvm::APFloat(predictedUs), llvm::APFloat(serialUs), layout);
+      llvm::APFloat(predictedUs), llvm::APFloat(serialUs), layout, groups);
 }

@@ -140,7 +140,8 @@ struct IntoBufferModel : public DestinationModel<IntoBufferModel<OpTy>, OpTy> {
     else if constexpr (std::is_same_v<OpTy, ShiftOp>)
       ShiftOp::create(rewriter, op->getLoc(), Type(), *input, *dest,
                       collective.getGridAttr(), collective.getGridAxesAttr(),
-                      collective.getOffsetAttr());
+                      collective.getOffsetAttr(),
+                      collective.getWithNextAttr());
     else
       OpTy::create(rewriter, op->getLoc(), Type(), *input, *dest,
                    collective.getGridAttr(), collective.getGridAxesAttr());

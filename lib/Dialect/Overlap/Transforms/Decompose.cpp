@@ -779,9 +779,11 @@ Decomposed decomposeFusedOp(RewriterBase &rewriter, Operation *op,
     LogicalResult built =
         isa<MatmulReduceScatterOp>(op)
             ? decomposeRankMajorReduceScatter(
-                  rewriter, cast<MatmulReduceScatterOp>(op), *layout)
-            : decomposeRankMajorAllGather(
-                  rewriter, cast<AllGatherMatmulOp>(op), *layout);
+                  rewriter, cast<MatmulReduceScatterOp>(op), *layout,
+                  plan.getGroups())
+            : decomposeRankMajorAllGather(rewriter,
+                                          cast<AllGatherMatmulOp>(op),
+                                          *layout, plan.getGroups());
     return succeeded(built) ? Decomposed::Yes : Decomposed::Failed;
   }
   // All-to-all tiles take a share of every (rank, expert) block; the

@@ -14,6 +14,8 @@
 
 #include "TensorBuilders.h"
 
+#include <optional>
+
 #include "overlap/Dialect/Overlap/IR/OverlapOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,8 +33,10 @@ namespace {
 class RankMajorBuilder {
 public:
   RankMajorBuilder(RewriterBase &rewriter, Operation *op,
-                   const planner::RankMajorLayout &layout)
-      : b(rewriter), op(op), loc(op->getLoc()), layout(layout) {}
+                   const planner::RankMajorLayout &layout,
+                   SmallVector<bool> withNext)
+      : b(rewriter), op(op), loc(op->getLoc()), layout(layout),
+        withNext(std::move(withNext)) {}
 
   /// This rank's index in the op's group (row-major over its grid axes).
   LogicalResult init() {
@@ -102,18 +106,23 @@ public:
         .getResult(0);
   }
 
-  Value shift(Value value, int64_t offset, Value into) {
-    return ShiftOp::create(b, loc, into.getType(), value, into,
-                           op->getAttrOfType<FlatSymbolRefAttr>("grid"),
-                           op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"),
-                           b.getI64IntegerAttr(offset))
-        .getResult();
+  /// Tile t's exchange of `value` into `into`.
+  Value shift(size_t t, Value value, Value into) {
+    auto shift = ShiftOp::create(
+        b, loc, into.getType(), value, into,
+        op->getAttrOfType<FlatSymbolRefAttr>("grid"),
+        op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"),
+        b.getI64IntegerAttr(layout.shift(t)));
+    if (withNext[t])
+      shift.setWithNext(true);
+    return shift.getResult();
   }
 
   RewriterBase &b;
   Operation *op;
   Location loc;
   const planner::RankMajorLayout &layout;
+  SmallVector<bool> withNext;
   Value rank;
 };
 
@@ -158,10 +167,28 @@ Value sumInOrder(OpBuilder &b, Location loc, ArrayRef<Value> parts, Value out) {
 
 } // namespace
 
+SmallVector<bool>
+mlir::overlap::fusedWithNext(const planner::RankMajorLayout &layout,
+                             ArrayRef<int64_t> groups) {
+  SmallVector<bool> withNext(layout.size(), false);
+  size_t t = 0;
+  for (int64_t units : groups) {
+    // The group's exchanged tiles, in order: all but the last join the next.
+    std::optional<size_t> previous;
+    for (int64_t u = 0; u < units && t < layout.size(); ++u, ++t)
+      if (layout.exchanges(t)) {
+        if (previous)
+          withNext[*previous] = true;
+        previous = t;
+      }
+  }
+  return withNext;
+}
+
 LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
     RewriterBase &rewriter, MatmulReduceScatterOp op,
-    const planner::RankMajorLayout &layout) {
-  RankMajorBuilder rb(rewriter, op, layout);
+    const planner::RankMajorLayout &layout, ArrayRef<int64_t> groups) {
+  RankMajorBuilder rb(rewriter, op, layout, fusedWithNext(layout, groups));
   if (failed(rb.init()))
     return failure();
   Location loc = op.getLoc();
@@ -201,7 +228,7 @@ LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
                                       step == 0 ? into
                                                 : rb.empty({rows, n}, outElem));
       if (layout.exchanges(t))
-        partial = rb.shift(partial, layout.shift(t), into);
+        partial = rb.shift(t, partial, into);
       values.push_back(addUnitRows(rewriter, loc, partial));
     }
     YieldOp::create(rewriter, loc, values);
@@ -232,8 +259,8 @@ LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
 
 LogicalResult mlir::overlap::decomposeRankMajorAllGather(
     RewriterBase &rewriter, AllGatherMatmulOp op,
-    const planner::RankMajorLayout &layout) {
-  RankMajorBuilder rb(rewriter, op, layout);
+    const planner::RankMajorLayout &layout, ArrayRef<int64_t> groups) {
+  RankMajorBuilder rb(rewriter, op, layout, fusedWithNext(layout, groups));
   if (failed(rb.init()))
     return failure();
   Location loc = op.getLoc();
@@ -279,7 +306,7 @@ LogicalResult mlir::overlap::decomposeRankMajorAllGather(
                                  rewriter.getIndexAttr(k)},
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
                                  rewriter.getIndexAttr(1)});
-      Value a = layout.exchanges(t) ? rb.shift(local, layout.shift(t),
+      Value a = layout.exchanges(t) ? rb.shift(t, local,
                                                rb.empty({rows, k}, aElem))
                                     : local;
       Value acc = rounding ? linalg::FillOp::create(

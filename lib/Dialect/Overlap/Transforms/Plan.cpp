@@ -191,7 +191,7 @@ struct OverlapPlanPass
     op->setAttr(OverlapDialect::getPlanAttrName(),
                 PlanAttr::get(op->getContext(), plan->tiles, plan->strategy,
                               bound, plan->predictedUs, plan->serialUs,
-                              planner::toString(plan->layout)));
+                              planner::toString(plan->layout), plan->groups));
 
     if (remark::detail::InFlightRemark r =
             remarkAnalysis(op, kPlanRemarkName, "overlap-plan"))

@@ -150,3 +150,57 @@ func.func @bad_layout() attributes {
   p = #overlap.plan<tiles = [4], strategy = "given", bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "blocked">} {
   return
 }
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// Exchange groups: groups = [1, 3] makes step 1 one exchange and steps 2,
+// 3 and 0 another; the shifts of a group but its last exchanged one carry
+// `with_next` (the own block's step 0 has none to fuse).
+// CHECK-LABEL: func.func @grouped_reduce_scatter
+// CHECK: overlap.shift %{{.*}} by 1 into %{{.*}} on @tp grid_axes = [0] :
+// CHECK: overlap.shift %{{.*}} by 2 into %{{.*}} on @tp grid_axes = [0] {with_next} :
+// CHECK: overlap.shift %{{.*}} by 3 into %{{.*}} on @tp grid_axes = [0] :
+// CHECK-NOT: overlap.shift
+func.func @grouped_reduce_scatter(%a: tensor<64x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<16x8xf32> {
+  %r = overlap.matmul_reduce_scatter %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [16, 16, 16, 16], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major", groups = [1, 3]>}
+      : tensor<64x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// All-gather, groups = [2, 2]: the own block and step 1 (one exchange),
+// then steps 2 and 3 fused.
+// CHECK-LABEL: func.func @grouped_all_gather
+// CHECK: overlap.shift %{{.*}} by -1 into %{{.*}} on @tp grid_axes = [0] :
+// CHECK: overlap.shift %{{.*}} by -2 into %{{.*}} on @tp grid_axes = [0] {with_next} :
+// CHECK: overlap.shift %{{.*}} by -3 into %{{.*}} on @tp grid_axes = [0] :
+func.func @grouped_all_gather(%a: tensor<16x16xf32>, %b: tensor<16x8xf32>, %c: tensor<64x8xf32>) -> tensor<64x8xf32> {
+  %r = overlap.all_gather_matmul %a, %b, %c on @tp grid_axes = [0]
+      {overlap.plan = #overlap.plan<tiles = [16, 16, 16, 16], strategy = "given",
+                                    bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major", groups = [2, 2]>}
+      : tensor<16x16xf32>, tensor<16x8xf32>, tensor<64x8xf32> -> tensor<64x8xf32>
+  return %r : tensor<64x8xf32>
+}
+
+// -----
+
+func.func @groups_interleaved() attributes {
+  // expected-error @+1 {{#overlap.plan groups are only for layout "rank-major"}}
+  p = #overlap.plan<tiles = [4, 4], strategy = "given", bound = comm, predicted_us = 1.0, serial_us = 2.0, groups = [2]>} {
+  return
+}
+
+// -----
+
+func.func @groups_sum() attributes {
+  // expected-error @+1 {{#overlap.plan groups sum to 3 tiles, but the plan has 4}}
+  p = #overlap.plan<tiles = [4, 4, 4, 4], strategy = "given", bound = comm, predicted_us = 1.0, serial_us = 2.0, layout = "rank-major", groups = [1, 2]>} {
+  return
+}

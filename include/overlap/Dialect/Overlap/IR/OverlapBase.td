@@ -141,10 +141,14 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
     GEMM and one point-to-point exchange (`overlap.shift`); the Planner's
     `RankMajorLayout` is the rule.
 
+    `groups` (rank-major only; printed when given) groups consecutive
+    tiles into one exchange each: the GEMMs of a group's tiles, then their
+    shifts as one call. Without it every tile is its own group.
+
     ```mlir
     #overlap.plan<tiles = [256, 256, 256, 256], strategy = "rank-major",
                   bound = comm, predicted_us = 80.5, serial_us = 96.0,
-                  layout = "rank-major">
+                  layout = "rank-major", groups = [1, 2, 1]>
     ```
   }];
   let parameters = (ins
@@ -154,17 +158,20 @@ def Overlap_PlanAttr : AttrDef<Overlap_Dialect, "Plan"> {
     APFloatParameter<"predicted time of the overlapped op (us)">:$predictedUs,
     APFloatParameter<"time of the unsplit matmul then collective (us)">:$serialUs,
     StringRefParameter<"how the tiles address the rows: interleaved or "
-                       "rank-major", "\"interleaved\"">:$layout
+                       "rank-major", "\"interleaved\"">:$layout,
+    OptionalArrayRefParameter<"int64_t",
+        "rank-major: units (tiles) per exchange group, in order">:$groups
   );
   let builders = [
     AttrBuilder<(ins "::llvm::ArrayRef<int64_t>":$tiles,
                      "::llvm::StringRef":$strategy,
                      "::mlir::overlap::Bound":$bound,
                      "double":$predictedUs, "double":$serialUs,
-                     CArg<"::llvm::StringRef", "\"interleaved\"">:$layout), [{
+                     CArg<"::llvm::StringRef", "\"interleaved\"">:$layout,
+                     CArg<"::llvm::ArrayRef<int64_t>", "{}">:$groups), [{
       return $_get($_ctxt, tiles, strategy, bound,
                    ::llvm::APFloat(predictedUs), ::llvm::APFloat(serialUs),
-                   layout);
+                   layout, groups);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;

@@ -383,6 +383,11 @@ def Overlap_ShiftOp : Overlap_CollectiveOp<"shift"> {
     destination buffer, which must not alias the input unless the offset is
     a multiple of G (then the op is a copy). The runtime call is
     `overlap_shift` (NCCL: one ncclSend and one ncclRecv in a group).
+    `with_next` (set by overlap-decompose on every exchange of a grouped
+    rank-major tile but its last) makes this shift and the next one on its
+    stream one call: the lowering encloses them in `overlap_fuse_begin` /
+    `overlap_fuse_end` (one NCCL launch, one per-call latency) and enqueues
+    the signals that fall between them after the end.
 
     ```mlir
     %x = overlap.shift %t by 3 on @tp grid_axes = [0] : tensor<256x64xf32> -> tensor<256x64xf32>
@@ -391,7 +396,7 @@ def Overlap_ShiftOp : Overlap_CollectiveOp<"shift"> {
   }];
   let arguments = !con((ins TensorOrMemref:$input,
                             Optional<TensorOrMemref>:$init), GroupArgs,
-                       (ins I64Attr:$offset));
+                       (ins I64Attr:$offset, UnitAttr:$with_next));
   let results = (outs Optional<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     $input `by` $offset (`into` $init^)? `on` $grid `grid_axes` `=` $grid_axes

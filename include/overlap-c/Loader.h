@@ -183,12 +183,16 @@ OVERLAP_C_API int overlapCudaUniqueId(uint8_t *id, char **messages);
 
 /** Loads `program` and makes its context: rank `rank` of `ranks` on CUDA
  *  device `device`, NCCL from `uniqueId` (NULL when `ranks` is 1).
- *  Collective over the ranks. NULL with the status (2, or 3 without a
- *  device) in `*status` and why in `*messages` (each may be NULL). */
+ *  Collective over the ranks. `waitTimeoutMs` bounds each wait of a call
+ *  (0: the runtime's default, 10 s), `initTimeoutMs` NCCL's init (0:
+ *  $OVERLAP_INIT_TIMEOUT_MS, else unbounded; at the bound the creation
+ *  fails naming the rank and the bound). NULL with the status (2, or 3
+ *  without a device) in `*status` and why in `*messages` (each may be
+ *  NULL). */
 OVERLAP_C_API OverlapDeviceLayer *
 overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
                          int ranks, int rank, int device, int64_t waitTimeoutMs,
-                         int *status, char **messages);
+                         int64_t initTimeoutMs, int *status, char **messages);
 
 /** One call on the caller's `stream` (a cudaStream_t): `inputs[a]` device
  *  pointers of the arguments (never written), `outputs[i]` where result i

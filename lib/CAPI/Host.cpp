@@ -522,7 +522,8 @@ int overlapCudaUniqueId(uint8_t *id, char **messages) {
 OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
                                              const uint8_t *uniqueId, int ranks,
                                              int rank, int device,
-                                             int64_t waitTimeoutMs, int *status,
+                                             int64_t waitTimeoutMs,
+                                             int64_t initTimeoutMs, int *status,
                                              char **messages) {
   if (messages)
     *messages = nullptr;
@@ -535,7 +536,8 @@ OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
     error = "no program library given";
   else if (overlap::exec::loadRuntime(error))
     layer = overlap::exec::createDeviceLayer(
-        program, uniqueId, ranks, rank, device, waitTimeoutMs, noDevice, error);
+        program, uniqueId, ranks, rank, device, waitTimeoutMs, initTimeoutMs,
+        noDevice, error);
   if (layer) {
     if (status)
       *status = 0;

@@ -564,7 +564,7 @@ bool cudaUniqueId(uint8_t *id, bool &noDevice, std::string &error) {
 std::unique_ptr<DeviceLayer>
 createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
                   int ranks, int rank, int device, int64_t waitTimeoutMs,
-                  bool &noDevice, std::string &error) {
+                  int64_t initTimeoutMs, bool &noDevice, std::string &error) {
   std::optional<int> count = visibleDevices(noDevice, error);
   if (!count)
     return nullptr;
@@ -576,7 +576,13 @@ createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
             (ranks > 1 && !uniqueId ? ", without an NCCL unique id" : "");
     return nullptr;
   }
+  if (initTimeoutMs < 0) {
+    error = "the NCCL init bound is negative (" +
+            std::to_string(initTimeoutMs) + " ms)";
+    return nullptr;
+  }
   overlap_cuda_options options = cudaOptions(waitTimeoutMs);
+  options.init_timeout_ms = initTimeoutMs;
   overlap_context *ctx = nullptr;
   overlap_status status =
       ranks == 1
@@ -649,7 +655,7 @@ bool cudaUniqueId(uint8_t *, bool &noDevice, std::string &error) {
 
 std::unique_ptr<DeviceLayer> createDeviceLayer(const std::string &,
                                                const uint8_t *, int, int, int,
-                                               int64_t, bool &noDevice,
+                                               int64_t, int64_t, bool &noDevice,
                                                std::string &error) {
   createCudaExecutor(0, 0, noDevice, error);
   return nullptr;

@@ -159,7 +159,8 @@ def host_api() -> ctypes.CDLL:
         lib.overlapCudaUniqueId.restype = ctypes.c_int
         lib.overlapDeviceLayerCreate.argtypes = [
             ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-            ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_int), out]
+            ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_int), out]
         lib.overlapDeviceLayerCreate.restype = ctypes.c_void_p
         lib.overlapDeviceLayerDestroy.argtypes = [ctypes.c_void_p]
         lib.overlapDeviceLayerDestroy.restype = None

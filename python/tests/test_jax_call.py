@@ -207,7 +207,7 @@ def test_the_gpu_path_says_no_device_here(tmp_path):
     assert "CUDA" in text
     code = ctypes.c_int()
     layer = api.overlapDeviceLayerCreate(
-        str(tmp_path / "missing.so").encode(), None, 1, 0, 0, 0,
+        str(tmp_path / "missing.so").encode(), None, 1, 0, 0, 0, 0,
         ctypes.byref(code), ctypes.byref(messages))
     text = ctypes.string_at(messages.value).decode() if messages.value else ""
     api.overlapFree(messages)

@@ -346,7 +346,7 @@ def test_python_scalars_as_jax_jit_takes_them(mesh):
 
 
 @pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, 2**64 + 1500,
-                                 2**31, 0, -5, 1e300, "1000", True, None])
+                                 2**31, 0, -5, 1e300, "1000", True])
 def test_timeout_ms_out_of_range_says_so(mesh, bad):
     f = psum_layer(mesh)
     with pytest.raises(ValueError, match=r"timeout_ms=.*2147483647"):
@@ -361,3 +361,10 @@ def test_timeout_ms_in_range(mesh):
     assert ojax.jit(f, timeout_ms=np.int64(7)).timeout_ms == 7
     top = ojax.jit(f, timeout_ms=2**31 - 1).timeout_ms
     assert top == 2**31 - 1
+
+
+def test_timeout_ms_none_is_the_default(mesh, monkeypatch):
+    # None: $OVERLAP_JAX_TIMEOUT_MS, else 60000 (test_jax_gpu_layer.py
+    # tests the variable).
+    monkeypatch.delenv("OVERLAP_JAX_TIMEOUT_MS", raising=False)
+    assert ojax.jit(psum_layer(mesh), timeout_ms=None).timeout_ms == 60000

@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   int status = 0;
   char *messages = nullptr;
   OverlapDeviceLayer *layer = overlapDeviceLayerCreate(
-      argv[1], nullptr, 1, 0, 0, 0, &status, &messages);
+      argv[1], nullptr, 1, 0, 0, 0, 0, &status, &messages);
   if (!layer) {
     std::fprintf(stderr, "%s", messages ? messages : "no layer\n");
     overlapFree(messages);

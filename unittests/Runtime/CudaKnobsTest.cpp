@@ -342,6 +342,26 @@ TEST(CudaKnobs, ZeroSmAllGatherIsAKnob) {
             std::string::npos);
 }
 
+TEST(CudaKnobs, InitTimeout) {
+  // overlap.jax.jit bounds NCCL's init of its rank's context through this
+  // field (0: the creation function's own bound).
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  EXPECT_EQ(opts.init_timeout_ms, 0);
+  EXPECT_EQ(resolved(&opts).initTimeoutMs, 0);
+  opts.init_timeout_ms = 600000;
+  EXPECT_EQ(resolved(&opts).initTimeoutMs, 600000);
+  opts.init_timeout_ms = -1;
+  std::string error;
+  resolved(&opts, &error);
+  EXPECT_NE(error.find("init_timeout_ms is negative"), std::string::npos)
+      << error;
+  // A caller built before the field existed gets the default.
+  opts.init_timeout_ms = 5;
+  opts.struct_size = offsetof(overlap_cuda_options, init_timeout_ms);
+  EXPECT_EQ(resolved(&opts).initTimeoutMs, 0);
+}
+
 TEST(CudaKnobs, ZeroSmAllGatherOnlyServesAllGathers) {
   using overlap::runtime::CollectiveKind;
   EXPECT_TRUE(zeroSmAppliesTo(CollectiveKind::AllGather));

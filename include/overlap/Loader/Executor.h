@@ -211,12 +211,14 @@ public:
 /// rank `rank` of `ranks` on CUDA device `device`, NCCL bootstrapped from
 /// `uniqueId` (OVERLAP_CUDA_UNIQUE_ID_BYTES, from rank 0's
 /// overlap_cuda_unique_id, passed by the framework's own means), or alone
-/// when `ranks` is 1. Collective over the ranks. Fails with `error`
+/// when `ranks` is 1. Collective over the ranks. `waitTimeoutMs` bounds
+/// each wait of a call (0: the runtime's default), `initTimeoutMs` NCCL's
+/// init (0: $OVERLAP_INIT_TIMEOUT_MS, else unbounded). Fails with `error`
 /// (`noDevice` set when there is no device or no CUDA backend).
 std::unique_ptr<DeviceLayer>
 createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
                   int ranks, int rank, int device, int64_t waitTimeoutMs,
-                  bool &noDevice, std::string &error);
+                  int64_t initTimeoutMs, bool &noDevice, std::string &error);
 
 /// Rank 0's NCCL unique id for createDeviceLayer; false with `error`
 /// (`noDevice` set) without a device or the CUDA backend.

@@ -138,6 +138,13 @@ typedef struct overlap_cuda_options {
      unaffected. Default: $OVERLAP_ZERO_SM_ALL_GATHER ("on" or "off"),
      else OFF (unmeasured). docs/cuda.md, "Zero-SM all-gather". */
   int32_t zero_sm_all_gather;
+  /* overlap_cuda_context_create_rank only: how long ncclCommInitRankConfig
+     may take, in ms (a peer that failed before joining, or never started,
+     would block NCCL's init for ever). At the bound the creation fails
+     with OVERLAP_ERROR_TIMEOUT naming the rank and the bound. 0:
+     $OVERLAP_INIT_TIMEOUT_MS, else unbounded. overlap.jax.jit passes its
+     init_timeout_ms (default 600000). */
+  int64_t init_timeout_ms;
 } overlap_cuda_options;
 
 /* Fills `opts` with the defaults. */

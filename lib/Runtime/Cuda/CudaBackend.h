@@ -62,6 +62,8 @@ struct Options {
   bool ncclCtaCap = true;
   /// All-gathers on NCCL's copy engines (zero_sm_all_gather).
   bool zeroSmAllGather = false;
+  /// overlap_cuda_options.init_timeout_ms (0: the caller's bound).
+  int64_t initTimeoutMs = 0;
 };
 
 /// Resolves `opts` (may be null) and the environment; on a malformed value

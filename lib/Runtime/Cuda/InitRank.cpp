@@ -7,8 +7,9 @@
 // overlap_cuda_context_create_rank's creation with ncclCommInitRankConfig
 // bounded in time: NCCL's init has no timeout, so a rank whose peer failed
 // before joining (or never started) would block for ever. Launched contexts
-// (Launched.cpp) bound it; a framework's own id is unbounded unless
-// OVERLAP_INIT_TIMEOUT_MS says otherwise (docs/cuda.md).
+// (Launched.cpp) bound it; a framework's own id is bounded by
+// overlap_cuda_options.init_timeout_ms (overlap.jax.jit passes one), else
+// unbounded unless OVERLAP_INIT_TIMEOUT_MS says otherwise (docs/cuda.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +94,10 @@ overlap_status overlap::cuda::createRankContext(
   ncclUniqueId uid;
   std::memcpy(&uid, id, sizeof(uid));
   ncclComm_t comm = nullptr;
+  // The caller's own bound (overlap.jax.jit's init_timeout_ms) wins over
+  // the one the creation function chose ($OVERLAP_INIT_TIMEOUT_MS or none).
+  if (options.initTimeoutMs > 0)
+    initTimeoutMs = options.initTimeoutMs;
   ncclConfig_t config = ncclConfigFor(options);
   bool timedOut = false;
   if (ncclResult_t r = initRankBounded(&comm, ranks, uid, rank, device, config,
@@ -104,7 +109,8 @@ overlap_status overlap::cuda::createRankContext(
               std::to_string(ranks) + ": ncclCommInitRankConfig did not " +
               "complete within " + std::to_string(initTimeoutMs) +
               " ms: a peer failed before joining or never started (its "
-              "own error says why); OVERLAP_INIT_TIMEOUT_MS sets the bound");
+              "own error says why); overlap_cuda_options.init_timeout_ms "
+              "or OVERLAP_INIT_TIMEOUT_MS sets the bound");
     return createFailed(OVERLAP_ERROR_BACKEND,
                         call + std::string("ncclCommInitRankConfig failed: ") +
                             describe(r));

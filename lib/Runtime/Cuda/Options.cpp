@@ -105,6 +105,12 @@ bool overlap::cuda::resolveOptions(const overlap_cuda_options *given,
   if (!runtime::resolveWaitTimeoutMs(opts.wait_timeout_ms, out.waitTimeoutMs,
                                      error))
     return false;
+  if (opts.init_timeout_ms < 0) {
+    error = "init_timeout_ms is negative (" +
+            std::to_string(opts.init_timeout_ms) + "; 0 means the default)";
+    return false;
+  }
+  out.initTimeoutMs = opts.init_timeout_ms;
   int sync = opts.sync;
   if (sync == OVERLAP_CUDA_SYNC_FROM_ENV) {
     const char *text = std::getenv("OVERLAP_CUDA_SYNC");

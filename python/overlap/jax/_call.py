@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import math
 import numbers
 import os
 import shutil
 import tempfile
+import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -45,19 +48,174 @@ _RUNNABLE = ("float32", "float16", "bfloat16")
 MAX_TIMEOUT_MS = 2**31 - 1
 
 
-def _timeout_ms(value) -> int:
-    """`timeout_ms` as the whole milliseconds the C API takes (a fraction
+#: The layer's step bound (``timeout_ms``) when none is given: how long a
+#: device's call waits for the others of its step (CPU: the rendezvous; GPU:
+#: each wait and drain of the rank's context).
+DEFAULT_TIMEOUT_MS = 60000
+#: The layer's creation bound on GPUs (``init_timeout_ms``) when none is
+#: given: how long a process waits for rank 0's NCCL id in jax.distributed's
+#: key-value store, and then for NCCL's init of the layer's communicator.
+#: Generous: the other processes may still be compiling the same layer.
+DEFAULT_INIT_TIMEOUT_MS = 600000
+#: Environment variables that set the two bounds when the call gives none.
+TIMEOUT_ENV = "OVERLAP_JAX_TIMEOUT_MS"
+INIT_TIMEOUT_ENV = "OVERLAP_JAX_INIT_TIMEOUT_MS"
+
+
+def _timeout_ms(value, name: str = "timeout_ms",
+                what: str = "how long a device's call waits for the others "
+                            "of its step") -> int:
+    """`value` as the whole milliseconds the C API takes (a fraction
     rounds up), or a ValueError naming the argument and its range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(
-            f"timeout_ms={value!r}: must be a number of milliseconds, "
+            f"{name}={value!r}: must be a number of milliseconds, "
             f"1 to {MAX_TIMEOUT_MS}")
     if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT_MS:
         raise ValueError(
-            f"timeout_ms={value!r}: must be a number of milliseconds, "
-            f"> 0 and at most {MAX_TIMEOUT_MS} (about 24.8 days: how long a "
-            f"device's call waits for the others of its step)")
+            f"{name}={value!r}: must be a number of milliseconds, "
+            f"> 0 and at most {MAX_TIMEOUT_MS} (about 24.8 days: {what})")
     return max(1, math.ceil(value))
+
+
+def resolve_timeouts(timeout_ms=None, init_timeout_ms=None) -> Tuple[int, int]:
+    """The layer's (step, creation) bounds in ms: each the argument when
+    given, else its environment variable (TIMEOUT_ENV, INIT_TIMEOUT_ENV),
+    else its default (DEFAULT_TIMEOUT_MS, DEFAULT_INIT_TIMEOUT_MS). A bad
+    value is a ValueError naming the argument or the variable."""
+    def one(value, name, env, default, what):
+        if value is not None:
+            return _timeout_ms(value, name, what)
+        text = os.environ.get(env, "").strip()
+        if not text:
+            return default
+        try:
+            number = float(text)
+        except ValueError:
+            number = text
+        return _timeout_ms(number, env, what)
+    return (one(timeout_ms, "timeout_ms", TIMEOUT_ENV, DEFAULT_TIMEOUT_MS,
+                "how long a device's call waits for the others of its "
+                "step"),
+            one(init_timeout_ms, "init_timeout_ms", INIT_TIMEOUT_ENV,
+                DEFAULT_INIT_TIMEOUT_MS,
+                "how long a GPU layer's creation waits for rank 0's NCCL id "
+                "and for NCCL's init"))
+
+
+class NcclIdKeys:
+    """The keys under which rank 0 publishes a GPU layer's NCCL id in
+    jax.distributed's key-value store. Every process must name the same
+    layer by the same key without talking to the others, and no two layers
+    may share one (two layers of functions with one name, a layer made
+    again in a notebook): the key is the layer's name, a digest of what
+    makes the layer (its MLIR, strategy, profile, mesh axes and device ids:
+    the same on every process of an SPMD program) and how many layers with
+    that digest this process made before. Processes that make their layers
+    in the same order (as SPMD programs do) derive the same keys."""
+
+    PREFIX = "overlap.jax.jit"
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._made: Dict[str, int] = {}
+
+    @staticmethod
+    def digest(mlir: str, strategy, profile, axes, sizes, device_ids) -> str:
+        h = hashlib.sha256()
+        for part in (mlir, str(strategy), str(profile or ""),
+                     ",".join(map(str, axes)), ",".join(map(str, sizes)),
+                     ",".join(map(str, device_ids))):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()[:16]
+
+    def next_key(self, name: str, digest: str) -> str:
+        with self._lock:
+            n = self._made.get(digest, 0)
+            self._made[digest] = n + 1
+        return f"{self.PREFIX}/{name}/{digest}/{n}"
+
+
+#: This process's keys (one counter per process, as every process has).
+_nccl_id_keys = NcclIdKeys()
+
+
+def exchange_unique_id(client, key: str, rank: int, make_id,
+                       timeout_ms: int, layer: str) -> bytes:
+    """Rank 0's NCCL id for every rank of a GPU layer, through `client`
+    (jax.distributed's key-value client: ``key_value_set`` raises on a key
+    that exists, ``blocking_key_value_get(key, timeout_in_ms)`` raises at
+    the bound). Rank 0 makes the id (`make_id()`, 128 bytes) and sets it
+    under `key`; the others wait up to `timeout_ms` for it. A key that is
+    already set is an error naming the layer (never an old id taken into
+    NCCL's init), as is a rank that waited past the bound."""
+    if rank == 0:
+        uid = bytes(make_id())
+        try:
+            client.key_value_set(key, uid.hex())
+        except Exception as err:
+            raise RuntimeError(
+                f"{layer}: cannot publish rank 0's NCCL id: the key {key!r} "
+                f"is already set in jax.distributed's key-value store (or "
+                f"the store refused it): another layer, or an earlier "
+                f"making of this one, used it; the other ranks could take "
+                f"its old id. Every process must make its layers in the same "
+                f"order ({err})") from None
+        return uid
+    start = time.monotonic()
+    try:
+        text = client.blocking_key_value_get(key, timeout_ms)
+    except Exception as err:
+        waited = int((time.monotonic() - start) * 1000)
+        raise RuntimeError(
+            f"{layer}: rank {rank} waited {waited} ms (bound: "
+            f"init_timeout_ms={timeout_ms}) for rank 0's NCCL id under the "
+            f"key {key!r} in jax.distributed's key-value store and did not "
+            f"get it: rank 0 failed before publishing it (its own error "
+            f"says why), is later than the bound, or made its layers in "
+            f"another order. Raise the bound with init_timeout_ms= or "
+            f"{INIT_TIMEOUT_ENV} ({err})") from None
+    uid = bytes.fromhex(text)
+    if len(uid) != 128:
+        raise RuntimeError(f"{layer}: the NCCL id under {key!r} has "
+                           f"{len(uid)} bytes, not 128")
+    return uid
+
+
+def mesh_platform(devices) -> str:
+    """The platform the layer runs on: its mesh's devices' (not JAX's
+    default backend, which may be another), one platform for all."""
+    platforms = sorted({d.platform for d in devices})
+    if len(platforms) != 1:
+        raise RuntimeError(f"the layer's mesh mixes platforms {platforms}")
+    return platforms[0]
+
+
+def gpu_job_check(name: str, devices, process_count: int,
+                  process_index: int):
+    """On GPUs a layer runs one rank per process and GPU: every process of
+    the job holds exactly one of the mesh's devices, in process order
+    (rank r = the device at row-major position r = process r). Returns
+    (ranks, rank, this process's device); refuses with the reason, before
+    anything is compiled."""
+    devices = list(devices)
+    mine = [d for d in devices if d.process_index == process_index]
+    if len(mine) != 1:
+        raise RuntimeError(
+            f"{name}: on GPUs an Overlap layer runs one rank per process and "
+            f"GPU (jax.distributed.initialize, one local device each: e.g. "
+            f"CUDA_VISIBLE_DEVICES=<local rank> per process); this process "
+            f"holds {len(mine)} of the mesh's {len(devices)} devices. Nothing "
+            f"was compiled")
+    order = [d.process_index for d in devices]
+    if process_count != len(devices) or order != list(range(process_count)):
+        raise RuntimeError(
+            f"{name}: the mesh's devices must be the job's processes in "
+            f"order (device of process r at row-major position r); the "
+            f"job has {process_count} processes, the mesh holds processes "
+            f"{order}. Nothing was compiled")
+    return process_count, process_index, mine[0]
 
 
 def _weak(a) -> bool:
@@ -112,9 +270,12 @@ class Layer:
     ``jax.jit`` (and outside), compiled once per signature."""
 
     def __init__(self, f, *, strategy: str = "auto",
-                 profile: Optional[str] = None, timeout_ms: float = 60000,
-                 differentiable: bool = True):
-        self.timeout_ms = _timeout_ms(timeout_ms)
+                 profile: Optional[str] = None,
+                 timeout_ms: Optional[float] = None,
+                 differentiable: bool = True,
+                 init_timeout_ms: Optional[float] = None):
+        self.timeout_ms, self.init_timeout_ms = resolve_timeouts(
+            timeout_ms, init_timeout_ms)
         self.f = f
         self.strategy = strategy
         self.profile = profile
@@ -193,12 +354,19 @@ class Layer:
                     f"argument {a} of {name} (a leaf, in jax.tree_util "
                     f"order) is {np.dtype(leaves[a].dtype).name}: an Overlap "
                     f"layer takes float32, float16 and bfloat16 arrays")
-        devices = jax.devices()
-        platform = devices[0].platform
+        # The mesh's platform, not the default backend's.
+        mesh_devices = list(low.mesh.devices.flat)
+        platform = mesh_platform(mesh_devices)
         gpu = platform in ("gpu", "cuda")
         if not gpu and platform != "cpu":
             raise RuntimeError(f"{name}: an Overlap layer runs on CPU and "
                                f"CUDA devices, not {platform}")
+        if gpu:
+            # Before compiling: a job that cannot run the layer (8 GPUs in
+            # one process) is refused at once, with the reason.
+            gpu_job_check(name, mesh_devices, jax.process_count(),
+                          jax.process_index())
+        devices = jax.devices("cpu") if not gpu else mesh_devices
         if not gpu and len(devices) < low.ranks:
             raise RuntimeError(
                 f"{name}: the layer's mesh has {low.ranks} devices "
@@ -256,44 +424,43 @@ class Layer:
     def _device_layer(self, low, path) -> int:
         """This process's rank on its GPU (one process and GPU per rank,
         as jax.distributed starts them); rank 0's NCCL id goes to the
-        others through jax.distributed's key-value store. Compiled, not yet
-        run on a GPU (docs/jax.md)."""
+        others through jax.distributed's key-value store under a key of
+        this layer's own (NcclIdKeys), within init_timeout_ms, which also
+        bounds NCCL's init. Compiled, not yet run on a GPU (docs/jax.md)."""
         import jax
         from .. import native
         name = low.entry
-        if jax.local_device_count() != 1:
-            raise RuntimeError(
-                f"{name}: on GPUs an Overlap layer runs one rank per process "
-                f"and GPU (jax.distributed.initialize, one local device "
-                f"each); this process has {jax.local_device_count()}")
-        ranks, rank = jax.process_count(), jax.process_index()
-        order = [d.process_index for d in low.mesh.devices.flat]
-        if ranks != low.ranks or order != list(range(ranks)):
-            raise RuntimeError(
-                f"{name}: the mesh's devices must be the job's processes in "
-                f"order (device of process r at row-major position r); the "
-                f"job has {ranks} processes, the mesh holds processes "
-                f"{order}")
+        ranks, rank, device = gpu_job_check(
+            name, low.mesh.devices.flat, jax.process_count(),
+            jax.process_index())
         api = native.host_api()
         messages = ctypes.c_void_p()
         uid = None
         if ranks > 1:
             from jax._src import distributed
             client = distributed.global_state.client
-            key = f"overlap.jax.jit/{name}/{len(self._handles)}"
-            if rank == 0:
-                uid = (ctypes.c_uint8 * 128)()
-                if api.overlapCudaUniqueId(uid, ctypes.byref(messages)):
+            if client is None:
+                raise RuntimeError(
+                    f"{name}: a GPU layer of {ranks} ranks needs "
+                    f"jax.distributed.initialize() first (its key-value "
+                    f"store carries rank 0's NCCL id)")
+            digest = NcclIdKeys.digest(
+                low.mlir, self.strategy, self.profile, low.axes, low.sizes,
+                [d.id for d in low.mesh.devices.flat])
+            key = _nccl_id_keys.next_key(name, digest)
+
+            def make_id():
+                made = (ctypes.c_uint8 * 128)()
+                if api.overlapCudaUniqueId(made, ctypes.byref(messages)):
                     raise self._failed(api, messages, "")
-                client.key_value_set(key, bytes(uid).hex())
-            else:
-                text = client.blocking_key_value_get(key, self.timeout_ms)
-                uid = (ctypes.c_uint8 * 128).from_buffer_copy(
-                    bytes.fromhex(text))
+                return bytes(made)
+
+            uid = (ctypes.c_uint8 * 128).from_buffer_copy(exchange_unique_id(
+                client, key, rank, make_id, self.init_timeout_ms, name))
         status = ctypes.c_int()
         layer = api.overlapDeviceLayerCreate(
-            path.encode(), uid, ranks, rank,
-            jax.local_devices()[0].local_hardware_id, 0,
+            path.encode(), uid, ranks, rank, device.local_hardware_id,
+            self.timeout_ms, self.init_timeout_ms,
             ctypes.byref(status), ctypes.byref(messages))
         if not layer:
             raise self._failed(api, messages, "")
@@ -383,6 +550,7 @@ class Layer:
             c.backward = Layer(self._backward_function(low),
                                strategy=self.strategy, profile=self.profile,
                                timeout_ms=self.timeout_ms,
+                               init_timeout_ms=self.init_timeout_ms,
                                differentiable=False)
         params = [leaves[a] for a in low.param_args]
         grads = c.backward(*params, *ct_leaves)
@@ -428,18 +596,26 @@ class Layer:
 
 
 def jit(f=None, *, strategy: str = "auto", profile: Optional[str] = None,
-        timeout_ms: float = 60000, differentiable: bool = True):
+        timeout_ms: Optional[float] = None, differentiable: bool = True,
+        init_timeout_ms: Optional[float] = None):
     """``f`` (a ``jax.shard_map`` layer) as a callable that works inside the
     user's ``jax.jit``-ed code: compiled by Overlap once per signature,
     run by Overlap's host backend (one rank per mesh device) through an XLA
-    FFI call. ``timeout_ms`` bounds how long a device's call waits for the
-    other devices of its step (milliseconds, > 0 and at most
-    ``MAX_TIMEOUT_MS``). Usable as a decorator
+    FFI call, or on GPUs one rank per process and GPU. ``timeout_ms``
+    bounds how long a device's call waits for the other devices of its step
+    (on GPUs: each wait and drain of the rank's context; default
+    ``$OVERLAP_JAX_TIMEOUT_MS``, else 60000). ``init_timeout_ms`` bounds a
+    GPU layer's creation: the wait for rank 0's NCCL id in jax.distributed's
+    key-value store, and NCCL's init (default
+    ``$OVERLAP_JAX_INIT_TIMEOUT_MS``, else 600000). Both in milliseconds,
+    > 0 and at most ``MAX_TIMEOUT_MS``. Usable as a decorator
     (``@overlap.jax.jit(strategy="auto")``)."""
-    _timeout_ms(timeout_ms)
+    resolve_timeouts(timeout_ms, init_timeout_ms)
     if f is None:
         return functools.partial(jit, strategy=strategy, profile=profile,
                                  timeout_ms=timeout_ms,
-                                 differentiable=differentiable)
+                                 differentiable=differentiable,
+                                 init_timeout_ms=init_timeout_ms)
     return Layer(f, strategy=strategy, profile=profile,
-                 timeout_ms=timeout_ms, differentiable=differentiable)
+                 timeout_ms=timeout_ms, differentiable=differentiable,
+                 init_timeout_ms=init_timeout_ms)

@@ -519,12 +519,10 @@ int overlapCudaUniqueId(uint8_t *id, char **messages) {
   return noDevice ? 3 : 2;
 }
 
-OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
-                                             const uint8_t *uniqueId, int ranks,
-                                             int rank, int device,
-                                             int64_t waitTimeoutMs,
-                                             int64_t initTimeoutMs, int *status,
-                                             char **messages) {
+OverlapDeviceLayer *
+overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
+                         int ranks, int rank, int device, int64_t waitTimeoutMs,
+                         int64_t initTimeoutMs, int *status, char **messages) {
   if (messages)
     *messages = nullptr;
   if (status)
@@ -535,9 +533,9 @@ OverlapDeviceLayer *overlapDeviceLayerCreate(const char *program,
   if (!program)
     error = "no program library given";
   else if (overlap::exec::loadRuntime(error))
-    layer = overlap::exec::createDeviceLayer(
-        program, uniqueId, ranks, rank, device, waitTimeoutMs, initTimeoutMs,
-        noDevice, error);
+    layer = overlap::exec::createDeviceLayer(program, uniqueId, ranks, rank,
+                                             device, waitTimeoutMs,
+                                             initTimeoutMs, noDevice, error);
   if (layer) {
     if (status)
       *status = 0;

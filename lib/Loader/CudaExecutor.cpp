@@ -448,7 +448,8 @@ class CudaDeviceLayer : public DeviceLayer {
 public:
   CudaDeviceLayer(overlap_context *ctx) : ctx(ctx) {
     for (int i = 0, n = rt().overlap_context_num_streams(ctx); i < n; ++i)
-      streams.push_back(static_cast<cudaStream_t>(rt().overlap_cuda_stream(ctx, i)));
+      streams.push_back(
+          static_cast<cudaStream_t>(rt().overlap_cuda_stream(ctx, i)));
   }
   ~CudaDeviceLayer() override {
     std::string ignored;
@@ -498,7 +499,8 @@ public:
     for (size_t i = 0; i < sig.args.size(); ++i) {
       const run::BufferSpec &spec = sig.args[i];
       in.push_back({deviceArgs[i], inputs[i],
-                    spec.numElements() * spec.elemBytes(), "input " + spec.name});
+                    spec.numElements() * spec.elemBytes(),
+                    "input " + spec.name});
       data.argDescriptors[i] = run::contiguousDescriptor(spec, deviceArgs[i]);
     }
     if (!layer_order::copyIn(cu(), caller, streams, events, in, error))

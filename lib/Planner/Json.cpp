@@ -40,6 +40,11 @@ static void writePlan(json::OStream &j, const Plan &plan,
         for (int64_t c : plan.chunks)
           j.value(c);
       });
+      // The exchange groups (one fused exchange each), even all ones.
+      j.attributeArray("groups", [&] {
+        for (int64_t g : taskUnits(plan))
+          j.value(g);
+      });
       if (pb.collective == Collective::ReduceScatter)
         j.attribute("tail_us", r3(plan.tailUs));
     }
@@ -73,23 +78,30 @@ static void writePlan(json::OStream &j, const Plan &plan,
     j.attribute("comm_source", model.describeCommSource());
     j.attribute("gemm_calls_per_tile", plan.gemmCallsPerTile);
     j.attribute("single_gemm_kernel", plan.singleGemmKernel);
+    // One task per tile; for a rank-major plan one per exchange group, its
+    // rows summed, with the first unit's step and chunk.
+    std::vector<int64_t> units = taskUnits(plan), rows = taskRows(plan);
     j.attributeArray("tasks", [&] {
-      for (size_t i = 0; i < plan.tiles.size(); ++i) {
+      int64_t firstUnit = 0;
+      for (size_t i = 0; i < plan.computeUs.size(); ++i) {
         const SimTask &c = plan.timeline.task(Stream::Compute, i);
         const SimTask &m = plan.timeline.task(Stream::Comm, i);
         j.object([&] {
           j.attribute("tile", static_cast<int64_t>(i));
-          j.attribute("rows", plan.tiles[i]);
+          j.attribute("rows", rows[i]);
           if (plan.layout == TileOrder::RankMajor && !plan.chunks.empty()) {
             // Steps in execution order (RankMajor.h).
             int64_t k = static_cast<int64_t>(plan.chunks.size());
-            int64_t i64 = static_cast<int64_t>(i), g = pb.ranks;
+            int64_t u = firstUnit, g = pb.ranks;
             int64_t step = pb.collective == Collective::ReduceScatter
-                               ? (i64 / k + 1) % g
-                               : i64 / k;
+                               ? (u / k + 1) % g
+                               : u / k;
             j.attribute("step", step);
-            j.attribute("chunk", i64 % k);
+            j.attribute("chunk", u % k);
+            j.attribute("first_unit", u);
+            j.attribute("units", units[i]);
           }
+          firstUnit += units[i];
           j.attribute("compute_us", r3(plan.computeUs[i]));
           j.attribute("comm_us", r3(plan.commUs[i]));
           j.attribute("compute_start_us", r3(c.startUs));

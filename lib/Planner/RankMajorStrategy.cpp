@@ -96,44 +96,113 @@ Expected<Plan> overlap::planner::planRankMajor(const CostModel &model) {
         "reduce-scatter's final sum of the %lld partials",
         model.getProfile().source.c_str(), (long long)g);
 
-  // Prices of a chunk by its rows: a cut has at most three sizes.
-  std::map<int64_t, std::pair<double, double>> prices;
-  auto price = [&](int64_t rows) {
-    auto [it, inserted] = prices.try_emplace(rows);
+  // Prices by rows: a chunk's GEMM, and an exchange of a group's rows.
+  std::map<int64_t, double> gemms, shifts;
+  auto gemmOf = [&](int64_t rows) {
+    auto [it, inserted] = gemms.try_emplace(rows);
     if (inserted)
-      it->second = {model.contiguousGemmUs(rows), model.shiftUs(rows)};
+      it->second = model.contiguousGemmUs(rows);
+    return it->second;
+  };
+  auto shiftOf = [&](int64_t rows) {
+    if (rows == 0)
+      return 0.0;
+    auto [it, inserted] = shifts.try_emplace(rows);
+    if (inserted)
+      it->second = model.shiftUs(rows);
     return it->second;
   };
   const bool rs = pb.collective == Collective::ReduceScatter;
   const double cComp = model.getComputeContention();
   const double cComm = model.getCommContention();
-  std::vector<int64_t> best;
+  std::vector<int64_t> best, bestGroups;
   double bestUs = 0;
+  uint64_t steps = 0;
+  uint64_t skipped = 0;
   std::vector<double> producer, consumer;
-  // The cuts' pipeline steps stay far below kMaxSearchSteps: fewer than
-  // 3 x kMaxTiles^2 / (2G) (block/align and kMaxTiles/G chunks at most).
-  for (const std::vector<int64_t> &cut :
-       cuts(block, model.getProfile().alignment, kMaxTiles / g)) {
+  // Unit u's GEMM and exchanged rows, and their prefix sums.
+  std::vector<double> gemmSum;
+  std::vector<int64_t> rowSum;
+  std::vector<int64_t> groups;
+  auto tryGroups = [&](const std::vector<int64_t> &cut,
+                       const std::vector<int64_t> &grouping) {
     producer.clear();
     consumer.clear();
+    size_t unit = 0;
+    for (int64_t n : grouping) {
+      double gemm = gemmSum[unit + n] - gemmSum[unit];
+      double comm = shiftOf(rowSum[unit + n] - rowSum[unit]);
+      unit += n;
+      producer.push_back(rs ? gemm : comm);
+      consumer.push_back(rs ? comm : gemm);
+    }
+    steps += grouping.size();
+    double us = rs ? pipelineMakespan(producer, consumer, cComp, cComm)
+                   : pipelineMakespan(producer, consumer, cComm, cComp);
+    // Ties keep the earlier candidate (fewer chunks; all-ones first).
+    if (best.empty() || us < bestUs * (1 - 1e-12)) {
+      best = cut;
+      bestGroups = grouping;
+      bestUs = us;
+    }
+  };
+  // The cuts' all-ones pipelines stay far below kMaxSearchSteps: fewer
+  // than 3 x kMaxTiles^2 / (2G) steps (block/align and kMaxTiles/G chunks
+  // at most). The groupings are tried while their steps fit in what is
+  // left of it.
+  for (const std::vector<int64_t> &cut :
+       cuts(block, model.getProfile().alignment, kMaxTiles / g)) {
     // Execution order (RankMajor.h): reduce-scatter steps 1..G-1 then 0,
-    // all-gather 0..G-1; step 0 has no shift.
+    // all-gather 0..G-1; step 0 has no exchange.
+    const int64_t k = static_cast<int64_t>(cut.size()), units = g * k;
+    gemmSum.assign(1, 0.0);
+    rowSum.assign(1, 0);
     for (int64_t i = 0; i < g; ++i) {
       bool own = rs ? i == g - 1 : i == 0;
       for (int64_t rows : cut) {
-        auto [gemm, shift] = price(rows);
-        double comm = own ? 0.0 : shift;
-        producer.push_back(rs ? gemm : comm);
-        consumer.push_back(rs ? comm : gemm);
+        gemmSum.push_back(gemmSum.back() + gemmOf(rows));
+        rowSum.push_back(rowSum.back() + (own ? 0 : rows));
       }
     }
-    double us = rs ? pipelineMakespan(producer, consumer, cComp, cComm)
-                   : pipelineMakespan(producer, consumer, cComm, cComp);
-    // Ties keep the earlier cut (fewer chunks).
-    if (best.empty() || us < bestUs * (1 - 1e-12)) {
-      best = cut;
-      bestUs = us;
+    tryGroups(cut, std::vector<int64_t>(units, 1));
+    // Fused exchanges (one call, one latency for several units): a first
+    // group of f and a last of l units (f, l <= 4; a short first group
+    // starts the pipeline sooner, a short last one ends it sooner), the
+    // middle cut into m near-equal groups (the larger first).
+    for (int64_t f = 1; f <= 4; ++f) {
+      for (int64_t l = 1; l <= 4; ++l) {
+        const int64_t mid = units - f - l;
+        if (mid < 0)
+          continue;
+        for (int64_t m = mid == 0 ? 0 : 1; m <= mid; ++m) {
+          // m + 2 groups; skip the all-ones grouping, tried above.
+          if (f == 1 && l == 1 && m == mid)
+            continue;
+          if (steps + static_cast<uint64_t>(m + 2) > kMaxSearchSteps) {
+            // The rest of this m's family only takes more steps.
+            skipped += static_cast<uint64_t>(mid - m + 1);
+            break;
+          }
+          groups.clear();
+          groups.push_back(f);
+          for (int64_t i = 0; i < m; ++i)
+            groups.push_back(mid / m + (i < mid % m ? 1 : 0));
+          groups.push_back(l);
+          tryGroups(cut, groups);
+        }
+      }
     }
   }
-  return priceRankMajor(model, best, "rank-major");
+  bool allOnes = std::all_of(bestGroups.begin(), bestGroups.end(),
+                             [](int64_t n) { return n == 1; });
+  Expected<Plan> plan =
+      priceRankMajor(model, best,
+                     allOnes ? ArrayRef<int64_t>() : ArrayRef(bestGroups),
+                     "rank-major");
+  if (plan && skipped > 0)
+    plan->note = "rank-major: " + std::to_string(skipped) +
+                 " exchange groupings were not tried (the planner's work "
+                 "bound of " +
+                 std::to_string(kMaxSearchSteps) + " pipeline steps)";
+  return plan;
 }

@@ -159,6 +159,14 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
   for (int64_t t : plan.tiles)
     os << " " << t;
   os << formatv("  ({0} tiles)\n", plan.tiles.size());
+  std::vector<int64_t> units = taskUnits(plan), rows = taskRows(plan);
+  if (plan.layout == TileOrder::RankMajor) {
+    // Each group's exchanges are fused into one call (one latency).
+    os << "groups     ";
+    for (int64_t u : units)
+      os << " " << u;
+    os << formatv("  ({0} exchange groups)\n", units.size());
+  }
   os << formatv("predicted   {0,10:f1} us\n", plan.predictedUs);
   os << formatv("serial      {0,10:f1} us\n", plan.serialUs);
   os << formatv("ideal       {0,10:f1} us\n", plan.idealUs);
@@ -191,15 +199,21 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
     os << formatv("            {0} GEMM calls per tile\n",
                   plan.gemmCallsPerTile);
 
-  os << formatv("\n{0,4} {1,7} {2,10} {3,10} {4,21} {5,21}\n", "tile", "rows",
-                "gemm_us", "comm_us", "gemm start..end", "comm start..end");
-  for (size_t i = 0; i < plan.tiles.size(); ++i) {
+  const bool grouped = plan.layout == TileOrder::RankMajor;
+  os << formatv("\n{0,4} {1,7} {2,10} {3,10} {4,21} {5,21}{6}\n",
+                grouped ? "grp" : "tile", "rows", "gemm_us", "comm_us",
+                "gemm start..end", "comm start..end",
+                grouped ? "  units" : "");
+  for (size_t i = 0; i < plan.computeUs.size(); ++i) {
     const SimTask &c = plan.timeline.task(Stream::Compute, i);
     const SimTask &m = plan.timeline.task(Stream::Comm, i);
     os << formatv("{0,4} {1,7} {2,10:f1} {3,10:f1} {4,10:f1}..{5,-9:f1} "
-                  "{6,10:f1}..{7,-9:f1}\n",
-                  i, plan.tiles[i], plan.computeUs[i], plan.commUs[i],
-                  c.startUs, c.endUs, m.startUs, m.endUs);
+                  "{6,10:f1}..{7,-9:f1}",
+                  i, rows[i], plan.computeUs[i], plan.commUs[i], c.startUs,
+                  c.endUs, m.startUs, m.endUs);
+    if (grouped)
+      os << formatv("  {0}", units[i]);
+    os << "\n";
   }
   if (!plan.candidates.empty()) {
     os << "\ncandidates\n";
@@ -298,7 +312,7 @@ static int runMatmul(ArrayRef<const char *> argv) {
         formatv("overlap-plan {0} M={1} N={2} K={3} {4} x{5} ({6})",
                 describeCollective(pb), pb.m, pb.n, pb.k, toString(pb.dtype),
                 pb.ranks, plan->strategy);
-    out << toChromeTrace(plan->timeline, plan->tiles, title);
+    out << toChromeTrace(plan->timeline, taskRows(*plan), title);
     // A write error (a full disk) is an error here, not LLVM's fatal "IO
     // failure on output stream" when the stream is destroyed.
     out.close();

@@ -126,8 +126,9 @@ TEST(RankMajor, RefusesWhatItCannotLayOut) {
 /// A linear profile measured at 4 ranks (no ring rescaling): GEMM
 /// `perRow` µs a row; every collective 5 µs + 10 µs per MiB; memory
 /// bandwidth 1000 GB/s.
-Profile handProfile(double perRow) {
-  Profile p = linearCurvesProfile(1024, 512, perRow, 1 << 20, 5, 10);
+Profile handProfile(double perRow, double commLatency = 5) {
+  Profile p =
+      linearCurvesProfile(1024, 512, perRow, 1 << 20, commLatency, 10);
   for (CommCurve &c : p.commCurves)
     c.ranks = 4;
   p.computeContention = p.commContention = 1.0;
@@ -205,6 +206,200 @@ TEST(RankMajor, PricesByHand) {
   // All-gather needs none.
   ag.collective = Collective::AllGather;
   EXPECT_TRUE(bool(planTiles(noBw, ag, "rank-major")));
+}
+
+/// Exchange groups (Plan::groups): a group's GEMMs, then ONE exchange of
+/// all its exchanged units' rows, one per-call latency.
+TEST(RankMajor, PricesGroupsByHand) {
+  Profile fast = handProfile(0.01);
+  MatmulProblem rs{Collective::ReduceScatter, 4096, 1024, 512, DType::F16, 4};
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(fast, rs));
+  const double tail = 10.48576;
+  // Units (chunk 1024): steps 1, 2, 3, 0. Groups {2, 2}: steps 1+2, then
+  // 3+0. Group 0: two GEMMs of 10.24 us, one exchange of 2048 rows (4 MiB
+  // on the wire, the ring buffer of 16/3 MiB); group 1: two GEMMs, one
+  // exchange of step 3's 1024 rows only (step 0 stays).
+  OVERLAP_ASSIGN_OR_FAIL(plan,
+                         priceRankMajor(model, {1024}, {2, 2}, "rank-major"));
+  EXPECT_EQ(plan.tiles, (std::vector<int64_t>{1024, 1024, 1024, 1024}));
+  EXPECT_EQ(plan.groups, (std::vector<int64_t>{2, 2}));
+  ASSERT_EQ(plan.computeUs.size(), 2u);
+  ASSERT_EQ(plan.commUs.size(), 2u);
+  const double g0 = 5 + 10.0 * 16 / 3, g1 = 5 + 10.0 * 8 / 3;
+  EXPECT_NEAR(plan.computeUs[0], 20.48, 1e-9);
+  EXPECT_NEAR(plan.computeUs[1], 20.48, 1e-9);
+  EXPECT_NEAR(plan.commUs[0], g0, 1e-9);
+  EXPECT_NEAR(plan.commUs[1], g1, 1e-9);
+  // Comm-bound: group 0's GEMMs, both exchanges back to back, the sum.
+  EXPECT_NEAR(plan.predictedUs, 20.48 + g0 + g1 + tail, 1e-9);
+  EXPECT_NEAR(plan.lowerBoundUs, g0 + g1 + tail, 1e-9);
+  EXPECT_EQ(taskUnits(plan), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(taskRows(plan), (std::vector<int64_t>{2048, 2048}));
+  // {3, 1}: the own block alone last has nothing to exchange.
+  OVERLAP_ASSIGN_OR_FAIL(last, priceRankMajor(model, {1024}, {3, 1}, "x"));
+  EXPECT_NEAR(last.commUs[0], 5 + 10.0 * 24 / 3, 1e-9);
+  EXPECT_EQ(last.commUs[1], 0.0);
+  EXPECT_NEAR(last.predictedUs, 3 * 10.24 + 5 + 80 + tail, 1e-9);
+
+  // All-gather, groups {1, 3}: the local block alone (no exchange), then
+  // one exchange of steps 1..3 (3 x 1024 rows of K = 512: 3 MiB on the
+  // wire, the ring buffer 4 MiB) before their three GEMMs.
+  MatmulProblem ag = rs;
+  ag.collective = Collective::AllGather;
+  OVERLAP_ASSIGN_OR_FAIL(agModel, CostModel::create(fast, ag));
+  OVERLAP_ASSIGN_OR_FAIL(agPlan, priceRankMajor(agModel, {1024}, {1, 3}, "x"));
+  ASSERT_EQ(agPlan.commUs.size(), 2u);
+  EXPECT_EQ(agPlan.commUs[0], 0.0);
+  EXPECT_NEAR(agPlan.commUs[1], 5 + 10.0 * 4, 1e-9);
+  EXPECT_NEAR(agPlan.computeUs[1], 3 * 10.24, 1e-9);
+  EXPECT_NEAR(agPlan.predictedUs, 45 + 3 * 10.24, 1e-9);
+  // The same through evaluateRankMajor.
+  OVERLAP_ASSIGN_OR_FAIL(same, evaluateRankMajor(fast, ag, {1024}, {1, 3}));
+  EXPECT_EQ(same.predictedUs, agPlan.predictedUs);
+  EXPECT_EQ(same.strategy, "rank-major");
+}
+
+/// Groups of one unit each are today's plans: the same prices, bit for bit.
+TEST(RankMajor, AllOnesGroupsPriceAsUngrouped) {
+  OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h200-measured")));
+  for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
+    MatmulProblem pb{coll, 8192, 8192, 3072, DType::BF16, 8};
+    OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+    for (const std::vector<int64_t> &cut :
+         {std::vector<int64_t>{1024}, {512, 512}, {128, 640, 256}}) {
+      OVERLAP_ASSIGN_OR_FAIL(plain, priceRankMajor(model, cut, "x"));
+      std::vector<int64_t> ones(8 * cut.size(), 1);
+      OVERLAP_ASSIGN_OR_FAIL(grouped, priceRankMajor(model, cut, ones, "x"));
+      EXPECT_TRUE(plain.groups.empty());
+      EXPECT_EQ(grouped.groups, ones);
+      EXPECT_EQ(grouped.tiles, plain.tiles);
+      EXPECT_EQ(grouped.computeUs, plain.computeUs);
+      EXPECT_EQ(grouped.commUs, plain.commUs);
+      EXPECT_EQ(grouped.predictedUs, plain.predictedUs);
+      EXPECT_EQ(grouped.lowerBoundUs, plain.lowerBoundUs);
+      EXPECT_EQ(grouped.tailUs, plain.tailUs);
+      EXPECT_EQ(taskUnits(plain), ones);
+      EXPECT_EQ(taskRows(plain), plain.tiles);
+    }
+  }
+}
+
+TEST(RankMajor, RefusesBadGroups) {
+  Profile p = handProfile(0.01);
+  MatmulProblem rs{Collective::ReduceScatter, 4096, 1024, 512, DType::F16, 4};
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, rs));
+  auto err = [&](std::vector<int64_t> groups) {
+    EXPECT_EQ(codeOf(priceRankMajor(model, {512, 512}, groups, "rm")),
+              std::make_error_code(std::errc::invalid_argument));
+    return errorOf(priceRankMajor(model, {512, 512}, groups, "rm"));
+  };
+  // 8 units (4 blocks x 2 chunks).
+  EXPECT_NE(err({4, 0, 4}).find("rm: an exchange group of 0 units (groups "
+                                "are positive)"),
+            std::string::npos);
+  EXPECT_NE(err({-1, 9}).find("of -1 units"), std::string::npos);
+  EXPECT_NE(err({4, 3}).find("exchange groups sum to 7, not the 8 units"),
+            std::string::npos);
+  EXPECT_NE(err({4, 5}).find("sum to more than the 8 units"),
+            std::string::npos);
+  EXPECT_NE(err(std::vector<int64_t>(4097, 1))
+                .find("4097 exchange groups are more than 4096"),
+            std::string::npos);
+  std::string e =
+      errorOf(evaluateRankMajor(p, rs, {512, 512}, {8, 1}, "given"));
+  EXPECT_NE(e.find("given: exchange groups sum to more than the 8 units"),
+            std::string::npos)
+      << e;
+}
+
+/// The search keeps all-ones unless a grouping is strictly better: it is
+/// never worse than the ungrouped plan of any cut it tries.
+TEST(RankMajor, GroupingNeverWorseThanAllOnes) {
+  std::vector<Profile> profiles = {handProfile(0.02), handProfile(0.002),
+                                   handProfile(0.01, 40)};
+  OVERLAP_ASSIGN_OR_FAIL(h200, loadProfile(shipped("h200-measured")));
+  OVERLAP_ASSIGN_OR_FAIL(h100, loadProfile(shipped("h100-nvlink-datasheet")));
+  for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
+    for (size_t i = 0; i < profiles.size() + 2; ++i) {
+      bool shippedProfile = i >= profiles.size();
+      const Profile &p = i < profiles.size() ? profiles[i]
+                         : i == profiles.size() ? h200
+                                                : h100;
+      MatmulProblem pb = shippedProfile
+                             ? MatmulProblem{coll, 8192, 8192, 3072,
+                                             DType::BF16, 8}
+                             : MatmulProblem{coll, 8 * 1024, 1024, 512,
+                                             DType::F16, 4};
+      std::string what = toString(coll).str() + " profile " +
+                         std::to_string(i);
+      OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+      OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(p, pb, "rank-major"));
+      OVERLAP_ASSIGN_OR_FAIL(ones, priceRankMajor(model, plan.chunks, "x"));
+      EXPECT_LE(plan.predictedUs, ones.predictedUs) << what;
+      const int64_t block = pb.m / pb.ranks;
+      for (int64_t k : {1, 2, 4, 8}) {
+        std::vector<int64_t> cut(k, block / k);
+        OVERLAP_ASSIGN_OR_FAIL(other, priceRankMajor(model, cut, "x"));
+        EXPECT_LE(plan.predictedUs, other.predictedUs * (1 + 1e-12))
+            << what << " k=" << k;
+      }
+      // An all-ones choice is reported with no groups.
+      if (!plan.groups.empty()) {
+        EXPECT_LT(plan.predictedUs, ones.predictedUs) << what;
+        EXPECT_LT(plan.groups.size(), plan.tiles.size()) << what;
+      }
+    }
+  }
+}
+
+/// The per-call latency is what grouping saves: with none (linear curves
+/// through 0), fusing exchanges never helps and the search keeps one unit
+/// per exchange; with 200 us a call it fuses them, and the fused plan
+/// beats every ungrouped cut.
+TEST(RankMajor, GroupingWinsOnPerCallLatency) {
+  for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
+    MatmulProblem pb{coll, 8 * 1024, 1024, 512, DType::F16, 4};
+    Profile noLatency = handProfile(0.01, 0);
+    OVERLAP_ASSIGN_OR_FAIL(flat, planTiles(noLatency, pb, "rank-major"));
+    EXPECT_TRUE(flat.groups.empty()) << toString(coll).str();
+
+    Profile slow = handProfile(0.01, 200);
+    OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(slow, pb));
+    OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(slow, pb, "rank-major"));
+    ASSERT_FALSE(plan.groups.empty()) << toString(coll).str();
+    EXPECT_LT(plan.groups.size(), plan.tiles.size());
+    EXPECT_EQ(sum(plan.groups), static_cast<int64_t>(plan.tiles.size()));
+    EXPECT_EQ(plan.commUs.size(), plan.groups.size());
+    // Every cut's ungrouped plan, one shift per unit, pays more latencies.
+    for (int64_t k : {1, 2, 4, 8}) {
+      std::vector<int64_t> cut(k, pb.m / 4 / k);
+      OVERLAP_ASSIGN_OR_FAIL(ones, priceRankMajor(model, cut, "x"));
+      EXPECT_LT(plan.predictedUs, ones.predictedUs)
+          << toString(coll).str() << " k=" << k;
+    }
+    // auto sees the grouped plan.
+    OVERLAP_ASSIGN_OR_FAIL(a, planTiles(slow, pb, "auto"));
+    if (a.strategy == "rank-major")
+      EXPECT_EQ(a.groups, plan.groups);
+  }
+}
+
+/// Many small units: the groupings that would pass the work bound
+/// (kMaxSearchSteps pipeline steps) are left out, and the plan says so.
+TEST(RankMajor, GroupingSearchRespectsTheWorkBound) {
+  Profile p = handProfile(0.01, 50);
+  p.alignment = 1;
+  MatmulProblem pb{Collective::ReduceScatter, 2 * 2048, 1024, 512,
+                   DType::F16, 2};
+  OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(p, pb, "rank-major"));
+  EXPECT_NE(plan.note.find("exchange groupings were not tried (the "
+                           "planner's work bound of 67108864 pipeline "
+                           "steps)"),
+            std::string::npos)
+      << plan.note;
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+  OVERLAP_ASSIGN_OR_FAIL(ones, priceRankMajor(model, plan.chunks, "x"));
+  EXPECT_LE(plan.predictedUs, ones.predictedUs);
 }
 
 /// The strategy's choice is the least predicted of the cuts it tries: no
@@ -418,6 +613,12 @@ TEST(RankMajor, Json) {
   EXPECT_EQ((*chunks)[1].getAsInteger(), 256);
   EXPECT_EQ(doc.getArray("tiles")->size(), 8u);
   EXPECT_NEAR(*doc.getNumber("tail_us"), plan.tailUs, 1e-3);
+  // Ungrouped: one unit per exchange group, listed anyway.
+  const llvm::json::Array *groups = doc.getArray("groups");
+  ASSERT_TRUE(groups);
+  ASSERT_EQ(groups->size(), 8u);
+  for (const llvm::json::Value &g : *groups)
+    EXPECT_EQ(g.getAsInteger(), 1);
   const llvm::json::Array *tasks = doc.getArray("tasks");
   ASSERT_TRUE(tasks);
   // RS: steps 1, 1, 2, 2, 3, 3, 0, 0.
@@ -428,11 +629,38 @@ TEST(RankMajor, Json) {
     EXPECT_EQ(t->getInteger("chunk"), int64_t(i % 2)) << i;
   }
 
+  // Grouped {3, 1, 4}: one task per group, with its first unit's step and
+  // chunk, its units and its rows.
+  OVERLAP_ASSIGN_OR_FAIL(gp, priceRankMajor(model, {768, 256}, {3, 1, 4},
+                                            "rank-major"));
+  llvm::json::Object gdoc = planToJSON(gp, rs, p, model);
+  EXPECT_EQ(gdoc.getArray("tiles")->size(), 8u);
+  const llvm::json::Array *gg = gdoc.getArray("groups");
+  ASSERT_TRUE(gg);
+  ASSERT_EQ(gg->size(), 3u);
+  EXPECT_EQ((*gg)[2].getAsInteger(), 4);
+  const llvm::json::Array *gt = gdoc.getArray("tasks");
+  ASSERT_TRUE(gt);
+  ASSERT_EQ(gt->size(), 3u);
+  const int64_t gSteps[] = {1, 2, 3}, gChunks[] = {0, 1, 0},
+                gFirst[] = {0, 3, 4}, gUnits[] = {3, 1, 4},
+                gRows[] = {768 + 256 + 768, 256, 768 + 256 + 768 + 256};
+  for (size_t i = 0; i < 3; ++i) {
+    const llvm::json::Object *t = (*gt)[i].getAsObject();
+    EXPECT_EQ(t->getInteger("step"), gSteps[i]) << i;
+    EXPECT_EQ(t->getInteger("chunk"), gChunks[i]) << i;
+    EXPECT_EQ(t->getInteger("first_unit"), gFirst[i]) << i;
+    EXPECT_EQ(t->getInteger("units"), gUnits[i]) << i;
+    EXPECT_EQ(t->getInteger("rows"), gRows[i]) << i;
+    EXPECT_NEAR(*t->getNumber("comm_us"), gp.commUs[i], 1e-3) << i;
+  }
+
   // Interleaved plans say so, with no chunks.
   OVERLAP_ASSIGN_OR_FAIL(u, planTiles(p, rs, "uniform:2"));
   llvm::json::Object udoc = planToJSON(u, rs, p, model);
   EXPECT_EQ(udoc.getString("layout"), "interleaved");
   EXPECT_EQ(udoc.get("chunks"), nullptr);
+  EXPECT_EQ(udoc.get("groups"), nullptr);
   EXPECT_EQ(udoc.get("tail_us"), nullptr);
   EXPECT_EQ(toString(TileOrder::RankMajor), "rank-major");
   EXPECT_EQ(parseTileOrder("interleaved"), TileOrder::Interleaved);

@@ -150,8 +150,8 @@ Error overlap::planner::finishPlan(const CostModel &model, Plan &plan) {
     plan.tailUs = *tail;
     plan.singleGemmKernel = false;
     plan.gemmCallsPerTile = 1;
-    if (Error e = checkGroups(plan.strategy, plan.groups,
-                              static_cast<int64_t>(n)))
+    if (Error e =
+            checkGroups(plan.strategy, plan.groups, static_cast<int64_t>(n)))
       return e;
     // One task per exchange group: its units' GEMMs, then one fused
     // exchange of all its exchanged units' rows (one call, one latency).

@@ -195,10 +195,9 @@ Expected<Plan> overlap::planner::planRankMajor(const CostModel &model) {
   }
   bool allOnes = std::all_of(bestGroups.begin(), bestGroups.end(),
                              [](int64_t n) { return n == 1; });
-  Expected<Plan> plan =
-      priceRankMajor(model, best,
-                     allOnes ? ArrayRef<int64_t>() : ArrayRef(bestGroups),
-                     "rank-major");
+  Expected<Plan> plan = priceRankMajor(
+      model, best, allOnes ? ArrayRef<int64_t>() : ArrayRef(bestGroups),
+      "rank-major");
   if (plan && skipped > 0)
     plan->note = "rank-major: " + std::to_string(skipped) +
                  " exchange groupings were not tried (the planner's work "

@@ -202,8 +202,7 @@ static void printPlanTable(const Plan &plan, const MatmulProblem &pb,
   const bool grouped = plan.layout == TileOrder::RankMajor;
   os << formatv("\n{0,4} {1,7} {2,10} {3,10} {4,21} {5,21}{6}\n",
                 grouped ? "grp" : "tile", "rows", "gemm_us", "comm_us",
-                "gemm start..end", "comm start..end",
-                grouped ? "  units" : "");
+                "gemm start..end", "comm start..end", grouped ? "  units" : "");
   for (size_t i = 0; i < plan.computeUs.size(); ++i) {
     const SimTask &c = plan.timeline.task(Stream::Compute, i);
     const SimTask &m = plan.timeline.task(Stream::Comm, i);

@@ -127,8 +127,7 @@ TEST(RankMajor, RefusesWhatItCannotLayOut) {
 /// `perRow` µs a row; every collective 5 µs + 10 µs per MiB; memory
 /// bandwidth 1000 GB/s.
 Profile handProfile(double perRow, double commLatency = 5) {
-  Profile p =
-      linearCurvesProfile(1024, 512, perRow, 1 << 20, commLatency, 10);
+  Profile p = linearCurvesProfile(1024, 512, perRow, 1 << 20, commLatency, 10);
   for (CommCurve &c : p.commCurves)
     c.ranks = 4;
   p.computeContention = p.commContention = 1.0;
@@ -322,16 +321,14 @@ TEST(RankMajor, GroupingNeverWorseThanAllOnes) {
   for (Collective coll : {Collective::ReduceScatter, Collective::AllGather}) {
     for (size_t i = 0; i < profiles.size() + 2; ++i) {
       bool shippedProfile = i >= profiles.size();
-      const Profile &p = i < profiles.size() ? profiles[i]
+      const Profile &p = i < profiles.size()    ? profiles[i]
                          : i == profiles.size() ? h200
                                                 : h100;
-      MatmulProblem pb = shippedProfile
-                             ? MatmulProblem{coll, 8192, 8192, 3072,
-                                             DType::BF16, 8}
-                             : MatmulProblem{coll, 8 * 1024, 1024, 512,
-                                             DType::F16, 4};
-      std::string what = toString(coll).str() + " profile " +
-                         std::to_string(i);
+      MatmulProblem pb =
+          shippedProfile
+              ? MatmulProblem{coll, 8192, 8192, 3072, DType::BF16, 8}
+              : MatmulProblem{coll, 8 * 1024, 1024, 512, DType::F16, 4};
+      std::string what = toString(coll).str() + " profile " + std::to_string(i);
       OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
       OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(p, pb, "rank-major"));
       OVERLAP_ASSIGN_OR_FAIL(ones, priceRankMajor(model, plan.chunks, "x"));
@@ -389,8 +386,8 @@ TEST(RankMajor, GroupingWinsOnPerCallLatency) {
 TEST(RankMajor, GroupingSearchRespectsTheWorkBound) {
   Profile p = handProfile(0.01, 50);
   p.alignment = 1;
-  MatmulProblem pb{Collective::ReduceScatter, 2 * 2048, 1024, 512,
-                   DType::F16, 2};
+  MatmulProblem pb{
+      Collective::ReduceScatter, 2 * 2048, 1024, 512, DType::F16, 2};
   OVERLAP_ASSIGN_OR_FAIL(plan, planTiles(p, pb, "rank-major"));
   EXPECT_NE(plan.note.find("exchange groupings were not tried (the "
                            "planner's work bound of 67108864 pipeline "
@@ -631,8 +628,8 @@ TEST(RankMajor, Json) {
 
   // Grouped {3, 1, 4}: one task per group, with its first unit's step and
   // chunk, its units and its rows.
-  OVERLAP_ASSIGN_OR_FAIL(gp, priceRankMajor(model, {768, 256}, {3, 1, 4},
-                                            "rank-major"));
+  OVERLAP_ASSIGN_OR_FAIL(
+      gp, priceRankMajor(model, {768, 256}, {3, 1, 4}, "rank-major"));
   llvm::json::Object gdoc = planToJSON(gp, rs, p, model);
   EXPECT_EQ(gdoc.getArray("tiles")->size(), 8u);
   const llvm::json::Array *gg = gdoc.getArray("groups");

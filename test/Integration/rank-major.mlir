@@ -12,6 +12,15 @@
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_f32 --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=AG4,CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_bf16_rounded --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
 // RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_uneven --strategy rank-major %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
+// slow-link's 10 us per call makes the plans group exchanges (the plan's
+// groups: shifts fused with the next, one call each on the GPU): the
+// grouped tiles are bit-identical too, and fail without their waits.
+// RUN: overlap-compile --strategy rank-major --profile %S/Inputs/slow-link.json --entry rs_f32 --emit=mlir --stop-after-stage=tensor %t.4.mlir -o - | FileCheck %s --check-prefix=GROUPED
+// RUN: overlap-compile --strategy rank-major --profile %S/Inputs/slow-link.json --entry ag_f32 --emit=mlir --stop-after-stage=tensor %t.4.mlir -o - | FileCheck %s --check-prefix=GROUPED
+// GROUPED: overlap.shift {{.*}} {with_next}
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry rs_f32 --strategy rank-major --profile %S/Inputs/slow-link.json %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
+// RUN: overlap-run --remarks-filter=overlap --ranks 4 --entry ag_f32 --strategy rank-major --profile %S/Inputs/slow-link.json %t.4.mlir 2>&1 | FileCheck %s --check-prefixes=CHECK
+// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry rs_f32 --strategy rank-major --profile %S/Inputs/slow-link.json --testing-drop-waits --chaos $s %t.4.mlir; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
 // RUN: sed -e 's/@R@/2/' -e 's/@Q1024@/512/g' -e 's/@Q712@/356/g' %s > %t.2.mlir
 // slow-link makes the first chunk of a block smaller than the rest.
 // RUN: overlap-run --remarks-filter=overlap --ranks 2 --entry rs_f32 --strategy rank-major --profile %S/Inputs/slow-link.json %t.2.mlir 2>&1 | FileCheck %s --check-prefixes=RS2,CHECK

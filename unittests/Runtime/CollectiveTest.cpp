@@ -328,18 +328,6 @@ TEST(Collectives, ConcurrentGroupsOnSeveralStreams) {
   EXPECT_EQ(failures.count(), 0u) << failures.text();
 }
 
-/// Runs `call` on one rank of a fresh world of `ranks` and returns the
-/// launch's status and error text.
-std::pair<overlap_status, std::string>
-badCall(int ranks, const std::function<void(overlap_context *)> &call) {
-  overlap_host_options opts = quietOptions(2000);
-  overlap_status status = launch(ranks, &opts, [&](overlap_context *ctx) {
-    if (overlap_context_rank(ctx) == ranks - 1)
-      call(ctx);
-    overlap_context_synchronize(ctx);
-  });
-  return {status, overlap_host_launch_error()};
-}
 
 TEST(Collectives, AllToAllRefusesBadArguments) {
   float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8];

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace overlap {
@@ -94,6 +95,19 @@ refusalOnOneRank(const std::function<void(overlap_context *)> &body) {
   });
   EXPECT_EQ(status, OVERLAP_ERROR_INVALID_ARGUMENT);
   return error;
+}
+
+/// Runs `call` on the last rank of a fresh world of `ranks` and returns the
+/// launch's status and error text.
+inline std::pair<overlap_status, std::string>
+badCall(int ranks, const std::function<void(overlap_context *)> &call) {
+  overlap_host_options opts = quietOptions(2000);
+  overlap_status status = launch(ranks, &opts, [&](overlap_context *ctx) {
+    if (overlap_context_rank(ctx) == ranks - 1)
+      call(ctx);
+    overlap_context_synchronize(ctx);
+  });
+  return {status, overlap_host_launch_error()};
 }
 
 inline const char *dtypeName(overlap_dtype t) {

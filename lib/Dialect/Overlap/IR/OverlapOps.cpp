@@ -672,6 +672,21 @@ static LogicalResult verifyRowScaling(Operation *op, ShapedType input,
   return success();
 }
 
+/// An exchange's output (all-to-all, shift) has its input's shape and
+/// element type.
+static LogicalResult verifySameTypeOut(Operation *op, Value inputValue,
+                                       Value init, Value result) {
+  auto input = cast<ShapedType>(inputValue.getType());
+  ShapedType output = outputType(init, result);
+  if (input.getShape() != output.getShape() ||
+      input.getElementType() != output.getElementType())
+    return op->emitOpError()
+           << "output " << output
+           << " must have the input's shape and element type (" << input
+           << ")";
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (failed(
           verifyCollectiveForm(*this, getInput(), Value(), getResult(), false)))
@@ -706,13 +721,9 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<int64_t> group = verifyGroupSize(*this, symbolTable);
   if (failed(group))
     return failure();
+  if (failed(verifySameTypeOut(*this, getInput(), getInit(), getResult())))
+    return failure();
   auto input = cast<ShapedType>(getInput().getType());
-  ShapedType output = outputType(getInit(), getResult());
-  if (input.getShape() != output.getShape() ||
-      input.getElementType() != output.getElementType())
-    return emitOpError() << "output " << output
-                         << " must have the input's shape and element type ("
-                         << input << ")";
   if (input.getRank() < 1)
     return emitOpError() << "input must have at least one dimension";
   return verifyTokenBlocks(*this, "input rows", input.getDimSize(0), *group);
@@ -722,14 +733,7 @@ LogicalResult ShiftOp::verify() {
   if (failed(verifyCollectiveForm(*this, getInput(), getInit(), getResult(),
                                   true)))
     return failure();
-  auto input = cast<ShapedType>(getInput().getType());
-  ShapedType output = outputType(getInit(), getResult());
-  if (input.getShape() != output.getShape() ||
-      input.getElementType() != output.getElementType())
-    return emitOpError() << "output " << output
-                         << " must have the input's shape and element type ("
-                         << input << ")";
-  return success();
+  return verifySameTypeOut(*this, getInput(), getInit(), getResult());
 }
 
 LogicalResult ShiftOp::verifySymbolUses(SymbolTableCollection &symbolTable) {

@@ -32,9 +32,11 @@
 // The check can fail: without its stream waits (testing-drop-waits) under
 // the host backend's chaos mode a GEMM reads rows before they arrive, or
 // the sum reads slots before they are received: a MISMATCH (exit 1) for
-// at least 3 of 4 seeds, never an error (exit 2).
+// at least 3 of 4 seeds (all-gather: of 8; its first GEMM needs no
+// exchange and, under a loaded machine, sometimes outlasts the held-back
+// shift), never an error (exit 2).
 // RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry rs_f32 --strategy rank-major --testing-drop-waits --chaos $s %t.4.mlir; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
-// RUN: bash -c 'for s in 1 2 3 4; do overlap-run --ranks 4 --entry ag_f32 --strategy rank-major --testing-drop-waits --chaos $s %t.4.mlir; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
+// RUN: bash -c 'for s in 1 2 3 4 5 6 7 8; do overlap-run --ranks 4 --entry ag_f32 --strategy rank-major --testing-drop-waits --chaos $s %t.4.mlir; echo "exit $?"; done' | FileCheck %s --check-prefix=DROP --implicit-check-not="exit 2"
 // DROP-COUNT-3: {{^}}MISMATCH{{$}}
 // RUN: overlap-run --ranks 4 --entry rs_f32 --strategy rank-major --chaos 2 %t.4.mlir | FileCheck %s --check-prefix=CHAOS-OK
 // RUN: overlap-run --ranks 4 --entry ag_f32 --strategy rank-major --chaos 3 %t.4.mlir | FileCheck %s --check-prefix=CHAOS-OK

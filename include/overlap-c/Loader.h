@@ -181,13 +181,54 @@ typedef struct OverlapDeviceLayer OverlapDeviceLayer;
  *  with why in `*messages`. */
 OVERLAP_C_API int overlapCudaUniqueId(uint8_t *id, char **messages);
 
-/** Loads `program` and makes its context: rank `rank` of `ranks` on CUDA
- *  device `device`, NCCL from `uniqueId` (NULL when `ranks` is 1).
- *  Collective over the ranks. `waitTimeoutMs` bounds each wait of a call
- *  (0: the runtime's default, 10 s), `initTimeoutMs` NCCL's init (0:
- *  $OVERLAP_INIT_TIMEOUT_MS, else unbounded; at the bound the creation
- *  fails naming the rank and the bound). NULL with the status (2, or 3
- *  without a device) in `*status` and why in `*messages` (each may be
+/** A rank's CUDA context that device layers share: its streams, its NCCL
+ *  communicator (one per process and mesh: the NCCL id is exchanged once)
+ *  and its runtime caches. overlap.jax.jit makes one per process, mesh
+ *  and wait bound and makes every layer, input shape and backward on it
+ *  (overlapDeviceLayerCreateOn). Each layer holds a reference, as the
+ *  handle does until overlapDeviceContextRelease; the context is destroyed
+ *  with the last. The calls of its layers run one at a time (from any
+ *  thread), each ending with the context's streams drained, so their
+ *  programs never interleave on its streams. */
+typedef struct OverlapDeviceContext OverlapDeviceContext;
+
+/** Makes rank `rank` of `ranks` on CUDA device `device`, NCCL from
+ *  `uniqueId` (NULL when `ranks` is 1). Collective over the ranks.
+ *  `waitTimeoutMs` bounds each wait of a layer's call (0: the runtime's
+ *  default, 10 s), `initTimeoutMs` NCCL's init (0: $OVERLAP_INIT_TIMEOUT_MS,
+ *  else unbounded; at the bound the creation fails naming the rank and the
+ *  bound). NULL with the status (2, or 3 without a device) in `*status`
+ *  and why in `*messages` (each may be NULL). */
+OVERLAP_C_API OverlapDeviceContext *
+overlapDeviceContextCreate(const uint8_t *uniqueId, int ranks, int rank,
+                           int device, int64_t waitTimeoutMs,
+                           int64_t initTimeoutMs, int *status, char **messages);
+
+/** 0 while the context is usable; 1 once it failed (a wait past its bound,
+ *  a failed collective or call of any layer on it: a failed context stays
+ *  failed), with its first error in `*messages`; 2 for NULL. */
+OVERLAP_C_API int overlapDeviceContextStatus(OverlapDeviceContext *context,
+                                             char **messages);
+
+/** Loads `program` as a layer on `context` (not collective: the program's
+ *  own resources only, its input buffers on the device). A failed context
+ *  is refused with its error. NULL with the status (2) in `*status` and
+ *  why in `*messages`. */
+OVERLAP_C_API OverlapDeviceLayer *
+overlapDeviceLayerCreateOn(OverlapDeviceContext *context, const char *program,
+                           int *status, char **messages);
+
+/** Drops the handle's reference: the context lives on while a layer made
+ *  on it does. NULL-safe. */
+OVERLAP_C_API void overlapDeviceContextRelease(OverlapDeviceContext *context);
+
+/** Device contexts made by this process so far (overlapDeviceContextCreate
+ *  and overlapDeviceLayerCreate), for tests and reports. */
+OVERLAP_C_API int64_t overlapDeviceContextsCreated(void);
+
+/** Loads `program` with a context of its own (overlapDeviceContextCreate's
+ *  arguments, then overlapDeviceLayerCreateOn). NULL with the status (2,
+ *  or 3 without a device) in `*status` and why in `*messages` (each may be
  *  NULL). */
 OVERLAP_C_API OverlapDeviceLayer *
 overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,

@@ -14,6 +14,7 @@
 #include "overlap/Loader/Session.h"
 #include "overlap/Planner/Json.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -504,6 +505,15 @@ struct OverlapDeviceLayer {
   std::unique_ptr<overlap::exec::DeviceLayer> layer;
 };
 
+struct OverlapDeviceContext {
+  std::shared_ptr<overlap::exec::DeviceContext> context;
+};
+
+namespace {
+/// Device contexts made in this process (overlapDeviceContextsCreated).
+std::atomic<int64_t> deviceContextsCreated{0};
+} // namespace
+
 int overlapCudaUniqueId(uint8_t *id, char **messages) {
   if (messages)
     *messages = nullptr;
@@ -519,6 +529,80 @@ int overlapCudaUniqueId(uint8_t *id, char **messages) {
   return noDevice ? 3 : 2;
 }
 
+OverlapDeviceContext *overlapDeviceContextCreate(const uint8_t *uniqueId,
+                                                 int ranks, int rank,
+                                                 int device,
+                                                 int64_t waitTimeoutMs,
+                                                 int64_t initTimeoutMs,
+                                                 int *status, char **messages) {
+  if (messages)
+    *messages = nullptr;
+  if (status)
+    *status = 2;
+  std::string error;
+  bool noDevice = false;
+  std::shared_ptr<overlap::exec::DeviceContext> context;
+  if (overlap::exec::loadRuntime(error))
+    context = overlap::exec::createDeviceContext(uniqueId, ranks, rank, device,
+                                                 waitTimeoutMs, initTimeoutMs,
+                                                 noDevice, error);
+  if (context) {
+    ++deviceContextsCreated;
+    if (status)
+      *status = 0;
+    return new OverlapDeviceContext{std::move(context)};
+  }
+  if (status)
+    *status = noDevice ? 3 : 2;
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return nullptr;
+}
+
+int overlapDeviceContextStatus(OverlapDeviceContext *context, char **messages) {
+  if (messages)
+    *messages = nullptr;
+  std::string why = context ? context->context->failure()
+                            : "no context (overlapDeviceContextCreate failed?)";
+  if (why.empty())
+    return 0;
+  if (messages)
+    *messages = copy("overlap: error: " + why + "\n");
+  return context ? 1 : 2;
+}
+
+OverlapDeviceLayer *overlapDeviceLayerCreateOn(OverlapDeviceContext *context,
+                                               const char *program, int *status,
+                                               char **messages) {
+  if (messages)
+    *messages = nullptr;
+  if (status)
+    *status = 2;
+  std::string error;
+  std::unique_ptr<overlap::exec::DeviceLayer> layer;
+  if (!context)
+    error = "no context (overlapDeviceContextCreate failed?)";
+  else if (!program)
+    error = "no program library given";
+  else
+    layer =
+        overlap::exec::createDeviceLayerOn(context->context, program, error);
+  if (layer) {
+    if (status)
+      *status = 0;
+    return new OverlapDeviceLayer{std::move(layer)};
+  }
+  if (messages)
+    *messages = copy("overlap: error: " + error + "\n");
+  return nullptr;
+}
+
+void overlapDeviceContextRelease(OverlapDeviceContext *context) {
+  delete context;
+}
+
+int64_t overlapDeviceContextsCreated(void) { return deviceContextsCreated; }
+
 OverlapDeviceLayer *
 overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
                          int ranks, int rank, int device, int64_t waitTimeoutMs,
@@ -530,12 +614,16 @@ overlapDeviceLayerCreate(const char *program, const uint8_t *uniqueId,
   std::string error;
   bool noDevice = false;
   std::unique_ptr<overlap::exec::DeviceLayer> layer;
+  std::shared_ptr<overlap::exec::DeviceContext> context;
   if (!program)
     error = "no program library given";
-  else if (overlap::exec::loadRuntime(error))
-    layer = overlap::exec::createDeviceLayer(program, uniqueId, ranks, rank,
-                                             device, waitTimeoutMs,
-                                             initTimeoutMs, noDevice, error);
+  else if (overlap::exec::loadRuntime(error) &&
+           (context = overlap::exec::createDeviceContext(
+                uniqueId, ranks, rank, device, waitTimeoutMs, initTimeoutMs,
+                noDevice, error))) {
+    ++deviceContextsCreated;
+    layer = overlap::exec::createDeviceLayerOn(context, program, error);
+  }
   if (layer) {
     if (status)
       *status = 0;

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <mutex>
 #include <optional>
 
 namespace overlap {
@@ -444,21 +445,52 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int rank, int size,
 
 namespace {
 
-class CudaDeviceLayer : public DeviceLayer {
+class CudaDeviceContext : public DeviceContext {
 public:
-  CudaDeviceLayer(overlap_context *ctx) : ctx(ctx) {
+  CudaDeviceContext(overlap_context *ctx, int ranks, int rank, int device)
+      : ctx(ctx), ranks_(ranks), rank_(rank), device_(device) {
     for (int i = 0, n = rt().overlap_context_num_streams(ctx); i < n; ++i)
       streams.push_back(
           static_cast<cudaStream_t>(rt().overlap_cuda_stream(ctx, i)));
   }
+  ~CudaDeviceContext() override { rt().overlap_cuda_context_destroy(ctx); }
+
+  std::string failure() override {
+    overlap_status status = rt().overlap_context_status(ctx);
+    if (status == OVERLAP_SUCCESS)
+      return "";
+    return std::string(rt().overlap_status_name(status)) + ": " +
+           rt().overlap_last_error(ctx);
+  }
+  int ranks() const override { return ranks_; }
+  int rank() const override { return rank_; }
+  int device() const override { return device_; }
+
+  overlap_context *const ctx;
+  std::vector<cudaStream_t> streams;
+  /// One layer's call, creation or destruction at a time: the context's
+  /// streams are enqueued from one thread, and a call drains them before
+  /// the next begins (XLA may call from several threads).
+  std::mutex mutex;
+
+private:
+  const int ranks_, rank_, device_;
+};
+
+class CudaDeviceLayer : public DeviceLayer {
+public:
+  explicit CudaDeviceLayer(std::shared_ptr<CudaDeviceContext> context)
+      : context(std::move(context)), ctx(this->context->ctx) {}
   ~CudaDeviceLayer() override {
+    std::lock_guard<std::mutex> lock(context->mutex);
     std::string ignored;
     (void)layer_order::waitCopiesOut(cu(), events, ignored);
     run::freeResults(lib.sig, data, releaseResult);
     for (void *ptr : deviceArgs)
       rt().overlap_free(ctx, ptr);
     layer_order::destroyEvents(cu(), events);
-    rt().overlap_cuda_context_destroy(ctx);
+    // The context goes with its last layer (after this body: the lock is
+    // released first).
   }
 
   /// One call, stream-ordered on the caller's stream (CudaLayerOrder.h):
@@ -468,7 +500,8 @@ public:
   /// results' descriptors are final only then); the caller's stream waits
   /// for the context's streams and copies the outputs, so the caller's next
   /// work reads them after they landed. The results are freed at the next
-  /// call, once the host has seen those copies end.
+  /// call, once the host has seen those copies end. Calls of every layer
+  /// on the context are serialized.
   bool call(void *stream, const void *const *inputs, const size_t *inputBytes,
             size_t numInputs, void *const *outputs, const size_t *outputBytes,
             size_t numOutputs, std::string &error) override {
@@ -488,6 +521,8 @@ public:
       error = why;
       return false;
     }
+    std::lock_guard<std::mutex> lock(context->mutex);
+    const std::vector<cudaStream_t> &streams = context->streams;
     cudaStream_t caller = static_cast<cudaStream_t>(stream);
     // The last call's results were copied out: free them (once) after the
     // copies, which read them on that call's stream.
@@ -542,11 +577,12 @@ public:
     return true;
   }
 
-  overlap_context *ctx;
+  /// First, so that it is destroyed last.
+  std::shared_ptr<CudaDeviceContext> context;
+  overlap_context *const ctx;
   Library lib;
   run::RankData data;
   std::vector<void *> deviceArgs;
-  std::vector<cudaStream_t> streams;
   layer_order::Events events;
 };
 
@@ -563,10 +599,10 @@ bool cudaUniqueId(uint8_t *id, bool &noDevice, std::string &error) {
   return true;
 }
 
-std::unique_ptr<DeviceLayer>
-createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
-                  int ranks, int rank, int device, int64_t waitTimeoutMs,
-                  int64_t initTimeoutMs, bool &noDevice, std::string &error) {
+std::shared_ptr<DeviceContext>
+createDeviceContext(const uint8_t *uniqueId, int ranks, int rank, int device,
+                    int64_t waitTimeoutMs, int64_t initTimeoutMs,
+                    bool &noDevice, std::string &error) {
   std::optional<int> count = visibleDevices(noDevice, error);
   if (!count)
     return nullptr;
@@ -596,35 +632,71 @@ createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
             rt().overlap_cuda_create_error();
     return nullptr;
   }
-  auto layer = std::make_unique<CudaDeviceLayer>(ctx);
-  if (!layer_order::createEvents(cu(), layer->streams.size(), layer->events,
-                                 error))
-    return nullptr;
-  if (!loadLibrary(program, layer->lib, error))
-    return nullptr;
-  const run::Signature &sig = layer->lib.sig;
-  if (sig.target != "cuda") {
-    error = program + " was compiled for --target=" + sig.target +
-            "; a device layer runs --target=cuda programs";
+  return std::make_shared<CudaDeviceContext>(ctx, ranks, rank, device);
+}
+
+std::unique_ptr<DeviceLayer>
+createDeviceLayerOn(const std::shared_ptr<DeviceContext> &shared,
+                    const std::string &program, std::string &error) {
+  auto context = std::dynamic_pointer_cast<CudaDeviceContext>(shared);
+  if (!context) {
+    error = "no CUDA device context";
     return nullptr;
   }
-  run::RankData &data = layer->data;
-  data.argDescriptors.resize(sig.args.size());
-  layer->deviceArgs.assign(sig.args.size(), nullptr);
-  for (size_t i = 0; i < sig.args.size(); ++i) {
-    const run::BufferSpec &spec = sig.args[i];
-    if (spec.isDynamic()) {
-      error = spec.name + " of @" + sig.name + " has a dynamic shape";
-      return nullptr;
-    }
-    if (rt().overlap_alloc(ctx, spec.numElements() * spec.elemBytes(),
-                           &layer->deviceArgs[i]) != OVERLAP_SUCCESS) {
-      error = "allocating " + spec.name + ": " + rt().overlap_last_error(ctx);
-      return nullptr;
-    }
+  if (std::string why = context->failure(); !why.empty()) {
+    error = "the device context (rank " + std::to_string(context->rank()) +
+            " of " + std::to_string(context->ranks()) + " on device " +
+            std::to_string(context->device()) +
+            ") failed earlier and takes no new layer: " + why;
+    return nullptr;
   }
-  run::resetResultStorage(sig, data);
+  auto layer = std::make_unique<CudaDeviceLayer>(context);
+  overlap_context *ctx = context->ctx;
+  // The layer's destructor takes the lock too: it is released before a
+  // failed layer is dropped.
+  {
+    std::lock_guard<std::mutex> lock(context->mutex);
+    if (!layer_order::createEvents(cu(), context->streams.size(), layer->events,
+                                   error))
+      return nullptr;
+    if (!loadLibrary(program, layer->lib, error))
+      return nullptr;
+    const run::Signature &sig = layer->lib.sig;
+    if (sig.target != "cuda") {
+      error = program + " was compiled for --target=" + sig.target +
+              "; a device layer runs --target=cuda programs";
+      return nullptr;
+    }
+    run::RankData &data = layer->data;
+    data.argDescriptors.resize(sig.args.size());
+    layer->deviceArgs.assign(sig.args.size(), nullptr);
+    for (size_t i = 0; i < sig.args.size(); ++i) {
+      const run::BufferSpec &spec = sig.args[i];
+      if (spec.isDynamic()) {
+        error = spec.name + " of @" + sig.name + " has a dynamic shape";
+        return nullptr;
+      }
+      if (rt().overlap_alloc(ctx, spec.numElements() * spec.elemBytes(),
+                             &layer->deviceArgs[i]) != OVERLAP_SUCCESS) {
+        error = "allocating " + spec.name + ": " + rt().overlap_last_error(ctx);
+        return nullptr;
+      }
+    }
+    run::resetResultStorage(sig, data);
+  }
   return layer;
+}
+
+std::unique_ptr<DeviceLayer>
+createDeviceLayer(const std::string &program, const uint8_t *uniqueId,
+                  int ranks, int rank, int device, int64_t waitTimeoutMs,
+                  int64_t initTimeoutMs, bool &noDevice, std::string &error) {
+  std::shared_ptr<DeviceContext> context =
+      createDeviceContext(uniqueId, ranks, rank, device, waitTimeoutMs,
+                          initTimeoutMs, noDevice, error);
+  if (!context)
+    return nullptr;
+  return createDeviceLayerOn(context, program, error);
 }
 
 } // namespace exec
@@ -653,6 +725,25 @@ std::unique_ptr<Executor> createCudaProcessExecutor(int, int, int64_t,
 
 bool cudaUniqueId(uint8_t *, bool &noDevice, std::string &error) {
   return static_cast<bool>(createCudaExecutor(0, 0, noDevice, error));
+}
+
+std::shared_ptr<DeviceContext> createDeviceContext(const uint8_t *, int, int,
+                                                   int, int64_t, int64_t,
+                                                   bool &noDevice,
+                                                   std::string &error) {
+  createCudaExecutor(0, 0, noDevice, error);
+  return nullptr;
+}
+
+std::unique_ptr<DeviceLayer>
+createDeviceLayerOn(const std::shared_ptr<DeviceContext> &context,
+                    const std::string &, std::string &error) {
+  bool noDevice = false;
+  if (context)
+    error = "no CUDA device context";
+  else
+    createCudaExecutor(0, 0, noDevice, error);
+  return nullptr;
 }
 
 std::unique_ptr<DeviceLayer> createDeviceLayer(const std::string &,

@@ -207,6 +207,49 @@ public:
                     size_t numOutputs, std::string &error) = 0;
 };
 
+/// A CUDA context that device layers share: one rank's streams, NCCL
+/// communicator and runtime caches (signal sets by (key, flag count), split
+/// groups), made once per process and mesh by the framework
+/// (overlap.jax.jit) and used by every layer, input shape and backward on
+/// that mesh. Each layer keeps a reference; the context is destroyed with
+/// the last one. Calls of the layers on one context are serialized (one
+/// runs at a time, from any thread), and each ends with the context's
+/// streams drained: two programs never interleave on its streams, so they
+/// may share its keyed signal sets (epochs only grow) as overlap-exec's
+/// plan and reference do.
+class DeviceContext {
+public:
+  virtual ~DeviceContext() = default;
+  /// "" while the context is usable, else why it failed (its first error:
+  /// a wait past its bound, a failed collective, a failed call). A failed
+  /// context stays failed, for every layer on it.
+  virtual std::string failure() = 0;
+  virtual int ranks() const = 0;
+  virtual int rank() const = 0;
+  virtual int device() const = 0;
+};
+
+/// Makes rank `rank` of `ranks` on CUDA device `device`, NCCL bootstrapped
+/// from `uniqueId` (OVERLAP_CUDA_UNIQUE_ID_BYTES, from rank 0's
+/// overlap_cuda_unique_id, passed by the framework's own means), or alone
+/// when `ranks` is 1. Collective over the ranks. `waitTimeoutMs` bounds
+/// each wait of a call (0: the runtime's default), `initTimeoutMs` NCCL's
+/// init (0: $OVERLAP_INIT_TIMEOUT_MS, else unbounded). Fails with `error`
+/// (`noDevice` set when there is no device or no CUDA backend).
+std::shared_ptr<DeviceContext>
+createDeviceContext(const uint8_t *uniqueId, int ranks, int rank, int device,
+                    int64_t waitTimeoutMs, int64_t initTimeoutMs,
+                    bool &noDevice, std::string &error);
+
+/// Loads `program` (compiled with --target=cuda) as a layer on `context`,
+/// which it keeps alive. A failed context is refused with its failure.
+std::unique_ptr<DeviceLayer>
+createDeviceLayerOn(const std::shared_ptr<DeviceContext> &context,
+                    const std::string &program, std::string &error);
+
+/// createDeviceContext, then createDeviceLayerOn: a layer with a context
+/// of its own.
+///
 /// Loads `program` (compiled with --target=cuda) and makes its context:
 /// rank `rank` of `ranks` on CUDA device `device`, NCCL bootstrapped from
 /// `uniqueId` (OVERLAP_CUDA_UNIQUE_ID_BYTES, from rank 0's

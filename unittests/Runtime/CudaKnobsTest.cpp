@@ -21,14 +21,20 @@
 #include "CudaBackend.h"
 #include "CudaTestSupport.h"
 #include "TestHelpers.h"
+#include "ZeroSmSetup.h"
 #include "overlap/Runtime/overlap_runtime_cuda.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -419,16 +425,260 @@ TEST(CudaKnobs, ZeroSmPrerequisitesAndReasons) {
 }
 
 TEST(CudaKnobs, ZeroSmSplitConfig) {
-  ncclConfig_t c = zeroSmSplitConfig();
-  EXPECT_EQ(c.magic, 0xcafebeefu);
-  EXPECT_EQ(c.size, sizeof(ncclConfig_t));
-  EXPECT_EQ(c.blocking, 1);
-  EXPECT_EQ(c.splitShare, 1);
-  EXPECT_EQ(c.CTAPolicy, NCCL_CTA_POLICY_ZERO);
-  // No CTA limits: a minimum of one CTA would contradict the policy.
-  EXPECT_EQ(c.minCTAs, NCCL_CONFIG_UNDEF_INT);
-  EXPECT_EQ(c.maxCTAs, NCCL_CONFIG_UNDEF_INT);
-  EXPECT_EQ(c.cgaClusterSize, NCCL_CONFIG_UNDEF_INT);
+  ncclConfig_t none = zeroSmSplitConfig(0);
+  EXPECT_EQ(none.magic, 0xcafebeefu);
+  EXPECT_EQ(none.size, sizeof(ncclConfig_t));
+  EXPECT_EQ(none.blocking, 1);
+  EXPECT_EQ(none.splitShare, 1);
+  EXPECT_EQ(none.CTAPolicy, NCCL_CTA_POLICY_ZERO);
+  EXPECT_EQ(none.minCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(none.maxCTAs, NCCL_CONFIG_UNDEF_INT);
+  // NCCL runs zero CTAs only where it can: the CTAs it runs elsewhere are
+  // capped by the budget, as on every other communicator. No minimum.
+  ncclConfig_t c16 = zeroSmSplitConfig(16);
+  EXPECT_EQ(c16.CTAPolicy, NCCL_CTA_POLICY_ZERO);
+  EXPECT_EQ(c16.maxCTAs, 16);
+  EXPECT_EQ(c16.cgaClusterSize, 4);
+  EXPECT_EQ(c16.minCTAs, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(zeroSmSplitConfig(6).cgaClusterSize, 2);
+  // From the options: the cap follows comm_sms and nccl_cta_cap.
+  overlap_cuda_options opts;
+  overlap_cuda_options_init(&opts);
+  opts.comm_sms = 20;
+  EXPECT_EQ(zeroSmSplitConfig(resolved(&opts)).maxCTAs, 20);
+  EXPECT_EQ(zeroSmSplitConfig(resolved(&opts)).maxCTAs,
+            ncclSplitConfigFor(resolved(&opts)).maxCTAs);
+  opts.nccl_cta_cap = OVERLAP_CUDA_KNOB_OFF;
+  EXPECT_EQ(zeroSmSplitConfig(resolved(&opts)).maxCTAs, NCCL_CONFIG_UNDEF_INT);
+}
+
+/// The ranks of one group running the zero-SM set-up (ZeroSmSetup.h) over
+/// fakes, one thread each. A collective is a rendezvous of every rank
+/// that checks they all make the same call (and gives the min of their
+/// values); a rank that would make another call, or none, shows as a
+/// mismatch or a hang (a rendezvous not met within 5 s).
+class FakeGroup {
+public:
+  explicit FakeGroup(int ranks) : ranks(ranks) {}
+  const int ranks;
+  std::vector<std::string> problems; // "mismatch ..." or "hang ..."
+
+  /// Every rank calls with the same `what`; returns the least `value`.
+  bool collective(const std::string &what, int value, int &lowest) {
+    std::unique_lock<std::mutex> lock(mutex);
+    const long round = generation;
+    if (arrived == 0) {
+      first = what;
+      least = value;
+    } else {
+      if (what != first)
+        problems.push_back("mismatch: " + first + " and " + what);
+      least = std::min(least, value);
+    }
+    if (++arrived == ranks) {
+      result = least;
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+    } else if (!cv.wait_for(lock, std::chrono::seconds(5),
+                            [&] { return generation != round; })) {
+      problems.push_back("hang: " + what);
+      return false;
+    }
+    lowest = result;
+    return true;
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable cv;
+  int arrived = 0;
+  long generation = 0;
+  std::string first;
+  int least = 0, result = 0;
+};
+
+/// One rank's steps; `failing` names the step that fails on this rank.
+class FakeSteps : public ZeroSmSetupSteps {
+public:
+  FakeSteps(FakeGroup &group, std::string failing, int node = 7)
+      : group(group), failing(std::move(failing)), node(node) {}
+  std::vector<std::string> calls; // collectives and local decisions
+  std::string reason;
+
+  std::string prerequisiteProblem() override {
+    return failing == "prerequisite" ? "CUDA driver 12.4" : "";
+  }
+  int nodeKey() override { return node; }
+  ZeroSmStep agreeMin(int value, int &lowest, std::string &) override {
+    calls.push_back("agree");
+    return group.collective("agree", value, lowest) ? ZeroSmStep::Done
+                                                    : ZeroSmStep::Fatal;
+  }
+  ZeroSmStep split(std::string &error) override {
+    return collectiveStep("split", error);
+  }
+  void keepSplit() override { calls.push_back("keep split"); }
+  void strandSplit() override { calls.push_back("strand split"); }
+  ZeroSmStep drainOldWindow() override { return ZeroSmStep::Done; }
+  ZeroSmStep deregisterOldWindow(std::string &error) override {
+    return collectiveStep("deregister", error);
+  }
+  void freeOldBuffer() override { calls.push_back("free old"); }
+  ZeroSmStep allocate(size_t, std::string &error) override {
+    if (failing == "allocate") {
+      error = "out of memory";
+      return ZeroSmStep::Failed;
+    }
+    return ZeroSmStep::Done;
+  }
+  void freeAllocation() override { calls.push_back("free new"); }
+  ZeroSmStep registerWindow(std::string &error) override {
+    return collectiveStep("register", error);
+  }
+  void keepWindow(size_t) override { calls.push_back("keep window"); }
+  void markBroken() override { calls.push_back("broken"); }
+  void disable(const std::string &why) override {
+    calls.push_back("disable");
+    reason = why;
+  }
+
+  /// The all-gather the rank then makes: on the zero-CTA communicator when
+  /// the set-up is ready, on the group's otherwise.
+  void allGather(ZeroSmSetUp setUp) {
+    int ignored = 0;
+    group.collective(setUp == ZeroSmSetUp::Ready ? "ncclAllGather (zero-CTA)"
+                                                 : "ncclAllGather (group)",
+                     0, ignored);
+  }
+
+private:
+  ZeroSmStep collectiveStep(const char *what, std::string &error) {
+    calls.push_back(what);
+    int ignored = 0;
+    if (!group.collective(what, 0, ignored))
+      return ZeroSmStep::Fatal;
+    if (failing != what)
+      return ZeroSmStep::Done;
+    error = std::string(what) + " failed";
+    return ZeroSmStep::Failed;
+  }
+  FakeGroup &group;
+  std::string failing;
+  int node;
+};
+
+/// Runs the set-up of a communicator and then of a window that replaces
+/// an old one on `ranks` fake ranks, rank `failingRank` failing at
+/// `failing`; then every rank all-gathers. The results by rank.
+std::vector<ZeroSmSetUp> runSetUp(int ranks, int failingRank,
+                                  const std::string &failing,
+                                  std::vector<FakeSteps> &steps,
+                                  FakeGroup &group) {
+  for (int r = 0; r < ranks; ++r)
+    steps.emplace_back(group, r == failingRank ? failing : "");
+  std::vector<ZeroSmSetUp> results(size_t(ranks), ZeroSmSetUp::Fatal);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      FakeSteps &s = steps[size_t(r)];
+      ZeroSmSetUp got = zeroSmSetUpCommunicator(s);
+      if (got == ZeroSmSetUp::Ready)
+        got = zeroSmSetUpWindow(s, 4096, /*replacing=*/true);
+      results[size_t(r)] = got;
+      s.allGather(got);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  return results;
+}
+
+TEST(CudaKnobs, ZeroSmFallbacksAreCollective) {
+  // Each step that may fail on one rank alone: that rank and every other
+  // make the same collectives and end on the same path. (Before, a failed
+  // prerequisite check or deregistration on one rank disabled the path on
+  // that rank only: it called ncclAllGather on the group's communicator
+  // while the others agreed, split or gathered on another: a hang.)
+  for (const char *failing :
+       {"", "prerequisite", "split", "deregister", "allocate", "register"}) {
+    SCOPED_TRACE(failing);
+    const int ranks = 4;
+    FakeGroup group(ranks);
+    std::vector<FakeSteps> steps;
+    steps.reserve(ranks);
+    std::vector<ZeroSmSetUp> results =
+        runSetUp(ranks, 2, failing, steps, group);
+    EXPECT_EQ(group.problems, std::vector<std::string>{});
+    const ZeroSmSetUp expected = std::string(failing).empty()
+                                     ? ZeroSmSetUp::Ready
+                                     : ZeroSmSetUp::FellBack;
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(results[size_t(r)], expected) << "rank " << r;
+    if (expected == ZeroSmSetUp::FellBack) {
+      EXPECT_NE(steps[2].reason.find("plain ncclAllGather"), std::string::npos)
+          << steps[2].reason;
+      EXPECT_NE(steps[0].reason.find("plain ncclAllGather"), std::string::npos)
+          << steps[0].reason;
+    }
+  }
+}
+
+TEST(CudaKnobs, ZeroSmFailedStepsNeverAbortASharedChild) {
+  // A split made here but not everywhere is stranded, never aborted: the
+  // child shares its parent's abort flag (splitShare), so an abort would
+  // take the group and the world with it.
+  {
+    FakeGroup group(3);
+    std::vector<FakeSteps> steps;
+    steps.reserve(3);
+    runSetUp(3, 1, "split", steps, group);
+    EXPECT_EQ(steps[0].calls,
+              (std::vector<std::string>{"agree", "agree", "agree", "split",
+                                        "agree", "strand split", "disable"}));
+    EXPECT_EQ(steps[1].calls,
+              (std::vector<std::string>{"agree", "agree", "agree", "split",
+                                        "agree", "disable"}));
+  }
+  // A registration that failed somewhere leaves the communicator broken;
+  // in a context that goes on, a broken one is stranded at release (not
+  // aborted, not deregistered). Only a failed context aborts (it aborts
+  // the parents too).
+  {
+    FakeGroup group(2);
+    std::vector<FakeSteps> steps;
+    steps.reserve(2);
+    runSetUp(2, 0, "register", steps, group);
+    for (const FakeSteps &s : steps)
+      EXPECT_EQ(std::count(s.calls.begin(), s.calls.end(), "broken"), 1);
+  }
+  EXPECT_EQ(zeroSmReleaseAction(false, false), ZeroSmRelease::Destroy);
+  EXPECT_EQ(zeroSmReleaseAction(false, true), ZeroSmRelease::Strand);
+  EXPECT_EQ(zeroSmReleaseAction(true, false), ZeroSmRelease::Abort);
+  EXPECT_EQ(zeroSmReleaseAction(true, true), ZeroSmRelease::Abort);
+}
+
+TEST(CudaKnobs, ZeroSmOneNodeCheckMakesBothAgreements) {
+  // Ranks on two nodes fall back together after the same two agreements.
+  const int ranks = 2;
+  FakeGroup group(ranks);
+  std::vector<FakeSteps> steps;
+  steps.emplace_back(group, "", 3);
+  steps.emplace_back(group, "", 9);
+  std::vector<ZeroSmSetUp> results(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      results[size_t(r)] = zeroSmSetUpCommunicator(steps[size_t(r)]);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(group.problems, std::vector<std::string>{});
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(results[size_t(r)], ZeroSmSetUp::FellBack);
+    EXPECT_EQ(steps[size_t(r)].calls,
+              (std::vector<std::string>{"agree", "agree", "agree", "disable"}));
+    EXPECT_NE(steps[size_t(r)].reason.find("several nodes"), std::string::npos);
+  }
 }
 
 overlap::runtime::GemmArgs gemmArgs(void *base) {

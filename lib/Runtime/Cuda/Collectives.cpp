@@ -14,10 +14,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BoundedCall.h"
 #include "CudaBackend.h"
-#include "Watchdog.h"
 
 #include "overlap/Runtime/Bootstrap.h"
+
+#include <optional>
+#include <utility>
 
 using namespace overlap;
 using namespace overlap::cuda;
@@ -69,19 +72,38 @@ ncclResult_t CudaContext::boundedSplit(const Site &site, overlap_group *parent,
   timedOut = OVERLAP_SUCCESS;
   auto *owner = static_cast<CudaGroup *>(parent);
   ncclComm_t from = commOf(parent);
-  // A communicator the caller handed in is not ours to abort: no bound.
+  // A communicator the caller handed in is not ours to give up: no bound.
   if (!owner->owned)
     return ncclCommSplit(from, color, key, made, config);
   const int64_t bound = splitTimeoutMs(options);
-  runtime::Watchdog watchdog(bound, [from] { (void)ncclCommAbort(from); });
-  ncclResult_t result = ncclCommSplit(from, color, key, made, config);
-  if (!watchdog.finish())
-    return result;
-  // Aborted under the split: the parent is gone (never destroyed again),
-  // and so is whatever the split made.
-  owner->comm = nullptr;
-  if (*made)
-    (void)ncclCommAbort(*made), *made = nullptr;
+  // The split runs on a thread of its own; at the deadline this thread
+  // leaves it there. Nothing aborts `from` beside the split: NCCL forbids
+  // operating on a communicator from two threads at once, and on a
+  // communicator and a child that shares its resources (splitShare) at
+  // once (NCCL's "Thread Safety"); an abort would free the communicator
+  // under the split. The config is copied into the call: a late split
+  // finds it alive.
+  const int device = this->device;
+  ncclConfig_t copied = *config;
+  std::optional<std::pair<ncclResult_t, ncclComm_t>> done =
+      runtime::callWithin<std::pair<ncclResult_t, ncclComm_t>>(
+          bound, [from, color, key, copied, device]() mutable {
+            ncclComm_t child = nullptr;
+            ncclResult_t r = ncclInternalError;
+            if (cudaSetDevice(device) == cudaSuccess)
+              r = ncclCommSplit(from, color, key, &child, &copied);
+            return std::make_pair(r, child);
+          });
+  if (done) {
+    *made = done->second;
+    return done->first;
+  }
+  // Still in the split: every communicator of the context may share the
+  // parent's resources (Overlap creates them all with splitShare), so none
+  // is touched again, not even at destruction. They leak with the thread;
+  // the process is expected to exit on the error.
+  *made = nullptr;
+  strandCommunicators();
   timedOut = fail(
       OVERLAP_ERROR_TIMEOUT,
       runtime::formatError(
@@ -90,8 +112,22 @@ ncclResult_t CudaContext::boundedSplit(const Site &site, overlap_group *parent,
               " ms (the larger of wait_timeout_ms and "
               "OVERLAP_BOOTSTRAP_TIMEOUT_MS): a rank of the parent group did "
               "not split with it (it failed, or runs another program); the "
-              "parent communicator was aborted"));
-  return result;
+              "split was left blocked on its own thread and the context's "
+              "NCCL communicators are abandoned (never aborted under it)"));
+  return ncclInternalError;
+}
+
+void CudaContext::strandCommunicators() {
+  for (CudaGroup *g : allGroups()) {
+    g->comm = nullptr;
+    for (auto &entry : g->zeroSm) {
+      // The window and its memory stay with the abandoned communicator.
+      entry.second.comm = nullptr;
+      entry.second.window = nullptr;
+      entry.second.buffer = nullptr;
+    }
+  }
+  commsStranded_ = true;
 }
 
 overlap_status CudaContext::split(overlap_group *parent, int color, int key,

@@ -143,9 +143,13 @@ std::string zeroSmFallbackReason(const std::string &step,
 
 /// The configuration of the zero-CTA communicator split from a group's:
 /// blocking, splitShare = 1, CTAPolicy = NCCL_CTA_POLICY_ZERO (NCCL >=
-/// 2.28; before, the plain split configuration), no CTA limits (a policy
-/// of zero CTAs and a minimum of one would contradict each other).
-ncclConfig_t zeroSmSplitConfig();
+/// 2.28; before, the plain split configuration), and the budget's CTA cap
+/// (maxCTAs = commSms and its CGA cluster, as ncclConfigFor; none when
+/// commSms is 0): NCCL runs zero CTAs only where it can, CTAs elsewhere.
+/// No minCTAs (one would ask for a CTA the copy engines do not need).
+ncclConfig_t zeroSmSplitConfig(int commSms);
+/// The above for a context's options (no cap when ncclCtaCap is off).
+ncclConfig_t zeroSmSplitConfig(const Options &options);
 
 /// The settings as one line (overlap_cuda_describe).
 std::string describeOptions(const Options &options, int smCount, int gemmSms,
@@ -188,6 +192,12 @@ struct CudaSignals : overlap_signals {
   /// The flags as the GPU sees them: device memory, or the mapped pointer
   /// of hostFlags.
   uint32_t *deviceFlags = nullptr;
+  /// Flags in device memory: pinned host words the host's copies go
+  /// through, `count` for reads then `count` for writes (one per flag, so
+  /// that a write whose copy is still queued is never overwritten). A copy
+  /// between device and pageable memory returns only when done, which
+  /// would put a stuck device's hang before the wait bound.
+  uint32_t *stage = nullptr;
   std::vector<cudaEvent_t> events; // event mode
   std::vector<uint64_t> recorded;  // event mode: epoch of the last record
 };
@@ -233,6 +243,8 @@ struct GemmPlan {
   std::string note;
 };
 
+class ZeroSmNccl;
+
 class CudaContext final : public overlap_context {
 public:
   CudaContext(int rank, int size, int device, const Options &options);
@@ -270,11 +282,13 @@ public:
   int streamIndex(cudaStream_t s) const;
   std::string describeSettings() const;
   std::string gemmReport() const;
-  /// ncclCommSplit of `parent` with a deadline (splitTimeoutMs): a rank
-  /// that never splits would block it for ever, so a Watchdog aborts the
-  /// parent (when the context owns it) at the deadline; then `timedOut` is
-  /// the context's sticky OVERLAP_ERROR_TIMEOUT, naming the call, and the
-  /// parent's communicator is gone.
+  /// ncclCommSplit of `parent` with a deadline (splitTimeoutMs) when the
+  /// context owns the parent: a rank that never splits would block it for
+  /// ever. The split runs on a thread of its own (runtime::callWithin); at
+  /// the deadline it is left there, `timedOut` is the context's sticky
+  /// OVERLAP_ERROR_TIMEOUT naming the call, and every communicator of the
+  /// context is abandoned (strandCommunicators): none is aborted beside the
+  /// blocked split, which NCCL forbids.
   ncclResult_t boundedSplit(const runtime::Site &site, overlap_group *parent,
                             int color, int key, ncclComm_t *made,
                             ncclConfig_t *config, overlap_status &timedOut);
@@ -284,6 +298,10 @@ public:
   overlap_status zeroSmAllGather(const runtime::Site &site, CudaGroup &group,
                                  const runtime::CollectiveArgs &args,
                                  ncclDataType_t type, bool &handled);
+  /// Forgets every communicator of the context (world, groups, zero-SM),
+  /// their windows and window memory, without a call on any: what a split
+  /// left blocked on another thread may still use (boundedSplit).
+  void strandCommunicators();
   /// Knob on and no group fell back (overlap_cuda_zero_sm_all_gather).
   bool zeroSmActive() const {
     return options.zeroSmAllGather && !zeroSmFellBack_;
@@ -320,6 +338,8 @@ protected:
   void onFail() override;
 
 private:
+  friend class ZeroSmNccl; // the zero-SM set-up steps over NCCL
+
   /// A spin wait that gave up, as an error (after the fact).
   overlap_status checkSpinError();
   /// Names the wait of `stream` whose flag is behind, if any.
@@ -359,12 +379,9 @@ private:
   /// Disables the zero-SM path of `group`, recording `reason` (warned
   /// once on stderr).
   void zeroSmDisable(CudaGroup &group, const std::string &reason);
-  /// Whether `ok` holds on every rank of `comm`: a min all-reduce on
-  /// `stream` that the host waits for (bounded). A failed agreement is
-  /// `false` with `why` set; a stuck stream is the context's error.
-  overlap_status zeroSmAgree(ncclComm_t comm, int stream, bool ok, bool &all,
-                             std::string &why);
-  /// The smallest `value` of any rank of `comm`, as zeroSmAgree.
+  /// The smallest `value` of any rank of `comm`: a min all-reduce on
+  /// `stream` that the host waits for (bounded). A failed agreement sets
+  /// `why`; a stuck stream is the context's error.
   overlap_status zeroSmAgreeMin(ncclComm_t comm, int stream, int value,
                                 int &lowest, std::string &why);
   /// Deregisters the windows, destroys (aborts) the zero-CTA
@@ -415,6 +432,7 @@ private:
   int *zeroSmFlag_ = nullptr;     // device int of zeroSmAgree
   int *zeroSmHostFlag_ = nullptr; // pinned int it is read back into
   bool zeroSmFellBack_ = false;   // some group disabled the path
+  bool commsStranded_ = false;    // strandCommunicators ran
   bool ready_ = false;            // init completed
   bool shutDown_ = false;
 };

@@ -311,6 +311,11 @@ overlap_status CudaContext::shutdown() {
     }
   }
   bool failed = status() != OVERLAP_SUCCESS;
+  if (commsStranded_)
+    fprintf(stderr,
+            "overlap: rank %d: the NCCL communicators were abandoned to a "
+            "split that did not return; they are not destroyed (leaked)\n",
+            rank);
   // Zero-SM windows before the communicators they were split from; their
   // memory only if no stream may still touch it.
   for (CudaGroup *g : allGroups())

@@ -344,14 +344,27 @@ std::string overlap::cuda::zeroSmFallbackReason(const std::string &step,
   return step + " failed: " + error + "; plain ncclAllGather";
 }
 
-ncclConfig_t overlap::cuda::zeroSmSplitConfig() {
+ncclConfig_t overlap::cuda::zeroSmSplitConfig(int commSms) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 1;
   config.splitShare = 1;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
 #endif
+  // NCCL uses zero CTAs "whenever it can": an all-gather it cannot put on
+  // the copy engines runs CTAs, and those must stay within the budget as
+  // on every other communicator. A maximum only: NCCL's minimum (one CTA
+  // when a kernel runs at all) does not contradict the policy, an explicit
+  // minCTAs of 1 would ask for a CTA where none is needed.
+  if (commSms > 0) {
+    config.maxCTAs = commSms;
+    config.cgaClusterSize = commSms % 4 == 0 ? 4 : commSms % 2 == 0 ? 2 : 1;
+  }
   return config;
+}
+
+ncclConfig_t overlap::cuda::zeroSmSplitConfig(const Options &o) {
+  return zeroSmSplitConfig(o.ncclCtaCap ? o.commSms : 0);
 }
 
 unsigned overlap::cuda::pointerAlignment(const void *p) {

@@ -42,6 +42,14 @@ overlap_status CudaContext::createSignals(int32_t n, overlap_signals **sigs) {
             check(site, "cudaMalloc (flags)", cudaMalloc(&flags, bytes)))
       return s;
     set->deviceFlags = static_cast<uint32_t *>(flags);
+    void *stage = nullptr;
+    if (overlap_status s =
+            check(site, "cudaHostAlloc (flag staging)",
+                  cudaHostAlloc(&stage, 2 * bytes, cudaHostAllocDefault))) {
+      releaseSignals(*set);
+      return s;
+    }
+    set->stage = static_cast<uint32_t *>(stage);
     // Zeroed before any stream of the context can signal or wait on them.
     if (overlap_status s = zeroForStreams(site, flags, bytes, "flags")) {
       releaseSignals(*set);
@@ -89,7 +97,9 @@ void CudaContext::releaseSignals(CudaSignals &set) {
     (void)cudaFreeHost(set.hostFlags);
   else if (set.deviceFlags)
     (void)cudaFree(set.deviceFlags);
-  set.hostFlags = set.deviceFlags = nullptr;
+  if (set.stage)
+    (void)cudaFreeHost(set.stage);
+  set.hostFlags = set.deviceFlags = set.stage = nullptr;
 }
 
 void CudaContext::readFlags(CudaSignals *sigs, int32_t first, int32_t count,
@@ -99,13 +109,21 @@ void CudaContext::readFlags(CudaSignals *sigs, int32_t first, int32_t count,
       out[i] = static_cast<volatile uint32_t *>(sigs->hostFlags)[first + i];
     return;
   }
-  if (cudaMemcpyAsync(out, sigs->deviceFlags + first,
+  // Into pinned memory, asynchronously: the copy returns at once and
+  // syncControl bounds the wait for it (into pageable memory the copy
+  // itself would wait for the device, unbounded).
+  uint32_t *staged = sigs->stage ? sigs->stage + first : nullptr;
+  if (!staged ||
+      cudaMemcpyAsync(staged, sigs->deviceFlags + first,
                       sizeof(uint32_t) * size_t(count), cudaMemcpyDeviceToHost,
                       control_) != cudaSuccess ||
       !syncControl()) {
     (void)cudaGetLastError();
     std::fill(out, out + count, 0u); // every wait counts as open
+    return;
   }
+  for (int32_t i = 0; i < count; ++i)
+    out[i] = static_cast<volatile uint32_t *>(staged)[i];
 }
 
 void CudaContext::writeFlag(CudaSignals *sigs, int32_t index, uint32_t value) {
@@ -113,7 +131,13 @@ void CudaContext::writeFlag(CudaSignals *sigs, int32_t index, uint32_t value) {
     static_cast<volatile uint32_t *>(sigs->hostFlags)[index] = value;
     return;
   }
-  if (cudaMemcpyAsync(sigs->deviceFlags + index, &value, sizeof(value),
+  if (!sigs->stage)
+    return;
+  // The flag's own pinned word: a copy still queued from an earlier write
+  // that timed out reads its own value, not this one.
+  uint32_t *staged = sigs->stage + sigs->count + index;
+  *static_cast<volatile uint32_t *>(staged) = value;
+  if (cudaMemcpyAsync(sigs->deviceFlags + index, staged, sizeof(value),
                       cudaMemcpyHostToDevice, control_) != cudaSuccess ||
       !syncControl())
     (void)cudaGetLastError();

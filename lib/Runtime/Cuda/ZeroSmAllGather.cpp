@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
+#include "ZeroSmSetup.h"
 
 #include <unistd.h>
 
@@ -89,14 +90,6 @@ std::string CudaContext::zeroSmReport() const {
   return text;
 }
 
-overlap_status CudaContext::zeroSmAgree(ncclComm_t comm, int s, bool ok,
-                                        bool &all, std::string &why) {
-  int lowest = 0;
-  overlap_status st = zeroSmAgreeMin(comm, s, ok ? 1 : 0, lowest, why);
-  all = st == OVERLAP_SUCCESS && why.empty() && lowest == 1;
-  return st;
-}
-
 overlap_status CudaContext::zeroSmAgreeMin(ncclComm_t comm, int s, int value,
                                            int &lowest, std::string &why) {
   lowest = value;
@@ -137,6 +130,125 @@ overlap_status CudaContext::zeroSmAgreeMin(ncclComm_t comm, int s, int value,
   return OVERLAP_SUCCESS;
 }
 
+#if OVERLAP_HAVE_ZERO_SM
+/// The set-up steps of one (group, stream) over NCCL (ZeroSmSetup.h).
+class overlap::cuda::ZeroSmNccl final : public ZeroSmSetupSteps {
+public:
+  ZeroSmNccl(CudaContext &ctx, const Site &site, CudaGroup &group,
+             ZeroSmStream &z)
+      : ctx(ctx), site(site), group(group), z(z) {}
+
+  /// The context's error that made a step Fatal.
+  overlap_status fatal() const {
+    return status != OVERLAP_SUCCESS ? status : ctx.status();
+  }
+
+  std::string prerequisiteProblem() override {
+    int loaded = 0, driver = 0;
+    if (ncclGetVersion(&loaded) != ncclSuccess)
+      loaded = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess)
+      driver = 0;
+    return zeroSmPrerequisiteProblem(NCCL_VERSION_CODE, loaded, driver);
+  }
+  int nodeKey() override {
+    char hostname[256] = {0};
+    if (gethostname(hostname, sizeof hostname - 1) != 0)
+      hostname[0] = 0;
+    return zeroSmNodeKey(hostname);
+  }
+  ZeroSmStep agreeMin(int value, int &lowest, std::string &error) override {
+    if ((status =
+             ctx.zeroSmAgreeMin(group.comm, site.stream, value, lowest, error)))
+      return ZeroSmStep::Fatal;
+    return error.empty() ? ZeroSmStep::Done : ZeroSmStep::Failed;
+  }
+  ZeroSmStep split(std::string &error) override {
+    // Collective over the group, as every split: every rank gets here at
+    // the same all-gather.
+    ncclConfig_t config = zeroSmSplitConfig(ctx.options);
+    overlap_status timedOut = OVERLAP_SUCCESS;
+    ncclResult_t r =
+        ctx.boundedSplit(site, &group, 0, group.rank, &made, &config, timedOut);
+    if ((status = timedOut))
+      return ZeroSmStep::Fatal;
+    if (r != ncclSuccess || !made) {
+      error = r != ncclSuccess ? describe(r) : "no communicator was made";
+      return ZeroSmStep::Failed;
+    }
+    return ZeroSmStep::Done;
+  }
+  void keepSplit() override { z.comm = made; }
+  void strandSplit() override {
+    // Neither aborted (the child shares the group's abort flag when the
+    // group was made with splitShare, as Overlap makes them: the group and
+    // the world would go with it) nor destroyed (its peers made none).
+    made = nullptr;
+  }
+  ZeroSmStep drainOldWindow() override {
+    if ((status = ctx.drain({site.stream}, "overlap_all_gather")))
+      return ZeroSmStep::Fatal;
+    return ZeroSmStep::Done;
+  }
+  ZeroSmStep deregisterOldWindow(std::string &error) override {
+    if (ncclResult_t r = ncclCommWindowDeregister(
+            z.comm, static_cast<ncclWindow_t>(z.window))) {
+      error = describe(r);
+      return ZeroSmStep::Failed;
+    }
+    z.window = nullptr;
+    return ZeroSmStep::Done;
+  }
+  void freeOldBuffer() override {
+    (void)ncclMemFree(z.buffer);
+    z.buffer = nullptr;
+    z.bytes = 0;
+  }
+  ZeroSmStep allocate(size_t bytes, std::string &error) override {
+    allocated = bytes;
+    if (ncclResult_t r = ncclMemAlloc(&buffer, bytes)) {
+      buffer = nullptr;
+      error = describe(r);
+      return ZeroSmStep::Failed;
+    }
+    return ZeroSmStep::Done;
+  }
+  void freeAllocation() override {
+    if (buffer)
+      (void)ncclMemFree(buffer);
+    buffer = nullptr;
+  }
+  ZeroSmStep registerWindow(std::string &error) override {
+    z.buffer = buffer;
+    buffer = nullptr;
+    ncclWindow_t window = nullptr;
+    ncclResult_t r = ncclCommWindowRegister(z.comm, z.buffer, allocated,
+                                            &window, NCCL_WIN_COLL_SYMMETRIC);
+    z.window = window;
+    if (r != ncclSuccess || !window) {
+      error = r != ncclSuccess ? describe(r) : "no window was made";
+      return ZeroSmStep::Failed;
+    }
+    return ZeroSmStep::Done;
+  }
+  void keepWindow(size_t bytes) override { z.bytes = bytes; }
+  void markBroken() override { z.broken = true; }
+  void disable(const std::string &reason) override {
+    ctx.zeroSmDisable(group, reason);
+  }
+
+private:
+  CudaContext &ctx;
+  const Site &site;
+  CudaGroup &group;
+  ZeroSmStream &z;
+  ncclComm_t made = nullptr;
+  void *buffer = nullptr; // allocated, not yet in the window
+  size_t allocated = 0;
+  overlap_status status = OVERLAP_SUCCESS;
+};
+#endif
+
 overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
                                             const runtime::CollectiveArgs &args,
                                             ncclDataType_t type,
@@ -153,144 +265,25 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
 #else
   const int s = site.stream;
   ZeroSmStream &z = group.zeroSm[s];
+  ZeroSmNccl steps(*this, site, group, z);
   if (!z.comm) {
-    int loaded = 0, driver = 0;
-    if (ncclGetVersion(&loaded) != ncclSuccess)
-      loaded = 0;
-    if (cudaDriverGetVersion(&driver) != cudaSuccess)
-      driver = 0;
-    const std::string problem =
-        zeroSmPrerequisiteProblem(NCCL_VERSION_CODE, loaded, driver);
-    if (!problem.empty()) {
-      zeroSmDisable(group, problem + "; plain ncclAllGather");
-      return OVERLAP_SUCCESS;
-    }
-    // One node (NCCL's copy-engine collectives do not cross nodes; there
-    // the zero-CTA policy would run CTAs, uncapped, without an error):
-    // the lowest and the highest host key over the group, by two min
-    // all-reduces, the same on every rank, so all fall back together.
-    char hostname[256] = {0};
-    if (gethostname(hostname, sizeof hostname - 1) != 0)
-      hostname[0] = 0;
-    const int node = zeroSmNodeKey(hostname);
-    int lowest = node, negatedHighest = -node;
-    std::string agreeWhy;
-    if (overlap_status st =
-            zeroSmAgreeMin(group.comm, s, node, lowest, agreeWhy))
-      return st;
-    if (agreeWhy.empty())
-      if (overlap_status st =
-              zeroSmAgreeMin(group.comm, s, -node, negatedHighest, agreeWhy))
-        return st;
-    if (!agreeWhy.empty()) {
-      zeroSmDisable(group,
-                    zeroSmFallbackReason("the one-node check", agreeWhy));
-      return OVERLAP_SUCCESS;
-    }
-    if (std::string problem = zeroSmLocalityProblem(lowest, -negatedHighest);
-        !problem.empty()) {
-      zeroSmDisable(group, problem);
-      return OVERLAP_SUCCESS;
-    }
-    // Collective over the group, as every split: every rank gets here at
-    // the same all-gather.
-    ncclConfig_t config = zeroSmSplitConfig();
-    ncclComm_t made = nullptr;
-    overlap_status timedOut = OVERLAP_SUCCESS;
-    ncclResult_t split =
-        boundedSplit(site, &group, 0, group.rank, &made, &config, timedOut);
-    if (timedOut != OVERLAP_SUCCESS)
-      return timedOut;
-    // Every rank falls back together: a rank alone on the plain path would
-    // call ncclAllGather on another communicator than the others (a hang).
-    bool all = false;
-    std::string why;
-    if (overlap_status st =
-            zeroSmAgree(group.comm, s, split == ncclSuccess && made, all, why))
-      return st;
-    if (!all) {
-      if (made)
-        (void)ncclCommAbort(made);
-      zeroSmDisable(group,
-                    zeroSmFallbackReason(
-                        "ncclCommSplit (CTAPolicy NCCL_CTA_POLICY_ZERO)",
-                        !why.empty()           ? why
-                        : split != ncclSuccess ? describe(split)
-                                               : std::string("it failed on "
-                                                             "another rank")));
-      return OVERLAP_SUCCESS;
-    }
-    z.comm = made;
+    ZeroSmSetUp made = zeroSmSetUpCommunicator(steps);
+    if (made != ZeroSmSetUp::Ready)
+      return made == ZeroSmSetUp::Fatal ? steps.fatal() : OVERLAP_SUCCESS;
   }
   const size_t elem = overlap_dtype_size(args.dtype);
   const size_t count = size_t(args.count);
   const size_t need = zeroSmWindowBytes(group.size, count, elem);
   if (!need) {
+    // The same on every rank: NCCL requires equal counts everywhere.
     zeroSmDisable(group, zeroSmFallbackReason("the window's size",
                                               "it overflows size_t"));
     return OVERLAP_SUCCESS;
   }
   if (need > z.bytes) {
-    bool all = false;
-    std::string why;
-    if (z.buffer) {
-      // A bigger window, in lockstep on every rank (same counts, same
-      // order): the old one is idle once this stream is.
-      if (overlap_status st = drain({s}, "overlap_all_gather"))
-        return st;
-      if (ncclResult_t r = ncclCommWindowDeregister(
-              z.comm, static_cast<ncclWindow_t>(z.window))) {
-        z.broken = true;
-        zeroSmDisable(group, zeroSmFallbackReason("ncclCommWindowDeregister",
-                                                  describe(r)));
-        return OVERLAP_SUCCESS;
-      }
-      z.window = nullptr;
-      (void)ncclMemFree(z.buffer);
-      z.buffer = nullptr;
-      z.bytes = 0;
-    }
-    void *buffer = nullptr;
-    ncclResult_t allocated = ncclMemAlloc(&buffer, need);
-    if (overlap_status st =
-            zeroSmAgree(group.comm, s, allocated == ncclSuccess, all, why))
-      return st;
-    if (!all) {
-      if (buffer)
-        (void)ncclMemFree(buffer);
-      const std::string step =
-          "ncclMemAlloc(" + std::to_string(need) + " bytes)";
-      zeroSmDisable(group,
-                    zeroSmFallbackReason(
-                        step, !why.empty() ? why
-                              : allocated != ncclSuccess
-                                  ? describe(allocated)
-                                  : std::string("it failed on another rank")));
-      return OVERLAP_SUCCESS;
-    }
-    z.buffer = buffer;
-    ncclWindow_t window = nullptr;
-    ncclResult_t registered = ncclCommWindowRegister(
-        z.comm, buffer, need, &window, NCCL_WIN_COLL_SYMMETRIC);
-    if (overlap_status st = zeroSmAgree(
-            group.comm, s, registered == ncclSuccess && window, all, why))
-      return st;
-    if (!all) {
-      // Registered on some ranks only: never deregister (a collective the
-      // others would not join); the communicator is aborted at release.
-      z.broken = true;
-      z.window = window;
-      zeroSmDisable(group,
-                    zeroSmFallbackReason(
-                        "ncclCommWindowRegister (NCCL_WIN_COLL_SYMMETRIC)",
-                        !why.empty() ? why
-                        : registered != ncclSuccess
-                            ? describe(registered)
-                            : std::string("it failed on another rank")));
-      return OVERLAP_SUCCESS;
-    }
-    z.window = window;
-    z.bytes = need;
+    ZeroSmSetUp grown = zeroSmSetUpWindow(steps, need, z.buffer != nullptr);
+    if (grown != ZeroSmSetUp::Ready)
+      return grown == ZeroSmSetUp::Fatal ? steps.fatal() : OVERLAP_SUCCESS;
   }
   cudaStream_t stream = streams_[s];
   const size_t slotBytes = count * elem;
@@ -316,15 +309,27 @@ overlap_status CudaContext::zeroSmAllGather(const Site &site, CudaGroup &group,
 void CudaContext::zeroSmRelease(CudaGroup &group, bool abort, bool freeMemory) {
   for (auto &entry : group.zeroSm) {
     ZeroSmStream &z = entry.second;
-    const bool hard = abort || z.broken;
+    switch (zeroSmReleaseAction(abort, z.broken)) {
+    case ZeroSmRelease::Strand:
+      // Broken in a context that goes on: an abort would abort the group
+      // and the world (splitShare: one abort flag), a deregistration would
+      // wait for ranks that never registered. Left as it is.
+      continue;
+    case ZeroSmRelease::Abort:
+      if (z.comm)
+        (void)ncclCommAbort(z.comm);
+      break;
+    case ZeroSmRelease::Destroy:
 #if OVERLAP_HAVE_ZERO_SM
-    // The window before its communicator, the memory after both.
-    if (z.window && z.comm && !hard)
-      (void)ncclCommWindowDeregister(z.comm,
-                                     static_cast<ncclWindow_t>(z.window));
+      // The window before its communicator, the memory after both.
+      if (z.window && z.comm)
+        (void)ncclCommWindowDeregister(z.comm,
+                                       static_cast<ncclWindow_t>(z.window));
 #endif
-    if (z.comm)
-      (void)(hard ? ncclCommAbort(z.comm) : ncclCommDestroy(z.comm));
+      if (z.comm)
+        (void)ncclCommDestroy(z.comm);
+      break;
+    }
     if (z.buffer && freeMemory)
       (void)ncclMemFree(z.buffer);
   }

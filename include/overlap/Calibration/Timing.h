@@ -6,8 +6,9 @@
 //
 // CUDA part (OverlapCalibrationCuda). Warm-up runs, then the median of
 // timed repetitions measured with CUDA events on the context's streams;
-// over several ranks every repetition starts after a barrier and counts as
-// long as its slowest rank took.
+// over several ranks every repetition starts after a barrier that runs
+// once every rank has enqueued its window, and counts as long as its
+// slowest rank took. The order of each repetition: Repetitions.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,9 +26,10 @@ namespace calibration {
 /// Times `enqueue` (which enqueues work on the context's streams) with
 /// device events: recorded on `startStream` before and on `endStream` after
 /// (the end stream must depend on all the work, e.g. through waits). Runs
-/// `warmup` untimed repetitions, then returns the `iters` timed ones, in us.
-/// Over several ranks a barrier on the start stream precedes the start
-/// event, so that every rank's repetition starts together.
+/// `warmup` untimed repetitions (at least one, which loads the kernels,
+/// ungated), then returns the `iters` timed ones, in us. Over several ranks
+/// a barrier behind the gate on the start stream precedes the start event,
+/// so that every rank's repetition starts together once all have enqueued.
 std::vector<double> timeSamplesUs(overlap_context *ctx, int startStream,
                                   int endStream, int warmup, int iters,
                                   const std::function<void()> &enqueue);

@@ -40,6 +40,10 @@ struct GateWords {
 cudaError_t launchGateKernel(GateWords *words, uint64_t boundNs,
                              cudaStream_t stream);
 
+/// Loads the gate kernel now (cudaFuncGetAttributes: under CUDA's lazy
+/// loading a kernel is otherwise loaded at its first launch).
+cudaError_t preloadGateKernel();
+
 } // namespace calibration
 } // namespace overlap
 

@@ -29,6 +29,12 @@ __global__ void gateKernel(GateWords *words, uint64_t boundNs) {
 
 } // namespace
 
+cudaError_t preloadGateKernel() {
+  // Under lazy loading cudaFuncGetAttributes loads the kernel's module.
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, gateKernel);
+}
+
 cudaError_t launchGateKernel(GateWords *words, uint64_t boundNs,
                              cudaStream_t stream) {
   gateKernel<<<1, 1, 0, stream>>>(words, boundNs);

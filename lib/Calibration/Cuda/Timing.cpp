@@ -7,6 +7,7 @@
 #include "overlap/Calibration/Timing.h"
 
 #include "overlap/Calibration/MeasuringContext.h"
+#include "overlap/Calibration/Repetitions.h"
 
 #include "CudaCheck.h"
 #include "Gate.h"
@@ -56,6 +57,9 @@ Gate &theGate() {
     if (cudaError_t e = cudaHostGetDevicePointer(
             reinterpret_cast<void **>(&made.device), host, 0))
       return dropGate(made, e, "cudaHostGetDevicePointer");
+    // Loaded now, not at its first launch (lazy loading).
+    if (cudaError_t e = preloadGateKernel())
+      return dropGate(made, e, "cudaFuncGetAttributes (the gate kernel)");
     return made;
   }();
   return gate;
@@ -67,47 +71,84 @@ void setOpen(GateWords *words, int32_t value) {
 }
 } // namespace
 
+namespace {
+/// A repetition's steps over CUDA events, the gate and overlap_barrier.
+class CudaRepetition final : public RepetitionSteps {
+public:
+  CudaRepetition(overlap_context *ctx, int startStream, int endStream,
+                 const std::function<void()> &work)
+      : ctx(ctx), startStream(startStream), endStream(endStream), work(work) {
+    s0 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, startStream));
+    s1 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, endStream));
+    checkCuda(cudaEventCreate(&start), "cudaEventCreate");
+    checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  ~CudaRepetition() override {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  std::vector<double> times;
+
+  void synchronize() override {
+    check(ctx, overlap_context_synchronize(ctx), "synchronize");
+  }
+  bool closeGate() override {
+    GateWords *gate = theGate().host;
+    if (!gate)
+      return false;
+    setOpen(gate, 0);
+    if (cudaError_t e = launchGateKernel(theGate().device, kGateBoundNs, s0)) {
+      dropGate(theGate(), e, "the gate kernel's launch");
+      return false;
+    }
+    return true;
+  }
+  void barrier() override {
+    check(ctx, overlap_barrier(ctx, startStream, -1, nullptr),
+          "overlap_barrier");
+  }
+  void recordStart() override {
+    checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
+    if (startStream != endStream)
+      checkCuda(cudaStreamWaitEvent(s1, start, 0), "cudaStreamWaitEvent");
+  }
+  void enqueue() override { work(); }
+  void recordStop() override {
+    checkCuda(cudaEventRecord(stop, s1), "cudaEventRecord");
+  }
+  void openGate() override {
+    if (GateWords *gate = theGate().host)
+      setOpen(gate, 1);
+  }
+  void collect(bool timed) override {
+    check(ctx, overlap_context_synchronize(ctx), "synchronize");
+    float ms = 0;
+    checkCuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (timed)
+      times.push_back(double(ms) * 1000.0);
+  }
+
+private:
+  overlap_context *ctx;
+  int startStream, endStream;
+  const std::function<void()> &work;
+  cudaStream_t s0 = nullptr, s1 = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+} // namespace
+
 std::vector<double>
 calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
                            int warmup, int iters,
                            const std::function<void()> &enqueue) {
-  auto s0 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, startStream));
-  auto s1 = static_cast<cudaStream_t>(overlap_cuda_stream(ctx, endStream));
   const bool ranks = overlap_context_size(ctx) > 1;
-  cudaEvent_t start, stop;
-  checkCuda(cudaEventCreate(&start), "cudaEventCreate");
-  checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
   GateWords *gate = theGate().host;
   const int32_t gaveUpBefore = gate ? gate->gaveUp : 0;
-  std::vector<double> times;
-  for (int i = 0; i < warmup + iters; ++i) {
-    // Both streams idle, so the start event marks the start of the work.
-    check(ctx, overlap_context_synchronize(ctx), "synchronize");
-    if (ranks)
-      check(ctx, overlap_barrier(ctx, startStream, -1, nullptr),
-            "overlap_barrier");
-    // The start stream is held by the gate while the host enqueues, so
-    // the window holds the device's time, not the host's.
-    if (gate) {
-      setOpen(gate, 0);
-      if (cudaError_t e = launchGateKernel(theGate().device, kGateBoundNs, s0))
-        gate = dropGate(theGate(), e, "the gate kernel's launch").host;
-    }
-    checkCuda(cudaEventRecord(start, s0), "cudaEventRecord");
-    if (startStream != endStream)
-      checkCuda(cudaStreamWaitEvent(s1, start, 0), "cudaStreamWaitEvent");
-    enqueue();
-    checkCuda(cudaEventRecord(stop, s1), "cudaEventRecord");
-    if (gate)
-      setOpen(gate, 1);
-    check(ctx, overlap_context_synchronize(ctx), "synchronize");
-    float ms = 0;
-    checkCuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i >= warmup)
-      times.push_back(double(ms) * 1000.0);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  CudaRepetition steps(ctx, startStream, endStream, enqueue);
+  // Repetitions.h: the first (untimed, ungated) loads every kernel; the
+  // barrier sits behind the gate, the start event behind the barrier.
+  runRepetitions(steps, ranks, warmup, iters);
+  gate = theGate().host;
   if (gate && gate->gaveUp != gaveUpBefore)
     printDiagnostic("warning",
                     "rank %d: the timing gate gave up %d time(s) after "
@@ -115,7 +156,7 @@ calibration::timeSamplesUs(overlap_context *ctx, int startStream, int endStream,
                     "repetitions include host time\n",
                     overlap_context_rank(ctx), int(gate->gaveUp - gaveUpBefore),
                     kGateBoundNs / 1e6);
-  return times;
+  return std::move(steps.times);
 }
 
 double calibration::timeUs(overlap_context *ctx, int startStream, int endStream,

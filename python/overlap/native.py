@@ -164,6 +164,21 @@ def host_api() -> ctypes.CDLL:
         lib.overlapDeviceLayerCreate.restype = ctypes.c_void_p
         lib.overlapDeviceLayerDestroy.argtypes = [ctypes.c_void_p]
         lib.overlapDeviceLayerDestroy.restype = None
+        # One context per process and mesh that the layers share.
+        lib.overlapDeviceContextCreate.argtypes = [
+            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+            ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int), out]
+        lib.overlapDeviceContextCreate.restype = ctypes.c_void_p
+        lib.overlapDeviceContextStatus.argtypes = [ctypes.c_void_p, out]
+        lib.overlapDeviceContextStatus.restype = ctypes.c_int
+        lib.overlapDeviceLayerCreateOn.argtypes = [
+            ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int),
+            out]
+        lib.overlapDeviceLayerCreateOn.restype = ctypes.c_void_p
+        lib.overlapDeviceContextRelease.argtypes = [ctypes.c_void_p]
+        lib.overlapDeviceContextRelease.restype = None
+        lib.overlapDeviceContextsCreated.argtypes = []
+        lib.overlapDeviceContextsCreated.restype = ctypes.c_int64
         lib._overlap_ready = True
     return lib
 

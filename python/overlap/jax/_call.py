@@ -21,6 +21,7 @@ Overlap from JAX").
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import hashlib
@@ -104,15 +105,16 @@ def resolve_timeouts(timeout_ms=None, init_timeout_ms=None) -> Tuple[int, int]:
 
 
 class NcclIdKeys:
-    """The keys under which rank 0 publishes a GPU layer's NCCL id in
-    jax.distributed's key-value store. Every process must name the same
-    layer by the same key without talking to the others, and no two layers
-    may share one (two layers of functions with one name, a layer made
-    again in a notebook): the key is the layer's name, a digest of what
-    makes the layer (its MLIR, strategy, profile, mesh axes and device ids:
-    the same on every process of an SPMD program) and how many layers with
-    that digest this process made before. Processes that make their layers
-    in the same order (as SPMD programs do) derive the same keys."""
+    """The keys under which rank 0 publishes an NCCL id in jax.distributed's
+    key-value store: one id per shared device context (DeviceContexts), not
+    per layer. Every process must name the same context by the same key
+    without talking to the others, and no two may share one: the key is
+    ``overlap.jax.jit/context/{digest}/{n}``, the digest of what makes the
+    context (context_digest: platform, the mesh's device ids, the wait
+    bound; the same on every process of an SPMD program) and how many
+    contexts with that digest this process made before. Processes that
+    make their contexts in the same order (as SPMD programs do) derive the
+    same keys. (``digest`` names what makes a layer.)"""
 
     PREFIX = "overlap.jax.jit"
 
@@ -126,6 +128,18 @@ class NcclIdKeys:
         for part in (mlir, str(strategy), str(profile or ""),
                      ",".join(map(str, axes)), ",".join(map(str, sizes)),
                      ",".join(map(str, device_ids))):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()[:16]
+
+    @staticmethod
+    def context_digest(platform: str, device_ids, timeout_ms: int) -> str:
+        """What makes a shared device context (DeviceContexts): the mesh's
+        devices in rank order, their platform and the wait bound, the same
+        on every process of an SPMD program."""
+        h = hashlib.sha256()
+        for part in ("context", platform, ",".join(map(str, device_ids)),
+                     str(timeout_ms)):
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()[:16]
@@ -216,6 +230,212 @@ def gpu_job_check(name: str, devices, process_count: int,
             f"job has {process_count} processes, the mesh holds processes "
             f"{order}. Nothing was compiled")
     return process_count, process_index, mine[0]
+
+
+class NativeDeviceContexts:
+    """The host C API's device contexts (overlapDeviceContext*,
+    include/overlap-c/Loader.h): what DeviceContexts calls, and what a test
+    without a GPU replaces."""
+
+    @staticmethod
+    def _api():
+        from .. import native
+        return native.host_api()
+
+    @staticmethod
+    def _text(api, messages) -> str:
+        text = ctypes.string_at(messages.value).decode() \
+            if messages.value else "?"
+        api.overlapFree(messages)
+        return text.strip()
+
+    def unique_id(self) -> bytes:
+        api = self._api()
+        messages = ctypes.c_void_p()
+        made = (ctypes.c_uint8 * 128)()
+        if api.overlapCudaUniqueId(made, ctypes.byref(messages)):
+            raise RuntimeError(self._text(api, messages))
+        return bytes(made)
+
+    def create(self, uid: Optional[bytes], ranks: int, rank: int,
+               device: int, timeout_ms: int, init_timeout_ms: int) -> int:
+        api = self._api()
+        messages = ctypes.c_void_p()
+        status = ctypes.c_int()
+        buf = (ctypes.c_uint8 * 128).from_buffer_copy(uid) if uid else None
+        handle = api.overlapDeviceContextCreate(
+            buf, ranks, rank, device, timeout_ms, init_timeout_ms,
+            ctypes.byref(status), ctypes.byref(messages))
+        if not handle:
+            raise RuntimeError(self._text(api, messages))
+        return handle
+
+    def failure(self, handle: int) -> Optional[str]:
+        api = self._api()
+        messages = ctypes.c_void_p()
+        if api.overlapDeviceContextStatus(handle, ctypes.byref(messages)):
+            return self._text(api, messages)
+        return None
+
+    def layer(self, handle: int, path: str) -> int:
+        api = self._api()
+        messages = ctypes.c_void_p()
+        status = ctypes.c_int()
+        layer = api.overlapDeviceLayerCreateOn(
+            handle, path.encode(), ctypes.byref(status),
+            ctypes.byref(messages))
+        if not layer:
+            raise RuntimeError(self._text(api, messages))
+        return layer
+
+    def release(self, handle: int) -> None:
+        self._api().overlapDeviceContextRelease(handle)
+
+    def created(self) -> int:
+        return int(self._api().overlapDeviceContextsCreated())
+
+
+@dataclass
+class _SharedContext:
+    handle: Optional[int]  # None: its creation failed (`error` says why)
+    ranks: int
+    rank: int
+    device_ids: Tuple[int, ...]
+    error: Optional[str] = None  # set once it failed
+
+
+class DeviceContexts:
+    """This process's device contexts, one per (platform, the mesh's
+    devices in rank order, this process, wait bound): every layer, input
+    shape and backward of overlap.jax.jit on that mesh is made on it, so a
+    process has one set of streams and one NCCL communicator per mesh, and
+    rank 0's NCCL id is exchanged once (NcclIdKeys: one key per context).
+    The cache holds its reference until the process exits (release_all,
+    at exit); each layer holds one of its own (the C API's), so a layer
+    dropped leaves the others working. Never dropped earlier: a
+    communicator of several processes must be made again by all of them
+    alike, which a drop that depends on each process's garbage collection
+    would not be.
+
+    A context that failed (a wait past its bound, a failed collective or
+    call: it stays failed, for every layer on it) is never handed to a new
+    layer: alone on its device (one rank) a new one replaces it in the
+    cache; of several processes the new layer is refused with the failure
+    (the others may still use their ranks of the old communicator, and a
+    new one needs every process), as is every later layer on a mesh whose
+    context could not be made. Thread-safe."""
+
+    def __init__(self, native=None, keys: Optional[NcclIdKeys] = None):
+        self.native = native if native is not None else \
+            NativeDeviceContexts()
+        self.keys = keys if keys is not None else NcclIdKeys()
+        self._lock = threading.Lock()
+        self._entries: Dict[Any, _SharedContext] = {}
+        #: Contexts this process made (each creation, also a remake).
+        self.created = 0
+
+    @staticmethod
+    def key(platform: str, device_ids, process_index: int,
+            timeout_ms: int):
+        return (platform, tuple(device_ids), process_index, timeout_ms)
+
+    def _refuse(self, name: str, entry: _SharedContext) -> RuntimeError:
+        made = entry.handle is not None
+        return RuntimeError(
+            f"{name}: this process's GPU context for the mesh of devices "
+            f"{list(entry.device_ids)} (rank {entry.rank} of {entry.ranks}) "
+            + ("failed" if made else "could not be made")
+            + f": {entry.error}. A communicator of several processes is "
+            f"made again only by all of them together, so no layer is made "
+            f"on this mesh any more in this process: restart the job "
+            f"(every process)")
+
+    def acquire(self, name: str, platform: str, device_ids, ranks: int,
+                rank: int, device: int, timeout_ms: int,
+                init_timeout_ms: int, client=None) -> int:
+        """The shared context's handle for a layer named `name` (made now
+        when there is none, collective over the `ranks` processes; rank 0's
+        NCCL id through `client()`, jax.distributed's key-value client, when
+        `ranks` > 1). Refused with the reason as the class says."""
+        device_ids = tuple(device_ids)
+        key = self.key(platform, device_ids, rank, timeout_ms)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.error is None:
+                why = self.native.failure(entry.handle)
+                if why is None:
+                    return entry.handle
+                entry.error = why
+            if entry is not None:
+                if entry.ranks > 1:
+                    raise self._refuse(name, entry)
+                # One rank alone: a new context replaces the failed one
+                # (the layers still on it keep failing with its error).
+                if entry.handle is not None:
+                    self.native.release(entry.handle)
+                del self._entries[key]
+            uid = None
+            if ranks > 1:
+                digest = NcclIdKeys.context_digest(platform, device_ids,
+                                                   timeout_ms)
+                id_key = self.keys.next_key("context", digest)
+                try:
+                    uid = exchange_unique_id(
+                        client(), id_key, rank, self.native.unique_id,
+                        init_timeout_ms, name)
+                    handle = self.native.create(uid, ranks, rank, device,
+                                                timeout_ms, init_timeout_ms)
+                except Exception as err:
+                    # Every process failed or will fail at this creation
+                    # (or waits out its bound): none makes another.
+                    text = str(err).strip()
+                    self._entries[key] = _SharedContext(
+                        None, ranks, rank, device_ids, error=text)
+                    raise RuntimeError(text if text.startswith(name)
+                                       else f"{name}: {text}") from None
+            else:
+                handle = self.native.create(None, 1, 0, device, timeout_ms,
+                                            init_timeout_ms)
+            self.created += 1
+            self._entries[key] = _SharedContext(handle, ranks, rank,
+                                                device_ids)
+            return handle
+
+    def layer(self, name: str, path: str, **where) -> int:
+        """A device layer of the program `path` on the shared context
+        (acquire's arguments in `where`)."""
+        handle = self.acquire(name, **where)
+        return self.native.layer(handle, path)
+
+    def release_all(self) -> None:
+        """Drops the cache's references (at exit): each context goes with
+        the last layer on it."""
+        with self._lock:
+            entries, self._entries = self._entries, {}
+        for entry in entries.values():
+            if entry.handle is not None:
+                try:
+                    self.native.release(entry.handle)
+                except Exception:
+                    pass
+
+
+#: This process's shared device contexts.
+_device_contexts = DeviceContexts(keys=_nccl_id_keys)
+atexit.register(lambda: _device_contexts.release_all())
+
+
+def _kv_client(name: str, ranks: int):
+    """jax.distributed's key-value client, which carries rank 0's NCCL id
+    to the other processes."""
+    from jax._src import distributed
+    client = distributed.global_state.client
+    if client is None:
+        raise RuntimeError(
+            f"{name}: a GPU layer of {ranks} ranks needs "
+            f"jax.distributed.initialize() first (its key-value store "
+            f"carries rank 0's NCCL id)")
+    return client
 
 
 def _weak(a) -> bool:
@@ -423,48 +643,29 @@ class Layer:
 
     def _device_layer(self, low, path) -> int:
         """This process's rank on its GPU (one process and GPU per rank,
-        as jax.distributed starts them); rank 0's NCCL id goes to the
-        others through jax.distributed's key-value store under a key of
-        this layer's own (NcclIdKeys), within init_timeout_ms, which also
-        bounds NCCL's init. Compiled, not yet run on a GPU (docs/jax.md)."""
+        as jax.distributed starts them), a layer of `path` on the context
+        that every layer of this process on the mesh shares
+        (DeviceContexts: made by the first, rank 0's NCCL id through
+        jax.distributed's key-value store once per context, within
+        init_timeout_ms, which also bounds NCCL's init). Compiled, not yet
+        run on a GPU (docs/jax.md)."""
         import jax
-        from .. import native
         name = low.entry
+        devices = list(low.mesh.devices.flat)
         ranks, rank, device = gpu_job_check(
-            name, low.mesh.devices.flat, jax.process_count(),
-            jax.process_index())
-        api = native.host_api()
-        messages = ctypes.c_void_p()
-        uid = None
-        if ranks > 1:
-            from jax._src import distributed
-            client = distributed.global_state.client
-            if client is None:
-                raise RuntimeError(
-                    f"{name}: a GPU layer of {ranks} ranks needs "
-                    f"jax.distributed.initialize() first (its key-value "
-                    f"store carries rank 0's NCCL id)")
-            digest = NcclIdKeys.digest(
-                low.mlir, self.strategy, self.profile, low.axes, low.sizes,
-                [d.id for d in low.mesh.devices.flat])
-            key = _nccl_id_keys.next_key(name, digest)
-
-            def make_id():
-                made = (ctypes.c_uint8 * 128)()
-                if api.overlapCudaUniqueId(made, ctypes.byref(messages)):
-                    raise self._failed(api, messages, "")
-                return bytes(made)
-
-            uid = (ctypes.c_uint8 * 128).from_buffer_copy(exchange_unique_id(
-                client, key, rank, make_id, self.init_timeout_ms, name))
-        status = ctypes.c_int()
-        layer = api.overlapDeviceLayerCreate(
-            path.encode(), uid, ranks, rank, device.local_hardware_id,
-            self.timeout_ms, self.init_timeout_ms,
-            ctypes.byref(status), ctypes.byref(messages))
-        if not layer:
-            raise self._failed(api, messages, "")
-        return layer
+            name, devices, jax.process_count(), jax.process_index())
+        contexts = _device_contexts
+        try:
+            return contexts.layer(
+                name, path, platform=mesh_platform(devices),
+                device_ids=[d.id for d in devices], ranks=ranks, rank=rank,
+                device=device.local_hardware_id, timeout_ms=self.timeout_ms,
+                init_timeout_ms=self.init_timeout_ms,
+                client=lambda: _kv_client(name, ranks))
+        except RuntimeError as err:
+            text = str(err)
+            raise RuntimeError(text if text.startswith("overlap.jax.jit")
+                               else f"overlap.jax.jit: {text}") from None
 
     def _caller(self, c: _Compiled):
         """The shard_map whose body is the FFI call, over the program's

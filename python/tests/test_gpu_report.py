@@ -152,3 +152,46 @@ def test_write_prediction_error(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(profile.read_text())["prediction_error"][
         "all-reduce"] == 0.5
+
+
+def test_report_session_questions(tmp_path):
+    """The session's first checks and its questions: gtest's summary, the
+    device layer's and the TCP run's verdicts, the rank-major check's
+    rows, what DEADLINE cut or skipped apart from what failed, and the
+    variants of a question side by side per shape."""
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "steps.csv").write_text(
+        "command,exit,seconds,bound\ncuda-tests,0,22,60\n"
+        "process-tcp,1,3,40\nbench-tiles-8-copy-engine,cut,13,13\n"
+        "bench-tiles-16-copy-engine,skipped,0,0\n")
+    (res / "cuda-tests.txt").write_text(
+        "[==========] 61 tests ran.\n[  PASSED  ] 61 tests.\n")
+    (res / "device-layer.txt").write_text(
+        "call 0: 0 of 65536 outputs wrong\ndevice layer check: passed\n")
+    (res / "process-tcp.txt").write_text(
+        "overlap-exec: error: no CUDA device\n")
+    write(res / "bench-rank-major-check-sm-copy.csv", BENCH_HEADER,
+          [bench_row(1024, 2, 100.0, 80.0, 60.0, 82.0)])
+    write(res / "bench-planned-short-copy-engine.csv", BENCH_HEADER,
+          [bench_row(4096, 6, 1000.0, 700.0, 650.0, 690.0)])
+    for t, over in ((2, 800.0), (8, 690.0)):
+        write(res / f"bench-tiles-{t}-copy-engine.csv", BENCH_HEADER,
+              [bench_row(4096, t, 1000.0, over, 650.0, 690.0)])
+    out = run(res)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "| cuda-tests | [  PASSED  ] 61 tests. |" in text
+    assert "| device-layer | device layer check: passed |" in text
+    assert "| process-tcp | overlap-exec: error: no CUDA device |" in text
+    assert "| bench-rank-major-check-sm-copy | 1 runs, check: ok |" in text
+    assert "cut by DEADLINE: 1 (bench-tiles-8-copy-engine)." in text
+    assert "skipped (no time left): 1 (bench-tiles-16-copy-engine)." in text
+    assert "failed: process-tcp (exit 1)." in text
+    assert "### Forced tile counts against the plan (copy-engine)" in text
+    eta = {t: (1000.0 - o) / (1000.0 - 650.0)
+           for t, o in ((6, 700.0), (2, 800.0), (8, 690.0))}
+    assert (f"| all-reduce | 4096 | 8192 | 3072 | {eta[6]:.3f} (6) "
+            f"| {eta[2]:.3f} (2) | {eta[8]:.3f} (8) |") in text
+    # One variant alone is no comparison.
+    assert "Rank-major against interleaved" not in text

@@ -116,7 +116,8 @@ preflight_binaries() {
   for f in "$build/lib/liboverlap_runtime_cuda.so" \
            "$build/unittests/OverlapRuntimeCudaTests" \
            "$build/bin/overlap-bench" "$build/bin/overlap-calibrate" \
-           "$build/bin/overlap-exec" "$build"/gpu-programs/*.so; do
+           "$build/bin/overlap-exec" "$build/bin/overlap-device-layer-check" \
+           "$build"/gpu-programs/*.so "$build"/gpu-programs/device-layer/*.so; do
     [ -e "$f" ] && echo "$f"
   done
 }

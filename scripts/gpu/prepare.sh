@@ -4,12 +4,13 @@
 # inside the repository so the device tool can carry it; under 64 MiB).
 #   1. configures BUILD_DIR with CUDA and without MLIR (the runtime, its
 #      tests, overlap-bench, overlap-calibrate, overlap-exec), Release;
-#   2. builds those targets;
+#   2. builds those targets and overlap-device-layer-check;
 #   3. compiles the GPU programs (scripts/gpu/programs.sh) with this
 #      machine's overlap-compile (from the main build, $OVERLAP_BUILD_DIR or
 #      build/) into BUILD_DIR/gpu-programs, with the JAX layers and JAX's
 #      outputs from the main build's venv (made by scripts/python-env.sh
-#      when it has no jax).
+#      when it has no jax), and the device layer check's program
+#      (gpu-programs/device-layer/mrs1.so).
 # Usage: scripts/gpu/prepare.sh [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,11 +33,18 @@ ninja -C "$BUILD" -t targets all | grep '^overlap_runtime_cuda:' >/dev/null || {
 }
 ninja -C "$BUILD" -j"$JOBS" overlap_runtime overlap_runtime_cuda \
   OverlapRuntimeTests OverlapRuntimeCudaTests overlap-bench \
-  overlap-calibrate overlap-exec
+  overlap-calibrate overlap-exec overlap-device-layer-check
 "$MAIN/venv/bin/python" -c 'import jax' 2>/dev/null ||
   OVERLAP_BUILD_DIR="$MAIN" "$ROOT/scripts/python-env.sh" >/dev/null
 rm -rf "$BUILD/gpu-programs"
 JAX_PYTHON="$MAIN/venv/bin/python" OVERLAP_COMPILE="$MAIN/bin/overlap-compile" \
   "$ROOT/scripts/gpu/programs.sh" compile "$BUILD/gpu-programs" | tail -1
+# The device layer's stream-order check (run.sh's layer step;
+# test/Integration/device-layer-streams.test): its program apart, so that
+# programs.txt lists only what programs.sh runs.
+mkdir -p "$BUILD/gpu-programs/device-layer"
+"$MAIN/bin/overlap-compile" "$ROOT/test/Tools/overlap-exec/Inputs/mrs1.mlir" \
+  --target=cuda --emit=so --strategy=none \
+  -o "$BUILD/gpu-programs/device-layer/mrs1.so"
 echo "prepare: carry $(du -sh "$BUILD" | cut -f1) in $BUILD" \
   "(without CMakeFiles: $(du -sh --exclude=CMakeFiles "$BUILD" | cut -f1))"

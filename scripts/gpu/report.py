@@ -6,9 +6,15 @@ Markdown, for docs/performance.md.
               [--write-prediction-error PROFILE [--leg LEG]]
 
 Reads what run.sh wrote: device.txt and preflight.txt (device, driver,
-CUDA, NCCL), steps.csv (every command's status and seconds), programs.txt
-(the programs' last line), bench-*.csv (overlap-bench sweeps), pack.csv
-and knobs.csv. Prints, per sweep, every shape (serial, overlapped, ideal,
+CUDA, NCCL), steps.csv (every command's status and seconds; what
+DEADLINE cut or skipped apart from what failed), the first checks'
+verdicts (cuda-tests.txt's gtest summary, device-layer.txt,
+process-tcp.txt, bench-rank-major-check-*.csv), programs-*.txt and
+programs.txt (the programs' last line), bench-*.csv (overlap-bench
+sweeps), pack.csv and knobs.csv. Sets the variants of each of a session's
+questions side by side, eta (tiles) per shape: forced tile counts against
+the plan, rank-major against interleaved, the timing gate on and off,
+dispatch's and the sm-copy leg's SM budgets. Prints, per sweep, every shape (serial, overlapped, ideal,
 predicted, speedup, eta, prediction error, the check) and a summary: eta
 median and best, |prediction error| mean, median and max, the shapes
 slower than serial and the tiles a planned sweep chose for them; the
@@ -109,12 +115,25 @@ def steps_section(results, lines):
               for r in rows]
     total = sum(int(r["seconds"]) for r in rows if r["seconds"].isdigit())
     lines += ["", f"{len(rows)} commands, {total} s in all."]
+    # DEADLINE's doing (run.sh: "cut" stopped, "skipped" never started)
+    # apart from the commands that failed.
+    for verdict, what in (("cut", "cut by DEADLINE"),
+                          ("skipped", "skipped (no time left)")):
+        names = [r["command"] for r in rows if r["exit"] == verdict]
+        if names:
+            lines.append(f"{what}: {len(names)} ({', '.join(names[:8])}"
+                         f"{', ...' if len(names) > 8 else ''}).")
+    failed = [f"{r['command']} (exit {r['exit']})" for r in rows
+              if r["exit"] not in ("0", "cut", "skipped")]
+    if failed:
+        lines.append("failed: " + ", ".join(failed) + ".")
 
 
 def programs_section(results, lines):
     """The core programs' step (programs-core.txt) and the rest's."""
     done = False
-    for name in ("programs-core.txt", "programs.txt"):
+    for name in ("programs-core.txt", "programs-jax.txt",
+                 "programs-llama.txt", "programs.txt"):
         path = results / name
         if not path.exists():
             continue
@@ -127,6 +146,96 @@ def programs_section(results, lines):
         lines.append(f"{name[:-4]}: " + (last[-1] if last else
                      "(no summary line: the step was cut)"))
         lines += [f"- {t}" for t in failed]
+
+
+def last_line(path, prefixes):
+    """The last line of PATH starting with one of PREFIXES, else None."""
+    if not path.exists():
+        return None
+    found = [t.strip() for t in path.read_text(errors="replace").splitlines()
+             if t.strip().startswith(prefixes)]
+    return found[-1] if found else None
+
+
+def checks_section(results, lines):
+    """The session's first checks: the CUDA unit tests (gtest's summary),
+    the device layer's stream order, one process over TCP, the rank-major
+    tiles' first runs."""
+    found = []
+    for name, prefixes in (
+            ("cuda-tests", ("[  PASSED  ]", "[  FAILED  ]", "[  SKIPPED ]")),
+            ("cuda-tests-two-processes", ("[  PASSED  ]", "[  FAILED  ]")),
+            ("device-layer", ("device layer check:", "call ", "error")),
+            ("process-tcp", ("OK", "MISMATCH", "overlap-exec: error"))):
+        path = results / f"{name}.txt"
+        if path.exists():
+            found.append((name, last_line(path, prefixes)
+                          or "(no verdict: the command was cut or died)"))
+    for path in sorted(results.glob("bench-rank-major-check-*.csv")):
+        rows = sweep_rows(path)
+        checks = sorted({r.get("check", "") for r in rows}) or ["(no rows)"]
+        found.append((path.stem, f"{len(rows)} runs, check: "
+                      + "; ".join(checks)))
+    if not found:
+        return
+    header(lines, "First checks")
+    lines += ["| command | result |", "| --- | --- |"]
+    lines += [f"| {n} | {v} |" for n, v in found]
+
+
+def pivot(lines, title, columns):
+    """One row per (collective, M, N, K), one column per (label, CSV): eta
+    and the tiles run, to set the variants of one question side by side."""
+    data = [(label, {(r["collective"], r["M"], r["N"], r["K"]): r
+                     for r in sweep_rows(path)})
+            for label, path in columns if path.exists()]
+    data = [(label, rows) for label, rows in data if rows]
+    if len(data) < 2:
+        return
+    keys = []
+    for _, rows in data:
+        keys += [k for k in rows if k not in keys]
+    lines += ["", f"### {title}", "", "η (tiles) per variant.", "",
+              "| collective | M | N | K | " + " | ".join(l for l, _ in data)
+              + " |", "| --- | ---: | ---: | ---: |"
+              + " ---: |" * len(data)]
+    for k in keys:
+        cells = []
+        for _, rows in data:
+            r = rows.get(k)
+            cells.append(f"{fmt(num(r, 'eta'), 3)} ({r['tiles']})" if r
+                         else "")
+        lines.append(f"| {' | '.join(k)} | " + " | ".join(cells) + " |")
+
+
+def questions_section(results, lines):
+    """Issue 49's questions, each variant beside the others."""
+    r = results
+    tiles = sorted(r.glob("bench-tiles-*-copy-engine.csv"),
+                   key=lambda p: int(p.stem.split("-")[2])
+                   if p.stem.split("-")[2].isdigit() else 0)
+    sms = sorted(r.glob("bench-comm-sms-*-sm-copy.csv"),
+                 key=lambda p: int(p.stem.split("-")[3])
+                 if p.stem.split("-")[3].isdigit() else 0)
+    dispatch = sorted(r.glob("bench-dispatch-comm-sms-*-sm-copy.csv"))
+    start = len(lines)
+    pivot(lines, "Forced tile counts against the plan (copy-engine)",
+          [("plan", r / "bench-planned-short-copy-engine.csv")]
+          + [(f"{p.stem.split('-')[2]} tiles", p) for p in tiles])
+    pivot(lines, "Rank-major against interleaved (copy-engine, planned)",
+          [("rank-major", r / "bench-layout-rank-major-short-copy-engine.csv"),
+           ("interleaved",
+            r / "bench-layout-interleaved-short-copy-engine.csv")])
+    pivot(lines, "The timing gate on and off (copy-engine, planned)",
+          [("gate on", r / "bench-planned-short-copy-engine.csv"),
+           ("gate off", r / "bench-nogate-planned-short-copy-engine.csv")])
+    pivot(lines, "Dispatch: SM budget (sm-copy, planned)",
+          [(f"comm_sms {p.stem.split('-')[4]}", p) for p in dispatch])
+    pivot(lines, "The sm-copy leg's SM budget (planned)",
+          [("profile's", r / "bench-planned-short-sm-copy.csv")]
+          + [(f"comm_sms {p.stem.split('-')[3]}", p) for p in sms])
+    if len(lines) > start:
+        lines[start:start] = ["", "## Questions"]
 
 
 def sweep_rows(path):
@@ -330,8 +439,9 @@ def main(argv):
         return 2
     results = Path(args[0])
     lines = [f"# GPU session results ({results})"]
-    for section in (device_section, steps_section, programs_section,
-                    sweeps_section, pack_section, knobs_section):
+    for section in (device_section, steps_section, checks_section,
+                    programs_section, questions_section, sweeps_section,
+                    pack_section, knobs_section):
         section(results, lines)
     print("\n".join(lines))
     if copy_to:

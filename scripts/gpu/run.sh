@@ -7,11 +7,15 @@
 #   where MLIR is): lib/liboverlap_runtime_cuda.so, unittests/, bin/ and
 #   gpu-programs/; carry it to the machine. Modes (docs/gpu.md, "On a GPU
 #   machine"):
-#     session  one call for a session with 15 minutes of device time: the
-#              steps tests, core, calibrate, short, memcheck, then bench,
-#              programs, pack, nccl, knobs, each bounded, the whole run
-#              ending by DEADLINE (default 440 s), bf16, the issue's 22
-#              shapes (SESSION_SHAPES below), a short calibration;
+#     session  one prepared call of a session with 15 minutes of device
+#              time (docs/gpu.md, "A session"), ending by DEADLINE (default
+#              290 s), bf16: (a) what never ran on a GPU: tests, layer,
+#              jax, rankmajor, llama, tcp; (b) what the goals need:
+#              calibrate (both legs, from M = 128), short (planned only),
+#              layout, gate, dispatch, tiles, commsms; (c) with the time
+#              left: memcheck, programs, pack, nccl, knobs, bench; on a
+#              machine with several GPUs (nvidia-smi -L) multi first,
+#              NCCL_NP = the GPUs;
 #     bringup  preflight, tests, programs, memcheck
 #     sweep    preflight, calibrate, bench
 #     knobs    preflight, knobs, pack, nccl
@@ -35,9 +39,38 @@
 #              is built, not here;
 #   core       the programs step for CORE_PROGRAMS alone (below), without
 #              the MLP's variants;
+#   layer      overlap-device-layer-check on gpu-programs/device-layer/
+#              mrs1.so (test/Integration/device-layer-streams.test's check:
+#              a spin kernel holds the legacy stream while the device layer
+#              runs on a non-blocking stream; outputs read there at once);
+#   jax        the programs step for the JAX layers alone (one-device mesh;
+#              against the one-tile builds and JAX's own outputs);
+#   llama      the programs step for the Llama FFN alone (torch-layout
+#              weights: cuBLASLt's transposed operands);
+#   tcp        the process executor as one process over TCP: overlap-exec
+#              on the compiled MLP against its one-tile build, started by
+#              the lit suite's torchrun stand-in, OVERLAP_PROCESS_TRANSPORT
+#              =tcp, --ranks-as processes;
+#   rankmajor  the rank-major tiles' first run: overlap-bench --layout
+#              rank-major --chunks 2 --ranks 4, reduce-scatter and
+#              all-gather on 1024x1024x1024, sm-copy then copy-engine;
+#   layout     the planned short reduce-scatter and all-gather with
+#              --layout rank-major, then interleaved (copy-engine);
+#   dispatch   all-to-all dispatch planned on the sm-copy leg with
+#              --comm-sms 0, then 16 (DISPATCH_COMM_SMS), on A2A_SHAPES;
+#   tiles      uniform tiles, TILE_COUNTS (default 2 4 8 16), on
+#              TILE_SHAPES (three shapes) and TILE_COLLECTIVES
+#              (copy-engine);
+#   commsms    the planned sm-copy sweep on COMM_SMS_SHAPES (three) with
+#              --comm-sms each of COMM_SMS_VALUES (8 16 32) but the
+#              profile's own when the short step ran it;
+#   multi      N ranks over N GPUs (NCCL_NP): calibrate --leg nccl, then
+#              MULTI_SHAPES planned, rank-major forced on reduce-scatter
+#              and all-gather, and 4 uniform tiles (TIMEOUT_multi each);
 #   short      overlap-bench on SHORT_SHAPES (four, compute- to comm-bound),
 #              the three collectives, on the copy-engine and sm-copy legs,
-#              planned with the profile and with 4 uniform tiles;
+#              planned with the profile and with 4 uniform tiles (a
+#              session: planned only, SHORT_UNIFORM=0);
 #   gate       the planned short sweep on the copy-engine leg again with
 #              OVERLAP_TIMING_GATE=0 (not in a session's default steps);
 #   programs   the compiled programs of scripts/gpu/prepare.sh (without
@@ -116,8 +149,15 @@
 #   DEADLINE=S    the whole run ends within S seconds: each command gets at
 #       most the time left (less 15 s to pack the results), and one that
 #       would get under 10 s is skipped ("skipped: DEADLINE"; a skipped
-#       required step ends the run). Every command's exit status, duration
-#       and bound go to $RESULTS/steps.csv, to plan the next session;
+#       required step ends the run). Every command's exit status ("cut"
+#       when DEADLINE's bound stopped it, "skipped"; neither counts as a
+#       failure), duration and bound go to $RESULTS/steps.csv, to plan the
+#       next session;
+#   TIME_SCALE=S  a dry run on stand-ins (test/Scripts/gpu/session.test):
+#       the clock runs S times faster than the wall clock (bounds,
+#       DEADLINE and steps.csv stay in the session's seconds; the
+#       preflight's wall time counts once). Every command sees
+#       OVERLAP_STEP (its name) and OVERLAP_STEP_START (epoch µs);
 #   DTYPE=f16|bf16  the element type of calibrate, bench and knobs (f16;
 #       session: bf16);
 #   CALIBRATE_FLAGS="--step 256 --max-bytes 536870912 --warmup 3 --iters 10"
@@ -159,8 +199,10 @@
 #       (the ranks share one GPU's SMs and memory). "" skips them.
 #
 # STATUS: run on one H200 on 2026-11-27 (docs/performance.md: the session
-# mode, then its later steps again after fixes). The nccl step over
-# several GPUs and the knobs step have not run yet.
+# mode, then its later steps again after fixes). The session's order of
+# 2026-12 (steps layer, jax, rankmajor, llama, tcp, layout, dispatch,
+# tiles, commsms, multi) has only been dry-run on stand-ins; the nccl step
+# over several GPUs and the knobs step have not run yet.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -188,33 +230,64 @@ SESSION_SHAPES+=,1024x8192x3072,1024x28672x1024
 CORE_PROGRAMS='mlp|all-reduce-mar_f32|moe|all-to-all-moe_one|all-reduce-upstream|frontend-ar_bf16|jax-megatron_mlp'
 # The short bench: four shapes from compute- to comm-bound (MxNxK).
 SHORT_SHAPES=8192x4096x16384,4096x8192x3072,4096x8192x3584,2048x28672x1024
+# The session's three shapes of the forced tile counts and the sm-copy
+# leg's SM budgets: compute-bound, the 4096x8192x3072 reference, comm-bound.
+TRIO_SHAPES=8192x4096x16384,4096x8192x3072,2048x28672x1024
+# GPUs on this machine (nvidia-smi -L; 0 when it cannot tell).
+gpu_count() {
+  timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true
+}
 case $MODE in
 session)
-  # One call of a 15-minute session (docs/gpu.md, issue 38): what decides
-  # whether the rest can be trusted first (tests, the core programs), then
-  # the calibration the planned sweeps need, the short bench on both
-  # one-GPU legs, the sanitizers; then the rest, so that a cut keeps the
-  # key figures.
-  mode_steps="tests core calibrate short memcheck bench programs pack nccl knobs"
-  DEADLINE=${DEADLINE:-440}
+  # One prepared call of a 15-minute session (docs/gpu.md, "A session";
+  # issues 49 and 50): (a) what has never run on a GPU, (b) the
+  # measurements the goals need, (c) the rest with the time left; on a
+  # machine with several GPUs the multi-GPU steps first. Every command is
+  # bounded and the whole call ends by DEADLINE, a step cut by it recorded
+  # as cut. The expected times per command are in docs/gpu.md (from the
+  # first H200 session's steps.csv).
+  mode_steps="tests layer jax rankmajor llama tcp"
+  mode_steps+=" calibrate short layout gate dispatch tiles commsms"
+  mode_steps+=" memcheck programs pack nccl knobs bench"
+  if [ -z "${NCCL_NP:-}" ]; then
+    gpus=$(gpu_count)
+    if [ "${gpus:-0}" -ge 2 ]; then
+      NCCL_NP=$gpus
+      mode_steps="multi $mode_steps"
+    fi
+  fi
+  DEADLINE=${DEADLINE:-290}
   DTYPE=${DTYPE:-bf16}
   SWEEP_SHAPES=${SWEEP_SHAPES-$SESSION_SHAPES}
   A2A_SHAPES=${A2A_SHAPES-512x8192x3072,4096x8192x3072,2048x28672x1024,8192x4096x16384}
   BENCH_FLAGS=${BENCH_FLAGS-"--warmup 3 --iters 10 --input-sets 1"}
+  # --step 128: the GEMM curves from M = 128 (the sessions' smallest M);
   # --max-bytes: the largest message of the shapes (8192 x 28672 bf16 =
   # 448 MiB) within the measured range.
-  CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 256 --max-bytes 536870912 --warmup 3 --iters 10"}
+  CALIBRATE_FLAGS=${CALIBRATE_FLAGS-"--step 128 --max-bytes 536870912 --warmup 3 --iters 10"}
   MEMCHECK_FILTER=${MEMCHECK_FILTER-"CudaDevice.Gemm*:CudaDevice.SignalWait*:CudaDevice.PackAndUnpack*"}
+  MEMCHECK_RUNS=${MEMCHECK_RUNS-"tests mlp"}
   RACECHECK_FILTER=${RACECHECK_FILTER-}
   # Both one-GPU legs are calibrated (17 s each on an H200): each short
   # sweep plans with its own leg's profile.
   CALIBRATE_LEGS=${CALIBRATE_LEGS-"copy-engine sm-copy"}
+  # The short step plans only: the tiles step forces uniform tiles.
+  SHORT_UNIFORM=${SHORT_UNIFORM-0}
+  MULTI_SHAPES=${MULTI_SHAPES-$SHORT_SHAPES}
+  # The forced tile counts on all-reduce (any count) and reduce-scatter
+  # (all-gather mirrors it on the stand-in legs).
+  TILE_COLLECTIVES=${TILE_COLLECTIVES-all-reduce,reduce-scatter}
   KNOB_SHAPES=${KNOB_SHAPES-4096x8192x3072,512x8192x3584,8192x28672x1024}
   TILE_GEMM_SHAPES=${TILE_GEMM_SHAPES-$KNOB_SHAPES}
-  : "${TIMEOUT_tests:=90}" "${TIMEOUT_core:=60}" "${TIMEOUT_programs:=120}"
-  : "${TIMEOUT_calibrate:=90}" "${TIMEOUT_short:=40}"
-  : "${TIMEOUT_bench:=45}" "${TIMEOUT_pack:=60}" "${TIMEOUT_nccl:=45}"
-  : "${MEMCHECK_TIMEOUT:=50}" "${TIMEOUT_knobs:=30}"
+  # Each bound about twice the command's expected time (docs/gpu.md).
+  : "${TIMEOUT_multi:=90}"
+  : "${TIMEOUT_tests:=60}" "${TIMEOUT_layer:=30}" "${TIMEOUT_jax:=60}"
+  : "${TIMEOUT_rankmajor:=30}" "${TIMEOUT_llama:=30}" "${TIMEOUT_tcp:=40}"
+  : "${TIMEOUT_calibrate:=60}" "${TIMEOUT_short:=45}" "${TIMEOUT_layout:=40}"
+  : "${TIMEOUT_gate:=45}" "${TIMEOUT_dispatch:=30}" "${TIMEOUT_tiles:=40}"
+  : "${TIMEOUT_commsms:=40}" "${MEMCHECK_TIMEOUT:=50}"
+  : "${TIMEOUT_programs:=120}" "${TIMEOUT_pack:=45}" "${TIMEOUT_nccl:=45}"
+  : "${TIMEOUT_knobs:=30}" "${TIMEOUT_bench:=45}" "${TIMEOUT_core:=60}"
   ;;
 bringup) mode_steps="tests programs memcheck" ;;
 sweep) mode_steps="calibrate bench" ;;
@@ -229,7 +302,8 @@ DEADLINE=${DEADLINE:-0}
 DTYPE=${DTYPE:-f16}
 read -r -a BENCH_FLAGS <<<"${BENCH_FLAGS:-}"
 read -r -a CALIBRATE_FLAGS <<<"${CALIBRATE_FLAGS:-}"
-for v in STEP_TIMEOUT DEADLINE; do
+TIME_SCALE=${TIME_SCALE:-1}
+for v in STEP_TIMEOUT DEADLINE TIME_SCALE; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || {
     echo "$v must be a number of seconds, got '${!v}'"
     exit 2
@@ -244,6 +318,34 @@ esac
 limit_of() {
   local v="TIMEOUT_$1"
   echo "${!v:-$STEP_TIMEOUT}"
+}
+[ "$TIME_SCALE" -ge 1 ] || {
+  echo "TIME_SCALE must be at least 1"
+  exit 2
+}
+# The session's clock, in seconds since run.sh started. TIME_SCALE=S (a
+# dry run on stand-ins, test/Scripts/gpu/session.test) makes it run S
+# times faster than the wall clock: every bound and DEADLINE stay in the
+# session's seconds, each command gets 1/S of its bound in wall time, and
+# steps.csv records session seconds, so stand-ins that sleep a GPU
+# session's times divided by S replay that session's timeline.
+# tick: NOW, the session's clock (no subshell: cheap enough for every
+# command's bookkeeping).
+usec() {
+  USEC=${EPOCHREALTIME:-}
+  USEC=${USEC/[.,]/}
+  [ -n "$USEC" ] || USEC=$((SECONDS * 1000000))
+}
+usec
+CLOCK0=$USEC
+tick() {
+  usec
+  NOW=$(((USEC - CLOCK0) * TIME_SCALE / 1000000))
+}
+# wall S: session seconds S as wall seconds for timeout(1) ("0.450").
+wall() {
+  local ms=$(($1 * 1000 / TIME_SCALE))
+  printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
 }
 mkdir -p "$OUT" "$RESULTS"
 echo "command,exit,seconds,bound" >"$RESULTS/steps.csv"
@@ -266,13 +368,19 @@ finish() { # exit status
       [ "$(cd "$RESULTS" && pwd)" != "$(cd "$OUT" && pwd)" ] &&
       cp "$RESULTS/report.md" "$OUT/$MODE-report.md"
   fi
-  step "done (status $1); results in $RESULTS"
+  tick
+  step "done (status $1) at $NOW s (DEADLINE $DEADLINE s); results in $RESULTS"
   bundle
   exit "$1"
 }
 # run [--optional] [--timeout S] NAME COMMAND...: logs to $RESULTS/NAME.txt.
 # The bound is S (default: the current step's, limit_of), at most what
-# DEADLINE leaves.
+# DEADLINE leaves. The command sees OVERLAP_STEP=NAME (its name in
+# steps.csv) and OVERLAP_STEP_START (when it began, microseconds since the
+# epoch): the dry run's stand-ins sleep NAME's time less what has passed.
+# steps.csv's exit column: the status, "cut" when DEADLINE's bound stopped
+# it, "skipped" when DEADLINE left no time to start it; neither is a
+# failure (the step did not fail; the session ran out of time).
 run() {
   local optional=0 limit
   limit=$(limit_of "$current")
@@ -287,30 +395,45 @@ run() {
     esac
     shift
   done
-  local name=$1
+  local name=$1 by_deadline=0
   shift
+  tick
   if [ "$DEADLINE" -gt 0 ]; then
-    local left=$((DEADLINE - SECONDS - 15))
+    local left=$((DEADLINE - NOW - 15))
     if [ "$left" -lt 10 ]; then
-      step "$name: skipped: DEADLINE ($DEADLINE s; run.sh at $SECONDS s)"
+      step "$name: skipped: DEADLINE ($DEADLINE s; run.sh at $NOW s)"
       echo "$name,skipped,0,0" >>"$RESULTS/steps.csv"
-      status=1
       [ "$optional" -eq 1 ] && return 0
       finish 1
     fi
-    if [ "$limit" -eq 0 ] || [ "$limit" -gt "$left" ]; then limit=$left; fi
+    if [ "$limit" -eq 0 ] || [ "$limit" -gt "$left" ]; then
+      limit=$left
+      by_deadline=1
+    fi
   fi
   step "$name: $*"
   local -a bound=()
-  [ "$limit" -gt 0 ] && bound=(timeout -k 10 "$limit")
-  local began=$SECONDS
-  ${bound[@]+"${bound[@]}"} "$@" 2>&1 | tee "$RESULTS/$name.txt"
-  local rc=${PIPESTATUS[0]}
+  [ "$limit" -gt 0 ] && bound=(timeout -k "$(wall 10)" "$(wall "$limit")")
+  local began=$NOW
+  OVERLAP_STEP=$name OVERLAP_STEP_START=$USEC ${bound[@]+"${bound[@]}"} "$@" 2>&1 |
+    tee "$RESULTS/$name.txt"
+  local rc=${PIPESTATUS[0]} took verdict
+  tick
+  took=$((NOW - began))
+  verdict=$rc
+  # timeout(1) says 124, or 137 after its KILL.
+  if [ "$by_deadline" -eq 1 ] && { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; }; then
+    verdict="cut"
+  fi
   # Every step's duration, to plan the next session's calls.
-  echo "--- $name: exit $rc after $((SECONDS - began)) s (run.sh at $SECONDS s)"
-  echo "$name,$rc,$((SECONDS - began)),$limit" >>"$RESULTS/steps.csv"
+  echo "--- $name: exit $rc after $took s (run.sh at $NOW s)"
+  echo "$name,$verdict,$took,$limit" >>"$RESULTS/steps.csv"
   bundle
   [ "$rc" -eq 0 ] && return 0
+  if [ "$verdict" = cut ]; then
+    echo "*** $name: cut by DEADLINE after $took s (recorded as cut, not failed)"
+    return 0
+  fi
   status=1
   [ "$rc" -eq 124 ] && [ "$limit" -gt 0 ] &&
     echo "*** $name: stopped after $limit s (timeout)"
@@ -328,9 +451,11 @@ run() {
 
 for s in $STEPS; do
   case $s in
-  tests | core | programs | memcheck | calibrate | short | gate | bench | nccl | pack | knobs) ;;
+  tests | layer | jax | rankmajor | llama | tcp | core | programs | memcheck | \
+    calibrate | short | layout | gate | dispatch | tiles | commsms | bench | \
+    multi | nccl | pack | knobs) ;;
   *)
-    echo "unknown step '$s' in STEPS (tests core programs memcheck calibrate short gate bench nccl pack knobs)"
+    echo "unknown step '$s' in STEPS (tests layer jax rankmajor llama tcp core programs memcheck calibrate short layout gate dispatch tiles commsms bench multi nccl pack knobs)"
     exit 2
     ;;
   esac
@@ -366,6 +491,10 @@ step "preflight"
 unset PREFLIGHT_NCCL_VERSION # the preflight's finding, not the caller's
 preflight "$BUILD" >"$RESULTS/preflight.txt" 2>&1 # here: it exports
 rc=$?
+# The preflight runs the machine's own tools, not the stand-ins of a dry
+# run: its wall time counts once, not TIME_SCALE times.
+usec
+CLOCK0=$((USEC - (USEC - CLOCK0) / TIME_SCALE))
 cat "$RESULTS/preflight.txt"
 [ "$rc" -eq 0 ] || finish 2
 
@@ -405,11 +534,61 @@ step_core() {
   run_programs programs-core PROGRAMS_ONLY="$CORE_PROGRAMS" PROGRAMS_VARIANTS=0
 }
 step_programs() {
-  if [[ " $STEPS " == *" core "* ]]; then
-    run_programs programs PROGRAMS_SKIP="$CORE_PROGRAMS"
+  local skip=""
+  [[ " $STEPS " == *" core "* ]] && skip+="|$CORE_PROGRAMS"
+  [[ " $STEPS " == *" jax "* ]] && skip+="|jax-.*"
+  [[ " $STEPS " == *" llama "* ]] && skip+="|llama-mlp"
+  if [ -n "$skip" ]; then
+    run_programs programs PROGRAMS_SKIP="${skip#|}"
   else
     run_programs programs
   fi
+}
+
+# What has never run on a GPU (issue 50): the device layer's stream order
+# (test/Integration/device-layer-streams.test's check: a spin kernel holds
+# the legacy stream while the layer runs on a non-blocking one), the JAX
+# layers on a one-device mesh against JAX's own outputs, the Llama FFN
+# (torch-layout weights: cuBLASLt's transposed operands), the process
+# executor as one process over TCP.
+step_layer() {
+  local check=$BUILD/bin/overlap-device-layer-check
+  local so=$BUILD/gpu-programs/device-layer/mrs1.so
+  if [ -x "$check" ] && [ -f "$so" ]; then
+    run --optional device-layer "$check" "$so"
+  else
+    echo "*** no $check or $so: run scripts/gpu/prepare.sh where MLIR is"
+    status=1
+  fi
+}
+# programs_named NAME REGEX: the compiled programs matching REGEX alone,
+# without the MLP's variants; an error when none was compiled.
+programs_named() {
+  local list=$BUILD/gpu-programs/programs.txt
+  if [ -f "$list" ] && ! awk '{print $1}' "$list" | grep -Eqx "$2"; then
+    echo "*** no program matching '$2' in $list (prepare.sh needs jax for the JAX layers)"
+    status=1
+    return 0
+  fi
+  run_programs "$1" PROGRAMS_ONLY="$2" PROGRAMS_VARIANTS=0
+}
+step_jax() { programs_named programs-jax 'jax-.*'; }
+step_llama() { programs_named programs-llama 'llama-mlp'; }
+# The process executor, one process over TCP: torchrun's variables from
+# the lit suite's stand-in (test/Tools/overlap-exec/Inputs/torchrun.py),
+# the compiled MLP against its one-tile build.
+step_tcp() {
+  local dir=$BUILD/gpu-programs
+  if [ ! -f "$dir/mlp.so" ]; then
+    echo "*** no $dir/mlp.so: the TCP process run is skipped"
+    status=1
+    return 0
+  fi
+  run --optional process-tcp env OVERLAP_PROCESS_TRANSPORT=tcp \
+    "${PYTHON:-python3}" "$HERE/../../test/Tools/overlap-exec/Inputs/torchrun.py" \
+    --nproc-per-node 1 --timeout "$(limit_of tcp)" \
+    "$BUILD/bin/overlap-exec" "$dir/mlp.so" --ref "$dir/mlp.ref.so" \
+    --backend cuda --ranks-as processes --rtol 1e-4 --atol 1e-4
 }
 
 # compute-sanitizer memcheck: the unit tests, a compiled program and the
@@ -463,11 +642,15 @@ step_memcheck() {
 }
 
 # Calibrate (the sweep's (N, K) pairs, collectives over 8 ranks).
+# nk_pairs SHAPES: the distinct (N, K) pairs of MxNxK,... as NxK,...
+nk_pairs() {
+  tr ',' '\n' <<<"$1" | sed -n 's/^[0-9]*x\([0-9]*x[0-9]*\)$/\1/p' |
+    awk '!seen[$0]++' | paste -sd, -
+}
 step_calibrate() {
   nk=()
   if [ -n "${SWEEP_SHAPES:-}" ]; then
-    pairs=$(tr ',' '\n' <<<"$SWEEP_SHAPES" | sed -n 's/^[0-9]*x\([0-9]*x[0-9]*\)$/\1/p' |
-      awk '!seen[$0]++' | paste -sd, -)
+    pairs=$(nk_pairs "$SWEEP_SHAPES")
     [ -n "$pairs" ] && nk=(--nk "$pairs")
   fi
   # Required, except in a session: there the sweeps of 4 uniform tiles,
@@ -493,19 +676,33 @@ sweep() { # name, overlap-bench arguments...: table name.txt, name.csv
   run --optional "$name" "$BUILD/bin/overlap-bench" "$@" \
     --csv "$RESULTS/$name.csv" ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
 }
-# sweep_pair NAME PROFILE overlap-bench arguments...: bench-planned-NAME
-# planned with PROFILE (skipped, saying so, without one), then
-# bench-uniform4-NAME with 4 uniform tiles.
-sweep_pair() {
+# sweep_planned NAME PROFILE overlap-bench arguments...: NAME planned with
+# PROFILE (skipped, saying so, without one).
+sweep_planned() {
   local name=$1 profile=$2
   shift 2
   if [ -f "$profile" ]; then
-    sweep "bench-planned-$name" "$@" --profile "$profile" --strategy auto
+    sweep "$name" "$@" --profile "$profile" --strategy auto
   else
-    echo "*** no profile $profile: the planned $name sweep is skipped"
+    echo "*** no profile $profile: $name is skipped"
     status=1
   fi
+}
+# sweep_pair NAME PROFILE overlap-bench arguments...: bench-planned-NAME
+# planned with PROFILE, then bench-uniform4-NAME with 4 uniform tiles
+# (SHORT_UNIFORM=0 in a short step: planned only).
+sweep_pair() {
+  local name=$1 profile=$2
+  shift 2
+  sweep_planned "bench-planned-$name" "$profile" "$@"
+  [ "$current" = short ] && [ "${SHORT_UNIFORM:-1}" = 0 ] && return 0
   sweep "bench-uniform4-$name" "$@" --tiles 4
+}
+# The profile of leg LEG: this run's calibration, else PROFILE.
+leg_profile() {
+  local p=$RESULTS/profile-$1.json
+  [ -f "$p" ] || p=$PROFILE
+  echo "$p"
 }
 shapes=()
 [ -n "${SWEEP_SHAPES:-}" ] && shapes=(--shapes "$SWEEP_SHAPES")
@@ -541,6 +738,71 @@ step_short() {
     sweep_pair "short-$leg" "$profile" --leg "$leg" --ranks 8 \
       --dtype "$DTYPE" --shapes "$SHORT_SHAPES" \
       --collective all-reduce,reduce-scatter,all-gather
+  done
+}
+
+# Issue 49's questions on the one-GPU legs.
+# The rank-major tiles' first run: a small reduce-scatter and all-gather
+# on each stand-in leg must say ok (the sum kernel bit for bit).
+step_rankmajor() {
+  local leg
+  for leg in sm-copy copy-engine; do
+    run --optional "bench-rank-major-check-$leg" "$BUILD/bin/overlap-bench" \
+      --leg "$leg" --ranks 4 --collective reduce-scatter,all-gather \
+      --layout rank-major --chunks 2 --shapes 1024x1024x1024 --input-sets 1 \
+      --csv "$RESULTS/bench-rank-major-check-$leg.csv"
+  done
+}
+# The new schedule against today's: the planned short reduce-scatter and
+# all-gather with the layout forced, rank-major then interleaved
+# (copy-engine leg).
+step_layout() {
+  local layout profile
+  profile=$(leg_profile copy-engine)
+  for layout in rank-major interleaved; do
+    sweep_planned "bench-layout-$layout-short-copy-engine" "$profile" \
+      --leg copy-engine --ranks 8 --dtype "$DTYPE" --shapes "$SHORT_SHAPES" \
+      --collective reduce-scatter,all-gather --layout "$layout"
+  done
+}
+# The expert-parallel dispatch (packs on the compute stream now) on the
+# sm-copy leg, planned, with no SM budget against 16 SMs.
+step_dispatch() {
+  local sms profile
+  profile=$(leg_profile sm-copy)
+  for sms in ${DISPATCH_COMM_SMS:-0 16}; do
+    sweep_planned "bench-dispatch-comm-sms-$sms-sm-copy" "$profile" \
+      --leg sm-copy --ranks 8 --dtype "$DTYPE" --collective all-to-all \
+      --side dispatch --shapes "${A2A_SHAPES:-$TRIO_SHAPES}" --comm-sms "$sms"
+  done
+}
+# Forced uniform tiles (the Planner's tile counts against the measured
+# best) on three shapes, the three collectives, copy-engine leg.
+step_tiles() {
+  local t
+  for t in ${TILE_COUNTS:-2 4 8 16}; do
+    sweep "bench-tiles-$t-copy-engine" --leg copy-engine --ranks 8 \
+      --dtype "$DTYPE" --shapes "${TILE_SHAPES:-$TRIO_SHAPES}" \
+      --collective "${TILE_COLLECTIVES:-all-reduce,reduce-scatter,all-gather}" \
+      --tiles "$t"
+  done
+}
+# The sm-copy leg's SM budget, planned on three shapes: each of
+# COMM_SMS_VALUES but the profile's own budget, which the planned short
+# sm-copy sweep ran (when the short step is among the steps).
+step_commsms() {
+  local sms profile own=""
+  profile=$(leg_profile sm-copy)
+  [[ " $STEPS " == *" short "* ]] && [ -f "$profile" ] &&
+    own=$(sed -n 's/.*"comm_sms": *\([0-9][0-9]*\).*/\1/p' "$profile" | head -1)
+  for sms in ${COMM_SMS_VALUES:-8 16 32}; do
+    if [ "$sms" = "$own" ]; then
+      echo "# --comm-sms $sms: the profile's own, bench-planned-short-sm-copy"
+      continue
+    fi
+    sweep_planned "bench-comm-sms-$sms-sm-copy" "$profile" --leg sm-copy \
+      --ranks 8 --dtype "$DTYPE" --shapes "${COMM_SMS_SHAPES:-$TRIO_SHAPES}" \
+      --collective all-reduce,reduce-scatter,all-gather --comm-sms "$sms"
   done
 }
 
@@ -612,32 +874,55 @@ step_nccl() {
         "only one-rank smoke tests here"
     fi
   fi
-  if [ "$np" -gt 1 ]; then
-    nccl_profile="$RESULTS/profile-nccl-$np.json"
-    rm -f "$nccl_profile" # plan only with this run's profile
-    run --optional "calibrate-nccl-$np" \
-      env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
-      "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype "$DTYPE" \
-      --out "$nccl_profile"
-    all=(--leg nccl --dtype "$DTYPE"
-      --collective all-reduce,reduce-scatter,all-gather)
-    if [ -f "$nccl_profile" ]; then
-      run --optional "bench-nccl-$np-planned" \
-        env OVERLAP_BOOTSTRAP_KEY="$(key planned)" \
-        "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" \
-        --profile "$nccl_profile" --strategy auto \
-        --csv "$RESULTS/bench-nccl-$np-planned.csv" \
-        ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
-    else
-      echo "*** no profile $nccl_profile: the planned $np-rank sweep is skipped"
-      status=1
-    fi
-    run --optional "bench-nccl-$np-uniform4" \
-      env OVERLAP_BOOTSTRAP_KEY="$(key uniform4)" \
-      "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" --tiles 4 \
-      --csv "$RESULTS/bench-nccl-$np-uniform4.csv" \
-      ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+  # N ranks over N GPUs, unless the multi step runs them.
+  [[ " $STEPS " == *" multi "* ]] || step_multi
+}
+
+# N ranks, one process per GPU (NCCL_NP=N; a session sets it to the GPUs
+# it finds and runs this step first): overlap-calibrate --leg nccl, then
+# the sweep (MULTI_SHAPES, default SWEEP_SHAPES) planned with that
+# profile, rank-major forced on reduce-scatter and all-gather, and 4
+# uniform tiles. Its bounds (TIMEOUT_multi) allow N processes' NCCL
+# start-up beside the one-GPU steps' work.
+step_multi() {
+  [ "$np" -gt 1 ] || return 0
+  local shp=${MULTI_SHAPES:-${SWEEP_SHAPES:-}}
+  local -a mshapes=() mnk=()
+  if [ -n "$shp" ]; then
+    mshapes=(--shapes "$shp")
+    mnk=(--nk "$(nk_pairs "$shp")")
   fi
+  local nccl_profile="$RESULTS/profile-nccl-$np.json"
+  rm -f "$nccl_profile" # plan only with this run's profile
+  run --optional "calibrate-nccl-$np" \
+    env OVERLAP_BOOTSTRAP_KEY="$(key calibrate)" \
+    "${launcher[@]}" "$BUILD/bin/overlap-calibrate" --leg nccl --dtype "$DTYPE" \
+    ${mnk[@]+"${mnk[@]}"} ${CALIBRATE_FLAGS[@]+"${CALIBRATE_FLAGS[@]}"} \
+    --out "$nccl_profile"
+  local -a all=(--leg nccl --dtype "$DTYPE" ${mshapes[@]+"${mshapes[@]}"})
+  local three=all-reduce,reduce-scatter,all-gather
+  # label, overlap-bench's arguments (the planned ones need the profile)
+  local entry label
+  for entry in "planned --collective $three --strategy auto" \
+    "rank-major --collective reduce-scatter,all-gather --layout rank-major" \
+    "uniform4 --collective $three --tiles 4"; do
+    read -r label entry <<<"$entry"
+    local -a extra
+    read -r -a extra <<<"$entry"
+    if [ "$label" != uniform4 ]; then
+      if [ ! -f "$nccl_profile" ]; then
+        echo "*** no profile $nccl_profile: the $label $np-rank sweep is skipped"
+        status=1
+        continue
+      fi
+      extra+=(--profile "$nccl_profile")
+    fi
+    run --optional "bench-nccl-$np-$label" \
+      env OVERLAP_BOOTSTRAP_KEY="$(key "$label")" \
+      "${launcher[@]}" "$BUILD/bin/overlap-bench" "${all[@]}" "${extra[@]}" \
+      --csv "$RESULTS/bench-nccl-$np-$label.csv" \
+      ${BENCH_FLAGS[@]+"${BENCH_FLAGS[@]}"}
+  done
 }
 
 # The pack kernel: 2-D blocks of 2 B .. 16 KiB rows, 64 MiB each.

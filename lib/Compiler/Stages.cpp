@@ -230,6 +230,10 @@ static void addHostToLLVM(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // What bf16 is left only moves bits: as i16, which no backend promotes
+  // to f32 and back through __truncsfbf2 (a bf16 constant stored or
+  // selected at -O1 and above on a generic x86).
+  pm.addPass(createOverlapBF16AsI16());
 }
 
 /// What upstream's partitioning leaves that Overlap's passes do not take

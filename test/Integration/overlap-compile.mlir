@@ -44,7 +44,7 @@
 
 // REMARK: Remark="tiles [128, 128] (uniform:2,
 
-// PIPELINE: builtin.module(func.func(overlap-tosa-zero-points,tosa-to-linalg-named{{.*}},convert-elementwise-to-linalg,overlap-check-slice-bounds),overlap-inline-collectives,overlap-expand-collectives,overlap-raise,overlap-reorder-chains{{.*}}profile=p.json},overlap-plan{profile=p.json ranks=0 strategy=mc2},overlap-decompose,{{.*}},one-shot-bufferize{{.*}},overlap-schedule-streams{testing-drop-waits=false},overlap-copy-report{profile=p.json},convert-overlap-to-runtime{target=host},convert-bufferization-to-memref,{{.*}},reconcile-unrealized-casts)
+// PIPELINE: builtin.module(func.func(overlap-tosa-zero-points,tosa-to-linalg-named{{.*}},convert-elementwise-to-linalg,overlap-check-slice-bounds),overlap-inline-collectives,overlap-expand-collectives,overlap-raise,overlap-reorder-chains{{.*}}profile=p.json},overlap-plan{profile=p.json ranks=0 strategy=mc2},overlap-decompose,{{.*}},one-shot-bufferize{{.*}},overlap-schedule-streams{testing-drop-waits=false},overlap-copy-report{profile=p.json},convert-overlap-to-runtime{target=host},convert-bufferization-to-memref,{{.*}},reconcile-unrealized-casts,overlap-bf16-as-i16)
 
 shard.grid @tp(shape = 2)
 

@@ -144,6 +144,36 @@ def OverlapExpandArith : Pass<"overlap-expand-arith"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def OverlapBF16AsI16 : Pass<"overlap-bf16-as-i16", "ModuleOp"> {
+  let summary = "Carry host bf16 values as i16 bit patterns in the LLVM dialect";
+  let description = [{
+    The host has no bf16 instructions, and by this point no bf16 arithmetic
+    is left (it runs in f32 and its conversions are integer code:
+    `arith-emulate-unsupported-floats`, `overlap-expand-arith`). What is
+    left only moves bits: loads, stores, constants, globals, selects, phis.
+    x86's generic-CPU backend still promotes those to f32 where it needs a
+    bf16 in a register (a constant to store, a select), and converts back
+    with the compiler-rt builtin `__truncsfbf2`, which Debian's libgcc does
+    not have: `jnp.where(x > 0, x, 0)` on bf16 did not link at -O1 and
+    above. This pass gives every such value, constant, global and element
+    type the i16 of the same bits, so LLVM never sees a `bfloat` it could
+    promote. An op with real bf16 semantics, were one left, keeps bf16
+    behind bitcasts. Kernels in a `gpu.module` are left alone.
+
+    ```mlir
+    // before
+    %z = llvm.mlir.constant(0.000000e+00 : bf16) : bf16
+    %x = llvm.load %p : !llvm.ptr -> bf16
+    %s = llvm.select %c, %x, %z : i1, bf16
+    // after
+    %z = llvm.mlir.constant(0 : i16) : i16
+    %x = llvm.load %p : !llvm.ptr -> i16
+    %s = llvm.select %c, %x, %z : i1, i16
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def OverlapCheckAllocations : Pass<"overlap-check-allocations",
                                    "ModuleOp"> {
   let summary = "Check every host allocation's size and result at run time";

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._emit import Emitter, UnsupportedError, Value, elem_type, tensor_type
+from ._emit import (Emitter, UnsupportedError, Value, elem_type, origin_of,
+                    tensor_type)
 from ._translate import SUPPORTED, Translator, unknown_primitives
 
 __all__ = ["JaxRun", "Layer", "Lowered", "UnsupportedError", "SUPPORTED",
@@ -59,6 +60,9 @@ class Lowered:
     mesh: Any = None
     eqn: Any = None
     operands: List[Any] = field(default_factory=list)
+    #: Per SSA name of the text, what wrote it (the primitive and the
+    #: user's line): see importer_error.
+    origins: Dict[str, str] = field(default_factory=dict)
 
     @property
     def ranks(self) -> int:
@@ -171,8 +175,11 @@ def lower_program(f, *args) -> Lowered:
         params.append(Value(f"%arg{i}", shape, et))
     translator = Translator(emitter)
     for var, value in zip(const_vars, const_values):
+        emitter.prim = (f"a constant the shard_map closes over "
+                        f"({var.aval.str_short()})")
         translator.write(var, emitter.constant(np.asarray(value),
                                                elem_type(var.aval.dtype)))
+    emitter.prim = ""
     outs = translator.run(body, [], [], params_vars=params_vars,
                           params=params)
     entry = _entry_name(f)
@@ -192,7 +199,32 @@ def lower_program(f, *args) -> Lowered:
                    for s, a in zip(eqn.params["out_specs"], out_avals)],
         out_shapes=[tuple(int(d) for d in a.shape) for a in out_avals],
         out_dtypes=[np.dtype(a.dtype) for a in out_avals],
-        mesh=mesh, eqn=eqn, operands=operands)
+        mesh=mesh, eqn=eqn, operands=operands, origins=emitter.origins)
+
+
+def importer_error(low: Lowered, err: Exception) -> Optional[Exception]:
+    """When the compiler could not parse (or verify) the importer's text,
+    an error that says so and names the line, the primitive that wrote
+    it and the user's line; else None. The importer's text is meant to
+    parse: such an error is the importer's bug, not the program's."""
+    from .. import compiler
+    message = str(err)
+    if "stage 'parse'" not in message:
+        return None
+    found = re.search(r"^[^\n:]*:(\d+):(\d+): error: (.*)$", message,
+                      re.MULTILINE)
+    if not found:
+        return None
+    line, why = int(found.group(1)), found.group(3)
+    lines = low.mlir.split("\n")
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    origin = origin_of(low.mlir, line, low.origins)
+    return compiler.CompileError(
+        f"overlap.jax: the importer wrote MLIR that does not parse (a bug "
+        f"of the importer, not of your program): {why}, at line {line} of "
+        f"its text (`{text[:200]}`)" +
+        (f", written for {origin}" if origin else "") +
+        " (overlap.jax.lower gives the text)")
 
 
 def lower(f, *args) -> str:
@@ -314,8 +346,15 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     fd, path = tempfile.mkstemp(prefix="overlap-jax-", suffix=".so")
     os.close(fd)
     try:
-        prog = compiler.compile(low.mlir, strategy=strategy, profile=profile,
-                                target=target, output=path)
+        try:
+            prog = compiler.compile(low.mlir, strategy=strategy,
+                                    profile=profile, target=target,
+                                    output=path)
+        except compiler.CompileError as err:
+            better = importer_error(low, err)
+            if better is None:
+                raise
+            raise better from err
         # np.array(order="C"), not ascontiguousarray: that makes a 0-d
         # argument (a scalar) an array of shape (1,).
         inputs = [[np.array(shard(low, j, arrays[a], r), order="C")

@@ -15,10 +15,26 @@ This module knows jaxprs and MLIR text only; ``overlap.jax`` drives it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+# The first SSA name a line of the text defines (`%v3 = ...`, `%w:2 = ...`).
+_DEFINES = re.compile(r"\s*(%[\w.$-]+)(?::\d+)?\s*=")
+
+
+def origin_of(text: str, line: int, origins: Dict[str, str]) -> str:
+    """The primitive whose translation wrote line `line` (1-based) of
+    `text`, or of the nearest op around it that defines a value (a line
+    inside a linalg.generic's body belongs to the generic): "" if none."""
+    lines = text.split("\n")
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        defined = _DEFINES.match(lines[i])
+        if defined and defined.group(1) in origins:
+            return origins[defined.group(1)]
+    return ""
 
 
 class UnsupportedError(NotImplementedError):
@@ -146,6 +162,11 @@ class Emitter:
         self.count = 0
         self.loc = ""
         self.where = ""
+        #: What is being translated ("the primitive 'pow'"), and per SSA
+        #: name an op defines, that with the user's line: what a parse
+        #: error of the text is traced back to (origin_of).
+        self.prim = ""
+        self.origins: Dict[str, str] = {}
 
     # -- plumbing ----------------------------------------------------------
 
@@ -154,6 +175,10 @@ class Emitter:
         return f"%{hint}{self.count}"
 
     def op(self, text: str, loc: bool = True) -> None:
+        defined = _DEFINES.match(text)
+        if defined and self.prim:
+            self.origins[defined.group(1)] = (
+                self.prim + (f" (from {self.where})" if self.where else ""))
         self.lines.append("    " + text +
                           (" " + self.loc if self.loc and loc else ""))
 
@@ -173,9 +198,13 @@ class Emitter:
         if array.size == 1 or (array.size and (array == array.flat[0]).all()):
             lit = _hex_scalar(array.flat[0], et)
         elif et == "i1":
-            lit = "[" + ", ".join("true" if b else "false"
-                                  for b in array.flat) + "]"
-            lit = f"dense<{lit}>"
+            # Nested as the type is: a flat list of a [S, S] mask does not
+            # parse.
+            def nested(a):
+                if a.ndim == 0:
+                    return "true" if a else "false"
+                return "[" + ", ".join(nested(s) for s in a) + "]"
+            lit = f"dense<{nested(array)}>"
         else:
             raw = np.ascontiguousarray(array).tobytes()
             lit = None

@@ -147,8 +147,10 @@ class Translator:
     def equation(self, eqn) -> None:
         name = eqn.primitive.name
         outer_loc, outer_where = self.e.loc, self.e.where
+        outer_prim = self.e.prim
         self.e.loc = _location(eqn) or outer_loc
         self.e.where = _source(eqn) or outer_where
+        self.e.prim = f"the primitive '{name}'"
         try:
             carried = [p for p in _CALL_PARAMS if p in eqn.params]
             if carried and name not in CALL_PRIMITIVES + _CONTROL:
@@ -181,6 +183,7 @@ class Translator:
             handler(eqn)
         finally:
             self.e.loc, self.e.where = outer_loc, outer_where
+            self.e.prim = outer_prim
 
     # -- loops and branches ------------------------------------------------
 
@@ -229,9 +232,14 @@ class Translator:
             if name not in _BINARY_F:
                 raise self.e.error(f"'{name}' of {src}")
             op = _BINARY_F[name]
+            # lax.pow(x, n) with an integer n (optax's b1 ** count): JAX
+            # converts n to the result's type, then takes the float power.
+            ysrc = y.et
+            if ysrc not in _FLOATS and name != "pow":
+                raise self.e.error(f"'{name}' of {src} and {ysrc}")
             fn = lambda a, b: b.from_f32(b(
-                f"{op} {b.to_f32(a[0], src)}, {b.to_f32(a[1], src)} : f32"),
-                et)
+                f"{op} {b.to_f32(a[0], src)}, "
+                f"{b.to_f32(b.convert(a[1], ysrc, et), et)} : f32"), et)
         else:
             if name not in _BINARY_I:
                 raise self.e.error(f"'{name}' of {src}")

@@ -94,3 +94,20 @@ def test_a_parse_error_names_the_primitive_and_the_line(mesh, monkeypatch):
     assert "arith.no_such_op" in message
     assert "the primitive 'max'" in message
     assert "test_jax_imported_text.py" in message
+
+
+def test_jit_gives_the_same_parse_error(mesh, monkeypatch):
+    """overlap.jax.jit compiles through its own path (a layer per shape):
+    it says the same, not only the compiler's parse error."""
+    monkeypatch.setitem(_translate._BINARY_F, "max", "arith.no_such_op")
+
+    def body(x):
+        return jnp.maximum(x, 0.5) * 2.0
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P("tp"),),
+                      out_specs=P("tp"))
+    with pytest.raises(compiler.CompileError) as err:
+        ojax.jit(f, strategy="none")(_rand(16, 4))
+    message = str(err.value)
+    assert "the importer wrote MLIR that does not parse" in message
+    assert "the primitive 'max'" in message

@@ -598,11 +598,20 @@ class Layer:
         # step is made.
         _ffi.register("CUDA" if gpu else "cpu")
         path = os.path.join(self._dir, f"{name}-{len(self._cache)}.so")
-        prog = compiler.compile(low.mlir, strategy=self.strategy,
-                                profile=self.profile, output=path,
-                                target="cuda" if gpu else None,
-                                source_name=getattr(self.f, "__name__",
-                                                    None))
+        try:
+            prog = compiler.compile(low.mlir, strategy=self.strategy,
+                                    profile=self.profile, output=path,
+                                    target="cuda" if gpu else None,
+                                    source_name=getattr(self.f, "__name__",
+                                                        None))
+        except compiler.CompileError as err:
+            # The importer's text that does not parse is the importer's
+            # bug: say so, with its line and the primitive that wrote it.
+            from . import importer_error
+            better = importer_error(low, err)
+            if better is None:
+                raise
+            raise better from err
         step = (self._device_layer(low, path) if gpu else
                 self._host_step(low, path))
         layer_id = _ffi.register_layer(

@@ -6,6 +6,8 @@ fake that counts creations and references as the C API does (each layer
 holds one, the cache one); the layers are traced, not run (no GPU)."""
 
 import ctypes
+import gc
+import itertools
 import threading
 import types
 
@@ -92,6 +94,9 @@ class Dev:
         self.local_hardware_id = local_hardware_id
 
 
+_layer_ids = itertools.count(1000)
+
+
 @pytest.fixture
 def gpu(monkeypatch):
     """A CPU mesh that the layer takes for GPUs of `job["ranks"]`
@@ -111,13 +116,16 @@ def gpu(monkeypatch):
 
     def register_layer(kind, obj):
         assert kind == _ffi.DEVICE_LAYER
-        layer_id = 1000 + len(ids)
+        # Ids unique across tests: a layer of an earlier test collected now
+        # releases its own id, never one of this test's.
+        layer_id = next(_layer_ids)
         ids.append(layer_id)
         registry[layer_id] = obj
         return layer_id
 
     def release_layer(layer_id):
-        fake.destroy_layer(registry.pop(layer_id))
+        if layer_id in ids:  # not an earlier test's layer collected now
+            fake.destroy_layer(registry.pop(layer_id))
 
     monkeypatch.setattr(_call, "_device_contexts", contexts)
     monkeypatch.setattr(_call, "mesh_platform", lambda devices: "gpu")
@@ -129,6 +137,8 @@ def gpu(monkeypatch):
     monkeypatch.setattr(_ffi, "register_layer", register_layer)
     monkeypatch.setattr(_ffi, "release_layer", release_layer)
     yield fake, contexts, client, job, registry
+    # This test's dropped layers are released while the fakes are in place.
+    gc.collect()
 
 
 def two_layers_of_one_name(mesh):

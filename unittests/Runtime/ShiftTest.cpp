@@ -109,7 +109,7 @@ void checkShifts(overlap_context *ctx, overlap_group *group,
           Call call{count, inPlace, srcOf(s, rank, count * elem),
                     std::vector<unsigned char>(count * elem + kGuard, kPoison),
                     s};
-          if (inPlace)
+          if (inPlace && count) // memcpy of a null (empty) vector is UB
             std::memcpy(call.dst.data(), call.src.data(), count * elem);
           calls.push_back(std::move(call));
         }

@@ -76,17 +76,23 @@ def test_a_captured_boolean_mask_of_rank_two_or_more(mesh, shape):
     assert (res.outputs[0] == -1e9).any() and (res.outputs[0] != -1e9).any()
 
 
-def test_a_parse_error_names_the_primitive_and_the_line(mesh, monkeypatch):
-    """Were the importer to write text that does not parse, the error says
-    it is the importer's, with the line of the text, the primitive that
-    wrote it and the user's line (not only the compiler's parse error)."""
+def _misprinted_max(mesh, monkeypatch):
+    """A shard_map whose `max` the importer is made to write as an op that
+    does not exist."""
     monkeypatch.setitem(_translate._BINARY_F, "max", "arith.no_such_op")
 
     def body(x):
         return jnp.maximum(x, 0.5) * 2.0
 
-    f = jax.shard_map(body, mesh=mesh, in_specs=(P("tp"),),
-                      out_specs=P("tp"))
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("tp"),),
+                         out_specs=P("tp"))
+
+
+def test_a_parse_error_names_the_primitive_and_the_line(mesh, monkeypatch):
+    """Were the importer to write text that does not parse, the error says
+    it is the importer's, with the line of the text, the primitive that
+    wrote it and the user's line (not only the compiler's parse error)."""
+    f = _misprinted_max(mesh, monkeypatch)
     with pytest.raises(compiler.CompileError) as err:
         ojax.run(f, _rand(16, 4), strategy="none")
     message = str(err.value)
@@ -99,13 +105,7 @@ def test_a_parse_error_names_the_primitive_and_the_line(mesh, monkeypatch):
 def test_jit_gives_the_same_parse_error(mesh, monkeypatch):
     """overlap.jax.jit compiles through its own path (a layer per shape):
     it says the same, not only the compiler's parse error."""
-    monkeypatch.setitem(_translate._BINARY_F, "max", "arith.no_such_op")
-
-    def body(x):
-        return jnp.maximum(x, 0.5) * 2.0
-
-    f = jax.shard_map(body, mesh=mesh, in_specs=(P("tp"),),
-                      out_specs=P("tp"))
+    f = _misprinted_max(mesh, monkeypatch)
     with pytest.raises(compiler.CompileError) as err:
         ojax.jit(f, strategy="none")(_rand(16, 4))
     message = str(err.value)

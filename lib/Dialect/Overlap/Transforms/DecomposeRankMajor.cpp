@@ -74,8 +74,8 @@ public:
                : start;
   }
 
-  /// `rows` rows of the matrix `source` from the (dynamic) row `row`.
-  Value rowsAt(Value source, Value row, int64_t rows) {
+  /// `rows` rows of the matrix `source` from row `row`.
+  Value rowsAt(Value source, OpFoldResult row, int64_t rows) {
     auto type = cast<RankedTensorType>(source.getType());
     SmallVector<OpFoldResult> offsets = {row, b.getIndexAttr(0)};
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows),
@@ -165,11 +165,11 @@ Value sumInOrder(OpBuilder &b, Location loc, ArrayRef<Value> parts, Value out) {
   return generic.getResult(0);
 }
 
-} // namespace
-
-SmallVector<bool>
-mlir::overlap::fusedWithNext(const planner::RankMajorLayout &layout,
-                             ArrayRef<int64_t> groups) {
+/// For each tile of `layout`, whether its shift is fused with the next
+/// (`with_next`): every exchanged tile of a group of `groups` (units per
+/// group, in order; empty: one each) but the group's last exchanged one.
+SmallVector<bool> fusedWithNext(const planner::RankMajorLayout &layout,
+                                ArrayRef<int64_t> groups) {
   SmallVector<bool> withNext(layout.size(), false);
   size_t t = 0;
   for (int64_t units : groups) {
@@ -184,6 +184,8 @@ mlir::overlap::fusedWithNext(const planner::RankMajorLayout &layout,
   }
   return withNext;
 }
+
+} // namespace
 
 LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
     RewriterBase &rewriter, MatmulReduceScatterOp op,
@@ -298,14 +300,8 @@ LogicalResult mlir::overlap::decomposeRankMajorAllGather(
       int64_t rows = tile.rows;
       // This rank's chunk: contiguous rows of its A. Step s receives block
       // (r + s) mod G's chunk from its owner, which shifts it by -s.
-      Value local = tensor::ExtractSliceOp::create(
-          rewriter, loc, op.getA(),
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(tile.chunkOffset),
-                                 rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
-                                 rewriter.getIndexAttr(k)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                                 rewriter.getIndexAttr(1)});
+      Value local = rb.rowsAt(
+          op.getA(), rewriter.getIndexAttr(tile.chunkOffset), rows);
       Value a = layout.exchanges(t) ? rb.shift(t, local,
                                                rb.empty({rows, k}, aElem))
                                     : local;

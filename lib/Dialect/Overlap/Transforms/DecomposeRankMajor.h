@@ -42,12 +42,6 @@ void replaceRounding(RewriterBase &rewriter, linalg::GenericOp rounding,
 /// buffer (one `overlap.tiles`); then the G partials of the rank's own
 /// rows summed in rank order, in f32, rounded once (as the runtime's
 /// reduce-scatter, so the host result is bit-identical).
-/// For each tile of `layout`, whether its shift is fused with the next
-/// (`with_next`): every exchanged tile of a group of `groups` (units per
-/// group, in order; empty: one each) but the group's last exchanged one.
-SmallVector<bool> fusedWithNext(const planner::RankMajorLayout &layout,
-                                ArrayRef<int64_t> groups);
-
 LogicalResult
 decomposeRankMajorReduceScatter(RewriterBase &rewriter,
                                 MatmulReduceScatterOp op,

@@ -29,8 +29,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._emit import (Emitter, UnsupportedError, Value, elem_type, origin_of,
-                    tensor_type)
+from ._emit import (Emitter, UnsupportedError, Value, _is_literal,
+                    elem_type, origin_of, tensor_type)
 from ._translate import SUPPORTED, Translator, unknown_primitives
 
 __all__ = ["JaxRun", "Layer", "Lowered", "UnsupportedError", "SUPPORTED",
@@ -46,20 +46,35 @@ class Lowered:
     #: Mesh axis names and sizes, in the mesh's order.
     axes: List[str]
     sizes: List[int]
-    #: Per parameter of the entry: the index of f's argument it takes.
+    #: Per parameter of the entry: the index of f's argument (leaf) it takes.
     param_args: List[int]
-    #: One PartitionSpec-like tuple per parameter and per output: per dim,
-    #: a tuple of mesh axis names (empty: not split).
+    #: One PartitionSpec-like tuple per parameter and per result of the
+    #: entry: per dim, a tuple of mesh axis names (empty: not split).
     in_specs: List[Tuple[Tuple[str, ...], ...]]
     out_specs: List[Tuple[Tuple[str, ...], ...]]
-    #: Global shapes of the outputs.
+    #: Global shapes and dtypes of the entry's results.
     out_shapes: List[Tuple[int, ...]]
     out_dtypes: List[np.dtype]
-    #: The shard_map's mesh, and the equation itself (its body, specs and
-    #: operands), for overlap.jax.jit's call and backward.
+    #: The shard_map's mesh, and the equation itself (its specs and
+    #: check_vma), for overlap.jax.jit's call and backward.
     mesh: Any = None
     eqn: Any = None
+    #: The per-device program that was imported: the shard_map's body cut
+    #: to the results f returns (its outvars are the entry's results, in
+    #: order), its consts, and per invar: ("arg", f's leaf) or ("const",
+    #: value); with `body_in_specs`, the spec of each invar.
+    body: Any = None
+    body_consts: List[Any] = field(default_factory=list)
     operands: List[Any] = field(default_factory=list)
+    body_in_specs: List[Tuple[Tuple[str, ...], ...]] = field(
+        default_factory=list)
+    #: Per leaf of f's result: ("result", index of the entry's result),
+    #: ("arg", index of f's leaf: passed through unchanged) or ("const",
+    #: value).
+    outputs: List[Tuple[str, Any]] = field(default_factory=list)
+    #: The dtype of each parameter (what run converts an argument to, as
+    #: jax.jit does).
+    param_dtypes: List[np.dtype] = field(default_factory=list)
     #: Per SSA name of the text, what wrote it (the primitive and the
     #: user's line): see importer_error.
     origins: Dict[str, str] = field(default_factory=dict)
@@ -67,43 +82,6 @@ class Lowered:
     @property
     def ranks(self) -> int:
         return int(np.prod(self.sizes))
-
-
-def _find_shard_map(jaxpr, binding):
-    """The one shard_map equation of `jaxpr` (looking into jit wrappers),
-    and what each of its operands is: ("arg", index of f's argument) or
-    ("const", value), from `binding` (the same for `jaxpr`'s variables)."""
-    from ._emit import _is_literal
-
-    def bound(v):
-        return ("const", v.val) if _is_literal(v) else binding.get(v)
-
-    eqns = list(jaxpr.eqns)
-    if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit",
-                                                     "closed_call") and \
-            list(eqns[0].outvars) == list(jaxpr.outvars):
-        inner = eqns[0].params.get("jaxpr") or eqns[0].params.get(
-            "call_jaxpr")
-        body = getattr(inner, "jaxpr", inner)
-        new = {v: ("const", c) for v, c in
-               zip(body.constvars, getattr(inner, "consts", []))}
-        for v, operand in zip(body.invars, eqns[0].invars):
-            new[v] = bound(operand)
-        return _find_shard_map(body, new)
-    maps = [e for e in eqns if e.primitive.name == "shard_map"]
-    if len(eqns) != 1 or len(maps) != 1:
-        names = ", ".join(e.primitive.name for e in eqns) or "nothing"
-        raise UnsupportedError(
-            "overlap.jax compiles a function whose body is one jax.shard_map "
-            "over its arguments (optionally under jax.jit); this one computes "
-            f"{names} at the top level")
-    eqn = maps[0]
-    operands = [bound(v) for v in eqn.invars]
-    if list(eqn.outvars) != list(jaxpr.outvars) or None in operands:
-        raise UnsupportedError(
-            "the shard_map must take the function's arguments (or "
-            "constants) and return its results")
-    return eqn, operands
 
 
 def _spec_tuple(spec, rank: int) -> Tuple[Tuple[str, ...], ...]:
@@ -126,80 +104,166 @@ def _entry_name(f) -> str:
     return name if name and not name[0].isdigit() else "f_" + name
 
 
+def _dce(body, used_outputs):
+    """`body` cut to the outputs marked in `used_outputs` (and the
+    equations and invars they need); the invars kept, as a mask."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+        return pe.dce_jaxpr(body, list(used_outputs), instantiate=False)
+    except Exception:  # pragma: no cover - private API moved: no cut
+        outvars = [v for v, u in zip(body.outvars, used_outputs) if u]
+        return body.replace(outvars=outvars), [True] * len(body.invars)
+
+
 def lower_program(f, *args) -> Lowered:
-    """lower() with the sharding facts run() needs."""
+    """lower() with the sharding facts run() needs. Every refusal the
+    importer can know before compiling is collected and raised at once
+    (_boundary.Refusals): one UnsupportedError listing them all."""
     import jax
+    from ._boundary import (CollectingTranslator, Refusals, check_type,
+                            leaf_paths, top_level)
     closed = jax.make_jaxpr(f)(*args)
-    top = closed.jaxpr
-    binding = {v: ("arg", i) for i, v in enumerate(top.invars)}
-    binding.update({v: ("const", c)
-                    for v, c in zip(top.constvars, closed.consts)})
-    eqn, operands = _find_shard_map(top, binding)
+    entry = _entry_name(f)
+    refusals = Refusals()
+    top = top_level(closed, refusals, entry)
+    if top.eqn is None:
+        raise refusals.error(entry)
+    eqn = top.eqn
     mesh = eqn.params["mesh"]
     axes = [str(a) for a in mesh.axis_names]
     sizes = [int(mesh.shape[a]) for a in mesh.axis_names]
-    body = eqn.params["jaxpr"]
-    body_consts = list(getattr(body, "consts", []))
-    body = getattr(body, "jaxpr", body)
+    closed_body = eqn.params["jaxpr"]
+    body_consts = list(getattr(closed_body, "consts", []))
+    body = getattr(closed_body, "jaxpr", closed_body)
+    specs_in = [_spec_tuple(s, len(v.aval.shape))
+                for s, v in zip(eqn.params["in_specs"], body.invars)]
+    specs_out = [_spec_tuple(s, len(v.aval.shape))
+                 for s, v in zip(eqn.params["out_specs"], eqn.outvars)]
+    arg_paths = leaf_paths(args)
+    for (kind, what), var in zip(top.operands, body.invars):
+        if kind == "computed":
+            refusals.add(f"an operand of the shard_map ({var.aval.str_short()})",
+                         top.where,
+                         f"{entry} computes it at its top level ('{what}'); "
+                         f"the shard_map must take {entry}'s arguments (or "
+                         f"constants)", kind="structure")
+
+    # What f returns: a result of the shard_map (cut to those), one of its
+    # own arguments, or a constant. A result that is an argument passed
+    # through the body unchanged, with the same spec in and out, is that
+    # argument (nnx.shard_map returns the module's state so).
+    invar_index = {v: j for j, v in enumerate(body.invars)}
+    results: List[int] = []  # body outvar per entry result
+    outputs: List[Tuple[str, Any]] = []
+    for kind, what in top.outputs:
+        if kind != "sm":
+            outputs.append((kind, what) if kind != "computed" else
+                           ("const", None))
+            continue
+        outvar = body.outvars[what]
+        j = None if _is_literal(outvar) else invar_index.get(outvar)
+        if j is not None and specs_in[j] == specs_out[what] and \
+                top.operands[j][0] in ("arg", "const"):
+            outputs.append(top.operands[j])
+            continue
+        if what not in results:
+            results.append(what)
+        outputs.append(("result", results.index(what)))
+    used = [False] * len(body.outvars)
+    for i in results + list(top.read_outside):
+        used[i] = True
+    cut, used_in = _dce(body, used)
+    if results:
+        # dce keeps outvars in the body's order; the entry's results are
+        # in `results`' order (those only read outside are refused).
+        order = [i for i, u in enumerate(used) if u]
+        cut = cut.replace(outvars=[cut.outvars[order.index(i)]
+                                   for i in results])
+    operands = [o for o, u in zip(top.operands, used_in) if u]
+    body_in_specs = [s for s, u in zip(specs_in, used_in) if u]
+
     # The shard_map's operands: f's arguments, or constants f closes over
     # (replicated: the same on every device, so they become constants of
     # the program).
-    const_vars, const_values = list(body.constvars), body_consts
+    const_vars, const_values = list(cut.constvars), list(body_consts)
     params_vars, param_args, in_specs = [], [], []
-    for var, (kind, what), spec in zip(body.invars, operands,
-                                       eqn.params["in_specs"]):
-        rank = len(var.aval.shape)
+    for var, (kind, what), spec in zip(cut.invars, operands, body_in_specs):
         if kind == "const":
-            if any(_spec_tuple(spec, rank)):
-                raise UnsupportedError(
-                    "a constant that the shard_map splits across devices; "
-                    "pass it as an argument")
+            if any(spec):
+                refusals.add(
+                    f"a constant the shard_map splits across devices "
+                    f"({var.aval.str_short()})", top.where,
+                    "pass it as an argument", kind="structure")
             const_vars.append(var)
             const_values.append(what)
             continue
         params_vars.append(var)
-        param_args.append(what)
-        in_specs.append(_spec_tuple(spec, rank))
-    unknown = unknown_primitives(body)
-    if unknown:
-        raise UnsupportedError(
-            f"the importer does not translate {len(unknown)} primitive"
-            f"{'s' if len(unknown) > 1 else ''} of this program: "
-            f"{', '.join(unknown)} (it translates: {', '.join(SUPPORTED)})")
+        param_args.append(what if kind == "arg" else -1)
+        in_specs.append(spec)
+    for name in unknown_primitives(cut):
+        prim, _, rest = name.partition(" (from ")
+        refusals.add(f"the primitive {prim}", rest[:-1] if rest else "",
+                     "the importer does not translate it",
+                     kind="primitive")
     grid = "_".join(axes)
     emitter = Emitter(grid, axes, sizes)
+    translator = CollectingTranslator(emitter, refusals)
     params = []
-    for i, var in enumerate(params_vars):
+    for i, (var, a) in enumerate(zip(params_vars, param_args)):
         shape = tuple(int(d) for d in var.aval.shape)
-        et = elem_type(var.aval.dtype)
-        params.append(Value(f"%arg{i}", shape, et))
-    translator = Translator(emitter)
+        path = arg_paths[a] if 0 <= a < len(arg_paths) else ""
+        et = check_type(refusals,
+                        f"argument {a} of {entry}" +
+                        (f" ({path}, a leaf in jax.tree_util order)"
+                         if path else ""),
+                        top.where, var.aval, translator.refused_types)
+        params.append(Value(f"%arg{i}", shape, et or "f32"))
+    result_paths = list(getattr(getattr(body, "debug_info", None),
+                                "result_paths", None) or [])
+    out_ets = []
+    for k, i in enumerate(results):
+        var = eqn.outvars[i]
+        path = result_paths[i] if i < len(result_paths) else ""
+        out_ets.append(check_type(
+            refusals, f"result {i} of the shard_map in {entry}" +
+            (f" ({path})" if path else ""), top.where, var.aval,
+            translator.refused_types))
     for var, value in zip(const_vars, const_values):
         emitter.prim = (f"a constant the shard_map closes over "
                         f"({var.aval.str_short()})")
-        translator.write(var, emitter.constant(np.asarray(value),
-                                               elem_type(var.aval.dtype)))
+        try:
+            translator.write(var, emitter.constant(
+                np.asarray(value), elem_type(var.aval.dtype)))
+        except UnsupportedError as err:
+            refusals.add(emitter.prim, top.where, str(err), kind="dtype")
+            translator.write(var, Value("%refused", tuple(var.aval.shape),
+                                        "f32"))
     emitter.prim = ""
-    outs = translator.run(body, [], [], params_vars=params_vars,
+    outs = translator.run(cut, [], [], params_vars=params_vars,
                           params=params)
-    entry = _entry_name(f)
+    refusals.raise_if_any(entry)
     sig = ", ".join(f"{p.name}: {p.type}" for p in params)
     res = ", ".join(o.type for o in outs)
     text = [f"// Imported by overlap.jax from the jaxpr of {entry}.",
             f"shard.grid @{grid}(shape = {'x'.join(map(str, sizes))})",
             "", f"func.func @{entry}({sig}) -> ({res}) {{"]
     text += emitter.lines
-    text.append(f"    return {', '.join(o.name for o in outs)} : {res}")
+    if outs:
+        text.append(f"    return {', '.join(o.name for o in outs)} : {res}")
+    else:
+        text.append("    return")
     text.append("}")
-    out_avals = [v.aval for v in closed.jaxpr.outvars]
+    out_avals = [eqn.outvars[i].aval for i in results]
     return Lowered(
         mlir="\n".join(text) + "\n", entry=entry, axes=axes, sizes=sizes,
         param_args=param_args, in_specs=in_specs,
-        out_specs=[_spec_tuple(s, len(a.shape))
-                   for s, a in zip(eqn.params["out_specs"], out_avals)],
+        out_specs=[specs_out[i] for i in results],
         out_shapes=[tuple(int(d) for d in a.shape) for a in out_avals],
         out_dtypes=[np.dtype(a.dtype) for a in out_avals],
-        mesh=mesh, eqn=eqn, operands=operands, origins=emitter.origins)
+        mesh=mesh, eqn=eqn, body=cut, body_consts=body_consts,
+        operands=operands, body_in_specs=body_in_specs, outputs=outputs,
+        param_dtypes=[np.dtype(v.aval.dtype) for v in params_vars],
+        origins=emitter.origins)
 
 
 def importer_error(low: Lowered, err: Exception) -> Optional[Exception]:
@@ -309,25 +373,30 @@ class JaxRun:
     value: Any = None
 
 
+def global_outputs(low: Lowered, results: Sequence[Any], leaves,
+                   asarray=np.asarray) -> List[Any]:
+    """f's result leaves from the entry's `results` (global arrays) and f's
+    argument `leaves`, by `low.outputs`."""
+    out = []
+    for kind, what in low.outputs:
+        if kind == "result":
+            out.append(results[what])
+        elif kind == "arg":
+            out.append(leaves[what])
+        else:
+            out.append(asarray(what))
+    return out
+
+
 def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
         ranks: Optional[int] = None, target: Optional[str] = None) -> JaxRun:
     """Lowers ``f`` (a shard_map), compiles it with Overlap, runs it on host
     ranks (one per mesh device) with each argument's shards, and returns the
-    global outputs, the plans and the MLIR text."""
+    global outputs, the plans and the MLIR text. Arguments and results may
+    be float32, float16, bfloat16, int32, int8, int16, int64 or bool arrays
+    (the types the importer takes; unsigned ones are refused by name)."""
     from .. import compiler
     low = lower_program(f, *args)
-    # What a compiled program takes and returns (its entry signature):
-    # f32, f16 and bf16 buffers. Said here, naming the array, rather than
-    # as a library without a signature.
-    runnable = ("float32", "float16", "bfloat16")
-    for i, dt in enumerate(low.out_dtypes):
-        if np.dtype(dt).name not in runnable:
-            raise UnsupportedError(
-                f"result {i} of {low.entry} is {np.dtype(dt).name}: "
-                f"overlap.jax.run takes and returns float32, float16 and "
-                f"bfloat16 arrays (a compiled program's arguments and "
-                f"results); convert it inside the shard_map, e.g. "
-                f".astype(jnp.float32)")
     if ranks is not None and ranks != low.ranks:
         raise ValueError(f"ranks={ranks}, but the mesh has {low.ranks} "
                          f"devices ({dict(zip(low.axes, low.sizes))})")
@@ -335,50 +404,57 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     # f's arguments may be pytrees (a params dict, a tuple): the jaxpr's
     # inputs, which param_args index, are their leaves in jax's order.
     arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
-    for j, a in enumerate(low.param_args):
-        if arrays[a].dtype.name not in runnable:
-            raise UnsupportedError(
-                f"argument {a} of {low.entry} (a leaf of its arguments, in "
-                f"jax.tree_util order) is {arrays[a].dtype.name}: "
-                f"overlap.jax.run takes float32, float16 and bfloat16 "
-                f"arrays; pass a float array and convert it inside the "
-                f"shard_map")
-    fd, path = tempfile.mkstemp(prefix="overlap-jax-", suffix=".so")
-    os.close(fd)
-    try:
+    # Each argument as the program's parameter takes it: the dtype jax.jit
+    # gives it too (without jax_enable_x64 an int64 array is int32 and a
+    # float64 one float32).
+    taken = {a: np.asarray(arrays[a], dtype=dt)
+             for a, dt in zip(low.param_args, low.param_dtypes)}
+    prog = None
+    per_rank: List[List[np.ndarray]] = [[] for _ in range(low.ranks)]
+    if low.out_shapes:
+        fd, path = tempfile.mkstemp(prefix="overlap-jax-", suffix=".so")
+        os.close(fd)
         try:
-            prog = compiler.compile(low.mlir, strategy=strategy,
-                                    profile=profile, target=target,
-                                    output=path)
-        except compiler.CompileError as err:
-            better = importer_error(low, err)
-            if better is None:
-                raise
-            raise better from err
-        # np.array(order="C"), not ascontiguousarray: that makes a 0-d
-        # argument (a scalar) an array of shape (1,).
-        inputs = [[np.array(shard(low, j, arrays[a], r), order="C")
-                   for j, a in enumerate(low.param_args)]
-                  for r in range(low.ranks)]
-        res = compiler.run(prog.path, inputs=inputs)
-        if res.status not in (0,) or not res.outputs:
-            raise RuntimeError(
-                "overlap.jax: the run failed: " +
-                (res.messages or res.report).strip() +
-                "".join(f"\n(the compiler warned: {w})"
-                        for w in prog.warnings))
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-    n = len(low.out_shapes)
-    per_rank = [row[:n] for row in res.outputs]
-    outputs = [assemble(low, i, [row[i] for row in per_rank])
-               for i in range(n)]
-    tree = jax.tree_util.tree_structure(jax.eval_shape(f, *args))
-    return JaxRun(outputs=outputs, plans=prog.plans, warnings=prog.warnings,
-                  missed=prog.missed,
+            try:
+                prog = compiler.compile(low.mlir, strategy=strategy,
+                                        profile=profile, target=target,
+                                        output=path)
+            except compiler.CompileError as err:
+                better = importer_error(low, err)
+                if better is None:
+                    raise
+                raise better from err
+            # np.array(order="C"), not ascontiguousarray: that makes a 0-d
+            # argument (a scalar) an array of shape (1,).
+            inputs = [[np.array(shard(low, j, taken[a], r), order="C")
+                       for j, a in enumerate(low.param_args)]
+                      for r in range(low.ranks)]
+            res = compiler.run(prog.path, inputs=inputs)
+            if res.status not in (0,) or not res.outputs:
+                raise RuntimeError(
+                    "overlap.jax: the run failed: " +
+                    (res.messages or res.report).strip() +
+                    "".join(f"\n(the compiler warned: {w})"
+                            for w in prog.warnings))
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        n = len(low.out_shapes)
+        per_rank = [row[:n] for row in res.outputs]
+    # (Nothing to compile when f returns only its arguments and constants.)
+    results = [assemble(low, i, [row[i] for row in per_rank])
+               for i in range(len(low.out_shapes))]
+    shapes, tree = jax.tree_util.tree_flatten(jax.eval_shape(f, *args))
+    # (An argument f returns comes back as a new array of the dtype jax.jit
+    # gives it.)
+    outputs = [np.array(o, dtype=s.dtype) for o, s in
+               zip(global_outputs(low, results, arrays), shapes)]
+    return JaxRun(outputs=outputs,
+                  plans=prog.plans if prog else [],
+                  warnings=prog.warnings if prog else [],
+                  missed=prog.missed if prog else [],
                   mlir=low.mlir, rank_outputs=per_rank,
                   value=jax.tree_util.tree_unflatten(tree, outputs))
 

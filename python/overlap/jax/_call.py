@@ -38,10 +38,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import UnsupportedError, lower_program
+from . import UnsupportedError, global_outputs, lower_program
 from . import _ffi
-
-_RUNNABLE = ("float32", "float16", "bfloat16")
 
 #: The longest wait a layer's call may be given: the rendezvous adds it to
 #: a steady clock counted in int64 nanoseconds, and jax.distributed's
@@ -559,21 +557,10 @@ class Layer:
         structs = jax.tree_util.tree_map(
             lambda a: jax.ShapeDtypeStruct(np.shape(a), a.dtype,
                                            weak_type=_weak(a)), args)
+        # Every refusal (an argument of a type a compiled program does not
+        # carry, ...) is raised here, all at once, before anything is made.
         low = lower_program(self.f, *structs)
         name = low.entry
-        for i, dt in enumerate(low.out_dtypes):
-            if np.dtype(dt).name not in _RUNNABLE:
-                raise UnsupportedError(
-                    f"result {i} of {name} is {np.dtype(dt).name}: an "
-                    f"Overlap layer returns float32, float16 and bfloat16 "
-                    f"arrays; convert it inside the shard_map")
-        leaves = jax.tree_util.tree_leaves(structs)
-        for a in low.param_args:
-            if np.dtype(leaves[a].dtype).name not in _RUNNABLE:
-                raise UnsupportedError(
-                    f"argument {a} of {name} (a leaf, in jax.tree_util "
-                    f"order) is {np.dtype(leaves[a].dtype).name}: an Overlap "
-                    f"layer takes float32, float16 and bfloat16 arrays")
         # The mesh's platform, not the default backend's.
         mesh_devices = list(low.mesh.devices.flat)
         platform = mesh_platform(mesh_devices)
@@ -594,6 +581,16 @@ class Layer:
                 f"{len(devices)} CPU device(s): set XLA_FLAGS="
                 f"--xla_force_host_platform_device_count={low.ranks} before "
                 f"importing jax")
+        out_tree = jax.tree_util.tree_structure(
+            jax.eval_shape(self.f, *structs))
+        if not low.out_shapes:
+            # f returns only its arguments (and constants): nothing to
+            # compile or call.
+            compiled = _Compiled(low=low, plans=[], missed=[], path="",
+                                 step=0, layer_id=0, out_tree=out_tree,
+                                 gpu=gpu)
+            self.compiles += 1
+            return compiled
         # The handler first: a cache that is refused stops here, before a
         # step is made.
         _ffi.register("CUDA" if gpu else "cpu")
@@ -620,8 +617,6 @@ class Layer:
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, Layer._release, self._dir,
                                            list(self._handles))
-        out_tree = jax.tree_util.tree_structure(
-            jax.eval_shape(self.f, *structs))
         compiled = _Compiled(low=low, plans=prog.plans, missed=prog.missed,
                              path=path, step=step, layer_id=layer_id,
                              out_tree=out_tree, gpu=gpu)
@@ -744,65 +739,126 @@ class Layer:
 
     def _apply(self, c: _Compiled, leaves):
         import jax
-        outs = c.fn(*[leaves[a] for a in c.low.param_args])
-        return jax.tree_util.tree_unflatten(c.out_tree, list(outs))
+        import jax.numpy as jnp
+        low = c.low
+        results = c.fn(*[leaves[a] for a in low.param_args]) if c.fn else ()
+        # f's results: the entry's, and arguments f passes through (an
+        # nnx.shard_map's state) as they are.
+        return jax.tree_util.tree_unflatten(
+            c.out_tree, global_outputs(low, list(results), leaves,
+                                       asarray=jnp.asarray))
 
     # -- differentiate -------------------------------------------------------
 
     def _backward(self, c: _Compiled, leaves, cts):
         """The cotangents of f's leaves: the per-device vjp of the
-        shard_map's body, in the same shard_map, compiled as a Layer."""
+        shard_map's body, in the same shard_map, compiled as a Layer. Only
+        float arguments and results are differentiated: an integer or
+        boolean leaf (token ids, labels, a step count) has a zero
+        cotangent (float0, as JAX gives it)."""
         import jax
         import jax.numpy as jnp
         low = c.low
         ct_leaves = jax.tree_util.tree_leaves(cts)
-        if c.backward is None:
-            c.backward = Layer(self._backward_function(low),
-                               strategy=self.strategy, profile=self.profile,
-                               timeout_ms=self.timeout_ms,
-                               init_timeout_ms=self.init_timeout_ms,
-                               differentiable=False)
-        params = [leaves[a] for a in low.param_args]
-        grads = c.backward(*params, *ct_leaves)
-        out = [jnp.zeros_like(x) for x in leaves]
-        for j, a in enumerate(low.param_args):
-            out[a] = out[a] + grads[j]
+        out = [_zero_cotangent(x) for x in leaves]
+        # Cotangents of the entry's results (summed where f returns one
+        # twice); those of an argument f passes through go to it directly.
+        result_cts: List[Any] = [None] * len(low.out_shapes)
+        for (kind, what), ct in zip(low.outputs, ct_leaves):
+            if not _differentiable(getattr(ct, "dtype", None)):
+                continue
+            if kind == "result":
+                result_cts[what] = ct if result_cts[what] is None else \
+                    result_cts[what] + ct
+            elif kind == "arg" and _differentiable(leaves[what].dtype):
+                out[what] = out[what] + ct if _differentiable(
+                    out[what].dtype) else ct
+        wrt = [j for j, dt in enumerate(low.param_dtypes)
+               if _differentiable(dt)]
+        through = [k for k, dt in enumerate(low.out_dtypes)
+                   if _differentiable(dt)]
+        if wrt and through:
+            if c.backward is None:
+                c.backward = Layer(self._backward_function(low, wrt, through),
+                                   strategy=self.strategy,
+                                   profile=self.profile,
+                                   timeout_ms=self.timeout_ms,
+                                   init_timeout_ms=self.init_timeout_ms,
+                                   differentiable=False)
+            params = [leaves[a] for a in low.param_args]
+            cts_in = [result_cts[k] if result_cts[k] is not None else
+                      jnp.zeros(low.out_shapes[k], low.out_dtypes[k])
+                      for k in through]
+            grads = c.backward(*params, *cts_in)
+            for j, g in zip(wrt, grads):
+                a = low.param_args[j]
+                out[a] = g if not _differentiable(out[a].dtype) else \
+                    out[a] + g
         return tuple(out)
 
     @staticmethod
-    def _backward_function(low):
+    def _backward_function(low, wrt, through):
+        """The backward of `low` as a shard_map layer: takes every
+        parameter and the cotangents of the results `through` (the float
+        ones), returns the cotangents of the parameters `wrt` (the float
+        ones)."""
         import jax
         from jax.extend import core as jcore
         eqn = low.eqn
-        body = eqn.params["jaxpr"]
-        consts = list(getattr(body, "consts", []))
-        body = getattr(body, "jaxpr", body)
-        operands = low.operands
         n_params = len(low.param_args)
-
-        run_body = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(body, consts))
+        run_body = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(low.body,
+                                                        low.body_consts))
 
         def body_fun(*params):
             it = iter(params)
             vals = [next(it) if kind == "arg" else what
-                    for kind, what in operands]
-            return run_body(*vals)
+                    for kind, what in low.operands]
+            outs = run_body(*vals)
+            return [outs[k] for k in through]
 
         def per_device(*xs):
-            params, cts = xs[:n_params], xs[n_params:]
-            _, vjp = jax.vjp(body_fun, *params)
+            params, cts = list(xs[:n_params]), xs[n_params:]
+
+            def of_floats(*floats):
+                for j, v in zip(wrt, floats):
+                    params[j] = v
+                return body_fun(*params)
+
+            _, vjp = jax.vjp(of_floats, *[params[j] for j in wrt])
             return tuple(vjp(list(cts)))
 
         def backward(*xs):
             return jax.shard_map(
                 per_device, mesh=low.mesh,
                 in_specs=tuple(_pspec(s) for s in
-                               list(low.in_specs) + list(low.out_specs)),
-                out_specs=tuple(_pspec(s) for s in low.in_specs),
+                               list(low.in_specs) +
+                               [low.out_specs[k] for k in through]),
+                out_specs=tuple(_pspec(low.in_specs[j]) for j in wrt),
                 check_vma=eqn.params.get("check_vma", True))(*xs)
 
         backward.__name__ = low.entry + "_backward"
         return backward
+
+
+def _differentiable(dtype) -> bool:
+    """Whether arrays of `dtype` have cotangents of their own (floats);
+    integers and booleans have float0 ones."""
+    if dtype is None:
+        return False
+    try:
+        return bool(np.issubdtype(np.dtype(dtype), np.inexact))
+    except TypeError:
+        return False
+
+
+def _zero_cotangent(x):
+    """A zero cotangent for the leaf `x`: float0 for an integer or boolean
+    one, as JAX's custom_vjp takes it."""
+    import jax
+    import jax.numpy as jnp
+    if _differentiable(x.dtype):
+        return jnp.zeros_like(x)
+    return np.zeros(np.shape(x), dtype=jax.dtypes.float0)
 
 
 def jit(f=None, *, strategy: str = "auto", profile: Optional[str] = None,

@@ -121,19 +121,27 @@ Expected<CostModel> CostModel::create(const Profile &profile,
   model.profile = &profile;
   model.problem = problem;
   model.gemmCurve = profile.findGemmCurve(problem.n, problem.k, problem.dtype);
-  if (!model.gemmCurve) {
-    std::optional<double> peak = profile.device.getPeakFlops(problem.dtype);
-    if (!profile.rooflineEfficiency || !peak)
-      return createStringError(
-          std::errc::not_supported,
-          "%s: no GEMM curve for N=%lld K=%lld %s with batch 1 and no "
-          "roofline fallback (gemm.roofline with device.peak_tflops.%s)",
-          profile.source.c_str(), (long long)problem.n, (long long)problem.k,
-          toString(problem.dtype).str().c_str(),
-          toString(problem.dtype).str().c_str());
+  std::optional<double> peak = profile.device.getPeakFlops(problem.dtype);
+  if (!model.gemmCurve && profile.rooflineEfficiency && peak) {
     model.peakFlops = *peak * *profile.rooflineEfficiency;
     model.bandwidth =
         *profile.device.memoryBandwidth * *profile.rooflineEfficiency;
+  } else if (!model.gemmCurve) {
+    Profile::ScaledCurve near =
+        profile.findNearestGemmCurve(problem.n, problem.k, problem.dtype);
+    if (!near.curve)
+      return createStringError(
+          std::errc::not_supported,
+          "%s: no GEMM curve for N=%lld K=%lld %s with batch 1, no roofline "
+          "fallback (gemm.roofline with device.peak_tflops.%s) and no curve "
+          "to scale from (one of %s, or of another dtype with both dtypes' "
+          "device.peak_tflops)",
+          profile.source.c_str(), (long long)problem.n, (long long)problem.k,
+          toString(problem.dtype).str().c_str(),
+          toString(problem.dtype).str().c_str(),
+          toString(problem.dtype).str().c_str());
+    model.gemmCurve = near.curve;
+    model.gemmScale = near.scale;
   }
   // Reduce-scatter, all-gather and all-to-all tiles smaller than M are
   // strided-batched GEMMs of G = ranks matrices (docs/architecture.md); with
@@ -141,6 +149,14 @@ Expected<CostModel> CostModel::create(const Profile &profile,
   if (problem.collective != Collective::AllReduce && problem.ranks > 1) {
     model.batchCurve = profile.findGemmCurve(problem.n, problem.k,
                                              problem.dtype, problem.ranks);
+    // A neighbour's batch-G curve only where the batch-1 curve is one too
+    // (an exact batch-1 curve or the roofline is not mixed with a guess).
+    if (!model.batchCurve && model.gemmScale != 1.0) {
+      Profile::ScaledCurve near = profile.findNearestGemmCurve(
+          problem.n, problem.k, problem.dtype, problem.ranks);
+      model.batchCurve = near.curve;
+      model.batchScale = near.scale;
+    }
     model.tilePricing = model.batchCurve ? TileGemmPricing::BatchedCurve
                         : profile.device.gemmTile
                             ? TileGemmPricing::TileQuantized
@@ -210,7 +226,7 @@ double CostModel::batchedGemmUs(int64_t rows) const {
   case TileGemmPricing::UnbatchedApproximation:
     return contiguousGemmUs(rows);
   case TileGemmPricing::BatchedCurve:
-    return batchCurve->curve.eval(static_cast<double>(rows)) +
+    return batchCurve->curve.eval(static_cast<double>(rows)) * batchScale +
            profile->gemmLatencyUs;
   case TileGemmPricing::TileQuantized: {
     // Each of the G matrices of q rows is computed in whole output tiles of
@@ -230,7 +246,7 @@ double CostModel::contiguousGemmUs(int64_t rows) const {
     return 0;
   double lat = profile->gemmLatencyUs;
   if (gemmCurve)
-    return gemmCurve->curve.eval(static_cast<double>(rows)) + lat;
+    return gemmCurve->curve.eval(static_cast<double>(rows)) * gemmScale + lat;
   double m = rows, n = problem.n, k = problem.k;
   double flops = 2.0 * m * n * k;
   double bytes = (m * k + k * n + m * n) * byteWidth(problem.dtype);
@@ -289,11 +305,29 @@ Bound CostModel::getBound() const {
   return commUs(problem.m) > fullGemmUs() ? Bound::Comm : Bound::Compute;
 }
 
+/// "curve N=.. K=.. dtype", and for a neighbour's curve what it stands in
+/// for and its factor.
+static std::string describeCurve(const GemmCurve &curve, double scale,
+                                 const MatmulProblem &problem,
+                                 int64_t batch) {
+  std::string text = formatv("curve N={0} K={1} {2}", curve.n, curve.k,
+                             toString(curve.dtype))
+                         .str();
+  if (batch > 1)
+    text += formatv(" batch {0}", batch).str();
+  if (curve.n == problem.n && curve.k == problem.k &&
+      curve.dtype == problem.dtype)
+    return text;
+  return text + formatv(" scaled x{0:g4} (nearest measured; no curve for "
+                        "N={1} K={2} {3}{4}: a prediction)",
+                        scale, problem.n, problem.k, toString(problem.dtype),
+                        batch > 1 ? formatv(" batch {0}", batch).str() : "")
+                    .str();
+}
+
 std::string CostModel::describeGemmSource() const {
   std::string source =
-      gemmCurve ? formatv("curve N={0} K={1} {2}", gemmCurve->n, gemmCurve->k,
-                          toString(gemmCurve->dtype))
-                      .str()
+      gemmCurve ? describeCurve(*gemmCurve, gemmScale, problem, 1)
                 : formatv("roofline ({0:f1} TFLOP/s, {1:f0} GB/s after "
                           "efficiency {2})",
                           peakFlops / 1e12, bandwidth / 1e9,
@@ -306,9 +340,8 @@ std::string CostModel::describeGemmSource() const {
                     toString(problem.collective), g);
   switch (tilePricing) {
   case TileGemmPricing::BatchedCurve:
-    source +=
-        formatv("batched curve N={0} K={1} {2} batch {3}", batchCurve->n,
-                batchCurve->k, toString(batchCurve->dtype), batchCurve->batch);
+    source += "batched " + describeCurve(*batchCurve, batchScale, problem,
+                                         batchCurve->batch);
     break;
   case TileGemmPricing::TileQuantized:
     source += formatv("tile-quantized, one GEMM of {0} x ceil(rows/{0} / {1}) "

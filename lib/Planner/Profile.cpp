@@ -136,6 +136,37 @@ const GemmCurve *Profile::findGemmCurve(int64_t n, int64_t k, DType dtype,
   return nullptr;
 }
 
+Profile::ScaledCurve Profile::findNearestGemmCurve(int64_t n, int64_t k,
+                                                  DType dtype,
+                                                  int64_t batch) const {
+  auto distance = [&](const GemmCurve &c) {
+    return std::fabs(std::log(double(n) / double(c.n))) +
+           std::fabs(std::log(double(k) / double(c.k)));
+  };
+  auto nearest = [&](bool sameDtype) {
+    const GemmCurve *best = nullptr;
+    for (const GemmCurve &c : gemmCurves) {
+      if (c.batch != batch || (c.dtype == dtype) != sameDtype)
+        continue;
+      if (!sameDtype &&
+          (!device.getPeakFlops(c.dtype) || !device.getPeakFlops(dtype)))
+        continue;
+      if (!best || distance(c) < distance(*best))
+        best = &c;
+    }
+    return best;
+  };
+  const GemmCurve *best = nearest(/*sameDtype=*/true);
+  if (!best)
+    best = nearest(/*sameDtype=*/false);
+  if (!best)
+    return {};
+  double scale = double(n) * double(k) / (double(best->n) * double(best->k));
+  if (best->dtype != dtype)
+    scale *= *device.getPeakFlops(best->dtype) / *device.getPeakFlops(dtype);
+  return {best, scale};
+}
+
 const CommCurve *Profile::findCommCurve(Collective collective,
                                         int64_t ranks) const {
   const CommCurve *best = nullptr;

@@ -328,3 +328,68 @@ TEST(CostModel, TileCopiesArePricedAtMemoryBandwidthOnTheirStream) {
   OVERLAP_ASSIGN_OR_FAIL(unpriced, CostModel::create(none, copying));
   EXPECT_DOUBLE_EQ(unpriced.copyUs(1e6), 0);
 }
+
+/// Curves measured for (1024, 512) and (4096, 4096) f16 (100 µs and 1600 µs
+/// at 1024 rows), no roofline; peaks given for f16 and f32 only.
+static std::string neighbourProfileText() {
+  return R"({
+    "device": {"peak_tflops": {"f16": 800, "f32": 100}},
+    "gemm": {"curves": [
+      {"n": 1024, "k": 512, "dtype": "f16",
+       "curve": {"table": [[0, 0], [1024, 100]]}},
+      {"n": 4096, "k": 4096, "dtype": "f16",
+       "curve": {"table": [[0, 0], [1024, 1600]]}}]},
+    "collectives": {"all-reduce": [{"ranks": 8, "x_unit": "MiB",
+                    "curve": {"table": [[0, 0], [1, 10]]}}]}})";
+}
+
+TEST(CostModel, AShapeWithoutACurveIsPricedFromTheNearestOneScaled) {
+  OVERLAP_ASSIGN_OR_FAIL(p, parseProfile(neighbourProfileText(), "n.json"));
+  // (2048, 512) is nearest (1024, 512): twice the work per row.
+  MatmulProblem pb{Collective::AllReduce, 1024, 2048, 512, DType::F16, 8};
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+  EXPECT_NEAR(model.contiguousGemmUs(1024), 200.0 + p.gemmLatencyUs, 1e-9);
+  std::string source = model.describeGemmSource();
+  EXPECT_TRUE(contains(source, "curve N=1024 K=512 f16 scaled x2")) << source;
+  EXPECT_TRUE(contains(source, "no curve for N=2048 K=512 f16")) << source;
+  // (4096, 2048) is nearest (4096, 4096): half the work per row.
+  pb.n = 4096;
+  pb.k = 2048;
+  OVERLAP_ASSIGN_OR_FAIL(half, CostModel::create(p, pb));
+  EXPECT_NEAR(half.contiguousGemmUs(1024), 800.0 + p.gemmLatencyUs, 1e-9);
+  // The exact curve is used as it is.
+  pb.n = 1024;
+  pb.k = 512;
+  OVERLAP_ASSIGN_OR_FAIL(exact, CostModel::create(p, pb));
+  EXPECT_NEAR(exact.contiguousGemmUs(1024), 100.0 + p.gemmLatencyUs, 1e-9);
+  EXPECT_EQ(exact.describeGemmSource(), "curve N=1024 K=512 f16");
+}
+
+TEST(CostModel, AnotherDtypesCurveIsScaledByThePeaksOrNotUsed) {
+  OVERLAP_ASSIGN_OR_FAIL(p, parseProfile(neighbourProfileText(), "n.json"));
+  // f32 from the f16 curve: the same work, 8x slower peak.
+  MatmulProblem pb{Collective::AllReduce, 1024, 1024, 512, DType::F32, 8};
+  OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+  EXPECT_NEAR(model.contiguousGemmUs(1024), 800.0 + p.gemmLatencyUs, 1e-9);
+  // bf16 has no peak: nothing to scale by, and no roofline.
+  pb.dtype = DType::BF16;
+  std::string error = errorOf(CostModel::create(p, pb));
+  EXPECT_TRUE(contains(error, "no GEMM curve for N=1024 K=512 bf16")) << error;
+  EXPECT_TRUE(contains(error, "no curve to scale from")) << error;
+}
+
+TEST(CostModel, TheShippedMeasuredProfilePricesEveryExampleShape) {
+  OVERLAP_ASSIGN_OR_FAIL(p, loadProfile(shipped("h200-measured")));
+  // The examples' shapes: Llama's merged gate/up (bf16), the MLP and MoE
+  // (f32), none of them measured.
+  for (auto [n, k, dtype] :
+       {std::tuple{int64_t(7168), int64_t(8192), DType::BF16},
+        std::tuple{int64_t(512), int64_t(512), DType::F32},
+        std::tuple{int64_t(128), int64_t(64), DType::F32}}) {
+    MatmulProblem pb{Collective::AllGather, 4096, n, k, dtype, 8};
+    OVERLAP_ASSIGN_OR_FAIL(model, CostModel::create(p, pb));
+    EXPECT_GT(model.fullGemmUs(), 0.0);
+    EXPECT_TRUE(contains(model.describeGemmSource(), "scaled"))
+        << model.describeGemmSource();
+  }
+}

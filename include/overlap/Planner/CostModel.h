@@ -113,8 +113,11 @@ llvm::StringRef toString(TileGemmPricing pricing);
 class CostModel {
 public:
   /// Fails when the problem is malformed or the profile cannot price it
-  /// (no GEMM curve for (N, K, dtype) and no roofline; no curve for the
-  /// collective).
+  /// (std::errc::not_supported: no GEMM curve for (N, K, dtype), no
+  /// roofline and no curve of the dtype, or of another dtype with both
+  /// peaks, to scale from; no curve for the collective). GEMM times come
+  /// from the exact curve, else the roofline, else the nearest curve scaled
+  /// (Profile::findNearestGemmCurve); describeGemmSource says which.
   static llvm::Expected<CostModel> create(const Profile &profile,
                                           const MatmulProblem &problem);
 
@@ -214,9 +217,13 @@ private:
   const Profile *profile = nullptr;
   MatmulProblem problem;
   const GemmCurve *gemmCurve = nullptr;
+  /// gemmCurve's times are multiplied by this: 1 for the exact curve, else
+  /// Profile::findNearestGemmCurve's factor (a neighbour's curve).
+  double gemmScale = 1.0;
   TileGemmPricing tilePricing = TileGemmPricing::Contiguous;
   /// The batch-G curve when tilePricing is BatchedCurve.
   const GemmCurve *batchCurve = nullptr;
+  double batchScale = 1.0;
   double peakFlops = 0;
   double bandwidth = 0;
   const CommCurve *commCurve = nullptr;

@@ -169,6 +169,19 @@ struct Profile {
   /// The GEMM curve for exactly (n, k, dtype, batch), or null.
   const GemmCurve *findGemmCurve(int64_t n, int64_t k, DType dtype,
                                  int64_t batch = 1) const;
+  /// A measured curve to stand in for (n, k, dtype, batch) when there is no
+  /// exact one, with the factor its times are scaled by, or a null curve.
+  /// The curve of the same dtype and batch whose (N, K) is nearest in
+  /// log-distance (|log N/Nc| + |log K/Kc|), its times scaled by the work
+  /// per row (N K / Nc Kc); failing that, of another dtype whose peak and
+  /// this dtype's peak the device gives (device.peak_tflops), scaled also by
+  /// the peaks' ratio. A prediction from a neighbour, not a measurement.
+  struct ScaledCurve {
+    const GemmCurve *curve = nullptr;
+    double scale = 1.0;
+  };
+  ScaledCurve findNearestGemmCurve(int64_t n, int64_t k, DType dtype,
+                                   int64_t batch = 1) const;
   /// The curve for the collective whose group size is nearest to `ranks`
   /// (ties go to the larger group), or null when there is none.
   const CommCurve *findCommCurve(Collective collective, int64_t ranks) const;

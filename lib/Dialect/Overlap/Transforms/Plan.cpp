@@ -107,6 +107,24 @@ struct OverlapPlanPass
     }
   }
 
+  /// Why the profile cannot price `problem` (no curve for its GEMM, none
+  /// to scale from and no roofline; no curve for its collective), or empty.
+  /// Such an op is kept whole, not refused: a profile never fails a
+  /// compile (a malformed problem still does, in planTiles).
+  static std::string unpriced(const planner::Profile &prof,
+                              const planner::MatmulProblem &problem) {
+    llvm::Expected<planner::CostModel> model =
+        planner::CostModel::create(prof, problem);
+    if (model)
+      return "";
+    std::string why;
+    llvm::handleAllErrors(model.takeError(), [&](const llvm::ErrorInfoBase &e) {
+      if (e.convertToErrorCode() == std::errc::not_supported)
+        why = e.message();
+    });
+    return why;
+  }
+
   LogicalResult planOne(Operation *op, const planner::Profile &prof,
                         SymbolTableCollection &symbols) {
     auto a = cast<RankedTensorType>(op->getOperand(0).getType());
@@ -148,6 +166,11 @@ struct OverlapPlanPass
     }
     problem.ranks = group;
     priceTileCopies(op, problem);
+    if (std::string why = unpriced(prof, problem); !why.empty()) {
+      remarkMissed(op, "not-planned", "overlap-plan",
+                   "not planned, kept whole: " + why);
+      return success();
+    }
 
     llvm::Expected<planner::Plan> plan =
         planner::planTiles(prof, problem, strategy);
@@ -250,7 +273,8 @@ struct OverlapPlanPass
         StringAttr::get(op->getContext(), llvm::formatv("{0}", document).str());
     remark << text;
     for (llvm::StringRef key :
-         {"tiles", "strategy", "bound", "predicted_us", "serial_us"}) {
+         {"tiles", "strategy", "bound", "predicted_us", "serial_us",
+          "gemm_source"}) {
       const llvm::json::Value *value = document.getAsObject()->get(key);
       if (!value)
         continue;

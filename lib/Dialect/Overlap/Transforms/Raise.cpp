@@ -151,14 +151,40 @@ std::string whyNotFused(CollectiveOp op, linalg::MatmulOp matmul,
   return "";
 }
 
+/// How many matmuls other than `matmul` read `gather`'s result (through
+/// casts) as their left operand.
+int64_t otherGatheredMatmuls(shard::AllGatherOp gather,
+                             linalg::MatmulOp matmul) {
+  int64_t count = 0;
+  SmallVector<Value> worklist = {gather.getResult()};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      if (auto cast = dyn_cast<tensor::CastOp>(use.getOwner()))
+        worklist.push_back(cast.getResult());
+      else if (isa<linalg::MatmulOp>(use.getOwner()) &&
+               use.getOwner() != matmul && use.getOperandNumber() == 0)
+        ++count;
+    }
+  }
+  return count;
+}
+
 /// shard.all_gather -> left operand of `matmul` (through casts that have no
 /// other users when `singleUse`): why they cannot become a fused op; empty
 /// when they can.
 std::string whyNotFused(shard::AllGatherOp gather, linalg::MatmulOp matmul,
                         bool singleUse) {
+  // Other users of the gathered rows keep a gather of their own (see
+  // raiseAllGatherThenMatmul); other matmuls of them would each gather
+  // again, where merging them (MergeGatheredMatmuls) gathers once.
   if (!singleUse || !gather->hasOneUse())
-    return "the gathered left operand has other users, which would need the "
-           "whole gather";
+    if (int64_t others = otherGatheredMatmuls(gather, matmul); others > 0)
+      return "the gathered left operand also feeds " +
+             std::to_string(others) +
+             " other matmul(s) that could not be merged with this one "
+             "(element types, static shapes or accumulators differ), and "
+             "each fused op would gather it again";
   if (gather.getGatherAxis().getSExtValue() != 0)
     return "the all-gather concatenates axis " +
            std::to_string(gather.getGatherAxis().getSExtValue()) +
@@ -261,6 +287,36 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op,
   return true;
 }
 
+/// `gather`, whose matmul became `fused`, still has other users (a
+/// residual add of the gathered rows, a cast). The fused op does not yield
+/// the rows it gathers (each tile gathers its own into a buffer of its
+/// own), so those users keep this gather: a second one of the same rows.
+/// It moves after the fused op where its users allow, so that it queues on
+/// the comm stream behind the tile gathers and runs while the tiles' GEMMs
+/// compute (overlap-schedule-streams puts it in the same run): the GEMM then
+/// starts after one tile's gather instead of the whole, and where the GEMM
+/// takes longer than a gather the second one costs no time, only bytes.
+void keepGatherForOtherUsers(RewriterBase &rewriter, shard::AllGatherOp gather,
+                             AllGatherMatmulOp fused) {
+  Block *block = fused->getBlock();
+  bool movable = gather->getBlock() == block &&
+                 llvm::all_of(gather->getUsers(), [&](Operation *user) {
+                   Operation *at = block->findAncestorOpInBlock(*user);
+                   return at && fused->isBeforeInBlock(at);
+                 });
+  if (movable)
+    rewriter.moveOpAfter(gather, fused);
+  remarkPassed(fused, "gather-kept", "overlap-raise",
+               llvm::Twine("the gathered rows have ") +
+                   llvm::Twine(std::distance(gather->getUses().begin(),
+                                             gather->getUses().end())) +
+                   " other use(s), which keep a plain all-gather of them" +
+                   (movable ? ", moved after the fused op so that it runs "
+                              "behind its tile gathers, beside its GEMMs"
+                            : " (in place: a user comes before the fused "
+                              "op)"));
+}
+
 /// shard.all_gather (rows) -> lhs of linalg.matmul.
 bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul,
                               bool remark = true) {
@@ -283,8 +339,11 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul,
   remarkPassed(fused, "raised", "overlap-raise",
                "raised to " + fused->getName().getStringRef());
   rewriter.replaceOp(matmul, fused.getResult());
-  casts.push_back(gather);
   eraseDeadChain(rewriter, casts);
+  if (gather->use_empty())
+    rewriter.eraseOp(gather);
+  else
+    keepGatherForOtherUsers(rewriter, gather, fused);
   return true;
 }
 
@@ -345,6 +404,15 @@ std::string mlir::overlap::whyNotRaised(Operation *op) {
                    ", and the gathered blocks are strided in those rows (a "
                    "dim before the gather axis is not 1); strided tiles are "
                    "not overlapped yet";
+    if (!matmul)
+      for (Operation *user : gather.getInput().getUsers())
+        if (auto fused = dyn_cast<AllGatherMatmulOp>(user);
+            fused && fused.getA() == gather.getInput() &&
+            fused.getGrid() == gather.getGrid() &&
+            fused.getGridAxes() == gather.getGridAxes())
+          return "the matmuls of these rows are fused (an "
+                 "overlap.all_gather_matmul gathers them tile by tile); this "
+                 "gather is the one the other users of the rows keep";
     if (!matmul || gatheredLhs(matmul, singleUse, casts) != gather)
       return "its result is not the left operand of a linalg.matmul on "
              "tensors (an all-gather is fused with the matmul that consumes "

@@ -82,6 +82,12 @@ bool raiseAllToAllOp(RewriterBase &rewriter, shard::AllToAllOp a2a,
 /// reduce-scatter and all-gather where the blocks stay contiguous.
 void populateNormalizeContractionPatterns(RewritePatternSet &patterns);
 
+/// Part of that normalization (MergeGatheredMatmuls.cpp): the matmuls that
+/// read one shard.all_gather's result as their left operand become one
+/// matmul of their weights side by side along N, placed where the first of
+/// them was, each consumer taking its columns.
+void populateMergeGatheredMatmulPatterns(RewritePatternSet &patterns);
+
 /// Why the shard.all_to_all `op` is not fused; empty when it would be.
 std::string whyAllToAllNotRaised(Operation *op);
 

@@ -126,10 +126,12 @@ func.func @gate_up(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %wu: tensor<64
   return %pg, %pu : tensor<256x32xf32>, tensor<256x64xf32>
 }
 
-// A gather that also feeds an elementwise op is not merged or fused.
+// A gather whose rows are also returned: the matmul is fused, the return
+// keeps a plain gather of the rows, after the fused op.
 // CHECK-LABEL: func.func @gather_and_other
-// CHECK: shard.all_gather
-// CHECK-NOT: overlap.all_gather_matmul
+// CHECK: %[[P:.*]] = overlap.all_gather_matmul %arg0, %arg1, %arg2
+// CHECK: %[[G:.*]] = shard.all_gather %arg0
+// CHECK: return %[[P]], %[[G]]
 func.func @gather_and_other(%x: tensor<64x64xf32>, %wg: tensor<64x32xf32>, %c: tensor<256x32xf32>) -> (tensor<256x32xf32>, tensor<256x64xf32>) {
   %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<64x64xf32> -> tensor<256x64xf32>
   %pg = linalg.matmul ins(%g, %wg : tensor<256x64xf32>, tensor<64x32xf32>) outs(%c : tensor<256x32xf32>) -> tensor<256x32xf32>

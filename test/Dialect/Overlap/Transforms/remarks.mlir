@@ -31,7 +31,7 @@
 // ALL: remark: [Passed] raised | Category:overlap:overlap-raise | Function=mlp | Remark="raised to overlap.matmul_all_reduce"
 // ALL: remark: [Missed] not-raised | Category:overlap:overlap-raise | Function=max | Reason="not raised to a fused overlap op: the reduction is 'max'
 // ALL: remark: [Analysis] plan | Category:overlap:overlap-plan | Function=mlp | Remark="tiles [256, 256] (uniform:2, comm-bound)
-// ALL-SAME: bound=comm, op=overlap.matmul_all_reduce, predicted_us={{[0-9]+\.[0-9]+}}, serial_us={{[0-9]+\.[0-9]+}}, strategy=uniform:2, tiles="[256,256]"
+// ALL-SAME: bound=comm, gemm_source="roofline ({{.*}})", op=overlap.matmul_all_reduce, predicted_us={{[0-9]+\.[0-9]+}}, serial_us={{[0-9]+\.[0-9]+}}, strategy=uniform:2, tiles="[256,256]"
 
 // MISSED-NOT: [Passed]
 // MISSED-NOT: [Analysis]

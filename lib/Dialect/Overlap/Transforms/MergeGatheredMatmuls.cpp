@@ -31,9 +31,9 @@ namespace {
 /// The fill that `c` is, through the views normalization leaves between a
 /// fill and the accumulator of a flattened [b, s, k] contraction.
 linalg::FillOp fillOf(Value c) {
-  while (isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                         tensor::CastOp, linalg::TransposeOp>(
-      c.getDefiningOp()))
+  while (
+      isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                      tensor::CastOp, linalg::TransposeOp>(c.getDefiningOp()))
     c = c.getDefiningOp()->getOperand(0);
   return c.getDefiningOp<linalg::FillOp>();
 }
@@ -95,8 +95,7 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
     for (OpOperand &use : gathered.getUses()) {
       auto mm = dyn_cast<linalg::MatmulOp>(use.getOwner());
       if (mm && use.getOperandNumber() == 0 && !mm.hasUserDefinedMaps() &&
-          mm.hasPureTensorSemantics() &&
-          mm->getBlock() == gather->getBlock() &&
+          mm.hasPureTensorSemantics() && mm->getBlock() == gather->getBlock() &&
           !llvm::is_contained(candidates, mm))
         candidates.push_back(mm);
     }

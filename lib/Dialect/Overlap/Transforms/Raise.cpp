@@ -180,8 +180,7 @@ std::string whyNotFused(shard::AllGatherOp gather, linalg::MatmulOp matmul,
   // again, where merging them (MergeGatheredMatmuls) gathers once.
   if (!singleUse || !gather->hasOneUse())
     if (int64_t others = otherGatheredMatmuls(gather, matmul); others > 0)
-      return "the gathered left operand also feeds " +
-             std::to_string(others) +
+      return "the gathered left operand also feeds " + std::to_string(others) +
              " other matmul(s) that could not be merged with this one "
              "(element types, static shapes or accumulators differ), and "
              "each fused op would gather it again";

@@ -86,6 +86,18 @@ public:
         rewriter, loc, type, source, idxs(offsets), idxs(sizes), idxs(ones));
   }
 
+  /// Rows [offset, offset + rows) of A (M x K). When A is X^T (a
+  /// linalg.transpose of X, K x M: a weight gradient over the tokens), the
+  /// transpose of X's columns instead, which overlap-fold-into-gemms reads
+  /// in place (transpose_a): X is never transposed whole.
+  Value rowsOfA(Value a, int64_t offset, int64_t rows) {
+    int64_t k = cast<RankedTensorType>(a.getType()).getDimSize(1);
+    if (Value x = transposedSource(a))
+      return transposeTensor(rewriter, loc, slice(x, {0, offset}, {k, rows}),
+                             {1, 0});
+    return slice(a, {offset, 0}, {rows, k});
+  }
+
   Value insert(Value value, Value dest, ArrayRef<int64_t> offsets,
                ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> ones(offsets.size(), 1);
@@ -215,12 +227,20 @@ void mlir::overlap::eraseDeadChain(RewriterBase &rewriter, Value v) {
   }
 }
 
+Value mlir::overlap::transposedSource(Value a) {
+  auto transpose = a.getDefiningOp<linalg::TransposeOp>();
+  if (!transpose || !transpose.hasPureTensorSemantics() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      !cast<RankedTensorType>(transpose.getInput().getType()).hasStaticShape())
+    return {};
+  return transpose.getInput();
+}
+
 namespace {
 
 void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                         const planner::TileLayout &layout) {
   TileBuilder tb(rewriter, op.getLoc());
-  int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = op.getB().getType().getDimSize(1);
   RankedTensorType resultType = op.getResult().getType();
   // Each tile's rows of C are its slice: the matmul accumulates into them
@@ -241,7 +261,7 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
         sizes.append({tile.rows, n});
       },
       [&](const planner::TileSpan &tile, Value slot) {
-        Value a = tb.slice(op.getA(), {tile.offset, 0}, {tile.rows, k});
+        Value a = tb.rowsOfA(op.getA(), tile.offset, tile.rows);
         Value c = rounded
                       ? tb.slice(op.getC(), {tile.offset, 0}, {tile.rows, n})
                   : fill ? tb.refill(fill, slot)
@@ -259,9 +279,51 @@ void decomposeAllReduce(RewriterBase &rewriter, MatmulAllReduceOp op,
                                                           ReductionKind::Sum))
             .getResult();
       });
-  Value c = op.getC();
+  Value a = op.getA(), c = op.getC();
   rewriter.replaceOp(op, result);
   eraseDeadChain(rewriter, c);
+  eraseDeadChain(rewriter, a); // A as X^T: the tiles read X
+}
+
+/// One reduce-scatter tile's partial rows, packed G x q (q rows at `o` of
+/// every rank's block), when A is X^T: a GEMM per block, each reading its q
+/// columns of X in place. (A strided batch over the blocks would need them
+/// as the batch of a transposed operand, which overlap_gemm's layout,
+/// batch x k x m, does not express for columns of one matrix.)
+Value packTransposedTile(RewriterBase &rewriter, TileBuilder &tb,
+                         MatmulReduceScatterOp op, Value x, int64_t group,
+                         int64_t blockRows, int64_t q, int64_t o) {
+  Location loc = op.getLoc();
+  RankedTensorType cType = op.getC().getType();
+  Type elem = cType.getElementType();
+  Type outElem = op.getResult().getType().getElementType();
+  int64_t k = cast<RankedTensorType>(x.getType()).getDimSize(0);
+  int64_t n = cType.getDimSize(1);
+  linalg::FillOp fill = fillThroughViews(op.getC());
+  Value packed = tb.empty({group, q, n}, outElem);
+  for (int64_t g = 0; g < group; ++g) {
+    int64_t row = g * blockRows + o;
+    auto part = [&] {
+      return tb.reducedSlice(packed, {g, 0, 0}, {1, q, n}, {q, n});
+    };
+    // Summed where it is sent unless it is rounded first.
+    Value dest = outElem == elem ? part() : tb.empty({q, n}, elem);
+    Value init = fill ? tb.refill(fill, dest)
+                      : linalg::CopyOp::create(
+                            rewriter, loc,
+                            tb.slice(op.getC(), {row, 0}, {q, n}), dest)
+                            .getResult(0);
+    Value a = transposeTensor(rewriter, loc, tb.slice(x, {0, row}, {k, q}),
+                              {1, 0});
+    Value product =
+        linalg::MatmulOp::create(rewriter, loc, TypeRange{init.getType()},
+                                 ValueRange{a, op.getB()}, ValueRange{init})
+            .getResult(0);
+    if (outElem != elem)
+      product = convertElementsInto(rewriter, loc, product, part());
+    packed = tb.insert(product, packed, {g, 0, 0}, {1, q, n});
+  }
+  return tb.joinRows(packed);
 }
 
 void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
@@ -274,8 +336,10 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
   int64_t k = op.getA().getType().getDimSize(1);
   int64_t n = cType.getDimSize(1);
   int64_t group = layout.slots(), blockRows = layout.blockSize();
-  // View every rank's block of rows as one batch entry.
-  Value a3 = tb.splitRows(op.getA(), group);
+  // View every rank's block of rows as one batch entry (A as X^T: each
+  // block's columns of X instead).
+  Value x = transposedSource(op.getA());
+  Value a3 = x ? Value() : tb.splitRows(op.getA(), group);
   Value c3; // C as blocks, built the first time a tile copies C's rows.
   // Each tile's rows of the result are its slice, which the collective
   // scatters into.
@@ -288,17 +352,23 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
       },
       [&](const planner::TileSpan &tile, Value slot) {
         int64_t q = tile.blockRows, o = tile.blockOffset;
-        Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
-        auto cView = [&]() {
-          if (!c3)
-            c3 = tb.splitRows(op.getC(), group);
-          return tb.slice(c3, {0, o, 0}, {group, q, n});
-        };
-        Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
-        Value packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
-        if (outElem != elem)
-          packed = convertElementsInto(rewriter, op.getLoc(), packed,
-                                       tb.empty({group * q, n}, outElem));
+        Value packed;
+        if (x) {
+          packed = packTransposedTile(rewriter, tb, op, x, group, blockRows,
+                                      q, o);
+        } else {
+          Value a = tb.slice(a3, {0, o, 0}, {group, q, k});
+          auto cView = [&]() {
+            if (!c3)
+              c3 = tb.splitRows(op.getC(), group);
+            return tb.slice(c3, {0, o, 0}, {group, q, n});
+          };
+          Value init = tb.packedInit(op.getC(), cView, {group, q, n}, elem);
+          packed = tb.joinRows(tb.batchedMatmul(a, op.getB(), init));
+          if (outElem != elem)
+            packed = convertElementsInto(rewriter, op.getLoc(), packed,
+                                         tb.empty({group * q, n}, outElem));
+        }
         return ReduceScatterOp::create(
                    rewriter, op.getLoc(), slot.getType(), packed, slot,
                    op.getGridAttr(), op.getGridAxesAttr(),
@@ -306,10 +376,11 @@ void decomposeReduceScatter(RewriterBase &rewriter, MatmulReduceScatterOp op,
                                           ReductionKind::Sum))
             .getResult();
       });
-  Value c = op.getC();
+  Value a = op.getA(), c = op.getC();
   rewriter.replaceOp(op, out);
   // A fill accumulator was replaced by fills of the packed buffers.
   eraseDeadChain(rewriter, c);
+  eraseDeadChain(rewriter, a);
 }
 
 } // namespace

@@ -85,6 +85,22 @@ public:
                                           strides);
   }
 
+  /// `rows` rows of A from row `row`; when A is X^T, the transpose of
+  /// X's columns there (read in place by the GEMM's transpose flag).
+  Value rowsOfA(Value a, OpFoldResult row, int64_t rows) {
+    Value x = transposedSource(a);
+    if (!x)
+      return rowsAt(a, row, rows);
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), row};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(type.getDimSize(0)),
+                                       b.getIndexAttr(rows)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    Value columns = tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes,
+                                                   strides);
+    return transposeTensor(b, loc, columns, {1, 0});
+  }
+
   Value empty(ArrayRef<int64_t> shape, Type elementType) {
     return tensor::EmptyOp::create(b, loc, shape, elementType);
   }
@@ -224,7 +240,7 @@ LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
       Value acc = rb.initRows(op.getC(), fill, row,
                               direct ? into : rb.empty({rows, n}, elem));
       Value partial =
-          rb.matmul(rb.rowsAt(op.getA(), row, rows), op.getB(), acc);
+          rb.matmul(rb.rowsOfA(op.getA(), row, rows), op.getB(), acc);
       if (outElem != elem)
         partial = convertElementsInto(rewriter, loc, partial,
                                       step == 0 ? into
@@ -253,9 +269,10 @@ LogicalResult mlir::overlap::decomposeRankMajorReduceScatter(
   }
   Value result =
       sumInOrder(rewriter, loc, parts, rb.empty({blockRows, n}, outElem));
-  Value c = op.getC();
+  Value a = op.getA(), c = op.getC();
   rewriter.replaceOp(op, result);
   eraseDeadChain(rewriter, c);
+  eraseDeadChain(rewriter, a);
   return success();
 }
 

@@ -26,6 +26,11 @@ namespace overlap {
 /// replaced, and the views between it and C). `v` is not used afterwards.
 void eraseDeadChain(RewriterBase &rewriter, Value v);
 
+/// X when `a` is X^T, a 2-D linalg.transpose (permutation [1, 0]) of a
+/// static tensor on tensors; null otherwise. The rows of such an A are
+/// columns of X, which the tiles slice instead of transposing X whole.
+Value transposedSource(Value a);
+
 /// The rounding of an all-gather + matmul's f32 result to the factors'
 /// f16/bf16 that follows it, when the tiles can round instead (C a +0.0
 /// fill; the rounding the result's one user, through `reshape`).

@@ -625,4 +625,5 @@ void mlir::overlap::populateNormalizeContractionPatterns(
                SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
       patterns.getContext());
   populateMergeGatheredMatmulPatterns(patterns);
+  populateTokenContractionPatterns(patterns);
 }

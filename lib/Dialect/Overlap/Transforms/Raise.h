@@ -88,6 +88,14 @@ void populateNormalizeContractionPatterns(RewritePatternSet &patterns);
 /// them was, each consumer taking its columns.
 void populateMergeGatheredMatmulPatterns(RewritePatternSet &patterns);
 
+/// Part of that normalization (TokenContractions.cpp): a contraction over
+/// the leading (token) dims, C[m, n] = sum_t A[t..., m] * B[t..., n] (a
+/// weight gradient before its psum or psum_scatter), becomes a 2-D
+/// linalg.matmul of linalg.transpose(A) and B, and a transpose of such a
+/// product (through the collectives after it) becomes the product with its
+/// factors swapped.
+void populateTokenContractionPatterns(RewritePatternSet &patterns);
+
 /// Why the shard.all_to_all `op` is not fused; empty when it would be.
 std::string whyAllToAllNotRaised(Operation *op);
 

@@ -15,8 +15,10 @@ BUILD=${OVERLAP_BUILD_DIR:-$ROOT/build}
 export OVERLAP_BUILD_DIR=$BUILD
 
 "$ROOT/scripts/install-deps.sh"
+# The C API libraries too: the README's next command (examples/jax/run.py)
+# reaches the compiler and the loader through them.
 "$ROOT/scripts/build.sh" overlap-opt overlap-plan overlap-run overlap-compile \
-  overlap-exec overlap_runtime
+  overlap-exec overlap_runtime OverlapCAPI OverlapHostCAPI
 PY=$("$ROOT/scripts/python-env.sh" | tail -n 1)
 
 EXAMPLE=$ROOT/examples/mlp.mlir

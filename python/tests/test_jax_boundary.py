@@ -455,3 +455,30 @@ def test_two_unrelated_shard_maps_are_refused_saying_so():
     with pytest.raises(ojax.UnsupportedError,
                        match="runs 2 shard_maps .*own overlap.jax.jit layer"):
         ojax.lower(lambda x: (a(x), b(x)), _r(8, 2))
+
+
+# -- the FFI handler checks element types -------------------------------------------
+
+def test_a_call_with_buffers_of_another_element_type_is_refused():
+    """The step checks buffer sizes only: an int32 buffer where the
+    program takes float32 has the same size, so the handler checks each
+    buffer's element type against the layer's (registered with it) before
+    anything is read or written."""
+    from overlap.jax import _ffi
+    mesh = cpu_mesh("x")
+    f = jax.shard_map(lambda i, x: (lax.psum(x * 2.0, "x"), i + 1),
+                      mesh=mesh, in_specs=(P("x"), P("x")),
+                      out_specs=(P(), P("x")))
+    i, x = np.arange(8, dtype=np.int32), np.arange(8, dtype=np.float32)
+    layer = ojax.jit(f, timeout_ms=5000)
+    _same(layer(i, x), jax.jit(f)(i, x))
+    (compiled,) = layer._cache.values()
+    swapped = jax.ffi.ffi_call(_ffi.TARGET,
+                               (jax.ShapeDtypeStruct((2,), jnp.float32),
+                                jax.ShapeDtypeStruct((2,), jnp.int32)))
+    with pytest.raises(Exception, match="input 0 has element type 11 .*the "
+                                        "layer takes 4"):
+        jax.block_until_ready(jax.jit(lambda r, a, b: swapped(
+            r, a, b, layer=np.int64(compiled.layer_id)))(
+                np.int32(0), x[:2], x[:2]))
+    _same(layer(i * 3, x), jax.jit(f)(i * 3, x))  # still works

@@ -114,7 +114,7 @@ def gpu(monkeypatch):
         devices = list(devices)
         return job["ranks"], job["rank"], Dev(devices[job["rank"]].id)
 
-    def register_layer(kind, obj):
+    def register_layer(kind, obj, inputs=None, outputs=None):
         assert kind == _ffi.DEVICE_LAYER
         # Ids unique across tests: a layer of an earlier test collected now
         # releases its own id, never one of this test's.

@@ -612,7 +612,8 @@ class Layer:
         step = (self._device_layer(low, path) if gpu else
                 self._host_step(low, path))
         layer_id = _ffi.register_layer(
-            _ffi.DEVICE_LAYER if gpu else _ffi.HOST_STEP, step)
+            _ffi.DEVICE_LAYER if gpu else _ffi.HOST_STEP, step,
+            inputs=low.param_dtypes, outputs=low.out_dtypes)
         self._handles.append(layer_id)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, Layer._release, self._dir,

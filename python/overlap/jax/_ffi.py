@@ -254,7 +254,9 @@ def library() -> ctypes.CDLL:
             lib = _load()
             lib.OverlapLayerRegister.argtypes = [
                 ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                ctypes.c_void_p, ctypes.c_void_p]
+                ctypes.c_void_p, ctypes.c_void_p,
+                ctypes.POINTER(ctypes.c_int32), ctypes.c_size_t,
+                ctypes.c_size_t]
             lib.OverlapLayerRegister.restype = ctypes.c_int64
             lib.OverlapLayerRelease.argtypes = [ctypes.c_int64]
             lib.OverlapLayerRelease.restype = ctypes.c_int
@@ -280,12 +282,30 @@ def register(platform: str = "cpu") -> None:
         _registered.add(platform)
 
 
-def register_layer(kind: int, obj: int) -> int:
+#: XLA_FFI_DataType codes (xla/ffi/api/c_api.h: XLA's PrimitiveType) of
+#: the element types a layer's buffers carry.
+DATA_TYPES = {"bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5,
+              "float16": 10, "float32": 11, "float64": 12, "bfloat16": 16}
+
+
+def data_type(dtype) -> int:
+    import numpy as np
+    name = np.dtype(dtype).name
+    if name not in DATA_TYPES:
+        raise ValueError(f"overlap.jax.jit: no XLA FFI data type for {name}")
+    return DATA_TYPES[name]
+
+
+def register_layer(kind: int, obj: int, inputs=None, outputs=None) -> int:
     """Hands `obj` (an OverlapStep* for HOST_STEP, an OverlapDeviceLayer*
     for DEVICE_LAYER) to the handler's registry, with the host C API's
     functions that call, free and destroy it; returns its id, the one
-    attribute of a call. The registry owns `obj` from then on (destroyed
-    after release_layer and the last running call)."""
+    attribute of a call. `inputs` and `outputs` are the dtypes of its
+    buffers (after the rank operand): a call with buffers of other element
+    types is refused (the step checks their sizes only; an int32 buffer
+    where the program takes float32 has the same size). The registry owns
+    `obj` from then on (destroyed after release_layer and the last running
+    call)."""
     from .. import native
     api = native.host_api()
 
@@ -297,8 +317,12 @@ def register_layer(kind: int, obj: int) -> int:
     else:
         call, destroy = api.overlapDeviceLayerCall, \
             api.overlapDeviceLayerDestroy
+    codes = [data_type(d) for d in list(inputs or []) + list(outputs or [])]
+    types = (ctypes.c_int32 * max(1, len(codes)))(*codes)
     layer_id = library().OverlapLayerRegister(
-        kind, obj, address(call), address(api.overlapFree), address(destroy))
+        kind, obj, address(call), address(api.overlapFree), address(destroy),
+        types if inputs is not None else None,
+        len(inputs or []), len(outputs or []))
     if not layer_id:
         raise RuntimeError("overlap.jax.jit: the FFI handler refused a "
                            "layer (no object)")

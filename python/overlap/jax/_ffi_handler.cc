@@ -62,10 +62,14 @@ enum Kind : int { kHostStep = 0, kDeviceLayer = 1 };
 
 /// A registered layer. Destroyed (its object with `destroy`) when the last
 /// reference goes: the registry's (until OverlapLayerRelease) or a running
-/// call's.
+/// call's. `inputs` and `outputs` are the element types (XLA_FFI_DataType
+/// codes) its buffers must have, when given: the step checks sizes only,
+/// and an int32 buffer where the program takes float32 has the same size.
 struct Layer {
-  Layer(Kind kind, void *object, void *call, FreeFn free, FreeFn destroy)
-      : kind(kind), object(object), call(call), free(free), destroy(destroy) {}
+  Layer(Kind kind, void *object, void *call, FreeFn free, FreeFn destroy,
+        std::vector<int32_t> inputs, std::vector<int32_t> outputs)
+      : kind(kind), object(object), call(call), free(free), destroy(destroy),
+        inputs(std::move(inputs)), outputs(std::move(outputs)) {}
   Layer(const Layer &) = delete;
   Layer &operator=(const Layer &) = delete;
   ~Layer() { destroy(object); }
@@ -75,6 +79,7 @@ struct Layer {
   void *const call;
   const FreeFn free;
   const FreeFn destroy;
+  const std::vector<int32_t> inputs, outputs;
 };
 
 /// The layers by id. Never destroyed: a layer still registered at exit
@@ -107,12 +112,36 @@ struct Buffers {
   std::vector<size_t> outputBytes;
 };
 
-ffi::Error buffers(const ffi::RemainingArgs &args,
+/// An error when buffer `i` of `what` ("input", "output") has element type
+/// `got` where the layer's types (when it has them) say otherwise.
+ffi::Error checkType(const std::vector<int32_t> &types, size_t count,
+                     const char *what, size_t i, ffi::DataType got) {
+  if (types.empty())
+    return ffi::Error::Success();
+  if (types.size() != count)
+    return ffi::Error::InvalidArgument(
+        std::string("overlap_layer: the layer takes ") +
+        std::to_string(types.size()) + " " + what + "s, the call gives " +
+        std::to_string(count));
+  if (static_cast<int32_t>(got) != types[i])
+    return ffi::Error::InvalidArgument(
+        std::string("overlap_layer: ") + what + " " + std::to_string(i) +
+        " has element type " + std::to_string(static_cast<int32_t>(got)) +
+        " (an XLA_FFI_DataType), the layer takes " +
+        std::to_string(types[i]));
+  return ffi::Error::Success();
+}
+
+ffi::Error buffers(const Layer &layer, const ffi::RemainingArgs &args,
                    const ffi::RemainingRets &rets, Buffers &out) {
   for (size_t i = 0; i < args.size(); ++i) {
     auto arg = args.get<ffi::AnyBuffer>(i);
     if (!arg.has_value())
       return arg.error();
+    if (ffi::Error error = checkType(layer.inputs, args.size(), "input", i,
+                                     arg->element_type());
+        error.failure())
+      return error;
     out.inputs.push_back(arg->untyped_data());
     out.inputBytes.push_back(arg->size_bytes());
   }
@@ -120,6 +149,10 @@ ffi::Error buffers(const ffi::RemainingArgs &args,
     auto ret = rets.get<ffi::AnyBuffer>(i);
     if (!ret.has_value())
       return ret.error();
+    if (ffi::Error error = checkType(layer.outputs, rets.size(), "output", i,
+                                     (*ret)->element_type());
+        error.failure())
+      return error;
     out.outputs.push_back((*ret)->untyped_data());
     out.outputBytes.push_back((*ret)->size_bytes());
   }
@@ -144,7 +177,7 @@ ffi::Error callLayer(int64_t id, Kind kind, const ffi::RemainingArgs &args,
         "the Layer as long as the program), or the call was not made by "
         "overlap.jax.jit");
   Buffers all;
-  if (ffi::Error error = buffers(args, rets, all); error.failure())
+  if (ffi::Error error = buffers(*layer, args, rets, all); error.failure())
     return error;
   char *messages = nullptr;
   int status = invoke(*layer, all, &messages);
@@ -195,20 +228,30 @@ extern "C" {
 /// (overlapStepCallInRun or overlapDeviceLayerCall), whose messages `free`
 /// frees, destroyed by `destroy` when the last reference goes. Returns its
 /// id (> 0, unpredictable), 0 when an argument is missing; the registry
-/// owns `object` from then on (also on 0: it is destroyed).
+/// owns `object` from then on (also on 0: it is destroyed). `types` (may be
+/// null) holds `numInputs` then `numOutputs` XLA_FFI_DataType codes: a call
+/// whose buffers have other element types is refused before anything is
+/// read or written.
 __attribute__((visibility("default"))) int64_t
 OverlapLayerRegister(int kind, void *object, void *call, void *free,
-                     void *destroy) {
+                     void *destroy, const int32_t *types, size_t numInputs,
+                     size_t numOutputs) {
   if (!destroy)
     return 0;
   if (!object || !call || !free ||
-      (kind != kHostStep && kind != kDeviceLayer)) {
+      (kind != kHostStep && kind != kDeviceLayer) ||
+      (!types && numInputs + numOutputs)) {
     reinterpret_cast<FreeFn>(destroy)(object);
     return 0;
   }
-  auto layer = std::make_shared<Layer>(static_cast<Kind>(kind), object, call,
-                                       reinterpret_cast<FreeFn>(free),
-                                       reinterpret_cast<FreeFn>(destroy));
+  std::vector<int32_t> inputs, outputs;
+  if (types) {
+    inputs.assign(types, types + numInputs);
+    outputs.assign(types + numInputs, types + numInputs + numOutputs);
+  }
+  auto layer = std::make_shared<Layer>(
+      static_cast<Kind>(kind), object, call, reinterpret_cast<FreeFn>(free),
+      reinterpret_cast<FreeFn>(destroy), std::move(inputs), std::move(outputs));
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   int64_t id;

@@ -115,6 +115,49 @@ def _dce(body, used_outputs):
         return body.replace(outvars=outvars), [True] * len(body.invars)
 
 
+def _returned(top, body, specs_in, specs_out):
+    """What f returns (`top.outputs`): a result of the shard_map, one of its
+    own arguments, or a constant. A result that is an argument passed
+    through the body unchanged, with the same spec in and out, is that
+    argument (nnx.shard_map returns the module's state so). Returns the
+    body outvar of each entry result, and Lowered.outputs."""
+    invar_index = {v: j for j, v in enumerate(body.invars)}
+    results: List[int] = []
+    outputs: List[Tuple[str, Any]] = []
+    for kind, what in top.outputs:
+        if kind != "sm":
+            # ("computed", name): refused at the top level already.
+            outputs.append((kind, what) if kind != "computed" else
+                           ("const", None))
+            continue
+        outvar = body.outvars[what]
+        j = None if _is_literal(outvar) else invar_index.get(outvar)
+        if j is not None and specs_in[j] == specs_out[what] and \
+                top.operands[j][0] in ("arg", "const"):
+            outputs.append(top.operands[j])
+            continue
+        if what not in results:
+            results.append(what)
+        outputs.append(("result", results.index(what)))
+    return results, outputs
+
+
+def _cut(body, results, read_outside):
+    """`body` cut to the outvars `results` (in that order; also those f
+    reads at its top level, which is refused, so that their equations are
+    examined too), and the mask of the invars it keeps."""
+    used = [False] * len(body.outvars)
+    for i in list(results) + list(read_outside):
+        used[i] = True
+    cut, used_in = _dce(body, used)
+    if results:
+        # dce keeps outvars in the body's order.
+        order = [i for i, u in enumerate(used) if u]
+        cut = cut.replace(outvars=[cut.outvars[order.index(i)]
+                                   for i in results])
+    return cut, used_in
+
+
 def lower_program(f, *args) -> Lowered:
     """lower() with the sharding facts run() needs. Every refusal the
     importer can know before compiling is collected and raised at once
@@ -148,37 +191,8 @@ def lower_program(f, *args) -> Lowered:
                          f"the shard_map must take {entry}'s arguments (or "
                          f"constants)", kind="structure")
 
-    # What f returns: a result of the shard_map (cut to those), one of its
-    # own arguments, or a constant. A result that is an argument passed
-    # through the body unchanged, with the same spec in and out, is that
-    # argument (nnx.shard_map returns the module's state so).
-    invar_index = {v: j for j, v in enumerate(body.invars)}
-    results: List[int] = []  # body outvar per entry result
-    outputs: List[Tuple[str, Any]] = []
-    for kind, what in top.outputs:
-        if kind != "sm":
-            outputs.append((kind, what) if kind != "computed" else
-                           ("const", None))
-            continue
-        outvar = body.outvars[what]
-        j = None if _is_literal(outvar) else invar_index.get(outvar)
-        if j is not None and specs_in[j] == specs_out[what] and \
-                top.operands[j][0] in ("arg", "const"):
-            outputs.append(top.operands[j])
-            continue
-        if what not in results:
-            results.append(what)
-        outputs.append(("result", results.index(what)))
-    used = [False] * len(body.outvars)
-    for i in results + list(top.read_outside):
-        used[i] = True
-    cut, used_in = _dce(body, used)
-    if results:
-        # dce keeps outvars in the body's order; the entry's results are
-        # in `results`' order (those only read outside are refused).
-        order = [i for i, u in enumerate(used) if u]
-        cut = cut.replace(outvars=[cut.outvars[order.index(i)]
-                                   for i in results])
+    results, outputs = _returned(top, body, specs_in, specs_out)
+    cut, used_in = _cut(body, results, top.read_outside)
     operands = [o for o, u in zip(top.operands, used_in) if u]
     body_in_specs = [s for s, u in zip(specs_in, used_in) if u]
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._emit import (Emitter, UnsupportedError, Value, _is_literal,
                     elem_type, origin_of, tensor_type)
-from ._translate import SUPPORTED, Translator, unknown_primitives
+from ._translate import SUPPORTED, unknown_primitives
 
 __all__ = ["JaxRun", "Layer", "Lowered", "UnsupportedError", "SUPPORTED",
            "jit", "lower", "lower_program", "run"]
@@ -183,13 +183,7 @@ def lower_program(f, *args) -> Lowered:
     specs_out = [_spec_tuple(s, len(v.aval.shape))
                  for s, v in zip(eqn.params["out_specs"], eqn.outvars)]
     arg_paths = leaf_paths(args)
-    for (kind, what), var in zip(top.operands, body.invars):
-        if kind == "computed":
-            refusals.add(f"an operand of the shard_map ({var.aval.str_short()})",
-                         top.where,
-                         f"{entry} computes it at its top level ('{what}'); "
-                         f"the shard_map must take {entry}'s arguments (or "
-                         f"constants)", kind="structure")
+    # (An operand f computes is refused with the computation, top_level.)
 
     results, outputs = _returned(top, body, specs_in, specs_out)
     cut, used_in = _cut(body, results, top.read_outside)

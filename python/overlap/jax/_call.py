@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import UnsupportedError, global_outputs, lower_program
+from . import global_outputs, lower_program
 from . import _ffi
 
 #: The longest wait a layer's call may be given: the rendezvous adds it to

@@ -482,3 +482,59 @@ def test_a_call_with_buffers_of_another_element_type_is_refused():
             r, a, b, layer=np.int64(compiled.layer_id)))(
                 np.int32(0), x[:2], x[:2]))
     _same(layer(i * 3, x), jax.jit(f)(i * 3, x))  # still works
+
+
+# -- random integer programs at the boundary ----------------------------------------
+
+_INT_STEPS = [
+    lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+    lambda a, b: lax.div(a, b), lambda a, b: lax.rem(a, b),
+    lambda a, b: lax.max(a, b), lambda a, b: lax.min(a, b),
+    lambda a, b: a & b, lambda a, b: a | b, lambda a, b: a ^ b,
+    lambda a, b: ~a, lambda a, b: -b,
+    lambda a, b: jnp.where(a > b, a, b * 3),
+    lambda a, b: jnp.clip(a, -7, 9),
+    lambda a, b: a.astype(jnp.int8).astype(jnp.int32) + b,
+    lambda a, b: (a * 977).astype(jnp.int16).astype(jnp.int32),
+    lambda a, b: lax.psum(a, "x") - b,
+]
+
+
+def _int_program(seed):
+    """A random program over int32 arguments (one split, one replicated),
+    a bool mask and a float array, whose results are an int32 array, a
+    bool array, an int32 scalar (a psum of a sum) and a float array (the
+    mask applied): every argument and result type at the boundary."""
+    rng = np.random.default_rng(seed)
+    # Each step: which operation, on which two earlier values.
+    picks = [(int(rng.integers(len(_INT_STEPS))), int(rng.integers(n + 2)),
+              int(rng.integers(n + 2)))
+             for n in range(int(rng.integers(3, 7)))]
+
+    def body(i, j, mask, x):
+        vals = [i, jnp.broadcast_to(j, i.shape)]
+        for k, a, b in picks:
+            vals.append(_INT_STEPS[k](vals[a], vals[b]))
+        last = vals[-1]
+        return (last, (last > 0) ^ mask,
+                lax.psum(jnp.sum(last), "x"),
+                jnp.where(mask, x * last.astype(x.dtype), -x))
+
+    f = jax.shard_map(body, mesh=cpu_mesh("x"),
+                      in_specs=(P("x"), P(), P("x"), P("x")),
+                      out_specs=(P("x"), P("x"), P(), P("x")))
+    args = (rng.integers(-60, 60, size=(8, 4)).astype(np.int32),
+            rng.integers(-9, 9, size=(4,)).astype(np.int32),
+            rng.random((8, 4)) > 0.5, _r(8, 4, seed=seed))
+    return f, args, picks
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_integer_programs_equal_jax(seed):
+    f, args, picks = _int_program(seed)
+    want = jax.jit(f)(*args)
+    try:
+        got = ojax.run(f, *args, strategy="none").value
+    except ojax.UnsupportedError as err:
+        pytest.fail(f"steps {picks}: refused: {err}")
+    _same(got, want)

@@ -391,6 +391,41 @@ def test_nnx_shard_map_form_trains_through_jit():
     assert got["count"].dtype == want["count"].dtype == jax.dtypes.float0
 
 
+def test_nnx_rng_state_passed_through_is_returned_as_it_is():
+    """An nnx module's Rngs state is a PRNG key and a uint32 count: types no
+    compiled program carries, so they must not be parameters. Passed through
+    the shard_map unchanged (a module that draws no random numbers), they
+    come back as they are, through run and jit and under jax.grad."""
+    mesh = cpu_mesh("x")
+    specs = {"key": P(), "count": P(), "w": P("x", None)}
+
+    def call(state, x):
+        return state, {}, lax.psum(x @ state["w"], "x")
+
+    sm = jax.shard_map(call, mesh=mesh, in_specs=(specs, P(None, "x")),
+                       out_specs=(specs, P(), P()))
+
+    def f(state, x):
+        new, _, y = sm(state, x)
+        return y, new
+
+    state = {"key": jax.random.key(3), "count": jnp.uint32(7),
+             "w": _r(16, 4, seed=22)}
+    x = _r(6, 16, seed=23)
+    want = jax.jit(f)(state, x)
+    for got in (ojax.run(f, state, x, strategy="none").value,
+                ojax.jit(f, strategy="none")(state, x)):
+        _same(got[0], want[0])
+        assert int(got[1]["count"]) == 7 and got[1]["count"].dtype == \
+            np.uint32
+        assert np.array_equal(jax.random.key_data(got[1]["key"]),
+                              jax.random.key_data(want[1]["key"]))
+    layer = ojax.jit(f, strategy="none")
+    g = jax.grad(lambda w: jnp.sum(layer(dict(state, w=w), x)[0] ** 2))
+    r = jax.grad(lambda w: jnp.sum(f(dict(state, w=w), x)[0] ** 2))
+    _same(g(state["w"]), r(state["w"]), tol=1e-4)
+
+
 def test_simple_mode_returns_only_the_updates():
     """nnx.shard_map with graph_updates off: the function returns (outputs,
     the updated state leaves only)."""

@@ -396,6 +396,13 @@ def global_outputs(low: Lowered, results: Sequence[Any], leaves,
     return out
 
 
+def _numpy_like(value, dtype):
+    try:
+        return np.array(value, dtype=dtype)
+    except TypeError:  # an extended dtype (a PRNG key): jax.jit's own
+        return value
+
+
 def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
         ranks: Optional[int] = None, target: Optional[str] = None) -> JaxRun:
     """Lowers ``f`` (a shard_map), compiles it with Overlap, runs it on host
@@ -411,7 +418,7 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
     import jax
     # f's arguments may be pytrees (a params dict, a tuple): the jaxpr's
     # inputs, which param_args index, are their leaves in jax's order.
-    arrays = [np.asarray(a) for a in jax.tree_util.tree_leaves(args)]
+    arrays = jax.tree_util.tree_leaves(args)
     # Each argument as the program's parameter takes it: the dtype jax.jit
     # gives it too (without jax_enable_x64 an int64 array is int32 and a
     # float64 one float32).
@@ -456,8 +463,8 @@ def run(f, *args, strategy: str = "auto", profile: Optional[str] = None,
                for i in range(len(low.out_shapes))]
     shapes, tree = jax.tree_util.tree_flatten(jax.eval_shape(f, *args))
     # (An argument f returns comes back as a new array of the dtype jax.jit
-    # gives it.)
-    outputs = [np.array(o, dtype=s.dtype) for o, s in
+    # gives it; one numpy has no dtype for, a PRNG key, as it is.)
+    outputs = [_numpy_like(o, s.dtype) for o, s in
                zip(global_outputs(low, results, arrays), shapes)]
     return JaxRun(outputs=outputs,
                   plans=prog.plans if prog else [],

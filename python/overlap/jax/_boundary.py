@@ -332,8 +332,11 @@ def check_type(refusals: Refusals, what: str, where: str, aval,
     `what` (an argument or a result) and its dtype."""
     try:
         return elem_type(aval.dtype)
-    except UnsupportedError as err:
-        name = np.dtype(aval.dtype).name
+    except (UnsupportedError, TypeError) as err:
+        name = str(aval.dtype)
+        if isinstance(err, TypeError):  # an extended dtype: a PRNG key
+            err = f"element type {name} (the importer takes arrays of " \
+                  f"numbers and booleans)"
         if held is not None:
             held.add(name)
         refusals.add(what, where,

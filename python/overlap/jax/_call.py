@@ -548,7 +548,7 @@ class Layer:
     def _key(self, args):
         import jax
         leaves, tree = jax.tree_util.tree_flatten(args)
-        return (tree,) + tuple((tuple(np.shape(a)), str(np.dtype(a.dtype)),
+        return (tree,) + tuple((tuple(np.shape(a)), str(a.dtype),
                                 _weak(a)) for a in leaves)
 
     def _compile(self, args) -> _Compiled:

@@ -135,6 +135,39 @@ def test_integer_labels_cross_entropy_and_its_gradient():
     assert got[2].dtype == want_g[2].dtype == jax.dtypes.float0
 
 
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_gradient_through_jit_with_and_without_check_vma(check_vma):
+    """Without check_vma JAX's transpose of a shard_map shares a replicated
+    result's cotangent among the devices it is replicated on and sums a
+    replicated argument's: the layer's backward does the same (it was 4x
+    off on 4 devices, a silent wrong gradient)."""
+    mesh = cpu_mesh("x")
+
+    def body(x, w, b, labels):
+        logits = lax.psum(x @ w, "x") + b
+        m = jnp.max(logits, axis=-1, keepdims=True)
+        lse = jnp.log(jnp.sum(jnp.exp(logits - m), -1)) + m[:, 0]
+        hot = jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+        return jnp.mean(lse - jnp.sum(hot * logits, -1)), logits
+
+    f = jax.shard_map(body, mesh=mesh,
+                      in_specs=(P(None, "x"), P("x", None), P(), P()),
+                      out_specs=(P(), P()), check_vma=check_vma)
+    x, w, b = _r(6, 16, seed=24), _r(16, 8, seed=25, scale=0.5), _r(8)
+    labels = np.array([1, 0, 7, 3, 2, 5], np.int32)
+    layer = ojax.jit(f, strategy="none")
+
+    def loss(fn):
+        def of(x, w, b):
+            value, logits = fn(x, w, b, labels)
+            return value + 0.01 * jnp.sum(logits ** 2)
+        return of
+
+    got = jax.jit(jax.grad(loss(layer), argnums=(0, 1, 2)))(x, w, b)
+    want = jax.jit(jax.grad(loss(f), argnums=(0, 1, 2)))(x, w, b)
+    _same(got, want, tol=1e-4)
+
+
 def test_int32_step_count_in_an_adam_like_update_under_jit():
     """An optimizer step inside the shard_map, as optax's adam writes it:
     the bias corrections raise b1 and b2 to the int32 step count, and the

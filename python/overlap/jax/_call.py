@@ -817,16 +817,37 @@ class Layer:
             outs = run_body(*vals)
             return [outs[k] for k in through]
 
+        check_vma = eqn.params.get("check_vma", True)
+
+        def unmentioned(spec):
+            named = {a for names in spec for a in names}
+            return tuple(a for a in low.axes if a not in named)
+
+        def size(axes):
+            return int(np.prod([low.sizes[low.axes.index(a)] for a in axes]))
+
         def per_device(*xs):
-            params, cts = list(xs[:n_params]), xs[n_params:]
+            params, cts = list(xs[:n_params]), list(xs[n_params:])
 
             def of_floats(*floats):
                 for j, v in zip(wrt, floats):
                     params[j] = v
                 return body_fun(*params)
 
+            if not check_vma:
+                # As JAX's transpose of a shard_map without check_vma: a
+                # replicated result's cotangent is shared among the devices
+                # it is replicated on, and a replicated argument's summed.
+                cts = [ct / size(unmentioned(low.out_specs[k]))
+                       if unmentioned(low.out_specs[k]) else ct
+                       for k, ct in zip(through, cts)]
             _, vjp = jax.vjp(of_floats, *[params[j] for j in wrt])
-            return tuple(vjp(list(cts)))
+            grads = list(vjp(cts))
+            if not check_vma:
+                grads = [jax.lax.psum(g, unmentioned(low.in_specs[j]))
+                         if unmentioned(low.in_specs[j]) else g
+                         for j, g in zip(wrt, grads)]
+            return tuple(grads)
 
         def backward(*xs):
             return jax.shard_map(
@@ -835,7 +856,7 @@ class Layer:
                                list(low.in_specs) +
                                [low.out_specs[k] for k in through]),
                 out_specs=tuple(_pspec(low.in_specs[j]) for j in wrt),
-                check_vma=eqn.params.get("check_vma", True))(*xs)
+                check_vma=check_vma)(*xs)
 
         backward.__name__ = low.entry + "_backward"
         return backward

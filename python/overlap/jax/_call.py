@@ -39,6 +39,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import global_outputs, lower_program
+from ._grad import (backward_function, differentiable,
+                    pspec as _pspec, zero_cotangent)
 from . import _ffi
 
 #: The longest wait a layer's call may be given: the rendezvous adds it to
@@ -452,13 +454,6 @@ def _as_arrays(args):
         lambda a: a if hasattr(a, "dtype") else jnp.asarray(a), args)
 
 
-def _pspec(spec):
-    from jax.sharding import PartitionSpec as P
-    return P(*[None if not names else
-               (names[0] if len(names) == 1 else tuple(names))
-               for names in spec])
-
-
 def _local_shape(low, shape, spec) -> Tuple[int, ...]:
     out = []
     for d, names in zip(shape, spec):
@@ -761,26 +756,26 @@ class Layer:
         import jax.numpy as jnp
         low = c.low
         ct_leaves = jax.tree_util.tree_leaves(cts)
-        out = [_zero_cotangent(x) for x in leaves]
+        out = [zero_cotangent(x) for x in leaves]
         # Cotangents of the entry's results (summed where f returns one
         # twice); those of an argument f passes through go to it directly.
         result_cts: List[Any] = [None] * len(low.out_shapes)
         for (kind, what), ct in zip(low.outputs, ct_leaves):
-            if not _differentiable(getattr(ct, "dtype", None)):
+            if not differentiable(getattr(ct, "dtype", None)):
                 continue
             if kind == "result":
                 result_cts[what] = ct if result_cts[what] is None else \
                     result_cts[what] + ct
-            elif kind == "arg" and _differentiable(leaves[what].dtype):
-                out[what] = out[what] + ct if _differentiable(
+            elif kind == "arg" and differentiable(leaves[what].dtype):
+                out[what] = out[what] + ct if differentiable(
                     out[what].dtype) else ct
         wrt = [j for j, dt in enumerate(low.param_dtypes)
-               if _differentiable(dt)]
+               if differentiable(dt)]
         through = [k for k, dt in enumerate(low.out_dtypes)
-                   if _differentiable(dt)]
+                   if differentiable(dt)]
         if wrt and through:
             if c.backward is None:
-                c.backward = Layer(self._backward_function(low, wrt, through),
+                c.backward = Layer(backward_function(low, wrt, through),
                                    strategy=self.strategy,
                                    profile=self.profile,
                                    timeout_ms=self.timeout_ms,
@@ -793,95 +788,9 @@ class Layer:
             grads = c.backward(*params, *cts_in)
             for j, g in zip(wrt, grads):
                 a = low.param_args[j]
-                out[a] = g if not _differentiable(out[a].dtype) else \
+                out[a] = g if not differentiable(out[a].dtype) else \
                     out[a] + g
         return tuple(out)
-
-    @staticmethod
-    def _backward_function(low, wrt, through):
-        """The backward of `low` as a shard_map layer: takes every
-        parameter and the cotangents of the results `through` (the float
-        ones), returns the cotangents of the parameters `wrt` (the float
-        ones)."""
-        import jax
-        from jax.extend import core as jcore
-        eqn = low.eqn
-        n_params = len(low.param_args)
-        run_body = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(low.body,
-                                                        low.body_consts))
-
-        def body_fun(*params):
-            it = iter(params)
-            vals = [next(it) if kind == "arg" else what
-                    for kind, what in low.operands]
-            outs = run_body(*vals)
-            return [outs[k] for k in through]
-
-        check_vma = eqn.params.get("check_vma", True)
-
-        def unmentioned(spec):
-            named = {a for names in spec for a in names}
-            return tuple(a for a in low.axes if a not in named)
-
-        def size(axes):
-            return int(np.prod([low.sizes[low.axes.index(a)] for a in axes]))
-
-        def per_device(*xs):
-            params, cts = list(xs[:n_params]), list(xs[n_params:])
-
-            def of_floats(*floats):
-                for j, v in zip(wrt, floats):
-                    params[j] = v
-                return body_fun(*params)
-
-            if not check_vma:
-                # As JAX's transpose of a shard_map without check_vma: a
-                # replicated result's cotangent is shared among the devices
-                # it is replicated on, and a replicated argument's summed.
-                cts = [ct / size(unmentioned(low.out_specs[k]))
-                       if unmentioned(low.out_specs[k]) else ct
-                       for k, ct in zip(through, cts)]
-            _, vjp = jax.vjp(of_floats, *[params[j] for j in wrt])
-            grads = list(vjp(cts))
-            if not check_vma:
-                grads = [jax.lax.psum(g, unmentioned(low.in_specs[j]))
-                         if unmentioned(low.in_specs[j]) else g
-                         for j, g in zip(wrt, grads)]
-            return tuple(grads)
-
-        def backward(*xs):
-            return jax.shard_map(
-                per_device, mesh=low.mesh,
-                in_specs=tuple(_pspec(s) for s in
-                               list(low.in_specs) +
-                               [low.out_specs[k] for k in through]),
-                out_specs=tuple(_pspec(low.in_specs[j]) for j in wrt),
-                check_vma=check_vma)(*xs)
-
-        backward.__name__ = low.entry + "_backward"
-        return backward
-
-
-def _differentiable(dtype) -> bool:
-    """Whether arrays of `dtype` have cotangents of their own (floats);
-    integers and booleans have float0 ones."""
-    if dtype is None:
-        return False
-    try:
-        return bool(np.issubdtype(np.dtype(dtype), np.inexact))
-    except TypeError:
-        return False
-
-
-def _zero_cotangent(x):
-    """A zero cotangent for the leaf `x`: float0 for an integer or boolean
-    one, as JAX's custom_vjp takes it."""
-    import jax
-    import jax.numpy as jnp
-    if _differentiable(x.dtype):
-        return jnp.zeros_like(x)
-    return np.zeros(np.shape(x), dtype=jax.dtypes.float0)
-
 
 def jit(f=None, *, strategy: str = "auto", profile: Optional[str] = None,
         timeout_ms: Optional[float] = None, differentiable: bool = True,

@@ -2,10 +2,12 @@
 # Creates (once) the Python environment of python/overlap: a venv at
 # $OVERLAP_BUILD_DIR/venv (default <repo>/build/venv) made with the system
 # python3, with numpy, matplotlib, ml_dtypes, pytest, jax (CPU; for
-# overlap.jax and its tests against JAX) and the package itself (editable)
-# from PyPI. Prints the venv's python on its last line. Runs pip again only
-# when python/pyproject.toml is newer than the stamp, or the stamp names
-# another checkout, so the second run takes milliseconds.
+# overlap.jax and its tests against JAX), torch (for overlap.torch; see its
+# block below) and the package itself (editable) from PyPI. Prints the
+# venv's python on its last line. Runs pip again only when
+# python/pyproject.toml is newer than the stamp, or the stamp names another
+# checkout (torch: when its stamp names another version range), so the
+# second run takes milliseconds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +51,25 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/python/pyproject.toml" -nt "$STAMP" ] \
     --disable-pip-version-check --timeout 60 --retries 3 \
     -e "$ROOT/python[test,jax]" >&2
   echo "$ROOT" > "$STAMP"
+fi
+
+# -- torch, for overlap.torch and its tests (docs/torch.md) ------------------
+# PyPI's torch for Linux x86_64 is its CUDA build: libtorch_cuda.so links the
+# nvidia-* / cuda-toolkit wheels, so the ~540 MB wheel does not even import
+# on a CPU without its dependencies (~3 GB more; no CPU-only build is on
+# PyPI). Measured on the 2-core machine: 2m40s, 5.4 GB installed. Checked with
+# 2.15 (the exported aten IR the frontend walks); a new minor version is
+# checked before it is allowed. Its own stamp: a venv made before it gets it
+# on the next run. OVERLAP_NO_TORCH=1 leaves it out (the torch tests skip).
+TORCH_SPEC="torch>=2.15,<2.16"
+TORCH_STAMP=$VENV/.overlap-torch-installed
+if [ -z "${OVERLAP_NO_TORCH:-}" ] && { [ ! -f "$TORCH_STAMP" ] ||
+   [ "$(cat "$TORCH_STAMP")" != "$TORCH_SPEC" ]; }; then
+  log "installing $TORCH_SPEC (CPU use of PyPI's CUDA build) into $VENV"
+  # A stalled download fails after 60 s, the whole install after 25 minutes.
+  timeout 1500 "$VENV/bin/python" -m pip install -q \
+    --disable-pip-version-check --timeout 60 --retries 3 "$TORCH_SPEC" >&2
+  echo "$TORCH_SPEC" > "$TORCH_STAMP"
 fi
 
 echo "$VENV/bin/python"

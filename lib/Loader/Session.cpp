@@ -158,6 +158,17 @@ static std::string millis(const Outcome &outcome) {
   return run::formatDouble("%.3f", run::median(outcome.iterationMs)) + " ms";
 }
 
+/// ", speedup 1.23x (reference / program)" when both ran on one backend:
+/// the reference's time over the program's.
+static std::string speedup(const Outcome &program, const Outcome &reference) {
+  double p = run::median(program.iterationMs);
+  double r = run::median(reference.iterationMs);
+  if (!(p > 0) || !(r > 0))
+    return "";
+  return ", speedup " + run::formatDouble("%.2f", r / p) +
+         "x (reference / program)";
+}
+
 /// "cuda run: program 1.234 ms, reference 2.345 ms (...)": `runs` timed on
 /// `executor`, whose host ranks are `processes` or threads.
 static std::string timingLine(const Executor &executor, const std::string &runs,
@@ -479,7 +490,9 @@ int Session::runRanks() {
     timing = timingLine(*executor, programRuns, o.iterations, processes_);
   else if (sameBackend)
     timing = timingLine(*executor,
-                        programRuns + ", reference " + millis(referenceOutcome),
+                        programRuns + ", reference " +
+                            millis(referenceOutcome) +
+                            speedup(programOutcome, referenceOutcome),
                         o.iterations, processes_);
   else
     timing = timingLine(*executor, programRuns, o.iterations, processes_) +

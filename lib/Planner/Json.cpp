@@ -463,9 +463,9 @@ Expected<std::string> overlap::planner::planFromJSON(StringRef request) {
     return profileArg.takeError();
   std::string path = resolveProfilePath(*profileArg, shippedProfilesDir());
   if (path.empty())
-    return requestError(formatv("\"profile\": no file '{0}' and no profile "
-                                "of that name in {1}",
-                                *profileArg, shippedProfilesDir()));
+    return requestError("\"profile\": " +
+                        unknownProfileMessage(*profileArg,
+                                              shippedProfilesDir()));
   Expected<std::string> strategy = string("strategy", kDefaultStrategy);
   if (!strategy)
     return strategy.takeError();

@@ -19,6 +19,7 @@ table (isotonic regression of the measured means).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -463,8 +464,16 @@ def resolve_profile(name_or_path: str) -> Path:
         q = d / (name_or_path if p.suffix else name_or_path + ".json")
         if q.is_file():
             return q
-    raise FileNotFoundError(f"profile '{name_or_path}': no such file"
-                            + (f" (nor in {d})" if d else ""))
+    # The wording of the tools (planner::unknownProfileMessage).
+    names = sorted(q.stem for q in d.glob("*.json")) if d else []
+    message = f"no file '{name_or_path}' and no shipped profile of that name"
+    near = difflib.get_close_matches(p.stem, names, n=1, cutoff=0.75) or [
+        n for n in names if all(w in n for w in p.stem.split("-") if w)][:1]
+    if near:
+        message += f"; did you mean '{near[0]}'?"
+    if names:
+        message += f" (shipped: {', '.join(names)}, in {d})"
+    raise FileNotFoundError(message)
 
 
 def format_report(results: Sequence[FitResult]) -> str:

@@ -388,7 +388,9 @@ int main(int argc, char **argv) {
     std::string path = planner::resolveProfilePath(
         args.get("--profile", ""), planner::shippedProfilesDir());
     if (path.empty())
-      usageError("no profile " + args.get("--profile", ""));
+      usageError("--profile: " + planner::unknownProfileMessage(
+                                     args.get("--profile", ""),
+                                     planner::shippedProfilesDir()));
     auto loaded = planner::loadProfile(path);
     if (!loaded)
       usageError(llvm::toString(loaded.takeError()));

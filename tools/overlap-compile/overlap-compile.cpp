@@ -23,7 +23,9 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
@@ -95,6 +97,28 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// One line on stderr when the program has collectives and none was
+/// split: without remarks the output alone would not say so.
+static void reportNothingOverlapped(compiler::PlanCollector &collector) {
+  std::vector<compiler::PlanRecord> plans = collector.take();
+  std::vector<compiler::MissedRecord> missed = collector.takeMissed();
+  size_t whole = 0;
+  for (const compiler::PlanRecord &plan : plans) {
+    const llvm::json::Array *tiles = plan.plan.getArray("tiles");
+    if (tiles && tiles->size() > 1)
+      return;
+    ++whole;
+  }
+  llvm::StringSet<> unsplit;
+  for (const compiler::MissedRecord &record : missed)
+    unsplit.insert(record.location);
+  if (whole == 0 && unsplit.empty())
+    return; // no collective
+  llvm::errs() << kTool << ": note: no op was overlapped (" << whole
+               << " planned op(s) kept whole, " << unsplit.size()
+               << " op(s) left unsplit; --remarks-filter=overlap says why)\n";
+}
+
 static std::string defaultOutput() {
   if (!outputFile.empty())
     return outputFile;
@@ -118,10 +142,13 @@ int main(int argc, char **argv) {
   // --profile, --strategy, --target, ...: CompileOptions.def's rows.
   compiler::registerCompileCLOptions(category);
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "Overlap compiler: tensor IR to the LLVM dialect, LLVM IR, an object "
-      "file or a shared library that calls the Overlap runtime\n");
+  // A usage error exits 2, as in every tool (docs/tools.md).
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "Overlap compiler: tensor IR to the LLVM dialect, LLVM IR, an object "
+          "file or a shared library that calls the Overlap runtime\n",
+          &llvm::errs()))
+    return 2;
 
   compiler::DriverOptions options;
   options.compile = compiler::compileOptionsFromCL();
@@ -141,6 +168,12 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(llvm::toString(input.takeError()));
   ModuleOp module = *input->module;
+  // Without remark flags nothing would say that no op was overlapped: the
+  // plans are collected to say it in one line.
+  compiler::PlanCollector *plans =
+      compiler::remarkOptionsFromCL().filter.empty()
+          ? compiler::collectPlans(*input->context)
+          : nullptr;
 
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
@@ -155,6 +188,8 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(artifact.takeError()));
   for (const std::string &warning : artifact->warnings)
     llvm::errs() << kTool << ": warning: " << warning << "\n";
+  if (plans)
+    reportNothingOverlapped(*plans);
   if (llvm::Error err = compiler::finishRemarks(*input->context))
     return fail(llvm::toString(std::move(err)));
   return 0;

@@ -284,9 +284,8 @@ static int runMatmul(ArrayRef<const char *> argv) {
   std::string profileArg = args.value("--profile").value_or(kDefaultProfile);
   std::string path = resolveProfilePath(profileArg, shippedProfilesDir());
   if (path.empty())
-    return usageError(formatv("--profile: no file '{0}' and no profile of "
-                              "that name in {1}",
-                              profileArg, shippedProfilesDir()));
+    return usageError("--profile: " + unknownProfileMessage(
+                                          profileArg, shippedProfilesDir()));
   Expected<Profile> profile = loadProfile(path);
   if (!profile) {
     planError(profile.takeError());

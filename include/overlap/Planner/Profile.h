@@ -201,6 +201,15 @@ llvm::Expected<Profile> loadProfile(llvm::StringRef path);
 std::string resolveProfilePath(llvm::StringRef nameOrPath,
                                llvm::StringRef profilesDir);
 
+/// The names of the profiles in `profilesDir` (their files' stems), sorted.
+std::vector<std::string> shippedProfileNames(llvm::StringRef profilesDir);
+
+/// Why `nameOrPath` resolves to no profile, as every tool says it after
+/// its flag's name: "no file 'X' and no shipped profile of that name; did
+/// you mean 'h200-measured'? (shipped: a, b, in DIR)".
+std::string unknownProfileMessage(llvm::StringRef nameOrPath,
+                                  llvm::StringRef profilesDir);
+
 } // namespace planner
 } // namespace overlap
 

@@ -122,14 +122,67 @@ GemmOp rebuild(PatternRewriter &rewriter, GemmOp op, Value a, Value b,
                         transposeA, transposeB, accumulate);
 }
 
-/// Replaces `op` by the GEMM a fold rebuilt it as, and says so in the
-/// remark `name`.
-LogicalResult replaceFolded(PatternRewriter &rewriter, GemmOp op, GemmOp folded,
-                            StringRef name, const llvm::Twine &why) {
-  remarkPassed(folded, name, kPass, why);
-  rewriter.replaceOp(op, folded);
-  return success();
-}
+/// The folds' remarks, one per source location, name and text with the
+/// number of GEMMs it applied to: a fused op decomposed into 8 tiles folds
+/// the same transpose 8 times, which is one decision. Without a tally
+/// (patterns added by populateOverlapFoldIntoGemmsPatterns) each fold
+/// says so itself.
+class FoldTally {
+public:
+  void note(Operation *op, StringRef name, const llvm::Twine &what) {
+    Entry entry{op->getLoc(), remarkFunction(op).str(), name.str(),
+                what.str(), 1};
+    for (Entry &seen : entries)
+      if (seen.loc == entry.loc && seen.name == entry.name &&
+          seen.what == entry.what) {
+        ++seen.count;
+        return;
+      }
+    entries.push_back(std::move(entry));
+  }
+  void emit() const {
+    for (const Entry &e : entries)
+      if (remark::detail::InFlightRemark r = emitRemarkAt(
+              remark::passed, e.loc, e.function, e.name, kPass))
+        r << e.what +
+                 (e.count > 1 ? " (" + std::to_string(e.count) + " GEMMs)"
+                              : std::string());
+  }
+
+private:
+  struct Entry {
+    Location loc;
+    std::string function, name, what;
+    int64_t count;
+  };
+  SmallVector<Entry> entries;
+};
+
+/// A rule on overlap.gemm that reports to `tally` when it has one.
+struct FoldPattern : OpRewritePattern<GemmOp> {
+  FoldPattern(MLIRContext *context, FoldTally *tally = nullptr)
+      : OpRewritePattern(context), tally(tally) {}
+
+protected:
+  void folded(Operation *op, StringRef name, const llvm::Twine &what) const {
+    if (tally)
+      tally->note(op, name, what);
+    else
+      remarkPassed(op, name, kPass, what);
+  }
+  /// Replaces `op` by the GEMM a fold rebuilt it as, and says so in the
+  /// remark `name`.
+  LogicalResult replaceFolded(PatternRewriter &rewriter, GemmOp op,
+                              GemmOp rebuilt, StringRef name,
+                              const llvm::Twine &why) const {
+    folded(rebuilt, name, why);
+    rewriter.replaceOp(op, rebuilt);
+    return success();
+  }
+
+private:
+  FoldTally *tally;
+};
 
 /// linalg.matmul / linalg.batch_matmul (its default maps, or B broadcast)
 /// on static tensors of the types overlap_gemm takes becomes an
@@ -184,8 +237,8 @@ template <typename OpTy> struct LinalgToGemm : OpRewritePattern<OpTy> {
 };
 
 /// A transposed operand is read as it lies.
-struct FoldTranspose : OpRewritePattern<GemmOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FoldTranspose : FoldPattern {
+  using FoldPattern::FoldPattern;
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.getResult())
@@ -211,8 +264,8 @@ struct FoldTranspose : OpRewritePattern<GemmOp> {
 };
 
 /// A +0.0 accumulator is not read: the GEMM overwrites.
-struct FoldZeroInit : OpRewritePattern<GemmOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FoldZeroInit : FoldPattern {
+  using FoldPattern::FoldPattern;
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
     linalg::FillOp direct;
@@ -237,8 +290,8 @@ struct FoldZeroInit : OpRewritePattern<GemmOp> {
 
 /// An overwriting f32 GEMM whose result is only rounded to the operands'
 /// type writes that type: the epilogue rounds.
-struct FoldRounding : OpRewritePattern<GemmOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FoldRounding : FoldPattern {
+  using FoldPattern::FoldPattern;
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
     if (!op.getResult() || op.getAccumulate())
@@ -264,17 +317,17 @@ struct FoldRounding : OpRewritePattern<GemmOp> {
     if (reshape)
       rewriter.eraseOp(reshape);
     rewriter.eraseOp(op);
-    remarkPassed(rounded.getDefiningOp(), "rounding-folded", kPass,
-                 "the f32 sum is rounded in the GEMM's epilogue: no f32 "
-                 "buffer and no rounding pass");
+    folded(rounded.getDefiningOp(), "rounding-folded",
+           "the f32 sum is rounded in the GEMM's epilogue: no f32 "
+           "buffer and no rounding pass");
     return success();
   }
 };
 
 /// B concatenated along N from pieces: one GEMM per piece into its
 /// columns of the result, each reading its piece where it lies.
-struct SplitConcatenatedB : OpRewritePattern<GemmOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct SplitConcatenatedB : FoldPattern {
+  using FoldPattern::FoldPattern;
   LogicalResult matchAndRewrite(GemmOp op,
                                 PatternRewriter &rewriter) const override {
     auto bType = cast<ShapedType>(op.getB().getType());
@@ -305,20 +358,29 @@ struct SplitConcatenatedB : OpRewritePattern<GemmOp> {
                                           sizes, strides);
     }
     rewriter.replaceOp(op, acc);
-    remarkPassed(acc.getDefiningOp(), "concatenation-split", kPass,
-                 "B is " + std::to_string(pieces.size()) +
-                     " pieces concatenated along N: one GEMM per piece "
-                     "into its columns, no concatenated copy");
+    folded(acc.getDefiningOp(), "concatenation-split",
+           "B is " + std::to_string(pieces.size()) +
+               " pieces concatenated along N: one GEMM per piece "
+               "into its columns, no concatenated copy");
     return success();
   }
 };
+
+void addPatterns(RewritePatternSet &patterns, FoldTally *tally) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<LinalgToGemm<linalg::MatmulOp>,
+               LinalgToGemm<linalg::BatchMatmulOp>>(context);
+  patterns.add<FoldTranspose, FoldZeroInit, FoldRounding, SplitConcatenatedB>(
+      context, tally);
+}
 
 struct OverlapFoldIntoGemmsPass
     : public mlir::overlap::impl::OverlapFoldIntoGemmsBase<
           OverlapFoldIntoGemmsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateOverlapFoldIntoGemmsPatterns(patterns);
+    FoldTally tally;
+    addPatterns(patterns, &tally);
     // Only these rewrites (and erasing what they leave dead): no folding
     // or region simplification of the rest of the program.
     GreedyRewriteConfig config;
@@ -328,6 +390,7 @@ struct OverlapFoldIntoGemmsPass
     if (failed(
             applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
+    tally.emit();
   }
 };
 
@@ -335,8 +398,5 @@ struct OverlapFoldIntoGemmsPass
 
 void mlir::overlap::populateOverlapFoldIntoGemmsPatterns(
     RewritePatternSet &patterns) {
-  patterns
-      .add<LinalgToGemm<linalg::MatmulOp>, LinalgToGemm<linalg::BatchMatmulOp>,
-           FoldTranspose, FoldZeroInit, FoldRounding, SplitConcatenatedB>(
-          patterns.getContext());
+  addPatterns(patterns, nullptr);
 }

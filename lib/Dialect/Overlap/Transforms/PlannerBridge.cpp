@@ -15,8 +15,9 @@ mlir::overlap::loadPassProfile(Operation *anchor, StringRef passName,
   std::string dir = planner::shippedProfilesDir();
   std::string path = planner::resolveProfilePath(nameOrPath, dir);
   if (path.empty())
-    return anchor->emitError() << passName << ": profile '" << nameOrPath
-                               << "' is neither a file nor a name in " << dir;
+    return anchor->emitError() << passName << ": profile: "
+                               << planner::unknownProfileMessage(nameOrPath,
+                                                                 dir);
   llvm::Expected<planner::Profile> loaded = planner::loadProfile(path);
   if (!loaded)
     return anchor->emitError()

@@ -11,7 +11,7 @@
 // OPTIMAL: remark: [Analysis] plan | Category:overlap:overlap-plan | Function={{[a-z_0-9]+}} | Remark="tiles [{{.*}}] (optimal, comm-bound): predicted {{.*}} us vs serial 1733.9 us, {{.*}}% faster
 // The ranks override plans the op over a dynamic grid too.
 // OPTIMAL: remark: {{.*}}Remark="tiles [{{.*}}] (optimal, comm-bound)
-// MISSING: error: overlap-plan: profile 'no-such-profile' is neither a file nor a name in {{.*}}profiles
+// MISSING: error: overlap-plan: profile: no file 'no-such-profile' and no shipped profile of that name (shipped: {{.*}}h100-nvlink-datasheet, h200-measured, {{.*}}, in {{.*}}profiles)
 // MALFORMED: error: overlap-plan: {{.*}}bad-profile.json
 // BADSTRATEGY: error: overlap-plan: --strategy: uniform:n needs a positive integer n, got '0'
 

@@ -64,13 +64,12 @@ inline llvm::StringRef remarkFunction(Operation *op) {
 /// shown with that the engine's filter selects (the file comment); empty
 /// when none is selected, so that its text need not be built.
 template <typename EmitFn>
-remark::detail::InFlightRemark emitRemark(EmitFn emit, Operation *op,
-                                          llvm::StringRef name,
-                                          llvm::StringRef pass) {
-  Location loc = op->getLoc();
+remark::detail::InFlightRemark
+emitRemarkAt(EmitFn emit, Location loc, llvm::StringRef function,
+             llvm::StringRef name, llvm::StringRef pass) {
   if (!loc->getContext()->getRemarkEngine())
     return {};
-  auto opts = remark::RemarkOpts::name(name).function(remarkFunction(op));
+  auto opts = remark::RemarkOpts::name(name).function(function);
   if (remark::detail::InFlightRemark r =
           emit(loc, opts.category(kRemarkCategory).subCategory(pass)))
     return r;
@@ -78,6 +77,14 @@ remark::detail::InFlightRemark emitRemark(EmitFn emit, Operation *op,
           emit(loc, opts.category(qualifiedRemarkCategory(pass))))
     return r;
   return emit(loc, opts.category(pass));
+}
+
+/// The same about `op` (its location, the function that holds it).
+template <typename EmitFn>
+remark::detail::InFlightRemark emitRemark(EmitFn emit, Operation *op,
+                                          llvm::StringRef name,
+                                          llvm::StringRef pass) {
+  return emitRemarkAt(emit, op->getLoc(), remarkFunction(op), name, pass);
 }
 
 /// `pass` planned or analysed `op`: an analysis remark `name`.

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -101,6 +102,22 @@ class Compiled:
             return f.read()
 
 
+def _text_name() -> str:
+    """Where text given to compile came from: the first caller outside the
+    overlap package, so that a location reads
+    ``<overlap.compile text from layer.py:12>:3:5`` rather than a bare
+    ``input:3:5``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(
+            frame.f_code.co_filename).startswith(here + os.sep):
+        frame = frame.f_back
+    if frame is None:
+        return "<overlap.compile text>"
+    return (f"<overlap.compile text from "
+            f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}>")
+
+
 def compile(module: Union[str, os.PathLike], *, target: Optional[str] = None,
             strategy: Optional[str] = None,
             profile: Optional[Union[str, os.PathLike]] = None,
@@ -115,7 +132,8 @@ def compile(module: Union[str, os.PathLike], *, target: Optional[str] = None,
     "llvm" or "mlir") for ``target`` ("host" or "cuda"). Options left as
     None take the compiler's defaults. Without ``output`` the result goes to
     a new temporary file. Errors locate lines in ``source_name`` (default:
-    the file's path, or "input" for text). Every other option of the
+    the file's path, or for text ``<overlap.compile text from F:L>``, F:L
+    the caller's line outside this package). Every other option of the
     pipeline is a keyword named as overlap-compile's flag with "_" for "-"
     (``gpu_chip="sm_80"``, ``testing_drop_waits=True``): the library reports
     them (CompileOptions.def), so none is declared here."""
@@ -127,6 +145,8 @@ def compile(module: Union[str, os.PathLike], *, target: Optional[str] = None,
             source_name = path
     if emit not in _EMIT:
         raise ValueError(f"emit={emit!r}: expected one of {', '.join(_EMIT)}")
+    if source_name is None:
+        source_name = _text_name()
     lib = native.compiler_api()
     options = lib.overlapCompileOptionsDefault()
     keep = []  # the encoded strings must outlive the call

@@ -159,7 +159,8 @@ def test_compile_plans_are_the_planners_documents(compiler_api, host_api,
         assert p["tiles"] == [512, 512]  # M = 1024 rows
         assert all(isinstance(t, int) for t in p["tiles"])
         assert isinstance(p["predicted_us"], float)
-        assert p["location"].startswith("input:")
+        assert p["location"].startswith(
+            "<overlap.compile text from test_native.py:"), p["location"]
         assert p["op"] in ("overlap.matmul_all_reduce",
                            "overlap.matmul_reduce_scatter",
                            "overlap.all_gather_matmul")

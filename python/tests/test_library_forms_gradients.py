@@ -214,6 +214,80 @@ def test_a_wrong_gradient_is_caught(mesh):
     assert max(errs) > 1e-3
 
 
+def random_gradient_program(mesh, seed):
+    """A weight gradient over the tokens drawn from `seed`: the token dims
+    ([T] or [b, s]), K and N, the dtype, how it is written (x.T @ dy,
+    dy.T @ x transposed back, an einsum, dot_general over the tokens in
+    either operand order, JAX's own dot(dy, x).T), the collective (psum,
+    pmean, psum_scatter of the rows) and whether an SGD update follows.
+    Returns (description, f, args, dtype, fused op)."""
+    rng = np.random.default_rng(seed)
+    dtype = [np.float32, jnp.bfloat16][int(rng.integers(2))]
+    tokens = [(int(rng.choice([8, 16])),),
+              (int(rng.choice([2, 4])), int(rng.choice([4, 8])))][
+        int(rng.integers(2))]
+    k = int(rng.choice([16, 24, 32, 48]))
+    n = int(rng.choice([8, 16, 40]))
+    form = str(rng.choice(["xT_dy", "dyT_x_T", "einsum", "dot_xdy",
+                           "dot_dyx_T"]))
+    collective = str(rng.choice(["psum", "pmean", "psum_scatter"]))
+    update = bool(rng.integers(2))
+    lead = "".join("bs"[:len(tokens)]) if len(tokens) == 2 else "t"
+    contract = tuple(range(len(tokens)))
+
+    def gradient(x, dy):
+        if form == "xT_dy":
+            return x.reshape(-1, k).T @ dy.reshape(-1, n)
+        if form == "dyT_x_T":
+            return (dy.reshape(-1, n).T @ x.reshape(-1, k)).T
+        if form == "einsum":
+            return jnp.einsum(f"{lead}k,{lead}n->kn", x, dy)
+        if form == "dot_xdy":
+            return lax.dot_general(x, dy, ((contract, contract), ((), ())))
+        return lax.dot_general(dy, x, ((contract, contract), ((), ()))).T
+
+    def body(w, x, dy):
+        g = gradient(x, dy)
+        if collective == "psum":
+            g = lax.psum(g, "data")
+        elif collective == "pmean":
+            g = lax.pmean(g, "data")
+        else:
+            g = lax.psum_scatter(g, "data", scatter_dimension=0, tiled=True)
+        return w - g.astype(w.dtype) * 0.5 if update else g
+
+    w_spec = P("data") if collective == "psum_scatter" else P()
+    f = jax.shard_map(body, mesh=mesh, in_specs=(w_spec, P("data"),
+                                                 P("data")),
+                      out_specs=w_spec)
+    shape = (4 * tokens[0],) + tokens[1:]
+    args = (_rand(rng, (k, n), dtype), _rand(rng, shape + (k,), dtype),
+            _rand(rng, shape + (n,), dtype))
+    op = ("overlap.matmul_reduce_scatter" if collective == "psum_scatter"
+          else "overlap.matmul_all_reduce")
+    desc = (f"seed {seed}: {form} over tokens {tokens}, K {k}, N {n}, "
+            f"{np.dtype(dtype).name}, {collective}"
+            f"{', SGD update' if update else ''}")
+    return desc, f, args, dtype, op
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_gradient_forms(mesh, seed):
+    """Drawn weight-gradient forms: equal to jax.jit and fused with their
+    collective."""
+    desc, f, args, dtype, op = random_gradient_program(mesh, seed)
+    want = np.asarray(jax.jit(f)(*args))
+    res = ojax.run(f, *args, strategy="uniform:2")
+    got = res.outputs[0]
+    assert got.shape == want.shape and got.dtype == want.dtype, desc
+    scale = max(float(np.abs(want.astype(np.float64)).max()), 1e-30)
+    err = float(np.abs(got.astype(np.float64) -
+                       want.astype(np.float64)).max()) / scale
+    assert err <= TOLERANCE[np.dtype(dtype)], f"{desc}: max error {err:.3g}"
+    assert [p["op"] for p in res.plans] == [op], \
+        f"{desc}: {res.plans}\n{res.missed}\n{res.mlir}"
+
+
 def _have_cuda_backend():
     return any((d / "liboverlap_runtime_cuda.so").is_file()
                for d in overlap.native.library_dirs())

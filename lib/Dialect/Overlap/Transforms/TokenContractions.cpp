@@ -15,8 +15,10 @@
 // SinkLayout moves past the collective (a reduce-scatter then cuts axis 1).
 // Since (X^T Y)^T = Y^T X, the transpose is folded into the product by
 // swapping its factors, and a reduce-scatter along axis 1 becomes one
-// along axis 0 (rows, which the fused op tiles). Every element is the same
-// sum in the same order: results are bit-identical.
+// along axis 0 (rows, which the fused op tiles). jnp's `(dy.T @ x).T`
+// writes the inner transpose as an op and a plain contraction of it; that
+// becomes a linalg.matmul of the transposed operand first. Every element
+// is the same sum in the same order: results are bit-identical.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +142,15 @@ Value flattenTokens(PatternRewriter &rewriter, Location loc, Value v) {
       SmallVector<ReassociationIndices>{tokens, {rank - 1}});
 }
 
+/// The [T, M] operand X of a 2-D linalg.transpose X^T on tensors, or null.
+Value transposedMatrix(Value v) {
+  auto transpose = v.getDefiningOp<linalg::TransposeOp>();
+  if (!transpose || !transpose.hasPureTensorSemantics() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+    return {};
+  return transpose.getInput();
+}
+
 /// A token contraction next to a sum collective -> [collapse_shape,]
 /// linalg.transpose of A, 2-D linalg.matmul.
 struct NormalizeTokenContraction
@@ -170,14 +181,54 @@ struct NormalizeTokenContraction
   }
 };
 
-/// The [T, M] operand X of a 2-D linalg.transpose X^T on tensors, or null.
-Value transposedMatrix(Value v) {
-  auto transpose = v.getDefiningOp<linalg::TransposeOp>();
-  if (!transpose || !transpose.hasPureTensorSemantics() ||
-      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
-    return {};
-  return transpose.getInput();
-}
+
+/// A 2-D contraction C[m, n] += A[m, k] * B[k, n] written with its maps
+/// (linalg.generic, linalg.contract) whose A is a linalg.transpose of X
+/// (`dy.T @ x` in jnp: X^T materialized as an op), next to a sum
+/// collective -> linalg.matmul of the same operands, which
+/// SwapTransposedProduct and the raise rules take. (The row-operand
+/// normalization declines it when the collective cuts its columns: the
+/// rows would then be X's.)
+struct NormalizeTransposedOperand
+    : public OpInterfaceRewritePattern<linalg::LinalgOp> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    if (isa<linalg::MatmulOp>(op) || !op.hasPureTensorSemantics() ||
+        op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+        op.getNumLoops() != 3 || !transposedMatrix(op.getDpsInputs()[0]) ||
+        !reachesReduction(op->getResult(0)))
+      return failure();
+    if (isa<linalg::GenericOp>(op) ? !isMulAddBody(*op.getBlock())
+                                   : !isa<linalg::ContractOp>(op))
+      return failure();
+    if (auto cast = op->getAttrOfType<linalg::TypeFnAttr>("cast");
+        cast && cast.getValue() != linalg::TypeFn::cast_signed)
+      return failure();
+    MLIRContext *ctx = op.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    SmallVector<AffineMap> plain = {AffineMap::get(3, 0, {m, k}, ctx),
+                                    AffineMap::get(3, 0, {k, n}, ctx),
+                                    AffineMap::get(3, 0, {m, n}, ctx)};
+    if (op.getIndexingMapsArray() != plain ||
+        op.getIteratorTypesArray() !=
+            SmallVector<utils::IteratorType>{utils::IteratorType::parallel,
+                                             utils::IteratorType::parallel,
+                                             utils::IteratorType::reduction} ||
+        !llvm::all_of(op->getOperandTypes(), [](Type t) {
+          return cast<RankedTensorType>(t).hasStaticShape();
+        }))
+      return failure();
+    Value c = op.getDpsInits()[0];
+    rewriter.replaceOp(
+        op, linalg::MatmulOp::create(rewriter, op.getLoc(), c.getType(),
+                                     op.getDpsInputs(), ValueRange{c})
+                .getResult(0));
+    return success();
+  }
+};
 
 RankedTensorType transposedType(Type type) {
   auto t = cast<RankedTensorType>(type);
@@ -287,6 +338,7 @@ struct SwapTransposedProduct : public OpRewritePattern<linalg::TransposeOp> {
 
 void mlir::overlap::populateTokenContractionPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<NormalizeTokenContraction, SwapTransposedProduct>(
+  patterns.add<NormalizeTokenContraction, NormalizeTransposedOperand,
+               SwapTransposedProduct>(
       patterns.getContext());
 }

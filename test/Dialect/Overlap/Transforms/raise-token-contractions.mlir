@@ -209,3 +209,34 @@ func.func @not_a_product(%x: tensor<16x24xf32>, %dy: tensor<16x40xf32>, %c: tens
   %r = shard.all_reduce %g on @dp grid_axes = [0] : tensor<24x40xf32> -> tensor<24x40xf32>
   return %r : tensor<24x40xf32>
 }
+
+// jnp's `(dy.T @ x).T` then psum_scatter: the transpose of dy is an op and
+// the contraction a plain one of it; the reduce-scatter (moved before the
+// outer transpose, along axis 1) then cuts x's columns. It becomes the
+// matmul of the transposed operand, then the product with its factors
+// swapped: x^T . dy, scattered along its rows.
+// CHECK-LABEL: func.func @dyT_x_T_scatter
+// CHECK: %[[XT:.*]] = linalg.transpose ins(%arg1 : tensor<16x24xf32>) outs(%{{.*}} : tensor<24x16xf32>) permutation = [1, 0]
+// CHECK: overlap.matmul_reduce_scatter %[[XT]], %arg0, %{{.*}} on @dp grid_axes = [0] : tensor<24x16xf32>, tensor<16x40xf32>, tensor<24x40xf32> -> tensor<6x40xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn2 = affine_map<(m, n, k) -> (m, n)>
+func.func @dyT_x_T_scatter(%dy: tensor<16x40xf32>, %x: tensor<16x24xf32>) -> tensor<6x40xf32> {
+  %ed = tensor.empty() : tensor<40x16xf32>
+  %dyt = linalg.transpose ins(%dy : tensor<16x40xf32>) outs(%ed : tensor<40x16xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40x24xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<40x24xf32>) -> tensor<40x24xf32>
+  %g = linalg.generic {indexing_maps = [#mk, #kn, #mn2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%dyt, %x : tensor<40x16xf32>, tensor<16x24xf32>) outs(%c : tensor<40x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<40x24xf32>
+  %et = tensor.empty() : tensor<24x40xf32>
+  %t = linalg.transpose ins(%g : tensor<40x24xf32>) outs(%et : tensor<24x40xf32>) permutation = [1, 0]
+  %r = shard.reduce_scatter %t on @dp grid_axes = [0] scatter_axis = 0 : tensor<24x40xf32> -> tensor<6x40xf32>
+  return %r : tensor<6x40xf32>
+}

@@ -218,6 +218,37 @@ struct MergeGatheredMatmuls : public OpRewritePattern<shard::AllGatherOp> {
 
 } // namespace
 
+bool mlir::overlap::mayHoistLayoutOfSharedGather(shard::AllGatherOp gather,
+                                                 Operation *layout) {
+  auto isLayout = [](Operation *op) {
+    return isa<tensor::CollapseShapeOp, linalg::TransposeOp>(op);
+  };
+  // One layout user and no other contraction (which normalization may yet
+  // turn into a layout and a matmul): the hoist then adds one gather, not
+  // one per contraction, and the rest of the users are not matmuls' (an
+  // elementwise residual add).
+  if (llvm::any_of(gather->getUsers(), [&](Operation *user) {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+        return user != layout &&
+               (isLayout(user) ||
+                (linalgOp && linalgOp.getNumReductionLoops() > 0));
+      }))
+    return false;
+  // And only for a matmul's left operand, which the new gather then meets.
+  SmallVector<Value> worklist = {layout->getResult(0)};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      if (isLayout(use.getOwner()))
+        worklist.push_back(use.getOwner()->getResult(0));
+      else if (isa<linalg::MatmulOp>(use.getOwner()) &&
+               use.getOperandNumber() == 0)
+        return true;
+    }
+  }
+  return false;
+}
+
 void mlir::overlap::populateMergeGatheredMatmulPatterns(
     RewritePatternSet &patterns) {
   patterns.add<MergeGatheredMatmuls>(patterns.getContext());

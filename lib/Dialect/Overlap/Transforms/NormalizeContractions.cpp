@@ -381,7 +381,8 @@ struct HoistLayoutThroughGather : public OpRewritePattern<LayoutOp> {
         return failure();
     auto gather =
         layout->getOperand(0).template getDefiningOp<shard::AllGatherOp>();
-    if (!gather || !gather->hasOneUse())
+    if (!gather || (!gather->hasOneUse() &&
+                    !mayHoistLayoutOfSharedGather(gather, layout)))
       return failure();
     auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
     auto resultType = cast<RankedTensorType>(layout->getResult(0).getType());

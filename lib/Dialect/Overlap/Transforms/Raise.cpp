@@ -286,34 +286,56 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op,
   return true;
 }
 
-/// `gather`, whose matmul became `fused`, still has other users (a
-/// residual add of the gathered rows, a cast). The fused op does not yield
-/// the rows it gathers (each tile gathers its own into a buffer of its
-/// own), so those users keep this gather: a second one of the same rows.
-/// It moves after the fused op where its users allow, so that it queues on
-/// the comm stream behind the tile gathers and runs while the tiles' GEMMs
-/// compute (overlap-schedule-streams puts it in the same run): the GEMM then
-/// starts after one tile's gather instead of the whole, and where the GEMM
-/// takes longer than a gather the second one costs no time, only bytes.
-void keepGatherForOtherUsers(RewriterBase &rewriter, shard::AllGatherOp gather,
-                             AllGatherMatmulOp fused) {
+/// The gathers of `fused`'s rows that other users keep (a residual add of
+/// the gathered activation, a cast): the fused op does not yield the rows
+/// it gathers (each tile gathers its own into a buffer of its own), so a
+/// user other than the matmuls keeps a plain gather of them, a second one.
+/// It is one of `fused`'s local operand or of what that is a layout
+/// (transpose, collapse) of. Each moves after the fused op where its users
+/// allow, so that it queues on the comm stream behind the tile gathers and
+/// runs while the tiles' GEMMs compute (overlap-schedule-streams puts it in
+/// the same run): the GEMMs then start after one tile's gather instead of
+/// the whole, and where they take longer than a gather the second one
+/// costs no time, only bytes.
+void keepGathersForOtherUsers(RewriterBase &rewriter, AllGatherMatmulOp fused) {
+  SmallVector<Value> sources = {fused.getA()};
+  while (Operation *def = sources.back().getDefiningOp()) {
+    auto transpose = dyn_cast<linalg::TransposeOp>(def);
+    if (!isa<tensor::CollapseShapeOp, tensor::CastOp>(def) &&
+        !(transpose && transpose.hasPureTensorSemantics()))
+      break;
+    sources.push_back(def->getOperand(0));
+  }
   Block *block = fused->getBlock();
-  bool movable = gather->getBlock() == block &&
-                 llvm::all_of(gather->getUsers(), [&](Operation *user) {
-                   Operation *at = block->findAncestorOpInBlock(*user);
-                   return at && fused->isBeforeInBlock(at);
-                 });
-  if (movable)
-    rewriter.moveOpAfter(gather, fused);
-  remarkPassed(fused, "gather-kept", "overlap-raise",
-               llvm::Twine("the gathered rows have ") +
-                   llvm::Twine(std::distance(gather->getUses().begin(),
-                                             gather->getUses().end())) +
-                   " other use(s), which keep a plain all-gather of them" +
-                   (movable ? ", moved after the fused op so that it runs "
-                              "behind its tile gathers, beside its GEMMs"
-                            : " (in place: a user comes before the fused "
-                              "op)"));
+  Operation *after = fused;
+  for (Value source : sources) {
+    SmallVector<shard::AllGatherOp> gathers;
+    for (Operation *user : source.getUsers())
+      if (auto gather = dyn_cast<shard::AllGatherOp>(user);
+          gather && gather.getGrid() == fused.getGrid() &&
+          gather.getGridAxes() == fused.getGridAxes() &&
+          gather->getBlock() == block && gather->isBeforeInBlock(fused))
+        gathers.push_back(gather);
+    for (shard::AllGatherOp gather : gathers) {
+      bool movable = llvm::all_of(gather->getUsers(), [&](Operation *user) {
+        Operation *at = block->findAncestorOpInBlock(*user);
+        return at && fused->isBeforeInBlock(at);
+      });
+      if (movable) {
+        rewriter.moveOpAfter(gather, after);
+        after = gather;
+      }
+      remarkPassed(
+          fused, "gather-kept", "overlap-raise",
+          llvm::Twine("the gathered rows have ") +
+              llvm::Twine(std::distance(gather->getUses().begin(),
+                                        gather->getUses().end())) +
+              " other use(s), which keep a plain all-gather of them" +
+              (movable ? ", moved after the fused op so that it runs "
+                         "behind its tile gathers, beside its GEMMs"
+                       : " (in place: a user comes before the fused op)"));
+    }
+  }
 }
 
 /// shard.all_gather (rows) -> lhs of linalg.matmul.
@@ -341,8 +363,7 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul,
   eraseDeadChain(rewriter, casts);
   if (gather->use_empty())
     rewriter.eraseOp(gather);
-  else
-    keepGatherForOtherUsers(rewriter, gather, fused);
+  keepGathersForOtherUsers(rewriter, fused);
   return true;
 }
 

@@ -88,6 +88,14 @@ void populateNormalizeContractionPatterns(RewritePatternSet &patterns);
 /// them was, each consumer taking its columns.
 void populateMergeGatheredMatmulPatterns(RewritePatternSet &patterns);
 
+/// Whether the collapse_shape or transpose `layout` of `gather`'s result
+/// may move in front of the gather although the gather has other users (a
+/// residual add of a gathered [b, s, h] activation): it is the gather's one
+/// layout user and leads to a matmul's left operand. It then gets a gather
+/// of its own, which overlap-raise fuses; the other users keep the first.
+bool mayHoistLayoutOfSharedGather(shard::AllGatherOp gather,
+                                  Operation *layout);
+
 /// Part of that normalization (TokenContractions.cpp): a contraction over
 /// the leading (token) dims, C[m, n] = sum_t A[t..., m] * B[t..., n] (a
 /// weight gradient before its psum or psum_scatter), becomes a 2-D

@@ -240,3 +240,14 @@ func.func @dyT_x_T_scatter(%dy: tensor<16x40xf32>, %x: tensor<16x24xf32>) -> ten
   %r = shard.reduce_scatter %t on @dp grid_axes = [0] scatter_axis = 0 : tensor<24x40xf32> -> tensor<6x40xf32>
   return %r : tensor<6x40xf32>
 }
+
+// linalg.contract over the tokens, into an accumulator argument.
+// CHECK-LABEL: func.func @contract_tokens
+// CHECK: %[[XT:.*]] = linalg.transpose ins(%arg0 : tensor<16x24xf32>)
+// CHECK: overlap.matmul_all_reduce %[[XT]], %arg1, %arg2 on @dp
+func.func @contract_tokens(%x: tensor<16x24xf32>, %dy: tensor<16x40xf32>, %c: tensor<24x40xf32>) -> tensor<24x40xf32> {
+  %g = linalg.contract indexing_maps = [#tm, #tn, #mn]
+      ins(%x, %dy : tensor<16x24xf32>, tensor<16x40xf32>) outs(%c : tensor<24x40xf32>) -> tensor<24x40xf32>
+  %r = shard.all_reduce %g on @dp grid_axes = [0] : tensor<24x40xf32> -> tensor<24x40xf32>
+  return %r : tensor<24x40xf32>
+}

@@ -606,3 +606,24 @@ def test_random_integer_programs_equal_jax(seed):
     except ojax.UnsupportedError as err:
         pytest.fail(f"steps {picks}: refused: {err}")
     _same(got, want)
+
+
+@pytest.mark.parametrize("scalar", [2, 2.5, True, np.float32(2.0)],
+                         ids=["int", "float", "bool", "np.float32"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_python_scalar_arguments_keep_jax_weak_types(scalar, dtype):
+    """issue 52 item 6: a Python scalar argument of overlap.jax.jit, called
+    eagerly and inside jax.jit, takes the dtype jax.jit gives it (a weak
+    type: `x * 2.0` of a bf16 x stays bf16), where it used to fail eagerly
+    ('float' has no attribute 'dtype') and turn the result float32."""
+    mesh = cpu_mesh("x")
+    f = jax.shard_map(lambda x, s: lax.psum(x * s, "x"), mesh=mesh,
+                      in_specs=(P("x"), P()), out_specs=P())
+    layer = ojax.jit(f)
+    x = jnp.asarray(np.arange(32).reshape(8, 4) / 8, dtype=dtype)
+    for got, want in ((layer(x, scalar), f(x, scalar)),
+                      (jax.jit(lambda x: layer(x, scalar))(x),
+                       jax.jit(lambda x: f(x, scalar))(x))):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got, np.float64),
+                                      np.asarray(want, np.float64))

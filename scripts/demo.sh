@@ -32,6 +32,25 @@ timeline() { # TRACE PLAN_JSON PNG
   echo "timeline picture: $3"
 }
 
+# The H200's measured rows of the Llama FFN's down projection (N 8192,
+# K 3584), read from the committed session data (docs/status.md).
+measured_h200() {
+  local dir=$ROOT/docs/perf/h200-2026-11-27/first
+  local device
+  device=$(grep -m1 -oE 'NVIDIA H[0-9]+' "$dir/device.txt" || echo "a GPU")
+  echo "-- MEASURED, not predicted: one $device, 2026-11-27, the same GEMM"
+  echo "   shape as the down projection (N 8192, K 3584) at M 4096, bf16, 8 ranks'"
+  echo "   wire bytes on the copy-engine leg (one GPU standing in for the network:"
+  echo "   not an 8-GPU number), planned with the profile measured there:"
+  echo "   scripts/gpu/run.sh session, step short (overlap-bench --leg copy-engine"
+  echo "   --ranks 8 --dtype bf16 --profile profile-copy-engine.json)"
+  awk -F, 'NR > 2 && $6 == 8192 && $7 == 3584 {
+             printf "   %-14s serial %7.1f us, overlapped %7.1f us (%s tiles): %.2fx measured; plan predicted %.1f us\n",
+                    $2, $13, $14, $10, $17, $16 }' "$dir/bench-planned-short-copy-engine.csv"
+  echo "   (docs/perf/h200-2026-11-27/first/bench-planned-short-copy-engine.csv;"
+  echo "   docs/performance.md has every row)"
+}
+
 echo
 echo "== 1. The example: $EXAMPLE"
 echo "   (all_gather_matmul -> ReLU -> matmul_reduce_scatter over 4 ranks)"
@@ -133,8 +152,15 @@ awk '/Analysis\] plan/ { split($0, a, "predicted_us="); split(a[2], b, ","); p +
                           split($0, c, "serial_us="); split(c[2], d, ","); s += d[1] }
      /Analysis\] copy-report/ { split($0, a, "copy_us="); split(a[2], b, ","); cu += b[1]
                                 split($0, c, "written_bytes="); w += c[2] }
-  END { if (p > 0) printf "layer (H100 datasheet profile): serial %.1f us, predicted %.1f us; copies outside the plan %.1f MiB per call, %.1f us at the memory bandwidth; net %.2fx (%.1f%% faster)\n", s, p, w / 1048576, cu, (s + cu) / (p + cu), 100 * (s - p) / (s + cu) }' \
+  END { if (p > 0) printf "PREDICTED, layer (H100 datasheet profile): serial %.1f us, predicted %.1f us; copies outside the plan %.1f MiB per call, %.1f us at the memory bandwidth; net %.2fx (%.1f%% faster)\n", s, p, w / 1048576, cu, (s + cu) / (p + cu), 100 * (s - p) / (s + cu) }' \
   "$BUILD/llama-mlp.remarks.txt"
+echo "-- predicted timeline of its larger op, gate/up all-gather + GEMM (M 8192,"
+echo "   N 7168, K 8192 bf16, 8 ranks), the plan the compile above chose"
+"$PLAN" matmul --collective all-gather --m 8192 --n 7168 --k 8192 --dtype bf16 \
+  --ranks 8 --profile h100-nvlink-datasheet --strategy auto \
+  --trace "$BUILD/llama-ffn.trace.json" --json >"$BUILD/llama-ffn.plan.json"
+timeline "$BUILD/llama-ffn.trace.json" "$BUILD/llama-ffn.plan.json" "$BUILD/llama-ffn.timeline.png"
+measured_h200
 echo "-- scaled down (64-token shards, hidden 32, FFN 16 per rank) and run on 8"
 echo "   host ranks against the unsplit program"
 sed -e 's/512x2x/64x2x/g' -e 's/4096x2x/512x2x/g' -e 's/8192/32/g' -e 's/3584/16/g' \

@@ -7,7 +7,9 @@
 # $OVERLAP_FUZZ_SECONDS each, default 30), each in a build directory of its
 # own beside $OVERLAP_BUILD_DIR (-asan, -tsan, -fuzz; docs/testing.md). It
 # ends with one line `N passed, N failed` and exits non-zero on any failure
-# or build error.
+# or build error. On 2 cores: about 20 minutes to build from a clean tree,
+# then about 25 minutes of suites (the sanitizer and fuzz builds the first
+# time on top).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +30,8 @@ fi
 
 rm -rf "$REPORTS" && mkdir -p "$REPORTS"
 reports=()
+echo "test.sh: lit, GoogleTest, pytest, ASan+UBSan and TSan unit tests, fuzz"
+echo "         targets (${OVERLAP_FUZZ_SECONDS:-30} s each): about 25 minutes on 2 cores"
 
 # lit: dialect, passes, tools.
 echo "== lit"

@@ -126,7 +126,7 @@ def test_grad_through_the_layer(mesh):
         assert err(got, want) < 1e-4
     # The backward is itself an Overlap program: a shard_map imported and
     # compiled the same way, with its own plans.
-    backward = layer._last.backward
+    backward = layer.backward
     assert backward is not None and backward.compiles == 1
     assert any(len(p["tiles"]) >= 2 for p in backward.plans)
     # value_and_grad in a training-like loop: compiled once each.
@@ -213,3 +213,21 @@ def test_the_gpu_path_says_no_device_here(tmp_path):
     text = ctypes.string_at(messages.value).decode() if messages.value else ""
     api.overlapFree(messages)
     assert not layer and code.value == 3, text
+
+
+def test_backward_plans_and_a_short_printed_run(mesh):
+    """issue 52 item 9: the backward's plans are public (`layer.backward`),
+    and printing a run is a summary, not the program and every array."""
+    f = mlp(mesh)
+    layer = ojax.jit(f, strategy="uniform:2")
+    assert layer.backward is None
+    rng = np.random.default_rng(3)
+    x = rand(rng, (64, 32))
+    w1, w2 = rand(rng, (32, 64), 0.2), rand(rng, (64, 32), 0.2)
+    jax.grad(lambda w1: jnp.sum(layer(x, w1, w2) ** 2))(w1)
+    assert layer.backward is not None and layer.backward.plans
+    assert all(len(p["tiles"]) == 2 for p in layer.backward.plans)
+    res = ojax.run(f, x, w1, w2, strategy="uniform:2")
+    text = repr(res)
+    assert len(text) < 400, text
+    assert "plans=2" in text and "float32[64, 32]" in text, text

@@ -206,5 +206,5 @@ def test_attention_block_trains_through_overlap_jit(block, dtype, stacked):
     assert int(ours_state[3]) == 3
     # Compiled once (forward and backward), not once per step.
     assert layer.compiles == 1
-    backward = layer._last.backward
+    backward = layer.backward
     assert backward is not None and backward.compiles == 1

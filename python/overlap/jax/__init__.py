@@ -380,6 +380,19 @@ class JaxRun:
     #: ...), as jax.jit(f)(*args) returns them; `outputs` is its leaves.
     value: Any = None
 
+    def __repr__(self) -> str:
+        """A summary (the fields hold the whole program text and every
+        rank's arrays: print them one by one)."""
+        outs = ", ".join(f"{np.dtype(o.dtype).name}{list(np.shape(o))}"
+                         for o in self.outputs)
+        tiles = "; ".join(f"{p.get('op', '?')} tiles {p.get('tiles')}"
+                          for p in self.plans)
+        return (f"JaxRun(outputs=[{outs}], plans={len(self.plans)}"
+                + (f" ({tiles})" if tiles else "")
+                + f", missed={len(self.missed)}, warnings="
+                f"{len(self.warnings)}, ranks={len(self.rank_outputs)}, "
+                f"mlir={len(self.mlir)} chars)")
+
 
 def global_outputs(low: Lowered, results: Sequence[Any], leaves,
                    asarray=np.asarray) -> List[Any]:

@@ -520,6 +520,14 @@ class Layer:
     def mlir(self) -> str:
         return self._last.low.mlir if self._last else ""
 
+    @property
+    def backward(self) -> Optional["Layer"]:
+        """The layer of the backward of the signature compiled or called
+        last (its own shard_map, imported, compiled and planned the same
+        way: ``layer.backward.plans``), once ``jax.grad`` has reached it;
+        None before, or when the layer is not differentiable."""
+        return self._last.backward if self._last else None
+
     def launches(self) -> int:
         """Steps the host ranks ran for the last signature."""
         if not self._last or self._last.gpu:

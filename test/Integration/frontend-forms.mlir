@@ -36,7 +36,7 @@
 // REMARK-DAG: Function=seq_gather_strided | Reason="lowered as one unsplit all-gather, not overlapped: its result reaches a matmul reshaped to tensor<256x64xf32>, and the gathered blocks are strided
 // REMARK-DAG: Function=cast_before_psum | Remark="raised to overlap.matmul_all_reduce"
 // REMARK-DAG: Function=cast_before_scatter | Remark="raised to overlap.matmul_reduce_scatter"
-// REMARK-DAG: Function=gather_two_matmuls | Remark="merged 2 matmuls of one gathered operand into one (weights side by side along N), so the gather is overlapped once for all of them"
+// REMARK-DAG: Function=gather_two_matmuls | Remark="merged 2 matmuls of one gathered operand into one (weights side by side along N, in place of the first), so the gather is overlapped once for all of them"
 // REMARK-DAG: Function=gather_two_matmuls | Remark="raised to overlap.all_gather_matmul"
 // REMARK-DAG: Function=scale_after_gather | Remark="raised to overlap.all_gather_matmul"
 

@@ -243,3 +243,59 @@ func.func @unmergeable(%x: tensor<16x32xf32>, %w1: tensor<32x16xf32>, %w2: tenso
   %p2 = linalg.matmul ins(%g, %w2 : tensor<64x32xf32>, tensor<32x16xf32>) outs(%f : tensor<64x16xf32>) -> tensor<64x16xf32>
   return %p1, %p2 : tensor<64x16xf32>, tensor<64x16xf32>
 }
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+#x = affine_map<(b, s, n, k) -> (b, s, k)>
+#w = affine_map<(b, s, n, k) -> (k, n)>
+#y = affine_map<(b, s, n, k) -> (b, s, n)>
+#id = affine_map<(b, s, h) -> (b, s, h)>
+
+// [b, s, h] with b = 2, gathered along s, gate and up as contractions of
+// the gathered activation, which a residual add also reads. The transpose
+// normalization writes for the strided rows gets a gather of its own (the
+// add keeps the first, moved after the fused op) and the projections merge
+// and fuse on it.
+// CHECK-LABEL: func.func @bsh_residual
+// CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<2x16x32xf32>)
+// CHECK: %[[L:.*]] = tensor.collapse_shape %[[T]] {{\[\[}}0, 1], [2]] : tensor<16x2x32xf32> into tensor<32x32xf32>
+// CHECK: %[[P:.*]] = overlap.all_gather_matmul %[[L]], %{{.*}}, %{{.*}} on @tp grid_axes = [0] : tensor<32x32xf32>, tensor<32x32xf32>, tensor<128x32xf32> -> tensor<128x32xf32>
+// CHECK-NEXT: %[[G:.*]] = shard.all_gather %arg0 on @tp grid_axes = [0] gather_axis = 1 : tensor<2x16x32xf32> -> tensor<2x64x32xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %arg3 : tensor<2x64x32xf32>, tensor<2x64x32xf32>)
+// CHECK-NOT: shard.all_gather
+// CHECK: return
+func.func @bsh_residual(%x: tensor<2x16x32xf32>, %w1: tensor<32x16xf32>, %w2: tensor<32x16xf32>, %r: tensor<2x64x32xf32>) -> (tensor<2x64x16xf32>, tensor<2x64x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %g = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 1 : tensor<2x16x32xf32> -> tensor<2x64x32xf32>
+  %e1 = tensor.empty() : tensor<2x64x16xf32>
+  %c1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %gate = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%g, %w1 : tensor<2x64x32xf32>, tensor<32x16xf32>) outs(%c1 : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  %e2 = tensor.empty() : tensor<2x64x16xf32>
+  %c2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x64x16xf32>) -> tensor<2x64x16xf32>
+  %up = linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%g, %w2 : tensor<2x64x32xf32>, tensor<32x16xf32>) outs(%c2 : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x16xf32>
+  %eh = tensor.empty() : tensor<2x64x16xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%gate, %up : tensor<2x64x16xf32>, tensor<2x64x16xf32>) outs(%eh : tensor<2x64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<2x64x16xf32>
+  %es = tensor.empty() : tensor<2x64x32xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g, %r : tensor<2x64x32xf32>, tensor<2x64x32xf32>) outs(%es : tensor<2x64x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<2x64x32xf32>
+  return %h, %sum : tensor<2x64x16xf32>, tensor<2x64x32xf32>
+}

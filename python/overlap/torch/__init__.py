@@ -60,8 +60,9 @@ def _import_export_first() -> None:
 
 _import_export_first()
 
-__all__ = ["Lowered", "TorchRun", "TorchProgram", "UnsupportedError",
-           "SUPPORTED", "lower", "lower_program", "run", "compile"]
+__all__ = ["Layer", "Lowered", "TorchRun", "TorchProgram",
+           "UnsupportedError", "SUPPORTED", "compile", "jit", "lower",
+           "lower_program", "run"]
 
 #: The aten ops the frontend translates (docs/torch.md lists them).
 SUPPORTED = sorted(OPS)
@@ -96,10 +97,10 @@ def _entry_name(module) -> str:
     return name if not name[0].isdigit() else "m_" + name
 
 
-def _placeholders(ep, translator, ranks, splits, refusals, entry):
-    """The entry's parameters: one per placeholder of the graph."""
+def _placeholders(ep, ranks, splits, refusals, entry):
+    """Per placeholder of the exported graph: (node, source, layout, et)."""
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
-    sources, layouts, params, state = [], [], [], {}
+    bound, state = [], {}
     user = 0
     for node in ep.graph.nodes:
         if node.op != "placeholder":
@@ -122,33 +123,54 @@ def _placeholders(ep, translator, ranks, splits, refusals, entry):
             refusals.add(what, "", f"an input of kind {kind} (the frontend "
                          f"takes tensors, parameters, buffers, constants)")
             continue
-        if not hasattr(val, "shape"):
-            refusals.add(what, "", f"a {type(val).__name__}: the frontend "
-                         f"takes tensor arguments only")
-            continue
-        shape = tuple(int(d) for d in val.shape)
-        try:
-            et = torch_et(val.dtype)
-        except UnsupportedError as err:
-            refusals.add(what, "", str(err))
-            et = "f32"
-        dim = splits.get(source[1]) if source[0] == "state" else None
-        layout = (Layout.split(shape, dim) if dim is not None
-                  else Layout.replicated(shape))
-        value = Value(f"%arg{len(params)}", layout.local_shape(ranks), et)
-        translator.env[node] = (value, layout)
-        sources.append(source)
-        layouts.append(layout)
-        params.append(value)
-    return sources, layouts, params, state
+        binding = bind(node, source, what,
+                       splits.get(source[1]) if source[0] == "state"
+                       else None, refusals)
+        if binding is not None:
+            bound.append(binding)
+    return bound, state
 
 
-def _translate(ep, translator, emitter, refusals) -> None:
+def bind(node, source, what: str, dim: Optional[int], refusals):
+    """(node, source, layout, et) of a placeholder: its global shape from
+    the node's value, split on `dim` (None: replicated)."""
+    val = node.meta.get("val")
+    if not hasattr(val, "shape"):
+        refusals.add(what, "", f"a {type(val).__name__}: the frontend "
+                     f"takes tensor arguments only")
+        return None
+    shape = tuple(int(d) for d in val.shape)
+    try:
+        et = torch_et(val.dtype)
+    except UnsupportedError as err:
+        refusals.add(what, "", str(err))
+        et = "f32"
+    layout = (Layout.split(shape, dim) if dim is not None
+              else Layout.replicated(shape))
+    return node, source, layout, et
+
+
+def _constant(graph, node, translator, refusals) -> None:
+    value = getattr(graph.owning_module, node.target, None)
+    try:
+        et = torch_et(value.dtype)
+        translator.env[node] = (
+            translator.e.constant(to_numpy(value), et),
+            Layout.replicated(tuple(value.shape)))
+    except (UnsupportedError, AttributeError) as err:
+        refusals.add(f"the constant {node.target}", "", str(err))
+
+
+def _translate(graph, translator, emitter, refusals) -> None:
     """Every call_function node, through OPS; the refused ones recorded
     (those that only use a refused value are skipped: one reason each)."""
-    import operator
     refused = set()
-    for node in ep.graph.nodes:
+    for node in graph.nodes:
+        if node.op == "get_attr":
+            # A tensor the trace captured (make_fx's constants): whole on
+            # every rank.
+            _constant(graph, node, translator, refusals)
+            continue
         if node.op != "call_function":
             continue
         if any(a in refused for a in node.all_input_nodes):
@@ -158,11 +180,8 @@ def _translate(ep, translator, emitter, refusals) -> None:
         name = str(node.target)
         handler = OPS.get(name)
         if handler is None:
-            if node.target is operator.getitem:
-                why = "a tuple result of an op (none the frontend takes)"
-            else:
-                why = "the torch frontend does not translate it"
-                refusals.unknown = True
+            why = "the torch frontend does not translate it"
+            refusals.unknown = True
             refusals.add(f"the aten op {name}", where, why)
             refused.add(node)
             continue
@@ -197,16 +216,35 @@ def lower_program(module, *args, plan: Optional[Dict[str, Any]] = None,
     refusals.raise_if_any(entry)
     splits = resolve(module, plan, ranks, refusals)
     ep = torch.export.export(module, tuple(args))
+    bound, state = _placeholders(ep, ranks, splits, refusals, entry)
+    low = emit_graph(ep.graph, entry, ranks, bound, refusals,
+                     "the exported graph")
+    low.state, low.out_spec = state, ep.call_spec.out_spec
+    return low
+
+
+def emit_graph(graph, entry: str, ranks: int, bound, refusals,
+               what: str) -> Lowered:
+    """The per-rank program of the fx `graph` whose placeholders are
+    `bound` ((node, source, layout, et) each), raising `refusals` (with
+    those of the walk) if any."""
     emitter = Emitter(GRID, [GRID], [ranks])
     translator = Translator(emitter, ranks)
-    sources, layouts, params, state = _placeholders(
-        ep, translator, ranks, splits, refusals, entry)
-    _translate(ep, translator, emitter, refusals)
-    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    params, sources, layouts = [], [], []
+    for node, source, layout, et in bound:
+        value = Value(f"%arg{len(params)}", layout.local_shape(ranks), et)
+        translator.env[node] = (value, layout)
+        params.append(value)
+        sources.append(source)
+        layouts.append(layout)
+    _translate(graph, translator, emitter, refusals)
+    out_node = next(n for n in graph.nodes if n.op == "output")
     outs, out_layouts, out_dtypes = [], [], []
-    for i, o in enumerate(out_node.args[0]):
+    results = out_node.args[0]
+    for i, o in enumerate(results if isinstance(results, (list, tuple))
+                          else [results]):
         item = translator.env.get(o)
-        if item is None:
+        if item is None or not isinstance(item, tuple):
             if not refusals.items:
                 refusals.add(f"result {i} of {entry}", "",
                              f"not a tensor the program computes ({o!r})")
@@ -221,16 +259,16 @@ def lower_program(module, *args, plan: Optional[Dict[str, Any]] = None,
                           if refusals.unknown else "")
     sig = ", ".join(f"{p.name}: {p.type}" for p in params)
     res = ", ".join(o.type for o in outs)
-    text = [f"// Imported by overlap.torch from the exported graph of "
-            f"{entry}.", f"shard.grid @{GRID}(shape = {ranks})", "",
+    text = [f"// Imported by overlap.torch from {what} of {entry}.",
+            f"shard.grid @{GRID}(shape = {ranks})", "",
             f"func.func @{entry}({sig}) -> ({res}) {{"]
     text += emitter.lines
     text.append(f"    return {', '.join(o.name for o in outs)} : {res}")
     text.append("}")
     return Lowered(mlir="\n".join(text) + "\n", entry=entry, ranks=ranks,
-                   sources=sources, state=state, arg_layouts=layouts,
+                   sources=sources, state={}, arg_layouts=layouts,
                    out_layouts=out_layouts, out_dtypes=out_dtypes,
-                   out_spec=ep.call_spec.out_spec, origins=emitter.origins)
+                   origins=emitter.origins)
 
 
 def lower(module, *args, plan=None, ranks: int = 4) -> str:
@@ -374,3 +412,6 @@ def run(module, *args, plan=None, ranks: int = 4, strategy: str = "auto",
     return TorchRun(outputs=outputs, value=value, plans=prog.plans,
                     missed=prog.missed, warnings=prog.warnings,
                     mlir=low.mlir, rank_outputs=per_rank)
+
+
+from ._call import Layer, jit  # noqa: E402  (needs compile above)

@@ -89,6 +89,39 @@ class Translator:
             raise self.error(f"an operand that is not a tensor ({arg!r})")
         return self.env[arg]
 
+    @staticmethod
+    def out_et(val) -> str:
+        return torch_et(val.dtype)
+
+    def moments(self, item: Item, k: int, eps: float) -> Tuple[Item, Item]:
+        """The mean and 1 / sqrt(variance + eps) over the last `k` dims, in
+        f32, those dims dropped."""
+        v, lay = item
+        rank = len(v.shape)
+        axes = list(range(rank - k, rank))
+        if lay.partial or any(lay.dim_is_split(a) for a in axes):
+            raise self.error(f"a LayerNorm over a value {lay.describe()}")
+        n = float(np.prod([lay.shape[a] for a in axes]))
+        red, full = list(range(rank - k)), list(range(rank))
+        s1, slay = self.reduce(item, axes, "sum")
+        mean = self.generic(
+            [(s1, list(range(len(s1.shape))))], s1.shape, "f32",
+            lambda a, b: b(f"arith.divf {a[0]}, {b.const(n, 'f32')} : f32"))
+
+        def square(a, b):
+            d = b(f"arith.subf {b.to_f32(a[0], v.et)}, {a[1]} : f32")
+            return b(f"arith.mulf {d}, {d} : f32")
+        d2 = self.generic([(v, full), (mean, red)], v.shape, "f32", square)
+        s2, _ = self.reduce((d2, lay), axes, "sum")
+
+        def rstd(a, b):
+            var = b(f"arith.divf {a[0]}, {b.const(n, 'f32')} : f32")
+            e = b.const(eps, "f32")
+            return b(f"math.rsqrt {b(f'arith.addf {var}, {e} : f32')} : f32")
+        r = self.generic([(s2, list(range(len(s2.shape))))], s2.shape,
+                         "f32", rstd)
+        return (mean, slay), (r, slay)
+
     def out_meta(self):
         val = self.node.meta.get("val")
         return tuple(int(d) for d in val.shape), torch_et(val.dtype)

@@ -257,6 +257,35 @@ def layer_norm(t: Translator, node) -> Item:
                   t.item(bias) if bias is not None else None, eps, rms=False)
 
 
+def native_layer_norm(t: Translator, node):
+    """(y, mean, rstd): LayerNorm with its statistics, each of the shape
+    of x with the normalized dims kept as 1 (core aten's form, in a
+    make_fx trace)."""
+    val = node.meta["val"]
+    x = t.item(node.args[0])
+    k = len(node.args[1])
+    w, bias = _arg(node, 2, "weight"), _arg(node, 3, "bias")
+    eps = float(_arg(node, 4, "eps", 1e-5))
+    et = t.out_et(val[0])
+    y = t.norm(x, k, et, t.item(w) if w is not None else None,
+               t.item(bias) if bias is not None else None, eps, rms=False)
+    mean, rstd = t.moments(x, k, eps)
+    stats = []
+    for v, meta in ((mean, val[1]), (rstd, val[2])):
+        if t.out_et(meta) != "f32":
+            v = t.elementwise([v], v[1].shape, t.out_et(meta),
+                              lambda b, xs: xs[0])
+        stats.append(t.reshape(v, tuple(int(d) for d in meta.shape)))
+    return [y] + stats
+
+
+def getitem(t: Translator, node) -> Item:
+    items = t.env.get(node.args[0])
+    if not isinstance(items, list):
+        raise t.error("an element of a value that is not a tuple")
+    return items[int(node.args[1])]
+
+
 def rms_norm(t: Translator, node) -> Item:
     shape, et = t.out_meta()
     x = t.item(node.args[0])
@@ -289,6 +318,35 @@ def sdpa(t: Translator, node) -> Item:
     return t.attention(q, k, v, et, scale, causal)
 
 
+def filled(t: Translator, node) -> Item:
+    """full_like(x, v), full(shape, v), zeros_like, ones_like: the value as
+    a 0-d constant, which broadcasts against a value split any way (a
+    tensor of the global shape would not: 1 - sigmoid(h) in SiLU's
+    backward, with h split)."""
+    _, et = t.out_meta()
+    target = str(node.target)
+    if "zeros" in target:
+        value = 0.0
+    elif "ones" in target:
+        value = 1.0
+    else:
+        value = node.args[1]
+    if not isinstance(value, (int, float)):
+        raise t.error(f"a fill with {value!r}")
+    return t.e.constant(np.asarray(value), et), Layout.replicated(())
+
+
+def empty(t: Translator, node) -> Item:
+    """A tensor whose values nothing reads (make_fx's input of full_like):
+    a 0-d zero."""
+    for user in node.users:
+        if str(user.target) != "aten.full_like.default":
+            raise t.error("an uninitialized tensor read by "
+                          f"{user.target}")
+    _, et = t.out_meta()
+    return t.e.constant(np.asarray(0.0), et), Layout.replicated(())
+
+
 def _table() -> Dict[str, Callable]:
     ops: Dict[str, Callable] = {name: unary for name in _UNARY}
     for name in ("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor",
@@ -304,12 +362,18 @@ def _table() -> Dict[str, Callable]:
         ops["aten." + name] = convert
     for name in ("view.default", "reshape.default", "_unsafe_view.default",
                  "flatten.using_ints", "unsqueeze.default", "squeeze.dim",
+                 "view_copy.default",
                  "squeeze.dims", "squeeze.default", "unflatten.int"):
         ops["aten." + name] = view
     for name in ("sum.dim_IntList", "sum.default", "mean.dim",
                  "mean.default", "amax.default"):
         ops["aten." + name] = reduction
+    for name in ("full_like.default", "full.default", "zeros_like.default",
+                 "ones_like.default"):
+        ops["aten." + name] = filled
     ops.update({
+        "aten.empty_permuted.default": empty,
+        "aten.empty_like.default": empty,
         "aten.gelu.default": gelu,
         "aten.pow.Tensor_Scalar": pow_scalar,
         "aten.dropout.default": dropout,
@@ -325,6 +389,8 @@ def _table() -> Dict[str, Callable]:
         "aten.softmax.int": softmax,
         "aten._softmax.default": softmax,
         "aten.layer_norm.default": layer_norm,
+        "aten.native_layer_norm.default": native_layer_norm,
+        "<built-in function getitem>": getitem,
         "aten.rms_norm.default": rms_norm,
         "aten.scaled_dot_product_attention.default": sdpa,
     })

@@ -23,7 +23,7 @@ def _max_rel(got, want):
 
 
 @pytest.mark.parametrize("name", ["megatron_mlp", "llama_mlp",
-                                  "attention_softmax"])
+                                  "attention_softmax", "attention_sdpa"])
 def test_three_training_steps_match_plain_torch(name):
     torch.manual_seed(11)
     module, args, plan = MODULES[name]()

@@ -16,6 +16,7 @@ get their ``.grad`` as under plain torch, so an optimizer trains it.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import shutil
 import tempfile
@@ -69,6 +70,44 @@ def _layer(handle: int) -> "Layer":
     return layer
 
 
+def _sdpa_math(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+               scale=None, enable_gqa=False):
+    """scaled_dot_product_attention as matmuls and a softmax, the causal
+    mask a constant of the trace (-inf above the diagonal): under make_fx
+    torch would pick its fused CPU kernel and its backward, and build the
+    mask from boolean ops; None where it takes no such form (a mask given,
+    dropout, GQA)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+    if attn_mask is not None or dropout_p or enable_gqa:
+        return None
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if is_causal:
+        rows, cols = q.shape[-2], k.shape[-2]
+        with disable_proxy_modes_tracing():
+            mask = torch.full((rows, cols), float("-inf"),
+                              dtype=s.dtype).triu(1)
+        s = s + mask
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def _math_attention():
+    """A TorchFunctionMode that computes F.scaled_dot_product_attention
+    as _sdpa_math does."""
+    import torch
+
+    class MathAttention(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.nn.functional.scaled_dot_product_attention:
+                out = _sdpa_math(*args, **kwargs)
+                if out is not None:
+                    return out
+            return func(*args, **kwargs)
+    return MathAttention()
+
+
 def _joint(module, names: Sequence[str], args):
     """make_fx of the module's vjp: (params, inputs, cotangents) ->
     (grads of the inputs, grads of the params)."""
@@ -81,7 +120,8 @@ def _joint(module, names: Sequence[str], args):
         def f(*xs):
             return torch.func.functional_call(
                 module, dict(zip(names, xs[n_in:])), tuple(xs[:n_in]))
-        out, pull = torch.func.vjp(f, *inputs, *params)
+        with _math_attention():
+            out, pull = torch.func.vjp(f, *inputs, *params)
         if isinstance(out, (tuple, list)):
             return pull(type(out)(cotangents))
         return pull(cotangents[0])

@@ -13,12 +13,17 @@
 #include "overlap/InitAllDialects.h"
 #include "overlap/InitAllPasses.h"
 
+#include "mlir/Debug/Counter.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -80,10 +85,61 @@ static LogicalResult checkInput(const llvm::MemoryBuffer &input,
       sink, config.inputSplitMarker());
 }
 
+/// A `--flag` no option has. LLVM's parser would try it as grouped
+/// one-letter options ("for the -o option: may not occur within a group!",
+/// "Did you mean '-o'?", as in mlir-opt) and exit 1; this names the flag
+/// and the nearest long option, and exits 2 as the other tools do. Run
+/// after every option is registered, before they are parsed; skipped when
+/// a plugin may register more while parsing.
+static bool checkLongFlags(int argc, char **argv) {
+  auto &options =
+      llvm::cl::getRegisteredOptions();
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]).contains("-plugin"))
+      return true;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      break;
+    llvm::StringRef name = arg.drop_front(2).split('=').first;
+    if (!arg.starts_with("--") || name.size() < 2 || options.count(name))
+      continue;
+    llvm::StringRef nearest;
+    unsigned best = 4;
+    for (const auto &entry : options) {
+      llvm::StringRef key = entry.first;
+      if (key.size() < 2 || entry.second->getOptionHiddenFlag() ==
+                                llvm::cl::ReallyHidden)
+        continue;
+      unsigned distance = name.edit_distance(key, true, best);
+      if (distance < best) {
+        best = distance;
+        nearest = key;
+      }
+    }
+    llvm::errs() << "overlap-opt: error: unknown option '--" << name << "'";
+    if (!nearest.empty())
+      llvm::errs() << "; did you mean '--" << nearest << "'?";
+    llvm::errs() << " (overlap-opt --help lists the options)\n";
+    return false;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   overlap::registerAllDialects(registry);
   overlap::registerAllPasses();
+  // What registerAndParseCLIOptions registers (each once: a second call
+  // finds them registered), so that checkLongFlags sees every option.
+  MlirOptMainConfig::registerCLOptions(registry);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  tracing::DebugCounter::registerCLOptions();
+  if (!checkLongFlags(argc, argv))
+    return 2;
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "Overlap optimizer: compute/communication overlap for "

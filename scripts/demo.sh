@@ -5,7 +5,8 @@
 # the expert-parallel layer (examples/moe.mlir) the same way,
 # checking it against the same program compiled without overlap, and last
 # a Llama-class FFN written the way a frontend writes it (planned at full
-# size, run scaled down). Along the
+# size, its predicted timeline drawn, the H200's measured rows of its GEMM
+# shape printed beside it from docs/perf, run scaled down). Along the
 # way it shows the Planner's decisions, the two-stream schedule, and the
 # predicted timelines (Chrome traces and PNG pictures).
 set -euo pipefail

@@ -126,3 +126,17 @@ def test_misspelt_profile_lists_the_shipped_names(tmp_path):
         assert name in message, message
     profiles = (ROOT / "docs" / "profiles.md").read_text()
     assert "`h200-measured.json`" in profiles
+
+
+def test_readme_predicted_figures_are_the_planners():
+    """The first page's predicted numbers are what the Planner says today
+    for the pictured op (so a Planner change that moves them fails here,
+    and the README and its picture are made again with the demo)."""
+    import overlap
+    p = overlap.plan(8192, 7168, 8192, ranks=8, collective="all-gather",
+                     dtype="bf16", profile="h100-nvlink-datasheet",
+                     strategy="auto")
+    predicted, serial = p.predicted_us, p.serial_us
+    readme = (ROOT / "README.md").read_text()
+    assert (f"{predicted:.0f} µs against\n{serial:.0f} µs serial "
+            f"({serial / predicted:.2f}×)") in readme, (predicted, serial)

@@ -31,3 +31,23 @@ def test_random_module_matches_its_forward(seed):
     if rowwise:
         assert res.plans and all(len(p["tiles"]) == 2 for p in res.plans), \
             f"{what}: {res.plans}"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_module_gradients_match_torch(seed):
+    """Through overlap.torch.jit (its compiled backward, f32): the input's
+    and every parameter's gradient of a loss, as torch.autograd gives them
+    for the module itself (ReLU's backward: a comparison and a select)."""
+    import copy
+    module, args, plan, what = torch_programs.make(seed)
+    module, x = module.float(), args[0].float()
+    ref = copy.deepcopy(module)
+    layer = otorch.jit(module, x, plan=plan, ranks=4, strategy="uniform:2")
+    xa, xb = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    (layer(xa) ** 2).mean().backward()
+    (ref(xb) ** 2).mean().backward()
+    got = [p.grad for p in module.parameters()] + [xa.grad]
+    want = [p.grad for p in ref.parameters()] + [xb.grad]
+    scale = max(float(w.abs().max()) for w in want)
+    err = max(float((g - w).abs().max()) for g, w in zip(got, want)) / scale
+    assert err <= 1e-4, f"{what}: gradients off by {err:.3g}"

@@ -31,8 +31,12 @@ _TORCH_ET = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 Item = Tuple[Value, Layout]
 
 
-def torch_et(dtype) -> str:
+def torch_et(dtype, bools: bool = False) -> str:
+    """The element type of a torch dtype; booleans (i1: the masks of a
+    comparison, inside the program) only where `bools`."""
     name = str(dtype).replace("torch.", "")
+    if bools and name == "bool":
+        return "i1"
     if name not in _TORCH_ET:
         raise UnsupportedError(
             f"element type {name} (the torch frontend takes float32, "
@@ -124,7 +128,7 @@ class Translator:
 
     def out_meta(self):
         val = self.node.meta.get("val")
-        return tuple(int(d) for d in val.shape), torch_et(val.dtype)
+        return tuple(int(d) for d in val.shape), torch_et(val.dtype, True)
 
     def local(self, layout: Layout) -> Tuple[int, ...]:
         return layout.local_shape(self.ranks)
@@ -199,13 +203,20 @@ class Translator:
         return maps, layout
 
     def elementwise(self, items: Sequence[Any], shape, et: str,
-                    fn: Callable[[Body, List[str]], str]) -> Item:
+                    fn: Callable[[Body, List[str]], str],
+                    bools: bool = False) -> Item:
         """`fn(b, xs)` on f32 scalars (one per item: tensors or Python
-        numbers), its f32 result rounded to `et` once."""
+        numbers), its f32 result rounded to `et` once. With `bools`, i1
+        operands stay i1 and an i1 result is fn's own (a comparison, a
+        select); without, a boolean operand is refused."""
         tensors = [x for x in items if isinstance(x, tuple)]
-        for _, lay in tensors:
+        for v, lay in tensors:
             if lay.partial:
                 raise self.error("a partial sum used before its all-reduce")
+            if v.et == "i1" and not bools:
+                raise self.error("arithmetic on a boolean tensor")
+        if et == "i1" and not bools:
+            raise self.error("a boolean result of arithmetic")
         maps, layout = self.broadcast_dims(tensors, shape)
         local = self.local(layout)
 
@@ -213,11 +224,13 @@ class Translator:
             xs, k = [], 0
             for x in items:
                 if isinstance(x, tuple):
-                    xs.append(b.to_f32(a[k], x[0].et))
+                    xs.append(a[k] if x[0].et == "i1" else
+                              b.to_f32(a[k], x[0].et))
                     k += 1
                 else:
                     xs.append(b.const(float(x), "f32"))
-            return b.from_f32(fn(b, xs), et)
+            out = fn(b, xs)
+            return out if et == "i1" else b.from_f32(out, et)
         ins = [(v, m) for (v, _), m in zip(tensors, maps)]
         return self.generic(ins, local, et, body), layout
 

@@ -347,6 +347,42 @@ def empty(t: Translator, node) -> Item:
     return t.e.constant(np.asarray(0.0), et), Layout.replicated(())
 
 
+_CMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt",
+        "ge": "oge"}
+
+
+def compare(t: Translator, node) -> Item:
+    """x < y (and the others) of floats: an i1 mask."""
+    shape, et = t.out_meta()
+    pred = _CMP[str(node.target).split(".")[1]]
+    a, c = _operand(t, node.args[0]), _operand(t, node.args[1])
+    for x in (a, c):
+        if isinstance(x, tuple) and x[0].et == "i1":
+            raise t.error("a comparison of booleans")
+    return t.elementwise(
+        [a, c], shape, et,
+        lambda b, xs: b(f"arith.cmpf {pred}, {xs[0]}, {xs[1]} : f32"),
+        bools=True)
+
+
+def where(t: Translator, node) -> Item:
+    """where(cond, a, b): a where cond, else b (ReLU's backward)."""
+    shape, et = t.out_meta()
+    cond = t.item(node.args[0])
+    if cond[0].et != "i1":
+        raise t.error("where with a condition that is not boolean")
+    a, c = _operand(t, node.args[1]), _operand(t, node.args[2])
+    return t.elementwise(
+        [cond, a, c], shape, et,
+        lambda b, xs: b.select(xs[0], xs[1], xs[2], "f32"), bools=True)
+
+
+def scalar_tensor(t: Translator, node) -> Item:
+    _, et = t.out_meta()
+    return t.e.constant(np.asarray(float(node.args[0])), et), \
+        Layout.replicated(())
+
+
 def _table() -> Dict[str, Callable]:
     ops: Dict[str, Callable] = {name: unary for name in _UNARY}
     for name in ("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor",
@@ -371,7 +407,11 @@ def _table() -> Dict[str, Callable]:
     for name in ("full_like.default", "full.default", "zeros_like.default",
                  "ones_like.default"):
         ops["aten." + name] = filled
+    for name in _CMP:
+        ops[f"aten.{name}.Scalar"] = ops[f"aten.{name}.Tensor"] = compare
     ops.update({
+        "aten.where.self": where,
+        "aten.scalar_tensor.default": scalar_tensor,
         "aten.empty_permuted.default": empty,
         "aten.empty_like.default": empty,
         "aten.gelu.default": gelu,

@@ -217,3 +217,21 @@ def test_unplanned_module_runs_replicated():
     res = otorch.run(module, *args, ranks=2)
     assert rel_error(res.value, want) <= 1e-4
     assert not res.plans and "shard.all_reduce" not in res.mlir
+
+
+def test_a_parse_error_names_the_aten_op_and_the_line(monkeypatch):
+    """Text of the frontend's that does not parse (its bug, simulated
+    here) is traced to the aten op that wrote it and the module's line."""
+    from overlap.torch import _ops
+    monkeypatch.setitem(_ops._UNARY, "aten.tanh.default",
+                        lambda b, x: b(f"arith.no_such_op {x}, {x} : f32"))
+
+    class Tanh(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x) * 2   # the line
+
+    with pytest.raises(overlap.CompileError) as info:
+        otorch.run(Tanh(), torch.randn(8, 8), ranks=2)
+    text = str(info.value)
+    assert "the frontend wrote MLIR that does not parse" in text, text
+    assert "aten.tanh.default" in text and "# the line" in text, text

@@ -300,8 +300,8 @@ def _compile_error(low: Lowered, err: Exception) -> Optional[Exception]:
     """A parse error of the frontend's text, traced to the aten op and the
     user's line that wrote it (a bug of the frontend), else None."""
     from .. import compiler
-    found = re.search(r"^[^\n:]*:(\d+):(\d+): error: (.*)$", str(err),
-                      re.MULTILINE)
+    # The source name may hold colons ("<... text from model.py:12>").
+    found = re.search(r":(\d+):(\d+): error: (.*)$", str(err), re.MULTILINE)
     if "stage 'parse'" not in str(err) or not found:
         return None
     line = int(found.group(1))

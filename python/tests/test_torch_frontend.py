@@ -5,10 +5,10 @@ and run on 4 host ranks.
 
 Tolerances, relative to the largest magnitude of torch's output (as
 test_jax.py): f32 1e-4 (summation order, libm-level approximations); bf16
-2**-6 (both accumulate contractions in f32 and round once, but a rounding
-near a boundary may go either way, and the sharded program rounds each
-rank's partial product before the all-reduce as torch's own tensor
-parallelism does).
+2**-6 and f16 2**-8, four ulps at the largest magnitude (both accumulate
+contractions in f32 and round once, but a rounding near a boundary may go
+either way, and the sharded program rounds each rank's partial product
+before the all-reduce as torch's own tensor parallelism does).
 """
 
 import os
@@ -24,8 +24,9 @@ from torch_modules import MODULES  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("native_libraries")
 
-TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2.0 ** -6}
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2.0 ** -6,
+             torch.float16: 2.0 ** -8}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def build(name, dtype):

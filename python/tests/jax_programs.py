@@ -470,3 +470,168 @@ def make_scalars(seed):
         return f, (x, w)
 
     return desc, build
+
+
+#: make_indexed's steps: the primitives gradients and training code bring
+#: (issue 51): lax.pad (low, high, interior, negative; a literal or a
+#: computed padding value) and slices under jax.grad (their transpose is a
+#: pad), sign (float and int) and isfinite with all/any, .at[ids].add in
+#: each of jnp's forms and modes (rows, elements, a window of columns,
+#: repeats and ids out of range), the gradients of jnp.take and
+#: take_along_axis (scatter-adds), take_along_axis and x[ids] (gathers)
+#: along either axis and mode, top_k (values and indices).
+INDEXED = ["pad", "pad_grad", "sign", "isfinite", "at_add", "take_grad",
+           "take_along", "take_along_grad", "top_k"]
+#: .at[].add's modes: None is jnp's default (drop, as "drop").
+SCATTER_MODES = [None, "clip", "drop", "promise_in_bounds"]
+
+
+def make_indexed(seed):
+    """(description, dtype name, build(jax) -> (f, args)) of indexed
+    program `seed`: steps of INDEXED among make's float steps, in float32
+    or bfloat16. Indices and signs are computed from the input block
+    itself (exact in both: x * 4 converted to int32), values from the
+    block the steps computed, so that a last-ulp difference of a step
+    never moves an index or flips a sign."""
+    rng = np.random.default_rng([seed, 41])
+    dtype = str(rng.choice(["float32", "bfloat16"], p=[.7, .3]))
+    two_d, names, shard_axes, x, w = _mesh_and_block(rng, 32, 0.08)
+    r, c = x.shape[0] // 4, x.shape[1]  # the block: rows over 4 ranks
+    steps = []
+    for _ in range(int(rng.integers(2, 6))):
+        if rng.random() < 0.3:
+            _draw(rng, rng.choice(["unary", "binary", "dot", "collective"],
+                                  p=[.3, .3, .2, .2]), names, steps)
+            continue
+        kind = str(rng.choice(INDEXED))
+        if kind == "pad":
+            # Low and high from -1 (a cut) to 3, interior 0 to 2: never an
+            # empty dim.
+            extra = (tuple((int(rng.integers(-1, 4)), int(rng.integers(-1, 4)),
+                            int(rng.integers(0, 3))) for _ in range(2)),
+                     str(rng.choice(["literal", "max", "element"])))
+        elif kind == "pad_grad":
+            extra = (int(rng.integers(0, 2)), int(rng.integers(1, 3)))
+        elif kind == "at_add":
+            extra = (str(rng.choice(["rows", "elements", "window",
+                                     "vector"])),
+                     SCATTER_MODES[int(rng.integers(len(SCATTER_MODES)))],
+                     int(rng.integers(-3, 3)))
+        elif kind in ("take_along", "take_grad", "take_along_grad"):
+            extra = (int(rng.integers(2)),
+                     str(rng.choice(["fill", "clip", "promise_in_bounds"])),
+                     int(rng.integers(-3, 3)))
+        elif kind == "top_k":
+            extra = (int(rng.integers(1, c + 1)),)
+        else:
+            extra = (int(rng.integers(2)),)
+        steps.append(("indexed", kind) + extra)
+    desc = (f"indexed seed {seed}: {dtype}, mesh {names} rows over "
+            f"{shard_axes}, x {x.shape}, steps {steps}")
+
+    def build(jax):
+        import jax.numpy as jnp
+        from jax import lax
+        from jax.sharding import Mesh, PartitionSpec as P
+
+        dt = getattr(jnp, dtype)
+        devices = np.array(jax.devices()[:4])
+        mesh = Mesh(devices.reshape(2, 2) if two_d else devices, names)
+
+        def ids_of(x0, col, n, off, mode):
+            """int32 indices from the input's column `col`: some past
+            either end of [0, n) (repeats too), in range for
+            promise_in_bounds."""
+            i = (x0[:, col % c].astype(jnp.float32) * 4.0).astype(
+                jnp.int32) + off
+            return i % n if mode == "promise_in_bounds" else i
+
+        def fit(p):
+            """p cut or zero-padded back to the block's [r, c]: a pad,
+            negative where p is larger (a fresh array, where a slice
+            would be a view of p)."""
+            return lax.pad(p, jnp.zeros((), p.dtype),
+                           [(0, r - p.shape[0], 0), (0, c - p.shape[1], 0)])
+
+        def step(kind, extra, v, x0):
+            if kind == "pad":
+                config, value = extra
+                pv = {"literal": jnp.asarray(1.5, v.dtype),
+                      "max": jnp.max(v), "element": v[r - 1, 0]}[value]
+                return fit(lax.pad(v, pv, list(config)))
+            if kind == "pad_grad":
+                start, stride = extra
+                return jax.grad(lambda t: jnp.sum(
+                    jnp.sin(t[start:, ::stride].astype(jnp.float32))))(v)
+            if kind == "sign":
+                s = jnp.sign(x0) if extra[0] else jnp.sign(
+                    (x0.astype(jnp.float32) * 4.0).astype(jnp.int32)
+                ).astype(v.dtype)
+                return v * s + s
+            if kind == "isfinite":
+                ok = jnp.isfinite(v)
+                rows = (jnp.all(ok, axis=1, keepdims=True) if extra[0] else
+                        jnp.any(~ok, axis=1, keepdims=True))
+                return jnp.where(ok, v, jnp.asarray(-7.0, v.dtype)) + \
+                    rows.astype(v.dtype)
+            if kind == "at_add":
+                form, mode, off = extra
+                kw = {} if mode is None else {"mode": mode}
+                ids = ids_of(x0, 0, r, off, mode)
+                if form == "rows":
+                    rolled = jnp.concatenate([v[1:], v[:1]], axis=0)
+                    return v.at[ids].add(rolled * 2, **kw)
+                if form == "elements":
+                    cols = ids_of(x0, 1, c, -off, mode)
+                    return v.at[ids, cols].add(v[:, 1], **kw)
+                if form == "window":
+                    return v.at[ids, 1:3].add(v[:, :2], **kw)
+                col = v[:, 0].at[ids].add(v[:, 2], **kw)
+                return jnp.concatenate([col[:, None], v[:, 1:]], axis=1)
+            if kind == "top_k":
+                # The values of the computed block, the indices of the
+                # input's (exact: no tie moved by an ulp). top_k orders NaN
+                # by its sign bit (-NaN last), which arithmetic does not
+                # define (x86's cos(inf) is -NaN in XLA, +NaN in libm): the
+                # block's NaNs become inf first (XLA folds a where that
+                # makes them +NaN into nothing).
+                k = extra[0]
+                vals = lax.top_k(jnp.where(jnp.isnan(v), jnp.inf, v), k)[0]
+                idx = lax.top_k(x0, k)[1].astype(v.dtype)
+                return fit(jnp.concatenate([vals, idx, v], axis=1))
+            axis, mode, off = extra
+            n = v.shape[axis]
+            if kind == "take_grad":
+                # jnp.take has no promise_in_bounds: its "wrap" (ids % n).
+                ids = ids_of(x0, 2, n, off, None)
+                take_mode = "wrap" if mode == "promise_in_bounds" else mode
+                return jax.grad(lambda t: jnp.sum(jnp.sin(jnp.take(
+                    t, ids, axis=axis, mode=take_mode).astype(
+                        jnp.float32))))(v)
+            idx = (x0.astype(jnp.float32) * 4.0).astype(jnp.int32) + off
+            if mode == "promise_in_bounds":
+                idx = idx % n
+            if axis == 1:
+                idx = idx[:, :2]
+            if kind == "take_along":
+                g = jnp.take_along_axis(v, idx, axis=axis, mode=mode)
+                return fit(jnp.concatenate([g, v], axis=1))
+            # take_along_grad
+            return jax.grad(lambda t: jnp.sum(jnp.take_along_axis(
+                t, idx, axis=axis, mode=mode).astype(jnp.float32) ** 2))(v)
+
+        def body(v, wv):
+            x0 = v
+            for s in steps:
+                if s[0] == "indexed":
+                    v = step(s[1], s[2:], v, x0)
+                else:
+                    v = _apply(jax, s, v, wv, tame=True)
+            return v
+
+        f = jax.shard_map(body, mesh=mesh, in_specs=(P(shard_axes), P()),
+                          out_specs=P(shard_axes), check_vma=False)
+        return f, (np.asarray(jnp.asarray(x, dt)),
+                   np.asarray(jnp.asarray(w, dt)))
+
+    return desc, dtype, build

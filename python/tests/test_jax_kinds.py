@@ -318,6 +318,81 @@ def _():
     return f, (_r(8, 4),)
 
 
+@kind("scatter-add: .at[ids].add and the gradient of an embedding take")
+def _():
+    def body(idsf, emb, u):
+        ids = idsf.astype(jnp.int32)
+        # .at[].add with repeats and ids past the table (dropped).
+        hist = emb.at[ids % 12].add(u)
+        # jnp.take's transpose under jax.grad: the rows' cotangents added
+        # into a zero table.
+        g = jax.grad(lambda e: jnp.sum(jnp.tanh(jnp.take(e, ids, axis=0))))(
+            emb)
+        return hist + g
+    f = sm(body, _m1(), (P(), P("x"), P()), P("x"))
+    ids = _rng(5).integers(0, 16, size=(12,)).astype(np.float32)
+    ids[:3] = 2.0
+    return f, (ids, _r(16, 4), _r(12, 4, seed=1))
+
+
+@kind("pad: the gradient of rotary embedding's halves")
+def _():
+    def body(x):
+        def loss(x):
+            half = x.shape[-1] // 2
+            ang = lax.broadcasted_iota(jnp.float32, x.shape[:-1] + (half,),
+                                       0) * 0.1
+            a, b = x[..., :half], x[..., half:]
+            y = jnp.concatenate([a * jnp.cos(ang) - b * jnp.sin(ang),
+                                 a * jnp.sin(ang) + b * jnp.cos(ang)], -1)
+            return jnp.sum(y ** 3)
+        return jax.grad(loss)(x)
+    return sm(body, _m1(), P("x"), P("x")), (_r(16, 8),)
+
+
+@kind("top_k routing (MoE gate) and its gradient")
+def _():
+    def body(x, wg):
+        def gate(wg):
+            probs = jax.nn.softmax(x @ wg, axis=-1)
+            top, idx = lax.top_k(probs, 2)
+            return jnp.sum(top ** 2), idx
+        (_, idx), g = jax.value_and_grad(gate, has_aux=True)(wg)
+        return idx.astype(jnp.float32), lax.psum(g, "x")
+    f = sm(body, _m1(), (P("x"), P()), (P("x"), P()))
+    return f, (_r(16, 8), _r(8, 4, seed=1))
+
+
+@kind("vocab-parallel cross-entropy (take_along_axis) and its gradient")
+def _():
+    def body(logits, labelsf):
+        def loss(logits):
+            vl = logits.shape[-1]
+            local = labelsf.astype(jnp.int32) - lax.axis_index("x") * vl
+            ok = (local >= 0) & (local < vl)
+            m = lax.pmax(lax.stop_gradient(jnp.max(logits, -1)), "x")
+            lse = jnp.log(lax.psum(jnp.sum(jnp.exp(logits - m[:, None]),
+                                           -1), "x")) + m
+            picked = jnp.take_along_axis(
+                logits, jnp.where(ok, local, 0)[:, None], axis=-1)[:, 0]
+            return jnp.mean(lse - lax.psum(jnp.where(ok, picked, 0.0), "x"))
+        return jax.grad(loss)(logits)
+    f = sm(body, _m1(), (P(None, "x"), P()), P(None, "x"))
+    labels = _rng(6).integers(0, 32, size=(8,)).astype(np.float32)
+    return f, (_r(8, 32), labels)
+
+
+@kind("optax-style update: isfinite, all, sign")
+def _():
+    def body(w, g):
+        ok = jnp.all(jnp.isfinite(g))
+        g = jnp.where(jnp.isfinite(g), g, 0.0)
+        return jnp.where(ok, w - 0.01 * jnp.sign(g), w - 0.1 * g)
+    g = _r(8, 4, seed=1)
+    g[1, 2], g[5, 0] = np.inf, np.nan
+    return sm(body, _m1(), (P("x"), P("x")), P("x")), (_r(8, 4), g)
+
+
 # From the patterns of JAX's shard_map_test.py (written here).
 
 @kind("psum_scatter over one axis and over a tuple of axes")

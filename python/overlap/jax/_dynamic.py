@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-import numpy as np
-
-from ._emit import Value, _map, tensor_type
+from ._emit import Value, tensor_type
 
 
 def group_index(t, names: Sequence[str]) -> str:
@@ -156,67 +154,3 @@ def dynamic_update_slice(t, eqn) -> None:
          f"[{', '.join(starts)}] [{', '.join(map(str, u.shape))}] "
          f"[{', '.join(['1'] * len(u.shape))}] : {u.type} into {x.type}")
     t.write(eqn.outvars[0], Value(name, x.shape, x.et))
-
-
-def gather(t, eqn) -> None:
-    """XLA's gather in the form a take along one axis has (jnp.take,
-    emb[ids], an embedding lookup): each index picks one slice along axis
-    `a` of the operand, whole along the others. Indices out of range are
-    clamped (CLIP, PROMISE_IN_BOUNDS: what XLA does) or give the fill value
-    (FILL_OR_DROP: NaN for floats, the most negative integer otherwise, as
-    JAX's default). Other gathers are refused naming what they use."""
-    e = t.e
-    operand, indices = (t.read(v) for v in eqn.invars)
-    shape, et = t.out_of(eqn)
-    dn = eqn.params["dimension_numbers"]
-    sizes = [int(s) for s in eqn.params["slice_sizes"]]
-    collapsed = tuple(int(d) for d in dn.collapsed_slice_dims)
-    starts = tuple(int(d) for d in dn.start_index_map)
-    offsets = [int(d) for d in dn.offset_dims]
-    rank = len(operand.shape)
-    if (len(collapsed) != 1 or starts != collapsed or
-            tuple(getattr(dn, "operand_batching_dims", ())) or
-            not indices.shape or indices.shape[-1] != 1):
-        raise e.error("'gather' other than a take along one axis (one "
-                      "collapsed dimension indexed by a trailing index "
-                      "vector of size 1)")
-    a = collapsed[0]
-    others = [d for d in range(rank) if d != a]
-    if sizes[a] != 1 or any(sizes[d] != operand.shape[d] for d in others) \
-            or len(offsets) != len(others):
-        raise e.error("'gather' whose slices are not whole along the "
-                      "other axes")
-    batch_pos = [p for p in range(len(shape)) if p not in offsets]
-    mode = str(eqn.params.get("mode", ""))
-    fill = "FILL" in mode
-    n = len(shape)
-    idx_map = _map(n, [f"d{p}" for p in batch_pos] + ["0"])
-    out_map = _map(n, [f"d{p}" for p in range(n)])
-
-    def body(args, b):
-        raw = b(f"arith.index_cast {args[0]} : {indices.et} to index")
-        lo = b("arith.constant 0 : index", "k")
-        hi = b(f"arith.constant {operand.shape[a] - 1} : index", "k")
-        clamped = b(f"arith.minsi {b(f'arith.maxsi {raw}, {lo} : index')}, "
-                    f"{hi} : index")
-        coords = []
-        for d in range(rank):
-            if d == a:
-                coords.append(clamped)
-            else:
-                coords.append(b(f"linalg.index "
-                                f"{offsets[others.index(d)]} : index"))
-        v = b(f"tensor.extract {operand.name}[{', '.join(coords)}] : "
-              f"{operand.type}")
-        if not fill:
-            return v
-        inside = b(f"arith.andi {b(f'arith.cmpi sge, {raw}, {lo} : index')}, "
-                   f"{b(f'arith.cmpi sle, {raw}, {hi} : index')} : i1")
-        value = eqn.params.get("fill_value")
-        if value is None:
-            value = np.nan if et in ("f32", "f16", "bf16") else \
-                -2 ** (int(et[1:]) - 1)
-        return b.select(inside, v, b.const(value, et), et)
-    t.write(eqn.outvars[0],
-            e.generic([indices], [idx_map], shape, et, out_map,
-                      ["parallel"] * n, body))

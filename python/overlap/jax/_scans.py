@@ -1,5 +1,5 @@
-"""Cumulative reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``)
-and ``argmax`` / ``argmin`` as ``linalg.generic`` ops.
+"""Cumulative reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``),
+``argmax`` / ``argmin`` and ``top_k`` as ``linalg.generic`` ops.
 
 A cumulative op is one generic over the result's dims and one more
 reduction loop j along the axis: element i folds the inputs j <= i (j >= i
@@ -12,6 +12,9 @@ of a long f32 sum may differ).
 of one generic: an element wins when it is greater (smaller), or when it is
 NaN and the best is not, so that the first NaN wins and ties keep the
 first index, as XLA's argmax does.
+
+``top_k`` is k such reductions, each of the elements ranked after the
+previous one's pick in XLA's order (top_k below).
 """
 
 from __future__ import annotations
@@ -125,3 +128,97 @@ def arg_best(t, eqn) -> None:
     e.lines.append(f"      linalg.yield {nb}, {na} : {val_et}, {it}")
     e.lines.append(f"    }} -> ({vt}, {ixt})" + (" " + e.loc if e.loc else ""))
     t.write(eqn.outvars[0], Value(f"{name_}#1", tuple(shape), it))
+
+
+def _order_key(op, v: str, et: str) -> str:
+    """A signed integer that orders `v` as XLA's top_k does: floats by
+    their total order (-NaN < -inf < ... < -0.0 < +0.0 < ... < inf <
+    NaN), computed from the f32 bits; integers by value."""
+    if et not in _FLOATS:
+        return v
+    f = v if et == "f32" else op(f"arith.extf {v} : {et} to f32")
+    bits = op(f"arith.bitcast {f} : f32 to i32")
+    sign = op(f"arith.shrsi {bits}, {op('arith.constant 31 : i32')} : i32")
+    mask = op(f"arith.andi {sign}, {op('arith.constant 2147483647 : i32')} "
+              ": i32")
+    return op(f"arith.xori {bits}, {mask} : i32")
+
+
+def top_k(t, eqn) -> None:
+    """lax.top_k: the k largest along the axis, in decreasing order, and
+    their indices; equal values lowest index first, NaN above inf and -NaN
+    below -inf (XLA's order). k passes, each one generic that reduces the
+    axis to the largest element ranked after the previous pass's pick
+    (smaller, or equal at a higher index): k times the axis's length."""
+    e = t.e
+    x = t.read(eqn.invars[0])
+    (shape, et), (_, it) = t.out_of(eqn, 0), t.out_of(eqn, 1)
+    rank = len(x.shape)
+    axis = int(eqn.params.get("axis", rank - 1)) % rank
+    k = int(eqn.params["k"])
+    if et == "i1":
+        raise e.error("'top_k' of booleans")
+    key_et = "i32" if et in _FLOATS else et
+    kept = [d for d in range(rank) if d != axis]
+    row = [x.shape[d] for d in kept]
+    order = kept + [axis]
+    in_map = _map(rank, [f"d{order.index(d)}" for d in range(rank)])
+    row_map = _map(rank, [f"d{i}" for i in range(len(kept))])
+    iters = ", ".join(['"parallel"'] * len(kept) + ['"reduction"'])
+    vt, ixt = tensor_type(row, et), tensor_type(row, it)
+    values = Value(e.empty(shape, et), tuple(shape), et)
+    indices = Value(e.empty(shape, it), tuple(shape), it)
+    prev = None
+    for j in range(k):
+        best0, at0 = e.fill(0, row, et), e.fill(-1, row, it)
+        name = e.fresh("topk")
+        ins = [x] + ([] if prev is None else list(prev))
+        maps = [in_map] + [row_map] * (len(ins) - 1) + [row_map, row_map]
+        e.op(f"{name}:2 = linalg.generic {{indexing_maps = "
+             f"[{', '.join(maps)}], iterator_types = [{iters}]}} "
+             f"ins({', '.join(v.name for v in ins)} : "
+             f"{', '.join(v.type for v in ins)}) outs({best0}, {at0} : {vt}, "
+             f"{ixt}) {{", loc=False)
+        head = [f"%a0: {et}"] + ([] if prev is None else
+                                 [f"%pv: {et}", f"%pi: {it}"])
+        e.lines.append("    ^bb0(" + ", ".join(
+            head + [f"%best: {et}", f"%at: {it}"]) + "):")
+        lines = []
+
+        def op(text, hint="t"):
+            n = e.fresh(hint)
+            lines.append(f"{n} = {text}")
+            return n
+        cmp = "arith.cmpi"  # on the order keys and the indices
+        kv = _order_key(op, "%a0", et)
+        kb = _order_key(op, "%best", et)
+        i = op(f"arith.index_cast {op(f'linalg.index {len(kept)} : index')}"
+               f" : index to {it}")
+        none = op(f"{cmp} slt, %at, {op(f'arith.constant 0 : {it}')} : {it}")
+        take = op(f"arith.ori {op(f'{cmp} sgt, {kv}, {kb} : {key_et}')}, "
+                  f"{none} : i1")
+        if prev is not None:
+            kp = _order_key(op, "%pv", et)
+            below = op(f"{cmp} slt, {kv}, {kp} : {key_et}")
+            tie = op(f"arith.andi {op(f'{cmp} eq, {kv}, {kp} : {key_et}')}, "
+                     f"{op(f'{cmp} sgt, {i}, %pi : {it}')} : i1")
+            after = op(f"arith.ori {below}, {tie} : i1")
+            take = op(f"arith.andi {take}, {after} : i1")
+        nb = op(f"arith.select {take}, %a0, %best : {et}")
+        na = op(f"arith.select {take}, {i}, %at : {it}")
+        e.lines.extend("      " + line for line in lines)
+        e.lines.append(f"      linalg.yield {nb}, {na} : {et}, {it}")
+        e.lines.append(f"    }} -> ({vt}, {ixt})" +
+                       (" " + e.loc if e.loc else ""))
+        prev = (Value(f"{name}#0", tuple(row), et),
+                Value(f"{name}#1", tuple(row), it))
+        unit = list(shape)
+        unit[axis] = 1
+        offsets = [0] * rank
+        offsets[axis] = j
+        values, indices = (
+            Value(e.insert(e.reshape(part, unit), into.name, shape, into.et,
+                           offsets), tuple(shape), into.et)
+            for part, into in zip(prev, (values, indices)))
+    t.write(eqn.outvars[0], values)
+    t.write(eqn.outvars[1], indices)

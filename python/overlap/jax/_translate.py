@@ -6,7 +6,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from . import _control, _dynamic, _scans
+from . import _control, _dynamic, _gather, _scans
 from ._emit import (Body, CALL_PRIMITIVES, Emitter, UnsupportedError, Value,
                     _CALL_PARAMS,
                     _FLOATS, _is_literal, _location, _map, _source, elem_type,
@@ -71,7 +71,8 @@ SUPPORTED = sorted(set(_UNARY_F) | set(_BINARY_F) | set(_BINARY_I) |
                        "reduce_scatter", "all_to_all", "clamp", "ppermute",
                        "dynamic_slice", "dynamic_update_slice", "cumsum",
                        "cumprod", "cummax", "cummin", "argmax", "argmin",
-                       "gather"} |
+                       "gather", "scatter-add", "pad", "top_k", "is_finite",
+                       "sign", "reduce_and", "reduce_or"} |
                    set(CALL_PRIMITIVES) | set(_CONTROL))
 
 
@@ -169,7 +170,7 @@ class Translator:
                     for var, val in zip(eqn.outvars, outs):
                         self.write(var, val)
                     return
-            handler = getattr(self, "p_" + name, None)
+            handler = getattr(self, "p_" + name.replace("-", "_"), None)
             if name in _IDENTITY:
                 handler = self.p_identity
             elif name in _UNARY_F:
@@ -258,6 +259,42 @@ class Translator:
         self.write(eqn.outvars[0], self.e.elementwise(
             [x], shape, et,
             lambda a, b: b(f"arith.xori {a[0]}, {b.const(ones, et)} : {et}")))
+
+    def p_is_finite(self, eqn):
+        """Neither inf nor NaN: |x| compared ordered-and-unequal to inf."""
+        x = self.read(eqn.invars[0])
+        shape, et = self.out_of(eqn)
+        if x.et not in _FLOATS:
+            raise self.e.error(f"'is_finite' of {x.et}")
+
+        def fn(a, b):
+            inf = b.const(np.inf, "f32")
+            v = b(f"math.absf {b.to_f32(a[0], x.et)} : f32")
+            return b(f"arith.cmpf one, {v}, {inf} : f32")
+        self.write(eqn.outvars[0], self.e.elementwise([x], shape, et, fn))
+
+    def p_sign(self, eqn):
+        """-1, 0 or 1; for floats -0.0, +0.0 and NaN stay themselves (XLA's
+        sign)."""
+        x = self.read(eqn.invars[0])
+        shape, et = self.out_of(eqn)
+        if et == "i1":
+            raise self.e.error("'sign' of booleans")
+
+        def fn(a, b):
+            if et in _FLOATS:
+                v = b.to_f32(a[0], et)
+                z = b.const(0.0, "f32")
+                pos = b(f"arith.cmpf ogt, {v}, {z} : f32")
+                neg = b(f"arith.cmpf olt, {v}, {z} : f32")
+                zero = a[0]  # NaN, -0.0 and +0.0 stay
+            else:
+                zero = b.const(0, et)
+                pos = b(f"arith.cmpi sgt, {a[0]}, {zero} : {et}")
+                neg = b(f"arith.cmpi slt, {a[0]}, {zero} : {et}")
+            rest = b.select(neg, b.const(-1, et), zero, et)
+            return b.select(pos, b.const(1, et), rest, et)
+        self.write(eqn.outvars[0], self.e.elementwise([x], shape, et, fn))
 
     def p_integer_pow(self, eqn):
         x = self.read(eqn.invars[0])
@@ -428,6 +465,41 @@ class Translator:
         self.write(eqn.outvars[0], self.e.extract(
             x, eqn.params["start_indices"], shape, strides))
 
+    def p_pad(self, eqn):
+        """lax.pad (the transpose of a slice under jax.grad): a tensor of
+        the padding value in the result's shape, into which the operand's
+        elements that land inside it (negative low or high padding cuts
+        some off) are inserted with a stride of interior + 1. The result
+        is a fresh tensor, never a view."""
+        x, pv = (self.read(v) for v in eqn.invars)
+        shape, et = self.out_of(eqn)
+        if _is_literal(eqn.invars[1]):
+            out = Value(self.e.fill(np.asarray(eqn.invars[1].val), shape,
+                                    et), tuple(shape), et)
+        else:
+            out = self.e.elementwise([pv], shape, et, lambda a, b: a[0])
+        first, count, at, step = [], [], [], []
+        for n, size, dim in zip(x.shape, shape, eqn.params["padding_config"]):
+            lo, _, interior = (int(c) for c in dim)
+            s = interior + 1
+            # Element k lands at lo + k * s: those in [0, size) stay.
+            k0 = max(0, -(lo // s))
+            k1 = min(n - 1, (size - 1 - lo) // s) if size else -1
+            first.append(k0)
+            count.append(max(k1 - k0 + 1, 0))
+            at.append(lo + k0 * s)
+            step.append(s)
+        if all(count):
+            part = x if count == list(x.shape) else \
+                self.e.extract(x, first, count)
+            name = self.e.fresh("pad")
+            j = lambda xs: ", ".join(str(int(v)) for v in xs)
+            self.e.op(f"{name} = tensor.insert_slice {part.name} into "
+                      f"{out.name}[{j(at)}] [{j(count)}] [{j(step)}] : "
+                      f"{part.type} into {out.type}")
+            out = Value(name, out.shape, et)
+        self.write(eqn.outvars[0], out)
+
     def p_split(self, eqn):
         x = self.read(eqn.invars[0])
         axis = int(eqn.params["axis"])
@@ -497,6 +569,14 @@ class Translator:
         highest = lambda et: (np.inf if et in _FLOATS
                               else 2 ** (int(et[1:]) - 1) - 1)
         self._reduce(eqn, highest, "arith.minimumf", "arith.minsi")
+
+    # jnp.all and jnp.any (optax's apply_if_finite: all(isfinite(g))).
+    def p_reduce_and(self, eqn):
+        self._reduce(eqn, lambda et: -1 if et != "i1" else 1, None,
+                     "arith.andi")
+
+    def p_reduce_or(self, eqn):
+        self._reduce(eqn, lambda et: 0, None, "arith.ori")
 
     def p_iota(self, eqn):
         shape, et = self.out_of(eqn)
@@ -611,9 +691,14 @@ class Translator:
     p_ppermute = _dynamic.ppermute
     p_dynamic_slice = _dynamic.dynamic_slice
     p_dynamic_update_slice = _dynamic.dynamic_update_slice
-    p_gather = _dynamic.gather
+
+    # -- gather and scatter-add, any dimension numbers (_gather) -----------
+
+    p_gather = _gather.gather
+    p_scatter_add = _gather.scatter_add
 
     # -- cumulative and arg reductions (_scans) -----------------------------
 
     p_cumsum = p_cumprod = p_cummax = p_cummin = _scans.cumulative
     p_argmax = p_argmin = _scans.arg_best
+    p_top_k = _scans.top_k

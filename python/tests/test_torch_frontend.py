@@ -171,16 +171,41 @@ def test_indivisible_and_non_linear_entries_are_refused():
         otorch.lower(module, *args, plan={"norm": "colwise"}, ranks=4)
 
 
-def test_a_rowwise_linear_of_a_replicated_input_is_refused():
-    """Without its colwise partner the rowwise Linear's input is whole on
-    every rank: the frontend says so (with the user's line) rather than
-    compute a wrong sum."""
+@pytest.mark.parametrize("plan,fused", [
+    ({"fc2": "rowwise"}, 1), ({"fc1": "colwise"}, 1),
+    ({"fc1": "rowwise", "fc2": "rowwise"}, 2)])
+def test_a_whole_operand_meeting_a_split_one_is_cut_locally(plan, fused):
+    """A rowwise Linear of a whole input (torch's
+    RowwiseParallel(input_layouts=Replicate())), or a whole weight after a
+    colwise one: each rank takes its block of the whole operand (a slice at
+    its rank's offset), so the contraction is still a partial sum and its
+    all-reduce is overlapped; the result is the module's."""
     module, args, _ = build("megatron_mlp", torch.float32)
+    with torch.no_grad():
+        want = module(*args)
+    res = otorch.run(module, *args, plan=plan, ranks=4, strategy="uniform:2")
+    assert rel_error(res.value, want) <= 1e-4
+    assert "shard.process_multi_index" in res.mlir
+    assert "tensor.extract_slice" in res.mlir
+    assert len(res.plans) == fused, res.plans
+    assert all(len(p["tiles"]) == 2 for p in res.plans), res.plans
+
+
+def test_a_softmax_over_a_split_dim_is_refused_with_the_line():
+    class Bad(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 32)
+
+        def forward(self, x):
+            return torch.softmax(self.fc(x), dim=-1)   # over the split dim
+
     with pytest.raises(otorch.UnsupportedError) as info:
-        otorch.lower(module, *args, plan={"fc2": "rowwise"}, ranks=4)
+        otorch.lower(Bad(), torch.randn(8, 16), plan={"fc": "colwise"},
+                     ranks=4)
     text = str(info.value)
-    assert "split on one operand only" in text, text
-    assert "torch_modules.py" in text and "self.fc2" in text, text
+    assert "a softmax over dim 1 of a value split on dim 1" in text, text
+    assert "# over the split dim" in text, text
 
 
 def test_missed_overlaps_carry_the_users_line():

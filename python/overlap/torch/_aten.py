@@ -167,6 +167,70 @@ class Translator:
         return self.e.generic(operands, maps, out_shape, out_et, out_map,
                               iters or ["parallel"] * n, body, init=init)
 
+    def rank_index(self) -> str:
+        """This rank's index on the grid, an `index` SSA value (emitted
+        once per program, at its first use)."""
+        if getattr(self, "_rank", None) is None:
+            from ..jax._dynamic import group_index
+            loc = self.e.loc
+            self.e.loc = ""
+            self._rank = group_index(self, [self.e.grid])
+            self.e.loc = loc
+        return self._rank
+
+    def slice_to(self, item: Item, dim: int, factors) -> Optional[Item]:
+        """This rank's block of the whole value `item` along `dim`, laid
+        out as `factors` (a dim split in R contiguous blocks), or None when
+        `item` is not whole or the blocks are not contiguous. A replicated
+        operand meeting a split one is cut so, locally: what a
+        RowwiseParallel Linear of a whole input computes."""
+        v, lay = item
+        key = Layout((tuple(factors),)).dim_key(0)
+        if lay.partial or lay.split_dim() is not None or len(key) != 1 \
+                or not key[0][1] or lay.shape[dim] != key[0][0]:
+            return None
+        block = lay.shape[dim] // self.ranks
+        off = self.e.fresh("off")
+        self.e.op(f"{off} = arith.muli {self.rank_index()}, "
+                  f"{self.e.index(block)} : index")
+        sizes = list(v.shape)
+        sizes[dim] = block
+        offsets = ["0"] * len(sizes)
+        offsets[dim] = off
+        name = self.e.fresh("cut")
+        t = tensor_type(sizes, v.et)
+        self.e.op(f"{name} = tensor.extract_slice {v.name}"
+                  f"[{', '.join(offsets)}] [{', '.join(map(str, sizes))}] "
+                  f"[{', '.join('1' for _ in sizes)}] : {v.type} to {t}")
+        dims = list(lay.dims)
+        dims[dim] = tuple(factors)
+        return Value(name, tuple(sizes), v.et), Layout(tuple(dims))
+
+    def align(self, items: Sequence[Any], shape) -> List[Any]:
+        """`items` (tensors and numbers) with each whole tensor cut to the
+        blocks of a split one where torch's broadcasting lines their dims
+        up."""
+        n = len(shape)
+        split: Dict[int, Any] = {}
+        for x in items:
+            if isinstance(x, tuple) and x[1].split_dim() is not None:
+                i = x[1].split_dim()
+                j = n - len(x[1].shape) + i
+                if x[1].shape[i] == shape[j]:
+                    split.setdefault(j, x[1].dims[i])
+        if not split:
+            return list(items)
+        out = []
+        for x in items:
+            if isinstance(x, tuple) and x[1].split_dim() is None:
+                off = n - len(x[1].shape)
+                for j, factors in split.items():
+                    i = j - off
+                    if i >= 0 and x[1].shape[i] == shape[j] != 1:
+                        x = self.slice_to(x, i, factors) or x
+            out.append(x)
+        return out
+
     def broadcast_dims(self, items: Sequence[Item], shape) -> Tuple[
             List[List[Optional[int]]], Layout]:
         """Torch's broadcasting of `items` to the global `shape`: per item,
@@ -209,6 +273,7 @@ class Translator:
         numbers), its f32 result rounded to `et` once. With `bools`, i1
         operands stay i1 and an i1 result is fn's own (a comparison, a
         select); without, a boolean operand is refused."""
+        items = self.align(items, shape)
         tensors = [x for x in items if isinstance(x, tuple)]
         for v, lay in tensors:
             if lay.partial:
@@ -277,15 +342,24 @@ class Translator:
             raise self.error("a matmul of a 1-D operand")
         lk, rk = ll.dim_is_split(-1 + len(lv.shape)), rl.dim_is_split(
             len(rv.shape) - 2)
+        # A whole operand against a split contraction dim: its block.
+        if lk and not rk:
+            cut = self.slice_to(rhs, len(rv.shape) - 2, ll.dims[-1])
+            if cut is not None:
+                (rv, rl), rk = cut, True
+        elif rk and not lk:
+            cut = self.slice_to(lhs, len(lv.shape) - 1, rl.dims[-2])
+            if cut is not None:
+                (lv, ll), lk = cut, True
         partial = False
         if lk or rk:
             if not (lk and rk) or ll.dim_key(len(lv.shape) - 1) != \
                     rl.dim_key(len(rv.shape) - 2):
                 raise self.error(
                     f"a contraction whose dim is split on one operand only "
-                    f"(lhs {ll.describe()}, rhs {rl.describe()}): the other "
-                    f"would need slicing; a RowwiseParallel Linear takes "
-                    f"the output of a ColwiseParallel one")
+                    f"(lhs {ll.describe()}, rhs {rl.describe()}), the other "
+                    f"split elsewhere or not in contiguous blocks: the "
+                    f"torch frontend does not redistribute")
             partial = True
         # Batch dims (all but the last two), broadcast as torch does.
         lb, rb = ll.shape[:-2], rl.shape[:-2]

@@ -71,3 +71,26 @@ def test_the_layer_is_a_custom_op_inside_torch_code():
     assert float((y - want).abs().max()) <= 1e-4 * float(want.abs().max())
     assert layer.backward_program is None
     assert hasattr(torch.ops.overlap, "layer")
+
+
+def test_gradients_with_a_gathered_colwise_and_a_whole_rowwise_input():
+    """The backward of ColwiseParallel(output_layouts=Replicate()) and
+    RowwiseParallel(input_layouts=Replicate()): the forward's gather
+    recomputed, the whole cotangent cut to each rank's block where it meets
+    the split weight."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import (ColwiseParallel,
+                                                   RowwiseParallel)
+    torch.manual_seed(5)
+    module, args, _ = MODULES["megatron_mlp"]()
+    ref = copy.deepcopy(module)
+    plan = {"fc1": ColwiseParallel(output_layouts=Replicate()),
+            "fc2": RowwiseParallel(input_layouts=Replicate())}
+    layer = otorch.jit(module, *args, plan=plan, ranks=4)
+    x = args[0].clone().requires_grad_(True)
+    x_ref = args[0].clone().requires_grad_(True)
+    (layer(x) ** 2).mean().backward()
+    (ref(x_ref) ** 2).mean().backward()
+    got = [p.grad for p in module.parameters()] + [x.grad]
+    want = [p.grad for p in ref.parameters()] + [x_ref.grad]
+    assert _max_rel(got, want) <= 1e-4

@@ -142,11 +142,11 @@ def test_unsupported_ops_are_refused_at_once_with_their_lines():
 
 
 def test_plans_it_does_not_take_are_refused_with_why():
-    from torch.distributed.tensor.parallel import (ColwiseParallel,
+    from torch.distributed.tensor.parallel import (RowwiseParallel,
                                                    SequenceParallel)
-    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor import Shard
     module, args, _ = build("llama_mlp", torch.float32)
-    plan = {"gate": ColwiseParallel(output_layouts=Replicate()),
+    plan = {"down": RowwiseParallel(output_layouts=Shard(1)),
             "norm": SequenceParallel(),
             "nope": "colwise",
             "up": "diagonal"}
@@ -154,7 +154,7 @@ def test_plans_it_does_not_take_are_refused_with_why():
         otorch.lower(module, *args, plan=plan, ranks=4)
     text = str(info.value)
     assert "4 reasons" in text, text
-    assert "output_layouts=Replicate()" in text, text
+    assert "output_layouts=Shard(dim=1)" in text, text
     assert "SequenceParallel is not taken yet" in text, text
     assert "'nope'" in text and "gate, up, down" in text, text
     assert "'diagonal'" in text, text
@@ -189,6 +189,26 @@ def test_a_whole_operand_meeting_a_split_one_is_cut_locally(plan, fused):
     assert "tensor.extract_slice" in res.mlir
     assert len(res.plans) == fused, res.plans
     assert all(len(p["tiles"]) == 2 for p in res.plans), res.plans
+
+
+def test_a_gathered_colwise_output_and_a_whole_rowwise_input():
+    """ColwiseParallel(output_layouts=Replicate()) (an LM head's): the
+    product all-gathered on its last dim (Overlap does not overlap that
+    gather: a missed remark says why); RowwiseParallel(input_layouts=
+    Replicate()): the whole input cut to each rank's block."""
+    from torch.distributed.tensor import Replicate
+    from torch.distributed.tensor.parallel import (ColwiseParallel,
+                                                   RowwiseParallel)
+    module, args, _ = build("megatron_mlp", torch.float32)
+    plan = {"fc1": ColwiseParallel(output_layouts=Replicate()),
+            "fc2": RowwiseParallel(input_layouts=Replicate())}
+    with torch.no_grad():
+        want = module(*args)
+    res = otorch.run(module, *args, plan=plan, ranks=4, strategy="uniform:2")
+    assert rel_error(res.value, want) <= 1e-4
+    assert res.mlir.count("shard.all_gather") == 1
+    assert len(res.plans) == 1 and len(res.plans[0]["tiles"]) == 2
+    assert any("all-gather" in m["reason"] for m in res.missed), res.missed
 
 
 def test_a_softmax_over_a_split_dim_is_refused_with_the_line():

@@ -131,9 +131,10 @@ def _placeholders(ep, ranks, splits, refusals, entry):
     return bound, state
 
 
-def bind(node, source, what: str, dim: Optional[int], refusals):
+def bind(node, source, what: str, split, refusals):
     """(node, source, layout, et) of a placeholder: its global shape from
-    the node's value, split on `dim` (None: replicated)."""
+    the node's value, split as `split` says ((dim, gathered) from
+    _plan.resolve; None: replicated)."""
     val = node.meta.get("val")
     if not hasattr(val, "shape"):
         refusals.add(what, "", f"a {type(val).__name__}: the frontend "
@@ -145,7 +146,7 @@ def bind(node, source, what: str, dim: Optional[int], refusals):
     except UnsupportedError as err:
         refusals.add(what, "", str(err))
         et = "f32"
-    layout = (Layout.split(shape, dim) if dim is not None
+    layout = (Layout.split(shape, *split) if split is not None
               else Layout.replicated(shape))
     return node, source, layout, et
 

@@ -141,6 +141,23 @@ class Translator:
             raise self.error(f"{err} of a value {lay.describe()}")
         return self.e.reshape(v, self.local(new)), new
 
+    def all_gather(self, item: Item) -> Item:
+        """The whole value of one split in contiguous blocks on a dim (a
+        ColwiseParallel(output_layouts=Replicate()) Linear's output)."""
+        v, lay = item
+        d = lay.split_dim()
+        key = lay.dim_key(d)
+        if len(key) != 1:
+            raise self.error(f"an all-gather of a value {lay.describe()} "
+                             f"in blocks that are not contiguous")
+        shape = list(v.shape)
+        shape[d] = lay.shape[d]
+        name = self.e.fresh("ag")
+        t = tensor_type(shape, v.et)
+        self.e.op(f"{name} = shard.all_gather {v.name} on @{self.e.grid} "
+                  f"grid_axes = [0] gather_axis = {d} : {v.type} -> {t}")
+        return Value(name, tuple(shape), v.et), Layout.replicated(lay.shape)
+
     def all_reduce(self, item: Item, kind: str = "sum") -> Item:
         v, lay = item
         name = self.e.fresh("ar")
@@ -373,7 +390,8 @@ class Translator:
             [(None, bl), (None, br)], bshape)
         m, n, k = nb, nb + 1, nb + 2
         dims = list(blay.dims) + [ll.dims[-2], rl.dims[-1]]
-        out = Layout(tuple(dims), partial)
+        out = Layout(tuple(dims), partial,
+                     rl.gather and rl.dim_is_split(len(rv.shape) - 1))
         if sum(1 for j in range(len(dims)) if out.dim_is_split(j)) > 1:
             raise self.error(
                 f"a product of two split operands (lhs {ll.describe()}, rhs "
@@ -399,6 +417,8 @@ class Translator:
         over the ranks (the all-reduce Overlap overlaps with the
         contraction) and the bias added after."""
         v, lay = acc
+        if lay.gather:
+            v, lay = self.all_gather((v, lay))
         if lay.partial:
             if et != "f32":
                 v = self.elementwise([(v, Layout(lay.dims))], lay.shape, et,

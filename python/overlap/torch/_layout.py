@@ -29,6 +29,9 @@ class LayoutError(ValueError):
 class Layout:
     dims: Tuple[Tuple[Factor, ...], ...]
     partial: bool = False
+    #: The weight of a ColwiseParallel(output_layouts=Replicate()) Linear
+    #: (and its views): the contraction it splits is all-gathered after.
+    gather: bool = False
 
     # -- construction ------------------------------------------------------
 
@@ -37,10 +40,11 @@ class Layout:
         return Layout(tuple(((int(d), False),) for d in shape))
 
     @staticmethod
-    def split(shape: Sequence[int], dim: int) -> "Layout":
+    def split(shape: Sequence[int], dim: int, gather: bool = False
+              ) -> "Layout":
         dims = [((int(d), False),) for d in shape]
         dims[dim] = ((int(shape[dim]), True),)
-        return Layout(tuple(dims))
+        return Layout(tuple(dims), gather=gather)
 
     # -- queries -----------------------------------------------------------
 
@@ -94,10 +98,12 @@ class Layout:
     # -- transformations ---------------------------------------------------
 
     def permute(self, perm: Sequence[int]) -> "Layout":
-        return Layout(tuple(self.dims[p] for p in perm), self.partial)
+        return Layout(tuple(self.dims[p] for p in perm), self.partial,
+                      self.gather)
 
     def with_dims(self, dims) -> "Layout":
-        return Layout(tuple(tuple(d) for d in dims), self.partial)
+        return Layout(tuple(tuple(d) for d in dims), self.partial,
+                      self.gather)
 
     def reshape(self, shape: Sequence[int], ranks: int) -> "Layout":
         """The layout after a view to the global `shape`: the factors are
@@ -139,7 +145,7 @@ class Layout:
             out.append(tuple(got) or ((1, False),))
         if any(f != 1 for f, _ in factors[k:]):
             raise LayoutError(f"a view to {list(shape)}")
-        return Layout(tuple(out), self.partial)
+        return Layout(tuple(out), self.partial, self.gather)
 
     # -- host side ---------------------------------------------------------
 

@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..jax._emit import UnsupportedError
 
 COLWISE, ROWWISE = "colwise", "rowwise"
+#: ColwiseParallel(output_layouts=Replicate()): its output all-gathered.
+COLWISE_GATHERED = "colwise_gathered"
 
 #: Each style's default (input, output) layouts, as placements print.
 _DEFAULTS = {COLWISE: ("Replicate()", "Shard(dim=-1)"),
@@ -75,8 +77,8 @@ def _placement(p) -> str:
 
 
 def style_of(style: Any) -> Tuple[Optional[str], str]:
-    """(COLWISE or ROWWISE, "") for a style the frontend takes, else
-    (None, why)."""
+    """(COLWISE, COLWISE_GATHERED or ROWWISE, "") for a style the frontend
+    takes, else (None, why)."""
     if isinstance(style, str):
         s = style.lower().replace("_", "")
         if s in ("colwise", "colwiseparallel"):
@@ -98,6 +100,12 @@ def style_of(style: Any) -> Tuple[Optional[str], str]:
     got = tuple(", ".join(_placement(p) for p in getattr(style, attr, ()))
                 for attr in ("input_layouts", "output_layouts"))
     want = _DEFAULTS[kind]
+    # A whole input of a rowwise Linear is cut to each rank's block, a
+    # colwise output gathered whole: both taken.
+    if kind == ROWWISE and got == ("Replicate()", want[1]):
+        return kind, ""
+    if kind == COLWISE and got == (want[0], "Replicate()"):
+        return COLWISE_GATHERED, ""
     if got != want:
         return None, (f"{cls}(input_layouts={got[0]}, output_layouts="
                       f"{got[1]}) is not taken yet: the frontend takes the "
@@ -107,11 +115,11 @@ def style_of(style: Any) -> Tuple[Optional[str], str]:
 
 
 def resolve(module, plan: Optional[Dict[str, Any]], ranks: int,
-            refusals: Refusals) -> Dict[str, int]:
+            refusals: Refusals) -> Dict[str, Tuple[int, bool]]:
     """Per state name ("fc1.weight"), the dim the plan splits over the
-    ranks."""
+    ranks, and whether the contraction it splits is gathered after."""
     import torch
-    splits: Dict[str, int] = {}
+    splits: Dict[str, Tuple[int, bool]] = {}
     if plan is None:
         return splits
     if not isinstance(plan, dict):
@@ -140,14 +148,16 @@ def resolve(module, plan: Optional[Dict[str, Any]], ranks: int,
                              f"an nn.Linear (the frontend shards Linear "
                              f"weights only)")
                 continue
-            dim = 0 if kind == COLWISE else 1
+            dim = 1 if kind == ROWWISE else 0
             size = m.weight.shape[dim]
             if size % ranks:
                 refusals.add(what, "", f"{n}'s weight has {size} "
                              f"{'output' if dim == 0 else 'input'} features,"
                              f" not a multiple of the {ranks} ranks")
                 continue
-            splits[n + ".weight"] = dim
+            gathered = kind == COLWISE_GATHERED
+            splits[n + ".weight"] = (dim, gathered)
+            # A gathered output takes its bias whole, after the gather.
             if m.bias is not None and kind == COLWISE:
-                splits[n + ".bias"] = 0
+                splits[n + ".bias"] = (0, False)
     return splits

@@ -84,8 +84,12 @@ def differentiable(dtype) -> bool:
     integers and booleans have float0 ones."""
     if dtype is None:
         return False
+    # jax's issubdtype knows its extended floats (bfloat16, float8):
+    # numpy's calls bfloat16 a non-number, which gave a bf16 weight a float0
+    # gradient.
+    import jax
     try:
-        return bool(np.issubdtype(np.dtype(dtype), np.inexact))
+        return bool(jax.dtypes.issubdtype(np.dtype(dtype), np.inexact))
     except TypeError:
         return False
 

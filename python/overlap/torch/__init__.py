@@ -123,12 +123,49 @@ def _placeholders(ep, ranks, splits, refusals, entry):
             refusals.add(what, "", f"an input of kind {kind} (the frontend "
                          f"takes tensors, parameters, buffers, constants)")
             continue
-        binding = bind(node, source, what,
-                       splits.get(source[1]) if source[0] == "state"
-                       else None, refusals)
+        split = splits.get(source[1]) if source[0] == "state" else None
+        if source[0] == "input" and splits.sequence:
+            # Sequence parallelism: the module's inputs come as each rank's
+            # tokens (dim 1 of [b, s, h]), as SequenceParallel takes them.
+            split = _sequence_split(val, what, splits, refusals)
+        binding = bind(node, source, what, split, refusals)
         if binding is not None:
             bound.append(binding)
     return bound, state
+
+
+def _sequence_split(val, what, splits, refusals):
+    ranks = splits.ranks
+    shape = tuple(getattr(val, "shape", ()))
+    if len(shape) != 3 or shape[1] % ranks:
+        refusals.add(what, "", f"an input of shape {list(shape)} under a "
+                     f"sequence-parallel plan: the frontend splits the "
+                     f"sequence dim of [b, s, h] over the {ranks} ranks")
+        return None
+    return (1, False, False)
+
+
+def _gather_inputs(translator, node, splits) -> None:
+    """The operands of `node` that enter a PrepareModuleInput module from
+    outside it, all-gathered over the sequence (once per value and
+    module)."""
+    translator.override = {}
+    if not splits.prepare:
+        return
+    inside = [v[0] for v in (node.meta.get("nn_module_stack") or {}).values()]
+    for name in (n for n in inside if n in splits.prepare):
+        for a in node.all_input_nodes:
+            outer = [v[0] for v in
+                     (a.meta.get("nn_module_stack") or {}).values()]
+            item = translator.env.get(a)
+            # Parameters are not the module's inputs; an activation split
+            # over the sequence (dim 1) is.
+            if name in outer or a in translator.state_nodes or \
+                    not isinstance(item, tuple) or item[1].split_dim() != 1:
+                continue
+            if (a, name) not in translator.gathered:
+                translator.gathered[(a, name)] = translator.all_gather(item)
+            translator.override[a] = translator.gathered[(a, name)]
 
 
 def bind(node, source, what: str, split, refusals):
@@ -162,7 +199,7 @@ def _constant(graph, node, translator, refusals) -> None:
         refusals.add(f"the constant {node.target}", "", str(err))
 
 
-def _translate(graph, translator, emitter, refusals) -> None:
+def _translate(graph, translator, emitter, refusals, splits=None) -> None:
     """Every call_function node, through OPS; the refused ones recorded
     (those that only use a refused value are skipped: one reason each)."""
     refused = set()
@@ -190,6 +227,8 @@ def _translate(graph, translator, emitter, refusals) -> None:
         emitter.prim = f"the aten op {name}"
         translator.node = node
         try:
+            if splits is not None:
+                _gather_inputs(translator, node, splits)
             translator.env[node] = handler(translator, node)
         except UnsupportedError as err:
             refusals.add(f"the aten op {name}", where, str(err))
@@ -219,13 +258,13 @@ def lower_program(module, *args, plan: Optional[Dict[str, Any]] = None,
     ep = torch.export.export(module, tuple(args))
     bound, state = _placeholders(ep, ranks, splits, refusals, entry)
     low = emit_graph(ep.graph, entry, ranks, bound, refusals,
-                     "the exported graph")
+                     "the exported graph", splits)
     low.state, low.out_spec = state, ep.call_spec.out_spec
     return low
 
 
 def emit_graph(graph, entry: str, ranks: int, bound, refusals,
-               what: str) -> Lowered:
+               what: str, splits=None) -> Lowered:
     """The per-rank program of the fx `graph` whose placeholders are
     `bound` ((node, source, layout, et) each), raising `refusals` (with
     those of the walk) if any."""
@@ -233,12 +272,14 @@ def emit_graph(graph, entry: str, ranks: int, bound, refusals,
     translator = Translator(emitter, ranks)
     params, sources, layouts = [], [], []
     for node, source, layout, et in bound:
+        if source[0] == "state":
+            translator.state_nodes.add(node)
         value = Value(f"%arg{len(params)}", layout.local_shape(ranks), et)
         translator.env[node] = (value, layout)
         params.append(value)
         sources.append(source)
         layouts.append(layout)
-    _translate(graph, translator, emitter, refusals)
+    _translate(graph, translator, emitter, refusals, splits)
     out_node = next(n for n in graph.nodes if n.op == "output")
     outs, out_layouts, out_dtypes = [], [], []
     results = out_node.args[0]

@@ -82,6 +82,13 @@ class Translator:
         self.ranks = ranks
         self.env: Dict[Any, Any] = {}
         self.node = None
+        #: Operands as the node being translated reads them (a module's
+        #: inputs all-gathered over the sequence), and those gathers, made
+        #: once per (value, module).
+        self.override: Dict[Any, Item] = {}
+        self.gathered: Dict[Any, Item] = {}
+        #: The placeholders that are the module's parameters and buffers.
+        self.state_nodes: set = set()
 
     # -- helpers -----------------------------------------------------------
 
@@ -89,6 +96,8 @@ class Translator:
         return UnsupportedError(why)
 
     def item(self, arg) -> Item:
+        if arg in self.override:
+            return self.override[arg]
         if arg not in self.env:
             raise self.error(f"an operand that is not a tensor ({arg!r})")
         return self.env[arg]
@@ -391,7 +400,8 @@ class Translator:
         m, n, k = nb, nb + 1, nb + 2
         dims = list(blay.dims) + [ll.dims[-2], rl.dims[-1]]
         out = Layout(tuple(dims), partial,
-                     rl.gather and rl.dim_is_split(len(rv.shape) - 1))
+                     rl.gather and rl.dim_is_split(len(rv.shape) - 1),
+                     partial and rl.scatter)
         if sum(1 for j in range(len(dims)) if out.dim_is_split(j)) > 1:
             raise self.error(
                 f"a product of two split operands (lhs {ll.describe()}, rhs "
@@ -448,10 +458,50 @@ class Translator:
         if len(lead) != 1:
             x = self.reshape(x, [int(np.prod(lead, dtype=np.int64)),
                                  x[1].shape[-1]])
-        y = self.finish(self.contract(x, wt), et, bias, beta)
+        acc = self.contract(x, wt)
+        if acc[1].scatter:
+            return self.scattered(acc, lead, et, bias, beta)
+        y = self.finish(acc, et, bias, beta)
         if len(lead) != 1:
             y = self.reshape(y, list(lead) + [y[1].shape[-1]])
         return y
+
+    def scattered(self, acc: Item, lead, et: str, bias: Optional[Item],
+                  beta: float) -> Item:
+        """A RowwiseParallel(output_layouts=Shard(1)) Linear's partial sum
+        [b*s, N]: rounded, unfolded to [b, s, N], reduce-scattered over s
+        (each rank its tokens, summed over the ranks: the pair Overlap
+        overlaps), then the bias added."""
+        if len(lead) != 2:
+            raise self.error(
+                f"RowwiseParallel(output_layouts=Shard(1)) on an input of "
+                f"shape {list(lead) + ['K']}: the frontend scatters the "
+                f"sequence dim of [b, s, h]")
+        if lead[1] % self.ranks:
+            raise self.error(f"a sequence of {lead[1]} tokens, not a "
+                             f"multiple of the {self.ranks} ranks")
+        v, lay = acc
+        if et != v.et:
+            v = self.elementwise([(v, Layout(lay.dims))], lay.shape, et,
+                                 lambda b, x: x[0])[0]
+        v, lay = self.reshape((v, lay), list(lead) + [lay.shape[-1]])
+        shape = list(v.shape)
+        shape[1] //= self.ranks
+        name = self.e.fresh("rs")
+        t = tensor_type(shape, v.et)
+        self.e.op(f"{name} = shard.reduce_scatter {v.name} on "
+                  f"@{self.e.grid} grid_axes = [0] scatter_axis = 1 : "
+                  f"{v.type} -> {t}")
+        y = Value(name, tuple(shape), v.et), Layout.split(lay.shape, 1)
+        if bias is None:
+            return y
+
+        def add(b, x):
+            z = x[1]
+            if beta != 1.0:
+                z = b(f"arith.mulf {z}, {b.const(beta, 'f32')} : f32")
+            return b(f"arith.addf {x[0]}, {z} : f32")
+        return self.elementwise([y, bias], lay.shape, et, add)
 
     def transpose(self, item: Item, perm: Sequence[int]) -> Item:
         v, lay = item

@@ -228,6 +228,13 @@ class Layer:
         from ._plan import Refusals, resolve
         refusals = Refusals()
         splits = resolve(self.module, self.plan, self.ranks, refusals)
+        if splits.sequence or any(v[2] for v in splits.values()):
+            refusals.add("the plan", "", "the backward of a sequence-"
+                         "parallel plan (SequenceParallel, PrepareModuleInput,"
+                         " RowwiseParallel(output_layouts=Shard(1))) is not "
+                         "taken yet: overlap.torch.jit differentiates "
+                         "Colwise/RowwiseParallel plans")
+            refusals.raise_if_any(_entry_name(self.module) + "_backward")
         gm = _joint(self.module, self.names, self.example)
         fwd = self.program.lowered
         places = [n for n in gm.graph.nodes if n.op == "placeholder"]

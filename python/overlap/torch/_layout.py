@@ -32,6 +32,9 @@ class Layout:
     #: The weight of a ColwiseParallel(output_layouts=Replicate()) Linear
     #: (and its views): the contraction it splits is all-gathered after.
     gather: bool = False
+    #: The weight of a RowwiseParallel(output_layouts=Shard(1)) Linear: the
+    #: partial sum it makes is reduce-scattered over the sequence.
+    scatter: bool = False
 
     # -- construction ------------------------------------------------------
 
@@ -40,11 +43,11 @@ class Layout:
         return Layout(tuple(((int(d), False),) for d in shape))
 
     @staticmethod
-    def split(shape: Sequence[int], dim: int, gather: bool = False
-              ) -> "Layout":
+    def split(shape: Sequence[int], dim: int, gather: bool = False,
+              scatter: bool = False) -> "Layout":
         dims = [((int(d), False),) for d in shape]
         dims[dim] = ((int(shape[dim]), True),)
-        return Layout(tuple(dims), gather=gather)
+        return Layout(tuple(dims), gather=gather, scatter=scatter)
 
     # -- queries -----------------------------------------------------------
 
@@ -99,11 +102,11 @@ class Layout:
 
     def permute(self, perm: Sequence[int]) -> "Layout":
         return Layout(tuple(self.dims[p] for p in perm), self.partial,
-                      self.gather)
+                      self.gather, self.scatter)
 
     def with_dims(self, dims) -> "Layout":
         return Layout(tuple(tuple(d) for d in dims), self.partial,
-                      self.gather)
+                      self.gather, self.scatter)
 
     def reshape(self, shape: Sequence[int], ranks: int) -> "Layout":
         """The layout after a view to the global `shape`: the factors are
@@ -145,7 +148,7 @@ class Layout:
             out.append(tuple(got) or ((1, False),))
         if any(f != 1 for f, _ in factors[k:]):
             raise LayoutError(f"a view to {list(shape)}")
-        return Layout(tuple(out), self.partial, self.gather)
+        return Layout(tuple(out), self.partial, self.gather, self.scatter)
 
     # -- host side ---------------------------------------------------------
 

@@ -23,6 +23,27 @@ from ..jax._emit import UnsupportedError
 COLWISE, ROWWISE = "colwise", "rowwise"
 #: ColwiseParallel(output_layouts=Replicate()): its output all-gathered.
 COLWISE_GATHERED = "colwise_gathered"
+#: RowwiseParallel(output_layouts=Shard(1)): its output reduce-scattered
+#: over the sequence dim of [b, s, h] (sequence parallelism).
+ROWWISE_SCATTERED = "rowwise_scattered"
+#: SequenceParallel() on a norm: it runs on each rank's tokens.
+SEQUENCE = "sequence"
+#: PrepareModuleInput(input_layouts=Shard(1), desired=Replicate()): the
+#: module's inputs all-gathered over the sequence dim.
+GATHER_INPUTS = "gather_inputs"
+
+
+class Splits(dict):
+    """Per state name ("fc1.weight"): (dim split over the ranks, gathered
+    after its contraction, reduce-scattered after it); with the modules
+    whose inputs are all-gathered over the sequence (`prepare`) and whether
+    the module's inputs come split over the sequence (`sequence`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.prepare: set = set()
+        self.sequence = False
+        self.ranks = 1
 
 #: Each style's default (input, output) layouts, as placements print.
 _DEFAULTS = {COLWISE: ("Replicate()", "Shard(dim=-1)"),
@@ -89,6 +110,9 @@ def style_of(style: Any) -> Tuple[Optional[str], str]:
                       f"('colwise', 'rowwise', or ColwiseParallel() / "
                       f"RowwiseParallel() objects)")
     cls = type(style).__name__
+    seq = _sequence_style(style, cls)
+    if seq is not None:
+        return seq
     kind = {"ColwiseParallel": COLWISE, "RowwiseParallel": ROWWISE}.get(cls)
     if kind is None:
         return None, (f"{cls} is not taken yet: the frontend takes "
@@ -106,6 +130,8 @@ def style_of(style: Any) -> Tuple[Optional[str], str]:
         return kind, ""
     if kind == COLWISE and got == (want[0], "Replicate()"):
         return COLWISE_GATHERED, ""
+    if kind == ROWWISE and got == (want[0], "Shard(dim=1)"):
+        return ROWWISE_SCATTERED, ""
     if got != want:
         return None, (f"{cls}(input_layouts={got[0]}, output_layouts="
                       f"{got[1]}) is not taken yet: the frontend takes the "
@@ -114,12 +140,37 @@ def style_of(style: Any) -> Tuple[Optional[str], str]:
     return kind, ""
 
 
+def _sequence_style(style, cls: str):
+    """(kind, why) of SequenceParallel and PrepareModuleInput, None for
+    other classes."""
+    if cls == "SequenceParallel":
+        got = ", ".join(_placement(p) for p in
+                        getattr(style, "sequence_sharding", ()))
+        if got != "Shard(dim=1)":
+            return None, (f"SequenceParallel over {got}: the frontend "
+                          f"takes the sequence dim 1 of [b, s, h]")
+        return SEQUENCE, ""
+    if cls == "PrepareModuleInput":
+        got = tuple(", ".join(_placement(p) for p in (getattr(
+            style, attr, None) or ())) for attr in ("input_layouts",
+                                                     "desired_input_layouts"))
+        if got != ("Shard(dim=1)", "Replicate()") or getattr(
+                style, "input_kwarg_layouts", None):
+            return None, (f"PrepareModuleInput(input_layouts={got[0]}, "
+                          f"desired_input_layouts={got[1]}) is not taken: "
+                          f"the frontend takes one positional input from "
+                          f"Shard(1) to Replicate() (an all-gather over the "
+                          f"sequence)")
+        return GATHER_INPUTS, ""
+    return None
+
+
 def resolve(module, plan: Optional[Dict[str, Any]], ranks: int,
-            refusals: Refusals) -> Dict[str, Tuple[int, bool]]:
-    """Per state name ("fc1.weight"), the dim the plan splits over the
-    ranks, and whether the contraction it splits is gathered after."""
+            refusals: Refusals) -> Splits:
+    """How the plan splits the module's state and inputs (Splits)."""
     import torch
-    splits: Dict[str, Tuple[int, bool]] = {}
+    splits = Splits()
+    splits.ranks = ranks
     if plan is None:
         return splits
     if not isinstance(plan, dict):
@@ -143,21 +194,31 @@ def resolve(module, plan: Optional[Dict[str, Any]], ranks: int,
                          f"{', '.join(linears) or 'none'})")
         for n in matched:
             m = module.get_submodule(n)
+            if kind in (SEQUENCE, GATHER_INPUTS):
+                splits.sequence = True
+                if kind == GATHER_INPUTS:
+                    splits.prepare.add(n)
+                elif not isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm,
+                                        torch.nn.Dropout)):
+                    refusals.add(what, "", f"SequenceParallel on {n}, a "
+                                 f"{type(m).__name__} (the frontend takes "
+                                 f"it on LayerNorm, RMSNorm and Dropout)")
+                continue
             if not isinstance(m, torch.nn.Linear):
                 refusals.add(what, "", f"{n} is a {type(m).__name__}, not "
                              f"an nn.Linear (the frontend shards Linear "
                              f"weights only)")
                 continue
-            dim = 1 if kind == ROWWISE else 0
+            dim = 1 if kind in (ROWWISE, ROWWISE_SCATTERED) else 0
             size = m.weight.shape[dim]
             if size % ranks:
                 refusals.add(what, "", f"{n}'s weight has {size} "
                              f"{'output' if dim == 0 else 'input'} features,"
                              f" not a multiple of the {ranks} ranks")
                 continue
-            gathered = kind == COLWISE_GATHERED
-            splits[n + ".weight"] = (dim, gathered)
+            splits[n + ".weight"] = (dim, kind == COLWISE_GATHERED,
+                                     kind == ROWWISE_SCATTERED)
             # A gathered output takes its bias whole, after the gather.
             if m.bias is not None and kind == COLWISE:
-                splits[n + ".bias"] = (0, False)
+                splits[n + ".bias"] = (0, False, False)
     return splits

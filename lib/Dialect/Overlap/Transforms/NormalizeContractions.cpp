@@ -3,11 +3,15 @@
 // The first step of overlap-raise: the contractions frontends write next to
 // a collective (PyTorch-layout [out, in] weights, [batch, seq, hidden]
 // activations as linalg.generic, linalg.batch_matmul with a broadcast
-// weight or linalg.contract) become a 2-D linalg.matmul with default maps
-// between reshapes, and the reshapes move to the far side of the
-// collective where that keeps its blocks contiguous, so the raise rules
-// see the textbook pair. Nothing changes the arithmetic: the rows of the
-// flattened product are computed exactly as before.
+// weight or linalg.contract; several contracted or free dims, as attention
+// that keeps its heads writes; the tokens as the second operand, as a
+// vmapped `w @ t` writes) become a 2-D linalg.matmul with default maps (a
+// linalg.batch_matmul for experts beside an all-to-all) between reshapes,
+// and the reshapes move to the far side of the collective where that keeps
+// its blocks contiguous, so the raise rules see the textbook pair. Each
+// element of the flattened product is the sum over the same row and column
+// as before; several contracted dims are summed in the row operand's
+// memory order, as any GEMM over the flattened K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,14 +35,6 @@ using namespace mlir;
 using namespace mlir::overlap;
 
 namespace {
-
-/// A contraction C[f..., n] += A[f..., k] * B[k, n] (or B[n, k]): the loop
-/// positions of the free dims f (in A's and C's order), of n and of k.
-struct ContractionForm {
-  SmallVector<unsigned> free;
-  unsigned n = 0, k = 0;
-  bool transposedB = false;
-};
 
 std::optional<unsigned> dimPos(AffineExpr expr) {
   if (auto dim = dyn_cast<AffineDimExpr>(expr))
@@ -79,8 +75,31 @@ bool isMatmulBody(Block &body) {
   return operandsOk && list.size() <= 4;
 }
 
+/// The loops of a contraction C += A * B whose maps are projected
+/// permutations, by the operands they index: all three (a batch loop, at
+/// most one), one input and C (that input's free loops), both inputs (the
+/// contracted loops, the only reductions). Any number of free and
+/// contracted loops: `bshd,hdn->bsn` (an attention output projection
+/// that keeps the heads) contracts two.
+struct Contraction {
+  /// The loops each operand indexes, in its dim order: inputs 0, 1, C.
+  SmallVector<unsigned> dims[3];
+  SmallVector<int64_t> extents;
+  std::optional<unsigned> batch;
+  SmallVector<unsigned> free[2];
+  llvm::SmallDenseSet<unsigned> contracted;
+
+  /// The input whose free loop `loop` is (0 or 1), or none.
+  std::optional<unsigned> ownerOf(unsigned loop) const {
+    for (unsigned i = 0; i < 2; ++i)
+      if (llvm::is_contained(free[i], loop))
+        return i;
+    return std::nullopt;
+  }
+};
+
 /// `op` in the form above, or nothing.
-std::optional<ContractionForm> matchContraction(linalg::LinalgOp op) {
+std::optional<Contraction> matchContraction(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1)
     return std::nullopt;
@@ -95,49 +114,38 @@ std::optional<ContractionForm> matchContraction(linalg::LinalgOp op) {
   if (auto cast = op->getAttrOfType<linalg::TypeFnAttr>("cast");
       cast && cast.getValue() != linalg::TypeFn::cast_signed)
     return std::nullopt;
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  AffineMap a = maps[0], b = maps[1], c = maps[2];
-  if (a.getNumResults() < 2 || b.getNumResults() != 2 ||
-      c.getNumResults() != a.getNumResults())
-    return std::nullopt;
-  ContractionForm form;
-  unsigned rank = a.getNumResults();
-  for (unsigned i = 0; i + 1 < rank; ++i) {
-    std::optional<unsigned> fa = dimPos(a.getResult(i)),
-                            fc = dimPos(c.getResult(i));
-    if (!fa || fa != fc)
-      return std::nullopt;
-    form.free.push_back(*fa);
-  }
-  std::optional<unsigned> k = dimPos(a.getResult(rank - 1)),
-                          n = dimPos(c.getResult(rank - 1));
-  std::optional<unsigned> b0 = dimPos(b.getResult(0)),
-                          b1 = dimPos(b.getResult(1));
-  if (!k || !n || !b0 || !b1)
-    return std::nullopt;
-  if (*b0 == *k && *b1 == *n)
-    form.transposedB = false;
-  else if (*b0 == *n && *b1 == *k)
-    form.transposedB = true;
-  else
-    return std::nullopt;
-  form.k = *k;
-  form.n = *n;
-  // Every loop is one of f..., n, k, once; only k reduces.
-  SmallVector<unsigned> all(form.free);
-  all.push_back(form.n);
-  all.push_back(form.k);
-  if (all.size() != op.getNumLoops() ||
-      llvm::SmallDenseSet<unsigned>(all.begin(), all.end()).size() !=
-          all.size())
-    return std::nullopt;
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (unsigned loop = 0; loop < iterators.size(); ++loop)
-    if ((iterators[loop] == utils::IteratorType::reduction) != (loop == *k))
-      return std::nullopt;
   for (Value v : op->getOperands())
     if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
       return std::nullopt;
+  Contraction form;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  unsigned loops = op.getNumLoops();
+  for (unsigned i = 0; i < 3; ++i) {
+    for (AffineExpr expr : maps[i].getResults()) {
+      std::optional<unsigned> loop = dimPos(expr);
+      if (!loop || llvm::is_contained(form.dims[i], *loop))
+        return std::nullopt;
+      form.dims[i].push_back(*loop);
+    }
+  }
+  form.extents = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned loop = 0; loop < loops; ++loop) {
+    bool in0 = llvm::is_contained(form.dims[0], loop),
+         in1 = llvm::is_contained(form.dims[1], loop),
+         inC = llvm::is_contained(form.dims[2], loop);
+    bool reduced = iterators[loop] == utils::IteratorType::reduction;
+    if (in0 && in1 && !inC && reduced)
+      form.contracted.insert(loop);
+    else if (in0 && in1 && inC && !reduced && !form.batch)
+      form.batch = loop;
+    else if (in0 != in1 && inC && !reduced)
+      form.free[in0 ? 0 : 1].push_back(loop);
+    else
+      return std::nullopt;
+  }
+  if (form.free[0].empty() || form.free[1].empty() || form.contracted.empty())
+    return std::nullopt;
   return form;
 }
 
@@ -153,119 +161,326 @@ template <typename Reshape> Operation *producerThrough(Value value) {
   return nullptr;
 }
 
-/// Whether `op`'s result reaches a shard all-reduce / reduce-scatter (its
-/// only user, through casts and expand_shape), or its first operand comes
-/// from a shard all-gather (through casts and collapse_shape): the
-/// contractions worth normalizing. Next to an all-to-all, only a 2-D one
-/// (the expert GEMM of a dispatch or combine written `x @ w[0]`): a
-/// batched one is raised as a batch_matmul, which flattening would hide.
-bool nextToCollective(linalg::LinalgOp op) {
-  bool twoD = cast<ShapedType>(op.getDpsInputs()[0].getType()).getRank() == 2;
+/// The collectives around a contraction.
+struct Neighbors {
+  /// The shard all-reduce, reduce-scatter or all-to-all that the result
+  /// reaches (its only user, through casts, expand_shape, transposes and
+  /// elementwise ops of one input: the rounding before a psum).
+  Operation *after = nullptr;
+  /// The dim of C that `after` scatters (reduce-scatter) or splits
+  /// (all-to-all), when the way there keeps the dims (no expand_shape).
+  std::optional<int64_t> cutDim;
+  /// The all-gather or all-to-all that produces each input (through casts
+  /// and collapse_shape).
+  Operation *before[2] = {nullptr, nullptr};
+  /// The dim of each input that its all-gather concatenates (through casts
+  /// only).
+  std::optional<int64_t> gatherDim[2];
+};
+
+Neighbors neighborsOf(linalg::LinalgOp op) {
+  Neighbors around;
   Value value = op->getResult(0);
+  // Dim i of `value` is dim dimOf[i] of C, while `kept`.
+  auto dimOf = llvm::to_vector(
+      llvm::seq<int64_t>(0, cast<RankedTensorType>(value.getType()).getRank()));
+  bool kept = true;
   while (value.hasOneUse()) {
     Operation *user = *value.getUsers().begin();
-    if (isa<shard::AllReduceOp, shard::ReduceScatterOp>(user) ||
-        (twoD && isa<shard::AllToAllOp>(user)))
-      return true;
-    // An elementwise op of one input (the rounding before a psum).
-    auto elementwise = dyn_cast<linalg::GenericOp>(user);
-    if (!isa<tensor::CastOp, tensor::ExpandShapeOp>(user) &&
-        !(elementwise && isPlainElementwise(elementwise)))
+    if (isa<shard::AllReduceOp, shard::ReduceScatterOp, shard::AllToAllOp>(
+            user)) {
+      around.after = user;
+      std::optional<int64_t> axis;
+      if (auto scatter = dyn_cast<shard::ReduceScatterOp>(user))
+        axis = scatter.getScatterAxis().getSExtValue();
+      else if (auto a2a = dyn_cast<shard::AllToAllOp>(user))
+        axis = a2a.getSplitAxis().getSExtValue();
+      if (axis && kept && *axis >= 0 &&
+          *axis < static_cast<int64_t>(dimOf.size()))
+        around.cutDim = dimOf[*axis];
       break;
+    }
+    auto transpose = dyn_cast<linalg::TransposeOp>(user);
+    auto elementwise = dyn_cast<linalg::GenericOp>(user);
+    if (transpose && transpose.hasPureTensorSemantics()) {
+      SmallVector<int64_t> permuted;
+      for (int64_t p : transpose.getPermutation())
+        permuted.push_back(dimOf[p]);
+      dimOf = permuted;
+    } else if (isa<tensor::ExpandShapeOp>(user)) {
+      kept = false;
+    } else if (!isa<tensor::CastOp>(user) &&
+               !(elementwise && isPlainElementwise(elementwise))) {
+      break;
+    }
     value = user->getResult(0);
   }
-  Operation *producer =
-      producerThrough<tensor::CollapseShapeOp>(op.getDpsInputs()[0]);
-  return isa_and_nonnull<shard::AllGatherOp>(producer) ||
-         (twoD && isa_and_nonnull<shard::AllToAllOp>(producer));
-}
-
-/// The free dim of `op` (a contraction of rank-`rank` A and C) that its
-/// reduce-scatter or all-gather cuts, when a dim before it is not 1: then
-/// the blocks are strided in the flattened rows, and the flattening must
-/// put that dim first (Megatron's sequence parallelism on [b, s, h]).
-std::optional<int64_t> stridedAxis(linalg::LinalgOp op, unsigned rank) {
-  std::optional<int64_t> axis;
-  Value value = op->getResult(0);
-  while (value.hasOneUse() && !axis) {
-    Operation *user = *value.getUsers().begin();
-    if (auto scatter = dyn_cast<shard::ReduceScatterOp>(user))
-      axis = scatter.getScatterAxis().getSExtValue();
-    else if (auto generic = dyn_cast<linalg::GenericOp>(user);
-             isa<tensor::CastOp>(user) ||
-             (generic && isPlainElementwise(generic)))
-      value = user->getResult(0);
-    else
-      break;
-  }
-  if (!axis)
+  for (unsigned i = 0; i < 2; ++i) {
+    Value input = op.getDpsInputs()[i];
+    Operation *producer = producerThrough<tensor::CollapseShapeOp>(input);
+    if (isa_and_nonnull<shard::AllGatherOp, shard::AllToAllOp>(producer))
+      around.before[i] = producer;
     if (auto gather = dyn_cast_or_null<shard::AllGatherOp>(
-            producerThrough<tensor::CastOp>(op.getDpsInputs()[0])))
-      axis = gather.getGatherAxis().getSExtValue();
-  if (!axis || *axis <= 0 || *axis + 1 >= static_cast<int64_t>(rank))
-    return std::nullopt;
-  ArrayRef<int64_t> shape =
-      cast<RankedTensorType>(op.getDpsInits()[0].getType()).getShape();
-  if (llvm::all_of(shape.take_front(*axis), [](int64_t d) { return d == 1; }))
-    return std::nullopt;
-  return axis;
+            producerThrough<tensor::CastOp>(input)))
+      around.gatherDim[i] = gather.getGatherAxis().getSExtValue();
+  }
+  return around;
 }
 
-/// A contraction next to a collective -> [collapse_shape,] (transpose B,)
-/// 2-D linalg.matmul [, expand_shape]. When the collective cuts a free dim
-/// after a non-unit one, A and C are transposed first so that dim leads
-/// (and the product is transposed back): its blocks are then whole rows.
+/// A contraction as the GEMM the fused ops take: C2[M, N] = A2[M, K] *
+/// B2[K, N] (or, batched, C2[b, M, N] = A2[b, M, K] * B2[b, K, N]), each
+/// of M, N and K a group of loops flattened in the order listed. `lhs`
+/// is the input that gives the rows.
+struct GemmForm {
+  unsigned lhs = 0;
+  std::optional<unsigned> batch;
+  SmallVector<unsigned> m, n, k;
+};
+
+/// `loops` in the order `order` lists them.
+SmallVector<unsigned> inOrder(ArrayRef<unsigned> order,
+                              const llvm::SmallDenseSet<unsigned> &loops) {
+  SmallVector<unsigned> result;
+  for (unsigned loop : order)
+    if (loops.contains(loop))
+      result.push_back(loop);
+  return result;
+}
+
+/// The GEMM that `op` (the contraction `form`, with the collectives
+/// `around`) is normalized to, when it is worth it: next to a collective,
+/// with the rows on the side the collective cuts. Nothing when `op` is
+/// not next to one, or when its row operand would need its contracted
+/// dims moved (a transposed A: A's K dims before its M dims).
+std::optional<GemmForm> gemmFormOf(linalg::LinalgOp op, const Contraction &form,
+                                   const Neighbors &around) {
+  GemmForm gemm;
+  gemm.batch = form.batch;
+  bool twoD = llvm::all_of(op->getOperands(), [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank() == 2;
+  });
+  // The input that a collective feeds gives the rows: the gathered
+  // tokens of sequence parallelism, the dispatched tokens of experts
+  // (input 1 where a per-token linear is vmapped, `w @ t`, and the
+  // product comes out [out, tokens]). Input 1 only when its gathered dim
+  // is one of its free dims.
+  auto fedBy = [&](unsigned i) -> bool {
+    Operation *producer = around.before[i];
+    if (!producer)
+      return false;
+    if (isa<shard::AllToAllOp>(producer) && !twoD && !form.batch)
+      return false;
+    if (isa<shard::AllGatherOp>(producer) && form.batch)
+      return false;
+    if (i == 1 &&
+        (!around.gatherDim[1] ||
+         !llvm::is_contained(form.free[1], form.dims[1][*around.gatherDim[1]])))
+      return isa<shard::AllToAllOp>(producer);
+    return true;
+  };
+  // After: the rows are the side that holds the dim the collective cuts.
+  auto cutOwner = [&]() -> std::optional<unsigned> {
+    if (!around.cutDim)
+      return std::nullopt;
+    return form.ownerOf(form.dims[2][*around.cutDim]);
+  };
+  bool afterOk = false;
+  if (around.after && form.batch)
+    afterOk = isa<shard::AllToAllOp>(around.after);
+  else if (around.after)
+    afterOk = isa<shard::AllReduceOp, shard::ReduceScatterOp>(around.after) ||
+              (twoD && isa<shard::AllToAllOp>(around.after));
+  if (fedBy(0))
+    gemm.lhs = 0;
+  else if (fedBy(1))
+    gemm.lhs = 1;
+  else if (afterOk)
+    gemm.lhs = cutOwner().value_or(0);
+  else
+    return std::nullopt;
+  if (form.batch && !around.before[gemm.lhs] && !cutOwner())
+    return std::nullopt;
+  unsigned lhs = gemm.lhs, rhs = 1 - lhs;
+  llvm::SmallDenseSet<unsigned> rows(form.free[lhs].begin(),
+                                     form.free[lhs].end()),
+      cols(form.free[rhs].begin(), form.free[rhs].end());
+  gemm.m = inOrder(form.dims[lhs], rows);
+  gemm.k = inOrder(form.dims[lhs], form.contracted);
+  gemm.n = inOrder(form.dims[rhs], cols);
+  // The row operand as it lies must be [batch, M..., K...].
+  SmallVector<unsigned> wanted;
+  if (gemm.batch)
+    wanted.push_back(*gemm.batch);
+  llvm::append_range(wanted, gemm.m);
+  llvm::append_range(wanted, gemm.k);
+  if (!llvm::equal(wanted, form.dims[lhs]))
+    return std::nullopt;
+  // When the collective cuts a row dim after a non-unit one, its blocks
+  // are strided in the flattened rows: that dim goes first (and the
+  // product is transposed back). Megatron's sequence parallelism on
+  // [b, s, h].
+  std::optional<unsigned> cut;
+  if (around.cutDim && isa<shard::ReduceScatterOp>(around.after))
+    cut = form.dims[2][*around.cutDim];
+  else if (around.gatherDim[lhs] && around.before[lhs] &&
+           isa<shard::AllGatherOp>(around.before[lhs]))
+    cut = form.dims[lhs][*around.gatherDim[lhs]];
+  if (cut && !gemm.batch) {
+    auto *at = llvm::find(gemm.m, *cut);
+    if (at != gemm.m.end() &&
+        llvm::any_of(llvm::make_range(gemm.m.begin(), at),
+                     [&](unsigned loop) { return form.extents[loop] != 1; })) {
+      gemm.m.erase(at);
+      gemm.m.insert(gemm.m.begin(), *cut);
+    }
+  }
+  return gemm;
+}
+
+/// The permutation that takes an operand indexing `dims` (in its order)
+/// to the order `order`: result dim i is operand dim perm[i].
+SmallVector<int64_t> permutationTo(ArrayRef<unsigned> dims,
+                                   ArrayRef<unsigned> order) {
+  SmallVector<int64_t> perm;
+  for (unsigned loop : order)
+    perm.push_back(llvm::find(dims, loop) - dims.begin());
+  return perm;
+}
+
+/// The reassociation that flattens consecutive groups of `sizes` dims.
+SmallVector<ReassociationIndices> groupsOf(ArrayRef<size_t> sizes) {
+  SmallVector<ReassociationIndices> groups;
+  int64_t next = 0;
+  for (size_t size : sizes) {
+    ReassociationIndices group;
+    for (size_t i = 0; i < size; ++i)
+      group.push_back(next++);
+    groups.push_back(group);
+  }
+  return groups;
+}
+
+/// `value` collapsed by `groups`, or itself when every group is one dim.
+Value collapse(OpBuilder &b, Location loc, Value value,
+               ArrayRef<ReassociationIndices> groups) {
+  if (llvm::all_of(groups, [](const ReassociationIndices &group) {
+        return group.size() == 1;
+      }))
+    return value;
+  return tensor::CollapseShapeOp::create(b, loc, value, groups);
+}
+
+/// The accumulator `init` with its dims permuted: a fresh fill when `init`
+/// is a fill of a tensor.empty (the zeros a frontend starts from), so the
+/// GEMM's accumulator stays a fill the later passes recognize.
+Value permutedInit(OpBuilder &b, Location loc, Value init,
+                   ArrayRef<int64_t> perm) {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return init;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.hasPureTensorSemantics() ||
+      !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    return transposeTensor(b, loc, init, perm);
+  auto type = cast<RankedTensorType>(init.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  Value empty = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+  return linalg::FillOp::create(b, loc, fill.getInputs()[0], empty)
+      .getResult(0);
+}
+
+/// A contraction next to a collective -> [transpose,] [collapse_shape,]
+/// 2-D linalg.matmul (or linalg.batch_matmul) [, expand_shape]
+/// [, transpose]: several free or contracted dims flattened into M, N and
+/// K; a PyTorch-layout weight transposed; the other input as the rows
+/// when the collective feeds it (`jax.vmap(lambda t: w @ t)`, whose
+/// product is [out, tokens]) or holds the dim a reduce-scatter cuts; and
+/// the row dim a collective cuts first when a dim before it is not 1.
+/// Each element of the product is the sum over the same A row and B
+/// column as before; with several contracted dims the sum runs over them
+/// in the row operand's memory order (any GEMM's K order).
 struct NormalizeContraction
     : public OpInterfaceRewritePattern<linalg::LinalgOp> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
+    // Already the textbook forms.
     if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
         mm && !mm.hasUserDefinedMaps())
-      return failure(); // already the textbook form
-    std::optional<ContractionForm> form = matchContraction(op);
-    if (!form || !nextToCollective(op))
+      return failure();
+    if (auto bm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+        bm && !bm.hasUserDefinedMaps())
+      return failure();
+    std::optional<Contraction> form = matchContraction(op);
+    if (!form)
+      return failure();
+    std::optional<GemmForm> gemm = gemmFormOf(op, *form, neighborsOf(op));
+    if (!gemm)
       return failure();
     Location loc = op.getLoc();
-    Value a = op.getDpsInputs()[0], b = op.getDpsInputs()[1];
+    unsigned lhs = gemm->lhs, rhs = 1 - lhs;
+    Value a = op.getDpsInputs()[lhs], b = op.getDpsInputs()[rhs];
     Value c = op.getDpsInits()[0];
-    unsigned rank = cast<RankedTensorType>(a.getType()).getRank();
-    SmallVector<int64_t> lead;
-    if (std::optional<int64_t> axis = stridedAxis(op, rank)) {
-      lead = axisFirst(*axis, rank);
-      a = transposeTensor(rewriter, loc, a, lead);
-      c = transposeTensor(rewriter, loc, c, lead);
-    }
+    SmallVector<unsigned> batch;
+    if (gemm->batch)
+      batch.push_back(*gemm->batch);
+    auto concat = [&](ArrayRef<unsigned> x, ArrayRef<unsigned> y) {
+      SmallVector<unsigned> order(batch);
+      llvm::append_range(order, x);
+      llvm::append_range(order, y);
+      return order;
+    };
+    auto groups = [&](size_t x, size_t y) {
+      SmallVector<size_t> sizes;
+      if (gemm->batch)
+        sizes.push_back(1);
+      sizes.push_back(x);
+      sizes.push_back(y);
+      return groupsOf(sizes);
+    };
+    size_t m = gemm->m.size(), n = gemm->n.size(), k = gemm->k.size();
+    // A: [batch, M..., K...] (a transpose only to put a cut dim first).
+    a = transposeTensor(
+        rewriter, loc, a,
+        permutationTo(form->dims[lhs], concat(gemm->m, gemm->k)));
+    // C: [batch, M..., N...].
+    SmallVector<int64_t> cPerm =
+        permutationTo(form->dims[2], concat(gemm->m, gemm->n));
+    c = permutedInit(rewriter, loc, c, cPerm);
     auto cType = cast<RankedTensorType>(c.getType());
-    // [f..., x] -> [prod f, x]
-    SmallVector<ReassociationIndices> flatten;
-    if (rank > 2) {
-      ReassociationIndices rows;
-      for (unsigned i = 0; i + 1 < rank; ++i)
-        rows.push_back(i);
-      flatten = {rows, {static_cast<int64_t>(rank - 1)}};
-      a = tensor::CollapseShapeOp::create(rewriter, loc, a, flatten);
-      c = tensor::CollapseShapeOp::create(rewriter, loc, c, flatten);
+    SmallVector<ReassociationIndices> aGroups = groups(m, k),
+                                      cGroups = groups(m, n);
+    a = collapse(rewriter, loc, a, aGroups);
+    c = collapse(rewriter, loc, c, cGroups);
+    // B: [batch, K..., N...] as it lies, or [batch, N..., K...] (a
+    // PyTorch-layout weight) flattened and then transposed, or any other
+    // order transposed first.
+    SmallVector<unsigned> kn = concat(gemm->k, gemm->n),
+                          nk = concat(gemm->n, gemm->k);
+    if (llvm::equal(form->dims[rhs], nk)) {
+      b = collapse(rewriter, loc, b, groups(n, k));
+      unsigned rank = cast<RankedTensorType>(b.getType()).getRank();
+      SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      std::swap(swap[rank - 2], swap[rank - 1]);
+      b = transposeTensor(rewriter, loc, b, swap);
+    } else {
+      b = transposeTensor(rewriter, loc, b, permutationTo(form->dims[rhs], kn));
+      b = collapse(rewriter, loc, b, groups(k, n));
     }
-    if (form->transposedB) {
-      auto bType = cast<RankedTensorType>(b.getType());
-      Value init = tensor::EmptyOp::create(
-          rewriter, loc, {bType.getDimSize(1), bType.getDimSize(0)},
-          bType.getElementType());
-      b = linalg::TransposeOp::create(rewriter, loc, b, init,
-                                      ArrayRef<int64_t>{1, 0})
-              ->getResult(0);
-    }
-    Value product = linalg::MatmulOp::create(rewriter, loc, c.getType(),
-                                             ValueRange{a, b}, ValueRange{c})
-                        .getResult(0);
-    if (rank > 2)
+    Value product =
+        gemm->batch
+            ? linalg::BatchMatmulOp::create(rewriter, loc, c.getType(),
+                                            ValueRange{a, b}, ValueRange{c})
+                  .getResult(0)
+            : linalg::MatmulOp::create(rewriter, loc, c.getType(),
+                                       ValueRange{a, b}, ValueRange{c})
+                  .getResult(0);
+    if (product.getType() != cType)
       product =
-          tensor::ExpandShapeOp::create(rewriter, loc, cType, product, flatten);
-    if (!lead.empty())
-      product =
-          transposeTensor(rewriter, loc, product, invertPermutation(lead));
+          tensor::ExpandShapeOp::create(rewriter, loc, cType, product, cGroups);
+    product = transposeTensor(rewriter, loc, product, invertPermutation(cPerm));
     rewriter.replaceOp(op, product);
     return success();
   }
@@ -426,6 +641,49 @@ Value moveElementwise(PatternRewriter &rewriter, linalg::GenericOp op,
                               moved.getRegion().begin());
   return moved.getResult(0);
 }
+
+/// linalg.transpose of [plain elementwise ops of] a linalg.transpose that
+/// it undoes -> the elementwise ops of the first's input: what
+/// normalization leaves where a frontend transposed a product
+/// (`jax.vmap(lambda t: w @ t)`'s [out, tokens] back to [tokens, out],
+/// after its bf16 rounding) that is now computed in the order the
+/// frontend wanted. The elementwise ops compute the same values on any
+/// layout.
+struct CancelTransposes : public OpRewritePattern<linalg::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::TransposeOp outer,
+                                PatternRewriter &rewriter) const override {
+    if (!outer.hasPureTensorSemantics())
+      return failure();
+    // The elementwise ops between the two, nearest first.
+    SmallVector<linalg::GenericOp> chain;
+    Value v = outer.getInput();
+    while (auto generic = v.getDefiningOp<linalg::GenericOp>()) {
+      if (!isPlainElementwise(generic) || !v.hasOneUse())
+        return failure();
+      chain.push_back(generic);
+      v = generic.getDpsInputs()[0];
+    }
+    auto inner = v.getDefiningOp<linalg::TransposeOp>();
+    if (!inner || !inner.hasPureTensorSemantics() ||
+        cast<ShapedType>(inner.getInput().getType()).getShape() !=
+            cast<ShapedType>(outer->getResult(0).getType()).getShape())
+      return failure();
+    ArrayRef<int64_t> first = inner.getPermutation(),
+                      second = outer.getPermutation();
+    for (auto [i, p] : llvm::enumerate(second))
+      if (first[p] != static_cast<int64_t>(i))
+        return failure();
+    Value result = inner.getInput();
+    for (linalg::GenericOp op : llvm::reverse(chain))
+      result = moveElementwise(rewriter, op, result);
+    rewriter.replaceOp(outer, result);
+    for (linalg::GenericOp op : chain)
+      rewriter.eraseOp(op);
+    return success();
+  }
+};
 
 /// Two collapse_shapes of one value with the same groups are one: the
 /// contractions normalized above each flatten the gathered operand, and the
@@ -618,13 +876,13 @@ struct FoldBranchesOfEqualFills : OpRewritePattern<scf::IfOp> {
 void mlir::overlap::populateNormalizeContractionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<FoldBranchesOfEqualFills>(patterns.getContext());
-  patterns.add<NormalizeContraction, SinkLayout<shard::AllReduceOp>,
-               SinkLayout<shard::ReduceScatterOp>,
-               HoistLayoutThroughGather<tensor::CollapseShapeOp>,
-               HoistLayoutThroughGather<linalg::TransposeOp>,
-               DedupCollapseShape, DedupTranspose,
-               SinkExpandThroughElementwise, HoistElementwiseThroughGather>(
-      patterns.getContext());
+  patterns
+      .add<NormalizeContraction, CancelTransposes,
+           SinkLayout<shard::AllReduceOp>, SinkLayout<shard::ReduceScatterOp>,
+           HoistLayoutThroughGather<tensor::CollapseShapeOp>,
+           HoistLayoutThroughGather<linalg::TransposeOp>, DedupCollapseShape,
+           DedupTranspose, SinkExpandThroughElementwise,
+           HoistElementwiseThroughGather>(patterns.getContext());
   populateMergeGatheredMatmulPatterns(patterns);
   populateTokenContractionPatterns(patterns);
 }

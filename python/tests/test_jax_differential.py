@@ -158,26 +158,18 @@ def test_random_layout_program_matches_jax(seed):
 INDEXED_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_INDEXED", "40"))
 INDEXED_TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2}
 INDEXED_KNOWN = {}
-#: Two bugs of the compiler (not of the importer), found by this family
+#: A bug of the compiler (not of the importer), found by this family
 #: (2026-12, 300 programs; every other one agrees), run every time until
-#: fixed. CAPTURED: a gather (or a take's gradient) whose operand is a
-#: collective's result reads it before the collective ends: the generic
-#: reads it with tensor.extract in its body, and overlap-schedule-streams
-#: takes a linalg op's footprint from its operands only, so the compute
-#: stream does not wait for the comm stream. STRIDED: a collective of a
-#: slice (here the pad or the concatenate that cuts a block back to its
-#: shape, folded into a tensor.extract_slice) is refused at the runtime
-#: lowering ("not a contiguous buffer"); lax.psum(v[:, :2]) alone is.
-CAPTURED = ("a gather reading a collective's result does not wait for "
-            "it (overlap-schedule-streams misses reads in a linalg "
-            "body): wrong values")
+#: fixed. STRIDED: a collective of a slice (here the pad or the concatenate
+#: that cuts a block back to its shape, folded into a tensor.extract_slice)
+#: is refused at the runtime lowering ("not a contiguous buffer");
+#: lax.psum(v[:, :2]) alone is. (The family also found a gather reading a
+#: collective's result before the collective ended, a wrong result: seeds
+#: 22, 75, 99, 101, 129, 151, 156, 184, 262, 267; overlap-schedule-streams
+#: now takes the reads in a linalg body into the op's footprint.)
 STRIDED = ("a collective of a strided slice does not compile ('not a "
            "contiguous buffer'; lax.psum(v[:, :2]) alone does not)")
-INDEXED_XFAIL = {
-    **{s: CAPTURED for s in (22, 75, 99, 101, 129, 151, 156, 184, 262,
-                             267)},
-    **{s: STRIDED for s in (21, 54, 91, 147, 208, 292)},
-}
+INDEXED_XFAIL = {s: STRIDED for s in (21, 54, 91, 147, 208, 292)}
 
 
 @pytest.mark.parametrize("seed", seeds(INDEXED_COUNT, (), INDEXED_KNOWN,

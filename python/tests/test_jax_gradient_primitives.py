@@ -259,12 +259,11 @@ def test_bf16_scatter_add_rounds_after_each_add(mesh):
           exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "overlap-schedule-streams takes a linalg op's footprint from its "
-    "operands only: the gather's generic reads the psum's result with "
-    "tensor.extract in its body, and the compute stream does not wait "
-    "for the all-reduce (test_jax_differential.CAPTURED)"))
 def test_gather_of_a_collective_result(mesh):
+    """A gather of a psum's result (its generic reads the psum with
+    tensor.extract in its body): it read the result before the all-reduce
+    ended (a wrong result) until overlap-schedule-streams took reads in a
+    linalg body into the op's footprint."""
     def body(x):
         v = lax.psum(x, "x")
         idx = (jnp.abs(x) * 4).astype(jnp.int32)[:, :2] % x.shape[1]

@@ -101,20 +101,39 @@ bool isHoistable(Operation *op) {
   return isMemoryEffectFree(op) && op->getNumRegions() == 0;
 }
 
+/// What `op` reads and writes: its own memory effects, and those of the ops
+/// in its regions on memory defined outside it (a linalg.generic whose body
+/// loads from a captured buffer, a gather's `tensor.extract` once
+/// bufferized, reads that buffer though it is no operand).
 SmallVector<Footprint> footprintsOf(Operation *op) {
   SmallVector<Footprint> fps;
-  auto effecting = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effecting)
-    return fps;
-  SmallVector<MemoryEffects::EffectInstance> effects;
-  effecting.getEffects(effects);
-  for (const MemoryEffects::EffectInstance &effect : effects) {
-    Value v = effect.getValue();
-    if (!v || !isa<BaseMemRefType>(v.getType()))
-      continue;
-    fps.push_back(
-        footprintOf(v, isa<MemoryEffects::Write>(effect.getEffect())));
-  }
+  auto definedInside = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      def = cast<BlockArgument>(v).getOwner()->getParentOp();
+    return def != op && op->isAncestor(def);
+  };
+  auto add = [&](Operation *effecting) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(effecting);
+    if (!iface)
+      return;
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects) {
+      Value v = effect.getValue();
+      if (!v || !isa<BaseMemRefType>(v.getType()))
+        continue;
+      if (effecting != op && definedInside(v))
+        continue;
+      fps.push_back(
+          footprintOf(v, isa<MemoryEffects::Write>(effect.getEffect())));
+    }
+  };
+  add(op);
+  op->walk([&](Operation *nested) {
+    if (nested != op)
+      add(nested);
+  });
   return fps;
 }
 

@@ -145,3 +145,36 @@ func.func @compute_only(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8
   linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
   return
 }
+
+// -----
+
+shard.grid @tp(shape = 4)
+
+// A linalg.generic that reads a buffer in its body (a gather's
+// tensor.extract, bufferized to memref.load of a captured buffer) reads it
+// though it is no operand: it waits for the all-reduce that writes it.
+// (Without the body's reads in its footprint it ran beside the all-reduce
+// and read the sum before it was made: a wrong result.)
+// CHECK-LABEL: func.func @gather_reads_a_collective_result
+// CHECK: %[[S:.*]] = overlap.signals : !overlap.signals<2>
+// CHECK: overlap.stream compute {
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[V:.*]] : memref<16x8xf32>)
+// CHECK-NEXT: overlap.signal %[[S]][0]
+// CHECK-NEXT: overlap.wait %[[S]][1]
+// CHECK-NEXT: linalg.generic
+// CHECK: overlap.stream comm {
+// CHECK-NEXT: overlap.wait %[[S]][0]
+// CHECK-NEXT: overlap.all_reduce %[[V]]
+// CHECK-NEXT: overlap.signal %[[S]][1]
+func.func @gather_reads_a_collective_result(%v: memref<16x8xf32>, %idx: memref<16x2xindex>, %out: memref<16x2xf32>) {
+  %zero = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%v : memref<16x8xf32>)
+  overlap.all_reduce %v on @tp grid_axes = [0] : memref<16x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%idx : memref<16x2xindex>) outs(%out : memref<16x2xf32>) {
+  ^bb0(%col: index, %o: f32):
+    %i = linalg.index 0 : index
+    %x = memref.load %v[%i, %col] : memref<16x8xf32>
+    linalg.yield %x : f32
+  }
+  return
+}

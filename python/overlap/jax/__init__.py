@@ -283,8 +283,10 @@ def importer_error(low: Lowered, err: Exception) -> Optional[Exception]:
     message = str(err)
     if "stage 'parse'" not in message:
         return None
-    found = re.search(r"^[^\n:]*:(\d+):(\d+): error: (.*)$", message,
-                      re.MULTILINE)
+    # The buffer's name is a path or `<overlap.compile text from F:L>`
+    # (colons inside the angle brackets).
+    found = re.search(r"^(?:<[^>\n]*>|[^\n:]*):(\d+):(\d+): error: (.*)$",
+                      message, re.MULTILINE)
     if not found:
         return None
     line, why = int(found.group(1)), found.group(3)

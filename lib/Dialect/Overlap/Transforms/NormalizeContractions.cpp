@@ -34,18 +34,13 @@
 using namespace mlir;
 using namespace mlir::overlap;
 
-namespace {
-
-std::optional<unsigned> dimPos(AffineExpr expr) {
+std::optional<unsigned> mlir::overlap::dimPos(AffineExpr expr) {
   if (auto dim = dyn_cast<AffineDimExpr>(expr))
     return dim.getPosition();
   return std::nullopt;
 }
 
-/// The body of a linalg.generic is exactly `out + ext(a) * ext(b)` (each
-/// factor optionally widened by arith.extf), so it computes what
-/// linalg.matmul computes.
-bool isMatmulBody(Block &body) {
+bool mlir::overlap::isMatmulBody(Block &body) {
   auto ops = body.without_terminator();
   SmallVector<Operation *> list;
   for (Operation &op : ops)
@@ -74,6 +69,8 @@ bool isMatmulBody(Block &body) {
   // Nothing else in the body: the add, the mul and at most two extf.
   return operandsOk && list.size() <= 4;
 }
+
+namespace {
 
 /// The loops of a contraction C += A * B whose maps are projected
 /// permutations, by the operands they index: all three (a batch loop, at
@@ -596,8 +593,8 @@ struct HoistLayoutThroughGather : public OpRewritePattern<LayoutOp> {
         return failure();
     auto gather =
         layout->getOperand(0).template getDefiningOp<shard::AllGatherOp>();
-    if (!gather || (!gather->hasOneUse() &&
-                    !mayHoistLayoutOfSharedGather(gather, layout)))
+    if (!gather ||
+        (!gather->hasOneUse() && !mayHoistLayoutOfSharedGather(gather, layout)))
       return failure();
     auto localType = dyn_cast<RankedTensorType>(gather.getInput().getType());
     auto resultType = cast<RankedTensorType>(layout->getResult(0).getType());

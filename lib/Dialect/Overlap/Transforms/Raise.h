@@ -93,8 +93,7 @@ void populateMergeGatheredMatmulPatterns(RewritePatternSet &patterns);
 /// residual add of a gathered [b, s, h] activation): it is the gather's one
 /// layout user and leads to a matmul's left operand. It then gets a gather
 /// of its own, which overlap-raise fuses; the other users keep the first.
-bool mayHoistLayoutOfSharedGather(shard::AllGatherOp gather,
-                                  Operation *layout);
+bool mayHoistLayoutOfSharedGather(shard::AllGatherOp gather, Operation *layout);
 
 /// Part of that normalization (TokenContractions.cpp): a contraction over
 /// the leading (token) dims, C[m, n] = sum_t A[t..., m] * B[t..., n] (a
@@ -106,6 +105,14 @@ void populateTokenContractionPatterns(RewritePatternSet &patterns);
 
 /// Why the shard.all_to_all `op` is not fused; empty when it would be.
 std::string whyAllToAllNotRaised(Operation *op);
+
+/// The loop position of an indexing-map result that is a plain dim.
+std::optional<unsigned> dimPos(AffineExpr expr);
+
+/// The body of a linalg.generic is exactly `out + ext(a) * ext(b)` (each
+/// factor optionally widened by arith.extf), so it computes what
+/// linalg.matmul computes.
+bool isMatmulBody(Block &body);
 
 } // namespace overlap
 } // namespace mlir

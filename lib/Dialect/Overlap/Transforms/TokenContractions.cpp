@@ -38,36 +38,6 @@ using namespace mlir::overlap;
 
 namespace {
 
-std::optional<unsigned> loopOf(AffineExpr expr) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr))
-    return dim.getPosition();
-  return std::nullopt;
-}
-
-/// `out + ext(a) * ext(b)` (each factor optionally widened by arith.extf)
-/// and nothing else: what a linalg.matmul computes per step.
-bool isMulAddBody(Block &body) {
-  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
-  if (!yield || yield.getNumOperands() != 1 ||
-      std::distance(body.begin(), body.end()) > 5)
-    return false;
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  Value out = body.getArgument(2);
-  if (!add || (add.getLhs() != out && add.getRhs() != out))
-    return false;
-  auto mul = (add.getLhs() == out ? add.getRhs() : add.getLhs())
-                 .getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  auto factor = [](Value v) {
-    auto ext = v.getDefiningOp<arith::ExtFOp>();
-    return ext ? ext.getIn() : v;
-  };
-  Value x = factor(mul.getLhs()), y = factor(mul.getRhs());
-  Value a = body.getArgument(0), b = body.getArgument(1);
-  return (x == a && y == b) || (x == b && y == a);
-}
-
 /// Whether `op` is C[m, n] += A[t..., m] * B[t..., n]: one or more
 /// contracted loops leading A and B in the same order, A's and B's last
 /// dims the rows and the columns of a 2-D C, static shapes.
@@ -76,7 +46,7 @@ bool isTokenContraction(linalg::LinalgOp op) {
       op.getNumDpsInits() != 1)
     return false;
   if (isa<linalg::GenericOp>(op)) {
-    if (!isMulAddBody(*op.getBlock()))
+    if (!isMatmulBody(*op.getBlock()))
       return false;
   } else if (!isa<linalg::MatmulOp, linalg::ContractOp>(op)) {
     return false;
@@ -90,9 +60,9 @@ bool isTokenContraction(linalg::LinalgOp op) {
   if (rank < 2 || b.getNumResults() != rank || c.getNumResults() != 2 ||
       op.getNumLoops() != rank + 1)
     return false;
-  std::optional<unsigned> m = loopOf(a.getResult(rank - 1)),
-                          n = loopOf(b.getResult(rank - 1));
-  if (!m || !n || loopOf(c.getResult(0)) != m || loopOf(c.getResult(1)) != n ||
+  std::optional<unsigned> m = dimPos(a.getResult(rank - 1)),
+                          n = dimPos(b.getResult(rank - 1));
+  if (!m || !n || dimPos(c.getResult(0)) != m || dimPos(c.getResult(1)) != n ||
       *m == *n)
     return false;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -101,8 +71,8 @@ bool isTokenContraction(linalg::LinalgOp op) {
     return false;
   llvm::SmallDenseSet<unsigned> contracted;
   for (unsigned i = 0; i + 1 < rank; ++i) {
-    std::optional<unsigned> t = loopOf(a.getResult(i));
-    if (!t || loopOf(b.getResult(i)) != t || *t == *m || *t == *n ||
+    std::optional<unsigned> t = dimPos(a.getResult(i));
+    if (!t || dimPos(b.getResult(i)) != t || *t == *m || *t == *n ||
         iterators[*t] != utils::IteratorType::reduction ||
         !contracted.insert(*t).second)
       return false;
@@ -138,8 +108,7 @@ Value flattenTokens(PatternRewriter &rewriter, Location loc, Value v) {
   for (int64_t i = 0; i + 1 < rank; ++i)
     tokens.push_back(i);
   return tensor::CollapseShapeOp::create(
-      rewriter, loc, v,
-      SmallVector<ReassociationIndices>{tokens, {rank - 1}});
+      rewriter, loc, v, SmallVector<ReassociationIndices>{tokens, {rank - 1}});
 }
 
 /// The [T, M] operand X of a 2-D linalg.transpose X^T on tensors, or null.
@@ -166,11 +135,10 @@ struct NormalizeTokenContraction
     Value b = flattenTokens(rewriter, loc, op.getDpsInputs()[1]);
     Value c = op.getDpsInits()[0];
     Value product =
-        linalg::MatmulOp::create(rewriter, loc, c.getType(),
-                                 ValueRange{transposeTensor(rewriter, loc, a,
-                                                            {1, 0}),
-                                            b},
-                                 ValueRange{c})
+        linalg::MatmulOp::create(
+            rewriter, loc, c.getType(),
+            ValueRange{transposeTensor(rewriter, loc, a, {1, 0}), b},
+            ValueRange{c})
             .getResult(0);
     remarkPassed(product.getDefiningOp(), "normalized", "overlap-raise",
                  "a contraction over the leading (token) dims is a matmul "
@@ -180,7 +148,6 @@ struct NormalizeTokenContraction
     return success();
   }
 };
-
 
 /// A 2-D contraction C[m, n] += A[m, k] * B[k, n] written with its maps
 /// (linalg.generic, linalg.contract) whose A is a linalg.transpose of X
@@ -200,7 +167,7 @@ struct NormalizeTransposedOperand
         op.getNumLoops() != 3 || !transposedMatrix(op.getDpsInputs()[0]) ||
         !reachesReduction(op->getResult(0)))
       return failure();
-    if (isa<linalg::GenericOp>(op) ? !isMulAddBody(*op.getBlock())
+    if (isa<linalg::GenericOp>(op) ? !isMatmulBody(*op.getBlock())
                                    : !isa<linalg::ContractOp>(op))
       return failure();
     if (auto cast = op->getAttrOfType<linalg::TypeFnAttr>("cast");
@@ -289,12 +256,11 @@ struct SwapTransposedProduct : public OpRewritePattern<linalg::TransposeOp> {
     } else {
       init = transposeTensor(rewriter, loc, c, {1, 0});
     }
-    Value result =
-        linalg::MatmulOp::create(
-            rewriter, loc, init.getType(),
-            ValueRange{transposeTensor(rewriter, loc, y, {1, 0}), x},
-            ValueRange{init})
-            .getResult(0);
+    Value result = linalg::MatmulOp::create(
+                       rewriter, loc, init.getType(),
+                       ValueRange{transposeTensor(rewriter, loc, y, {1, 0}), x},
+                       ValueRange{init})
+                       .getResult(0);
     for (Operation *op : llvm::reverse(chain))
       result = rebuildTransposed(rewriter, op, result);
     remarkPassed(result.getDefiningOp(), "transpose-folded", "overlap-raise",
@@ -339,6 +305,5 @@ struct SwapTransposedProduct : public OpRewritePattern<linalg::TransposeOp> {
 void mlir::overlap::populateTokenContractionPatterns(
     RewritePatternSet &patterns) {
   patterns.add<NormalizeTokenContraction, NormalizeTransposedOperand,
-               SwapTransposedProduct>(
-      patterns.getContext());
+               SwapTransposedProduct>(patterns.getContext());
 }

@@ -158,18 +158,14 @@ def test_random_layout_program_matches_jax(seed):
 INDEXED_COUNT = int(os.environ.get("OVERLAP_DIFFERENTIAL_INDEXED", "40"))
 INDEXED_TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2}
 INDEXED_KNOWN = {}
-#: A bug of the compiler (not of the importer), found by this family
-#: (2026-12, 300 programs; every other one agrees), run every time until
-#: fixed. STRIDED: a collective of a slice (here the pad or the concatenate
-#: that cuts a block back to its shape, folded into a tensor.extract_slice)
-#: is refused at the runtime lowering ("not a contiguous buffer");
-#: lax.psum(v[:, :2]) alone is. (The family also found a gather reading a
-#: collective's result before the collective ended, a wrong result: seeds
-#: 22, 75, 99, 101, 129, 151, 156, 184, 262, 267; overlap-schedule-streams
-#: now takes the reads in a linalg body into the op's footprint.)
-STRIDED = ("a collective of a strided slice does not compile ('not a "
-           "contiguous buffer'; lax.psum(v[:, :2]) alone does not)")
-INDEXED_XFAIL = {s: STRIDED for s in (21, 54, 91, 147, 208, 292)}
+#: This family found two bugs of the compiler (2026-12, 300 programs),
+#: both fixed: a gather reading a collective's result before the collective
+#: ended, a wrong result (seeds 22, 75, 99, 101, 129, 151, 156, 184, 262,
+#: 267; overlap-schedule-streams now takes the reads in a linalg body into
+#: the op's footprint), and a collective of a strided slice refused at the
+#: runtime lowering, "not a contiguous buffer" (seeds 21, 54, 91, 147, 208,
+#: 292; overlap-lower-collectives now copies such a slice into one block).
+INDEXED_XFAIL = {}
 
 
 @pytest.mark.parametrize("seed", seeds(INDEXED_COUNT, (), INDEXED_KNOWN,

@@ -631,3 +631,23 @@ CUDA_LAYERS = {
 def test_compiles_for_cuda(mesh, name, tmp_path):
     build, args = CUDA_LAYERS[name]
     compiles_for_cuda(build(mesh), *args(), tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("form", ["psum v[:, :2]", "psum v[1:3, 2:6]",
+                                  "all_gather v[:, 1:3]",
+                                  "psum_scatter v[:, :4]"])
+def test_collective_of_a_strided_slice(mesh, form):
+    """A collective of a slice that is not one block of memory (a pad's or
+    a concatenate's cut folded into an extract_slice, or written so) was
+    refused at the runtime lowering ("not a contiguous buffer"):
+    overlap-lower-collectives copies it into one block first."""
+    bodies = {
+        "psum v[:, :2]": (lambda v: lax.psum(v[:, :2], "x"), P()),
+        "psum v[1:3, 2:6]": (lambda v: lax.psum(v[1:3, 2:6], "x"), P()),
+        "all_gather v[:, 1:3]": (
+            lambda v: lax.all_gather(v[:, 1:3], "x", tiled=True), P("x")),
+        "psum_scatter v[:, :4]": (
+            lambda v: lax.psum_scatter(v[:, :4], "x", tiled=True), P("x")),
+    }
+    body, out = bodies[form]
+    check(sm(mesh, body, P("x"), out), rand(32, 8), exact=True)

@@ -92,6 +92,42 @@ static Value castBooleans(OpBuilder &b, Location loc, Value v, Type elem) {
       tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, v), elem));
 }
 
+/// `v` itself when it lies in one contiguous block of memory once
+/// bufferized, else a copy of it that does (a collective is one call on one
+/// contiguous buffer). Only a tensor.extract_slice can be strided here: it
+/// is one block when the dims after its last partial dim are whole, the
+/// dims before it are 1 wide and that dim has unit stride; any other
+/// (`v[:, :2]`, `v[0:2, 0:3]` of a 4x8 tensor) is copied.
+static Value contiguous(OpBuilder &b, Location loc, Value v) {
+  auto slice = v.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    return v;
+  auto source = cast<RankedTensorType>(slice.getSourceType());
+  auto sizeOf = [&](int64_t d) {
+    return getConstantIntValue(slice.getMixedSizes()[d]);
+  };
+  auto unitStride = [&](int64_t d) {
+    std::optional<int64_t> stride =
+        getConstantIntValue(slice.getMixedStrides()[d]);
+    return stride && *stride == 1;
+  };
+  int64_t p = source.getRank() - 1;
+  for (; p >= 0; --p) {
+    std::optional<int64_t> size = sizeOf(p);
+    if (!(size && !source.isDynamicDim(p) && *size == source.getDimSize(p) &&
+          unitStride(p)))
+      break;
+  }
+  bool dense = p < 0 || unitStride(p) || sizeOf(p) == 1;
+  for (int64_t d = 0; d < p && dense; ++d)
+    dense = sizeOf(d) == 1;
+  if (dense)
+    return v;
+  Value empty = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, v), getElementTypeOrSelf(v));
+  return linalg::CopyOp::create(b, loc, v, empty).getResult(0);
+}
+
 Operation *mlir::overlap::collectiveOnBytes(OpBuilder &b, Operation *op) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
@@ -279,7 +315,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
 
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     // Converted first, so that the reduction runs in the result type.
-    Value input = allReduce.getInput();
+    Value input = contiguous(b, loc, allReduce.getInput());
     if (getElementTypeOrSelf(input.getType()) != resultType.getElementType())
       input = convertElementsInto(
           b, loc, input,
@@ -297,7 +333,7 @@ Value lowerOne(OpBuilder &b, Operation *op, SymbolTableCollection &symbols) {
   // scatter); its result is moved back.
   auto alongRows = [&](Value input, int64_t axis, bool scatter, auto build) {
     SmallVector<int64_t> perm = axisFirst(axis, rank);
-    Value rows = transposeTensor(b, loc, input, perm);
+    Value rows = transposeTensor(b, loc, contiguous(b, loc, input), perm);
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
     if (scatter)
       assertDivisible(b, loc, sizes[0], group, what);

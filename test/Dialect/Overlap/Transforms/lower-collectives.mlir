@@ -105,3 +105,28 @@ func.func @booleans(%x: tensor<?x2xi1>) -> tensor<?x2xi1> {
   %r = shard.all_gather %x on @tp grid_axes = [0] gather_axis = 0 : tensor<?x2xi1> -> tensor<?x2xi1>
   return %r : tensor<?x2xi1>
 }
+
+// A collective of a strided slice (`lax.psum(v[:, :2])`) is one call on one
+// contiguous buffer: the slice is copied into one first. A slice that is
+// one block already (whole rows, or one row's run) is not copied.
+// CHECK-LABEL: func.func @strided_slice
+// CHECK: %[[S:.*]] = tensor.extract_slice %{{.*}}[0, 0] [8, 2] [1, 1]
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x2xf32>
+// CHECK: %[[C:.*]] = linalg.copy ins(%[[S]] : tensor<8x2xf32>) outs(%[[E]] : tensor<8x2xf32>)
+// CHECK: overlap.all_reduce %[[C]]
+// CHECK: %[[R:.*]] = tensor.extract_slice %{{.*}}[2, 0] [4, 8] [1, 1]
+// CHECK-NOT: linalg.copy
+// CHECK: overlap.all_reduce %[[R]]
+// CHECK: %[[T:.*]] = tensor.extract_slice %{{.*}}[3, 2] [1, 4] [1, 1]
+// CHECK-NOT: linalg.copy
+// CHECK: overlap.all_reduce %[[T]]
+// CHECK: return
+func.func @strided_slice(%v: tensor<8x8xf32>) -> (tensor<8x2xf32>, tensor<4x8xf32>, tensor<1x4xf32>) {
+  %s = tensor.extract_slice %v[0, 0] [8, 2] [1, 1] : tensor<8x8xf32> to tensor<8x2xf32>
+  %a = shard.all_reduce %s on @tp grid_axes = [0] : tensor<8x2xf32> -> tensor<8x2xf32>
+  %r = tensor.extract_slice %v[2, 0] [4, 8] [1, 1] : tensor<8x8xf32> to tensor<4x8xf32>
+  %b = shard.all_reduce %r on @tp grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %t = tensor.extract_slice %v[3, 2] [1, 4] [1, 1] : tensor<8x8xf32> to tensor<1x4xf32>
+  %c = shard.all_reduce %t on @tp grid_axes = [0] : tensor<1x4xf32> -> tensor<1x4xf32>
+  return %a, %b, %c : tensor<8x2xf32>, tensor<4x8xf32>, tensor<1x4xf32>
+}

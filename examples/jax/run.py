@@ -61,6 +61,12 @@ def main():
         if args.print_mlir:
             print(res.mlir)
     print(f"worst f32 error: {worst:.3g}")
+    if args.strategy.startswith("uniform"):
+        print(f"(--strategy {args.strategy} splits these toy shapes to show "
+              "the tiles run right; at this size a split is predicted "
+              "slower than serial, and --strategy auto keeps one tile. "
+              "Real sizes: docs/jax.md, \"Overlap happens\"; measured: "
+              "docs/status.md)")
 
 
 if __name__ == "__main__":

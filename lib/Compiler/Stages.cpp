@@ -10,6 +10,7 @@
 #include "overlap/Compiler/Input.h"
 #include "overlap/Conversion/Passes.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Planner/Profile.h"
 #include "overlap/Planner/TilePlanner.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -143,9 +144,15 @@ llvm::Error CompileOptions::validate() const {
     return llvm::createStringError("strategy: empty (" OVERLAP_STRATEGY_LIST
                                    ")");
   // Checked before anything is compiled: a module with nothing to plan
-  // must not hide a misspelt strategy.
+  // must not hide a misspelt strategy or profile (the one wording of
+  // every tool: planner::unknownProfileMessage).
   if (llvm::Error err = ::overlap::planner::checkStrategy(strategy))
     return err;
+  std::string dir = ::overlap::planner::shippedProfilesDir();
+  if (::overlap::planner::resolveProfilePath(profile, dir).empty())
+    return llvm::createStringError(
+        "--profile: " +
+        ::overlap::planner::unknownProfileMessage(profile, dir));
   return llvm::Error::success();
 }
 

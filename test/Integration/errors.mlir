@@ -47,8 +47,7 @@
 // PLAN300: exit 0
 //
 // RUN: bash -c 'overlap-run --ranks 4 --entry mar --profile %S/Inputs/missing.json %s; echo "exit $?"' 2>&1 | FileCheck %s --check-prefix=PROFILE
-// PROFILE: missing.json
-// PROFILE: overlap-run: error: stage 'tensor'
+// PROFILE: overlap-run: error: --profile: no file '{{.*}}missing.json' and no shipped profile of that name
 // PROFILE: exit 2
 //
 // A wait timeout is a runtime error: the runtime's launch error is printed.

@@ -162,6 +162,12 @@ int main(int argc, char **argv) {
     llvm::outs() << compiler::describePipeline(options.compile) << "\n";
     return 0;
   }
+  // A bad option value (a misspelt strategy or profile, an unknown
+  // target) is a usage error: exit 2, before the input is read.
+  if (llvm::Error err = options.compile.validate()) {
+    fail(llvm::toString(std::move(err)));
+    return 2;
+  }
 
   llvm::Expected<compiler::ParsedInput> input =
       compiler::parseInput(inputFile, compiler::remarkOptionsFromCL());

@@ -9,6 +9,7 @@
 #include "overlap/Support/EnumNames.h"
 
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -270,9 +271,7 @@ double CostModel::commUs(int64_t rows) const {
   return commCurve->curve.eval(x) * commScale + commCurve->latencyUs + copies;
 }
 
-double CostModel::shiftBytes(int64_t rows) const {
-  return commBytes(rows);
-}
+double CostModel::shiftBytes(int64_t rows) const { return commBytes(rows); }
 
 double CostModel::shiftUs(int64_t rows) const {
   if (rows <= 0 || !commCurve || problem.ranks < 2)
@@ -308,19 +307,20 @@ Bound CostModel::getBound() const {
 /// "curve N=.. K=.. dtype", and for a neighbour's curve what it stands in
 /// for and its factor.
 static std::string describeCurve(const GemmCurve &curve, double scale,
-                                 const MatmulProblem &problem,
-                                 int64_t batch) {
-  std::string text = formatv("curve N={0} K={1} {2}", curve.n, curve.k,
-                             toString(curve.dtype))
-                         .str();
+                                 const MatmulProblem &problem, int64_t batch) {
+  std::string text =
+      formatv("curve N={0} K={1} {2}", curve.n, curve.k, toString(curve.dtype))
+          .str();
   if (batch > 1)
     text += formatv(" batch {0}", batch).str();
   if (curve.n == problem.n && curve.k == problem.k &&
       curve.dtype == problem.dtype)
     return text;
-  return text + formatv(" scaled x{0:g4} (nearest measured; no curve for "
+  // (formatv has no %g style: "{0:g4}" asserts in a build with assertions.)
+  return text + formatv(" scaled x{0} (nearest measured; no curve for "
                         "N={1} K={2} {3}{4}: a prediction)",
-                        scale, problem.n, problem.k, toString(problem.dtype),
+                        llvm::format("%.3g", scale), problem.n, problem.k,
+                        toString(problem.dtype),
                         batch > 1 ? formatv(" batch {0}", batch).str() : "")
                     .str();
 }

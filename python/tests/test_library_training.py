@@ -167,10 +167,13 @@ def _adam_step(model, lr=1e-2, b1=0.9, b2=0.999):
     return jax.jit(step)
 
 
-CASES = [(block, dtype, stacked)
-         for block in ("gpt", "llama")
-         for dtype in ("bfloat16", "float32")
-         for stacked in (False, True)]
+# bf16, the dtype these blocks train in (and the one that failed to link
+# and to differentiate); their f32 forward and backward are in
+# test_jax_kinds.py and test_jax_call.py. The suite's time is kept below
+# 40 minutes: f32 here is one case.
+CASES = ([(block, "bfloat16", stacked)
+          for block in ("gpt", "llama") for stacked in (False, True)]
+         + [("llama", "float32", True)])
 
 
 @pytest.mark.parametrize("block,dtype,stacked", CASES,

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._emit import UnsupportedError, Value, _is_literal, _source, elem_type
+from ._emit import (Refusal, UnsupportedError, Value, _is_literal,
+                    _source, elem_type)
 from ._translate import SUPPORTED, Translator
 
 #: Calls at the top level that are looked into (jax.jit of f, nested).
@@ -39,24 +40,6 @@ TOP_CALLS = ("jit", "pjit", "closed_call", "core_call")
 GRAD_EXAMPLE = ("layer = overlap.jax.jit(sm); "
                 "jax.grad(lambda x, w: jnp.sum(layer(x, w) ** 2), "
                 "argnums=1)(x, w)")
-
-
-@dataclass
-class Refusal:
-    #: What is refused: "the primitive 'cbrt'", "argument 2 of body
-    #: (state['n'])", "'mul' at the top level of f".
-    what: str
-    #: The user's line ("model.py:12 (body)"), or "".
-    where: str
-    #: Why, and what to do.
-    why: str
-    #: "primitive" (one the importer does not translate), "form", "dtype",
-    #: "structure".
-    kind: str = "form"
-
-    def __str__(self) -> str:
-        return (self.what + (f" (from {self.where})" if self.where else "")
-                + f": {self.why}")
 
 
 class Refusals:

@@ -42,6 +42,26 @@ class UnsupportedError(NotImplementedError):
     parameter) and the source line it came from."""
 
 
+@dataclass
+class Refusal:
+    """One reason a frontend (overlap.jax, overlap.torch) refuses a program,
+    as its error lists it; UnsupportedError.refusals holds them."""
+    #: What is refused: "the primitive 'cbrt'", "argument 2 of body
+    #: (state['n'])", "'mul' at the top level of f", "aten.cumsum".
+    what: str
+    #: The user's line ("model.py:12 (body)"), or "".
+    where: str
+    #: Why, and what to do.
+    why: str
+    #: "primitive" (one the importer does not translate), "form", "dtype",
+    #: "structure".
+    kind: str = "form"
+
+    def __str__(self) -> str:
+        return (self.what + (f" (from {self.where})" if self.where else "")
+                + f": {self.why}")
+
+
 _ELEM = {
     "float32": "f32", "bfloat16": "bf16", "float16": "f16",
     "int32": "i32", "bool": "i1", "int8": "i8", "int16": "i16",

@@ -15,10 +15,9 @@ input split on the last dim and its output replicated.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..jax._emit import UnsupportedError
+from ..jax._emit import Refusal, UnsupportedError
 
 COLWISE, ROWWISE = "colwise", "rowwise"
 #: ColwiseParallel(output_layouts=Replicate()): its output all-gathered.
@@ -48,17 +47,6 @@ class Splits(dict):
 #: Each style's default (input, output) layouts, as placements print.
 _DEFAULTS = {COLWISE: ("Replicate()", "Shard(dim=-1)"),
              ROWWISE: ("Shard(dim=-1)", "Replicate()")}
-
-
-@dataclass
-class Refusal:
-    what: str
-    where: str
-    why: str
-
-    def __str__(self) -> str:
-        return (self.what + (f" (from {self.where})" if self.where else "")
-                + f": {self.why}")
 
 
 class Refusals:

@@ -7,13 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 #include "overlap/Dialect/Overlap/Transforms/Passes.h"
+#include "overlap/Dialect/Overlap/Transforms/Remarks.h"
 
 #include "PlannerBridge.h"
 #include "Raise.h"
-#include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 #include "TensorBuilders.h"
+#include "overlap/Dialect/Overlap/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -100,11 +100,10 @@ void replaceWithFused(RewriterBase &rewriter, Operation *collective,
   Value replacement = fused;
   Type wanted = collective->getResult(0).getType();
   if (replacement.getType() != wanted)
-    replacement = tensor::CastOp::create(rewriter, collective->getLoc(),
-                                         wanted, replacement);
+    replacement = tensor::CastOp::create(rewriter, collective->getLoc(), wanted,
+                                         replacement);
   remarkPassed(fused.getDefiningOp(), "raised", "overlap-raise",
-               "raised to " +
-                   fused.getDefiningOp()->getName().getStringRef());
+               "raised to " + fused.getDefiningOp()->getName().getStringRef());
   rewriter.replaceOp(collective, replacement);
 }
 
@@ -151,23 +150,30 @@ std::string whyNotFused(CollectiveOp op, linalg::MatmulOp matmul,
   return "";
 }
 
-/// How many matmuls other than `matmul` read `gather`'s result (through
-/// casts) as their left operand.
-int64_t otherGatheredMatmuls(shard::AllGatherOp gather,
-                             linalg::MatmulOp matmul) {
-  int64_t count = 0;
+/// The matmuls that read `gather`'s result (through casts) as their left
+/// operand, in use order.
+SmallVector<linalg::MatmulOp> gatheredMatmuls(shard::AllGatherOp gather) {
+  SmallVector<linalg::MatmulOp> matmuls;
   SmallVector<Value> worklist = {gather.getResult()};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
       if (auto cast = dyn_cast<tensor::CastOp>(use.getOwner()))
         worklist.push_back(cast.getResult());
-      else if (isa<linalg::MatmulOp>(use.getOwner()) &&
-               use.getOwner() != matmul && use.getOperandNumber() == 0)
-        ++count;
+      else if (auto matmul = dyn_cast<linalg::MatmulOp>(use.getOwner());
+               matmul && use.getOperandNumber() == 0)
+        matmuls.push_back(matmul);
     }
   }
-  return count;
+  return matmuls;
+}
+
+/// How many matmuls other than `matmul` read `gather`'s result (through
+/// casts) as their left operand.
+int64_t otherGatheredMatmuls(shard::AllGatherOp gather,
+                             linalg::MatmulOp matmul) {
+  return llvm::count_if(gatheredMatmuls(gather),
+                        [&](linalg::MatmulOp m) { return m != matmul; });
 }
 
 /// shard.all_gather -> left operand of `matmul` (through casts that have no
@@ -263,8 +269,8 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op,
   // The result has the collective's element type: C's, or the f16/bf16
   // that a rounding between the two gives.
   Type elem = getElementTypeOrSelf(op.getInput().getType());
-  Type fusedType = cast<RankedTensorType>(matmul.getResult(0).getType())
-                       .clone(elem);
+  Type fusedType =
+      cast<RankedTensorType>(matmul.getResult(0).getType()).clone(elem);
   constexpr bool isReduceScatter =
       std::is_same_v<CollectiveOp, shard::ReduceScatterOp>;
   if constexpr (isReduceScatter) {
@@ -275,9 +281,8 @@ bool raiseMatmulThenCollective(RewriterBase &rewriter, CollectiveOp op,
     fusedType = RankedTensorType::get(
         {cType.getDimSize(0) / group, cType.getDimSize(1)}, elem);
   }
-  using FusedOp =
-      std::conditional_t<isReduceScatter, MatmulReduceScatterOp,
-                         MatmulAllReduceOp>;
+  using FusedOp = std::conditional_t<isReduceScatter, MatmulReduceScatterOp,
+                                     MatmulAllReduceOp>;
   auto fused = FusedOp::create(rewriter, op.getLoc(), fusedType, a, b, c,
                                op.getGridAttr(), op.getGridAxesAttr());
   replaceWithFused(rewriter, op, fused.getResult());
@@ -325,15 +330,15 @@ void keepGathersForOtherUsers(RewriterBase &rewriter, AllGatherMatmulOp fused) {
         rewriter.moveOpAfter(gather, after);
         after = gather;
       }
-      remarkPassed(
-          fused, "gather-kept", "overlap-raise",
-          llvm::Twine("the gathered rows have ") +
-              llvm::Twine(std::distance(gather->getUses().begin(),
-                                        gather->getUses().end())) +
-              " other use(s), which keep a plain all-gather of them" +
-              (movable ? ", moved after the fused op so that it runs "
-                         "behind its tile gathers, beside its GEMMs"
-                       : " (in place: a user comes before the fused op)"));
+      remarkPassed(fused, "gather-kept", "overlap-raise",
+                   llvm::Twine("the gathered rows have ") +
+                       llvm::Twine(std::distance(gather->getUses().begin(),
+                                                 gather->getUses().end())) +
+                       " other use(s), which keep a plain all-gather of them" +
+                       (movable
+                            ? ", moved after the fused op so that it runs "
+                              "behind its tile gathers, beside its GEMMs"
+                            : " (in place: a user comes before the fused op)"));
     }
   }
 }
@@ -369,18 +374,8 @@ bool raiseAllGatherThenMatmul(RewriterBase &rewriter, linalg::MatmulOp matmul,
 
 /// The matmul whose left operand `gather`'s result is, through casts.
 linalg::MatmulOp consumerMatmul(shard::AllGatherOp gather) {
-  SmallVector<Value> worklist = {gather.getResult()};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      if (auto cast = dyn_cast<tensor::CastOp>(use.getOwner()))
-        worklist.push_back(cast.getResult());
-      else if (auto matmul = dyn_cast<linalg::MatmulOp>(use.getOwner());
-               matmul && use.getOperandNumber() == 0)
-        return matmul;
-    }
-  }
-  return {};
+  SmallVector<linalg::MatmulOp> matmuls = gatheredMatmuls(gather);
+  return matmuls.empty() ? linalg::MatmulOp() : matmuls.front();
 }
 
 } // namespace
@@ -520,6 +515,5 @@ void mlir::overlap::populateOverlapRaisePatterns(RewritePatternSet &patterns) {
   populateNormalizeContractionPatterns(patterns);
   patterns.add<RaiseMatmulThenCollective<shard::AllReduceOp>,
                RaiseMatmulThenCollective<shard::ReduceScatterOp>,
-               RaiseAllGatherThenMatmul, RaiseAllToAll>(
-      patterns.getContext());
+               RaiseAllGatherThenMatmul, RaiseAllToAll>(patterns.getContext());
 }
